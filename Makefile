@@ -1,0 +1,46 @@
+# etl: build, test, demo and benchmark.
+GO        ?= go
+VERSION   ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo dev)
+LDFLAGS   := -s -w -X main.version=$(VERSION)
+BIN       := bin
+DEMO_DIR  ?= .demo
+
+.PHONY: all build test test-short vet fmt demo demo-stop bench clean
+
+all: build
+
+build:
+	$(GO) build -ldflags "$(LDFLAGS)" -o $(BIN)/etl ./cmd/etl
+	$(GO) build -o $(BIN)/devbroker ./cmd/devbroker
+
+# Everything: formatting, vet, unit tests and the integration tests against
+# a real ClickHouse and a real broker, with the race detector.
+test: vet
+	@unformatted=$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go')); \
+	  if [ -n "$$unformatted" ]; then echo "gofmt would change: $$unformatted"; exit 1; fi
+	$(GO) test -race -count=1 -timeout 25m ./...
+
+test-short: vet
+	$(GO) test -count=1 -short ./...
+
+vet:
+	$(GO) vet ./...
+
+fmt:
+	gofmt -w $$(git ls-files '*.go')
+
+# Starts a local ClickHouse and broker, generates records, runs the
+# pipeline with a live progress line and shows the row count.
+demo: build
+	DEMO_DIR=$(DEMO_DIR) scripts/demo.sh
+
+demo-stop:
+	DEMO_DIR=$(DEMO_DIR) scripts/demo.sh stop
+
+# The end-to-end benchmark: generated JSON through the pipeline into the
+# local ClickHouse; prints rows/s, CPU seconds per million rows, peak RSS.
+bench: build
+	scripts/bench.sh
+
+clean:
+	rm -rf $(BIN) $(DEMO_DIR)

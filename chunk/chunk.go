@@ -1,0 +1,112 @@
+package chunk
+
+import "fmt"
+
+// Schema is the ordered list of target columns a chunk is built for.
+type Schema struct {
+	Names []string
+	Types []*Type
+}
+
+// Span is a contiguous range of source offsets [First, Next) of one
+// partition, under one assignment epoch. Every record in the range is
+// accounted for by the chunk that carries the span: it produced rows in it,
+// or it produced none (filtered out).
+type Span struct {
+	Topic     string
+	Partition int32
+	Epoch     uint64
+	First     int64
+	Next      int64
+}
+
+func (s Span) String() string {
+	return fmt.Sprintf("%s/%d@%d[%d,%d)", s.Topic, s.Partition, s.Epoch, s.First, s.Next)
+}
+
+// Chunk is a columnar block of rows and the source spans they came from.
+type Chunk struct {
+	Schema *Schema
+	Cols   []Column
+	Rows   int
+	Spans  []Span
+	// Tag is opaque to the chunk: the pipeline keeps its bookkeeping here.
+	Tag  any
+	size int
+}
+
+// New returns an empty chunk for schema s.
+func New(s *Schema) (*Chunk, error) {
+	c := &Chunk{Schema: s, Cols: make([]Column, len(s.Types))}
+	for i, t := range s.Types {
+		col, err := NewColumn(t)
+		if err != nil {
+			return nil, fmt.Errorf("column %s: %w", s.Names[i], err)
+		}
+		c.Cols[i] = col
+	}
+	return c, nil
+}
+
+// AddRange records that the offsets [first, next) of (topic, partition,
+// epoch) are covered by this chunk, extending the last span when contiguous.
+// A range may include offsets that hold no record (compaction, transaction
+// markers): they are covered all the same.
+func (c *Chunk) AddRange(topic string, partition int32, epoch uint64, first, next int64) {
+	if n := len(c.Spans); n > 0 {
+		s := &c.Spans[n-1]
+		if s.Partition == partition && s.Epoch == epoch && s.Next == first && s.Topic == topic {
+			s.Next = next
+			return
+		}
+	}
+	c.Spans = append(c.Spans, Span{Topic: topic, Partition: partition, Epoch: epoch, First: first, Next: next})
+}
+
+// Reset empties the chunk for reuse, keeping its columns' capacity. The
+// caller must be sure nothing reads the chunk's values any more (the sink
+// acknowledged it: the driver copied the values before the insert
+// returned).
+func (c *Chunk) Reset() {
+	c.Truncate(0)
+	c.Spans = c.Spans[:0]
+	c.Tag = nil
+	c.size = 0
+}
+
+// Truncate drops rows from n on in every column (to undo a partly
+// appended row).
+//
+// A column whose Len is exactly n is truncated too: a partly appended row
+// of an Array or Nullable column has its elements or value in Inner before
+// EndRow or MarkValue counts it in Len.
+func (c *Chunk) Truncate(n int) {
+	for _, col := range c.Cols {
+		if col.Len() >= n {
+			col.Truncate(n)
+		}
+	}
+	c.Rows = n
+}
+
+// Measure recomputes and returns the bytes held by the chunk's columns.
+func (c *Chunk) Measure() int {
+	n := 0
+	for _, col := range c.Cols {
+		n += col.Size()
+	}
+	c.size = n
+	return n
+}
+
+// Size is the size last computed by Measure.
+func (c *Chunk) Size() int { return c.size }
+
+// Records is the number of source records the chunk's spans cover.
+func (c *Chunk) Records() int64 {
+	var n int64
+	for _, s := range c.Spans {
+		n += s.Next - s.First
+	}
+	return n
+}

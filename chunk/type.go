@@ -1,0 +1,185 @@
+// Package chunk holds columnar chunks: the unit of data between the pipeline
+// workers that encode records and the sink workers that insert them.
+//
+// A Chunk is a set of typed column buffers, one per target column, plus the
+// source offset spans the rows came from. Columns are built by appending one
+// value at a time (decoders) and read back whole (sinks), in the shapes the
+// ClickHouse driver's column API accepts, so rows are never materialised as
+// []any.
+package chunk
+
+import (
+	"fmt"
+	"strconv"
+	"strings"
+)
+
+// Kind is the base kind of a ClickHouse column type.
+type Kind int
+
+// Column kinds understood by the encoder.
+const (
+	KindInvalid Kind = iota
+	KindInt8
+	KindInt16
+	KindInt32
+	KindInt64
+	KindUInt8
+	KindUInt16
+	KindUInt32
+	KindUInt64
+	KindFloat32
+	KindFloat64
+	KindString
+	KindFixedString
+	KindUUID
+	KindBool
+	KindDate
+	KindDateTime
+	KindEnum8
+	KindEnum16
+	KindDecimal
+	KindNullable
+	KindArray
+	KindLowCardinality
+)
+
+var kindNames = map[string]Kind{
+	"Int8": KindInt8, "Int16": KindInt16, "Int32": KindInt32, "Int64": KindInt64,
+	"UInt8": KindUInt8, "UInt16": KindUInt16, "UInt32": KindUInt32, "UInt64": KindUInt64,
+	"Float32": KindFloat32, "Float64": KindFloat64,
+	"String": KindString, "FixedString": KindFixedString, "UUID": KindUUID, "Bool": KindBool,
+	"Date": KindDate, "DateTime": KindDateTime, "Enum8": KindEnum8, "Enum16": KindEnum16,
+	"Decimal": KindDecimal, "Decimal32": KindDecimal, "Decimal64": KindDecimal, "Decimal128": KindDecimal,
+	"Nullable": KindNullable, "Array": KindArray, "LowCardinality": KindLowCardinality,
+}
+
+// Type is a parsed ClickHouse column type.
+type Type struct {
+	Kind Kind
+	// Name is the type as the server spells it, e.g. "Nullable(Int64)".
+	Name string
+	// Elem is the inner type of Nullable, Array and LowCardinality.
+	Elem *Type
+	// Len is N of FixedString(N).
+	Len int
+	// Precision and Scale of Decimal(P, S).
+	Precision, Scale int
+	// TZ is the time zone argument of DateTime('TZ'), if any.
+	TZ string
+	// Enum maps the names of an Enum8/Enum16 to their values.
+	Enum map[string]int16
+}
+
+// ParseType parses a ClickHouse type name as DESCRIBE TABLE prints it.
+func ParseType(s string) (*Type, error) {
+	s = strings.TrimSpace(s)
+	name, args, hasArgs := s, "", false
+	if i := strings.IndexByte(s, '('); i >= 0 {
+		if !strings.HasSuffix(s, ")") {
+			return nil, fmt.Errorf("type %q: unbalanced parentheses", s)
+		}
+		name, args, hasArgs = s[:i], s[i+1:len(s)-1], true
+	}
+	kind, ok := kindNames[name]
+	if !ok {
+		return nil, fmt.Errorf("type %q is not supported", s)
+	}
+	t := &Type{Kind: kind, Name: s}
+	switch kind {
+	case KindNullable, KindArray, KindLowCardinality:
+		if !hasArgs {
+			return nil, fmt.Errorf("type %q: missing inner type", s)
+		}
+		elem, err := ParseType(args)
+		if err != nil {
+			return nil, err
+		}
+		t.Elem = elem
+	case KindFixedString:
+		n, err := strconv.Atoi(strings.TrimSpace(args))
+		if err != nil || n <= 0 {
+			return nil, fmt.Errorf("type %q: bad length", s)
+		}
+		t.Len = n
+	case KindDateTime:
+		if hasArgs {
+			t.TZ = strings.Trim(strings.TrimSpace(args), "'")
+		}
+	case KindDecimal:
+		parts := splitArgs(args)
+		switch name {
+		case "Decimal":
+			if len(parts) != 2 {
+				return nil, fmt.Errorf("type %q: want Decimal(P, S)", s)
+			}
+			p, err1 := strconv.Atoi(parts[0])
+			sc, err2 := strconv.Atoi(parts[1])
+			if err1 != nil || err2 != nil {
+				return nil, fmt.Errorf("type %q: bad precision or scale", s)
+			}
+			t.Precision, t.Scale = p, sc
+		default:
+			if len(parts) != 1 {
+				return nil, fmt.Errorf("type %q: want %s(S)", s, name)
+			}
+			sc, err := strconv.Atoi(parts[0])
+			if err != nil {
+				return nil, fmt.Errorf("type %q: bad scale", s)
+			}
+			t.Precision = map[string]int{"Decimal32": 9, "Decimal64": 18, "Decimal128": 38}[name]
+			t.Scale = sc
+		}
+	case KindEnum8, KindEnum16:
+		t.Enum = map[string]int16{}
+		for _, p := range splitArgs(args) {
+			eq := strings.LastIndexByte(p, '=')
+			if eq < 0 {
+				return nil, fmt.Errorf("type %q: bad enum item %q", s, p)
+			}
+			label := strings.TrimSpace(p[:eq])
+			v, err := strconv.Atoi(strings.TrimSpace(p[eq+1:]))
+			if err != nil || len(label) < 2 || label[0] != '\'' || label[len(label)-1] != '\'' {
+				return nil, fmt.Errorf("type %q: bad enum item %q", s, p)
+			}
+			t.Enum[strings.ReplaceAll(label[1:len(label)-1], `\'`, `'`)] = int16(v)
+		}
+	}
+	return t, nil
+}
+
+// splitArgs splits a type's argument list on top-level commas.
+func splitArgs(s string) []string {
+	var out []string
+	depth, start, quoted := 0, 0, false
+	for i := 0; i < len(s); i++ {
+		switch c := s[i]; {
+		case c == '\\' && quoted:
+			i++
+		case c == '\'':
+			quoted = !quoted
+		case quoted:
+		case c == '(':
+			depth++
+		case c == ')':
+			depth--
+		case c == ',' && depth == 0:
+			out = append(out, strings.TrimSpace(s[start:i]))
+			start = i + 1
+		}
+	}
+	if rest := strings.TrimSpace(s[start:]); rest != "" {
+		out = append(out, rest)
+	}
+	return out
+}
+
+// Base returns the type with any LowCardinality wrapper removed.
+func (t *Type) Base() *Type {
+	if t.Kind == KindLowCardinality {
+		return t.Elem.Base()
+	}
+	return t
+}
+
+func (t *Type) String() string { return t.Name }

@@ -1,0 +1,151 @@
+// Command devbroker runs an in-process Kafka-protocol broker (franz-go's
+// kfake) for development: point the ETL, kcat or a test at it instead of a
+// real Kafka cluster.
+//
+//	devbroker -listen 127.0.0.1:19092 -topics events -partitions 6 [-data-dir DIR]
+//
+// Several comma-separated addresses in -listen start one broker per port.
+// With -data-dir the records and committed offsets survive a restart. The
+// broker listens on 127.0.0.1 only, whatever host -listen names. It runs
+// until SIGINT or SIGTERM.
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"log/slog"
+	"net"
+	"os"
+	"os/signal"
+	"strconv"
+	"strings"
+	"syscall"
+
+	"github.com/twmb/franz-go/pkg/kfake"
+)
+
+func main() {
+	if err := run(os.Args[1:]); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			os.Exit(2)
+		}
+		slog.Error("devbroker failed", "err", err)
+		os.Exit(1)
+	}
+}
+
+type config struct {
+	ports      []int
+	topics     []string
+	partitions int
+	dataDir    string
+	verbose    bool
+}
+
+func parseFlags(args []string) (config, error) {
+	fs := flag.NewFlagSet("devbroker", flag.ContinueOnError)
+	listen := fs.String("listen", "127.0.0.1:19092", "broker `host:port`; comma-separated for several brokers (kfake listens on 127.0.0.1 only)")
+	topics := fs.String("topics", "events", "comma-separated `topics` to create at start (empty for none)")
+	partitions := fs.Int("partitions", 6, "partitions of each topic in -topics")
+	dataDir := fs.String("data-dir", "", "`folder` keeping records and committed offsets across restarts (default: memory only)")
+	verbose := fs.Bool("v", false, "log the broker's own messages at info level")
+	if err := fs.Parse(args); err != nil {
+		return config{}, err
+	}
+	if fs.NArg() > 0 {
+		return config{}, fmt.Errorf("unexpected arguments: %q", fs.Args())
+	}
+
+	cfg := config{partitions: *partitions, dataDir: *dataDir, verbose: *verbose}
+	for _, addr := range splitList(*listen) {
+		host, portStr, err := net.SplitHostPort(addr)
+		if err != nil {
+			return config{}, fmt.Errorf("-listen %q: %w", addr, err)
+		}
+		if host != "" && host != "127.0.0.1" && host != "localhost" {
+			return config{}, fmt.Errorf("-listen %q: kfake listens on 127.0.0.1 only", addr)
+		}
+		port, err := strconv.Atoi(portStr)
+		if err != nil || port <= 0 || port > 65535 {
+			return config{}, fmt.Errorf("-listen %q: port must be 1..65535", addr)
+		}
+		cfg.ports = append(cfg.ports, port)
+	}
+	if len(cfg.ports) == 0 {
+		return config{}, errors.New("-listen: need at least one host:port")
+	}
+	cfg.topics = splitList(*topics)
+	if len(cfg.topics) > 0 && (cfg.partitions <= 0 || cfg.partitions > 1<<20) {
+		return config{}, fmt.Errorf("-partitions %d: must be 1..%d", cfg.partitions, 1<<20)
+	}
+	return cfg, nil
+}
+
+func splitList(s string) []string {
+	var out []string
+	for part := range strings.SplitSeq(s, ",") {
+		if part = strings.TrimSpace(part); part != "" {
+			out = append(out, part)
+		}
+	}
+	return out
+}
+
+func run(args []string) error {
+	cfg, err := parseFlags(args)
+	if err != nil {
+		return err
+	}
+	logger := slog.New(slog.NewTextHandler(os.Stderr, nil))
+
+	opts := []kfake.Opt{kfake.Ports(cfg.ports...)}
+	if len(cfg.topics) > 0 {
+		opts = append(opts, kfake.SeedTopics(int32(cfg.partitions), cfg.topics...))
+	}
+	if cfg.dataDir != "" {
+		opts = append(opts, kfake.DataDir(cfg.dataDir))
+	}
+	if cfg.verbose {
+		opts = append(opts, kfake.WithLogger(slogLogger{logger}))
+	}
+
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+
+	cluster, err := kfake.NewCluster(opts...)
+	if err != nil {
+		return fmt.Errorf("start broker on ports %v: %w", cfg.ports, err)
+	}
+	logger.Info("broker ready",
+		"addr", strings.Join(cluster.ListenAddrs(), ","),
+		"topics", cfg.topics,
+		"partitions", cfg.partitions,
+		"data_dir", cfg.dataDir)
+
+	<-ctx.Done()
+	logger.Info("shutting down")
+	// With -data-dir, Close writes the broker's state to disk.
+	cluster.Close()
+	logger.Info("broker closed")
+	return nil
+}
+
+// slogLogger passes kfake's log lines to slog.
+type slogLogger struct{ l *slog.Logger }
+
+func (s slogLogger) Logf(level kfake.LogLevel, format string, args ...any) {
+	var lv slog.Level
+	switch level {
+	case kfake.LogLevelError:
+		lv = slog.LevelError
+	case kfake.LogLevelWarn:
+		lv = slog.LevelWarn
+	case kfake.LogLevelInfo:
+		lv = slog.LevelInfo
+	default:
+		lv = slog.LevelDebug
+	}
+	s.l.Log(context.Background(), lv, fmt.Sprintf(format, args...), "component", "kfake")
+}

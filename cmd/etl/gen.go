@@ -1,0 +1,83 @@
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/etl-project/etl/gen"
+)
+
+// genCmd produces generated records: -count of them, or -rate a second for
+// -duration. Record n's content is a pure function of -seed and n.
+func genCmd(args []string, stdout, stderr io.Writer) int {
+	fs := flag.NewFlagSet("etl gen", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	brokers := fs.String("brokers", envOr("KAFKA_BROKERS", "127.0.0.1:19092"), "comma-separated Kafka `brokers`")
+	topic := fs.String("topic", "events", "`topic` to produce to")
+	partitions := fs.Int("partitions", 6, "partitions of the topic (created with this many when missing); record n goes to n mod partitions")
+	seed := fs.Int64("seed", 1, "data set `seed`")
+	start := fs.Uint64("start", 0, "first record number")
+	count := fs.Uint64("count", 100000, "records to produce (0 with -rate: until -duration ends)")
+	rate := fs.Int("rate", 0, "records per second (0: as fast as possible)")
+	duration := fs.Duration("duration", 0, "with -rate: stop after this long")
+	printDDL := fs.Bool("ddl", false, "print the CREATE TABLE statement for the generated records and exit")
+	table := fs.String("table", "default.events", "table name for -ddl")
+	if err := fs.Parse(args); err != nil {
+		return exitUsage
+	}
+	if *printDDL {
+		db, tbl, ok := strings.Cut(*table, ".")
+		if !ok {
+			db, tbl = "default", *table
+		}
+		fmt.Fprintln(stdout, gen.TableDDL(db, tbl))
+		return exitOK
+	}
+	ctx, cancel := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
+	defer cancel()
+	cl, err := kgo.NewClient(
+		kgo.SeedBrokers(strings.Split(*brokers, ",")...),
+		kgo.RecordPartitioner(kgo.ManualPartitioner()),
+		kgo.ProducerLinger(5*time.Millisecond),
+		kgo.MaxBufferedRecords(200000),
+	)
+	if err != nil {
+		fmt.Fprintf(stderr, "etl gen: %v\n", err)
+		return exitFailed
+	}
+	defer cl.Close()
+	adm := kadm.NewClient(cl)
+	if _, err := adm.CreateTopic(ctx, int32(*partitions), -1, nil, *topic); err != nil && !strings.Contains(err.Error(), "TOPIC_ALREADY_EXISTS") {
+		fmt.Fprintf(stderr, "etl gen: create topic %s: %v\n", *topic, err)
+		return exitFailed
+	}
+	began := time.Now()
+	n, err := gen.Produce(ctx, cl, gen.ProduceOptions{
+		Topic: *topic, Seed: *seed, Start: *start, Count: *count, Rate: *rate, Duration: *duration,
+		Partitions: *partitions,
+	})
+	el := time.Since(began)
+	fmt.Fprintf(stdout, "produced %d records to %s in %v (%.0f records/s)\n", n, *topic, el.Round(time.Millisecond), float64(n)/el.Seconds())
+	if err != nil {
+		fmt.Fprintf(stderr, "etl gen: %v\n", err)
+		return exitFailed
+	}
+	return exitOK
+}
+
+func envOr(k, def string) string {
+	if v, ok := os.LookupEnv(k); ok && v != "" {
+		return v
+	}
+	return def
+}

@@ -1,0 +1,64 @@
+package main
+
+import (
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+
+	"github.com/etl-project/etl/config"
+	"github.com/etl-project/etl/pipeline"
+)
+
+// newRegistry returns the registry every component registers on, with the
+// Go runtime and process collectors and the pipeline's info metric.
+func newRegistry(cfg *config.Config) *prometheus.Registry {
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	info := prometheus.NewGauge(prometheus.GaugeOpts{
+		Name:        "etl_pipeline_info",
+		Help:        "Always 1; labels name the pipeline and the etl version.",
+		ConstLabels: prometheus.Labels{"pipeline": cfg.Pipeline.Name, "version": version},
+	})
+	info.Set(1)
+	reg.MustRegister(info)
+	return reg
+}
+
+type httpServer struct{ srv *http.Server }
+
+func (s *httpServer) Close() {
+	if s.srv != nil {
+		_ = s.srv.Close()
+	}
+}
+
+// startHTTP serves /metrics and /healthz on listen ("off" disables it).
+func startHTTP(listen string, reg *prometheus.Registry, p *pipeline.Pipeline, log *slog.Logger) (*httpServer, error) {
+	if listen == "" || listen == "off" {
+		return &httpServer{}, nil
+	}
+	mux := http.NewServeMux()
+	mux.Handle("/metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{Registry: reg}))
+	mux.HandleFunc("/healthz", func(w http.ResponseWriter, _ *http.Request) {
+		fmt.Fprintln(w, "ok")
+	})
+	ln, err := net.Listen("tcp", listen)
+	if err != nil {
+		return nil, fmt.Errorf("metrics.listen %s: %w", listen, err)
+	}
+	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 5 * time.Second}
+	go func() {
+		if err := srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
+			log.Error("metrics server stopped", "err", err)
+		}
+	}()
+	log.Info("serving metrics", "addr", ln.Addr().String())
+	return &httpServer{srv: srv}, nil
+}

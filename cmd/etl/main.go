@@ -1,0 +1,153 @@
+// Command etl moves records from Kafka topics into a ClickHouse table, driven
+// by one YAML file.
+//
+//	etl -config pipeline.yaml              run the pipeline
+//	etl validate [-connect] -config FILE   check the file (and reach the servers)
+//	etl gen -brokers B -topic T -count N   produce generated test records
+//	etl version
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"os/signal"
+	"runtime/pprof"
+	"syscall"
+
+	"github.com/etl-project/etl/config"
+	"github.com/etl-project/etl/pipeline"
+)
+
+// version is set at build time with -ldflags "-X main.version=...".
+var version = "dev"
+
+// Exit codes.
+const (
+	exitOK           = 0
+	exitFailed       = 1 // the pipeline stopped on an error
+	exitUsage        = 2 // bad command line or configuration
+	exitDrainTimeout = 3 // stopped, but records in flight were not written
+	exitInterrupted  = 130
+)
+
+func main() {
+	os.Exit(run(os.Args[1:], os.Stdout, os.Stderr))
+}
+
+func run(args []string, stdout, stderr io.Writer) int {
+	if len(args) > 0 {
+		switch args[0] {
+		case "version":
+			fmt.Fprintf(stdout, "etl %s\n", version)
+			return exitOK
+		case "validate":
+			return validate(args[1:], stdout, stderr)
+		case "gen":
+			return genCmd(args[1:], stdout, stderr)
+		case "run":
+			args = args[1:]
+		}
+	}
+	return runPipeline(args, stderr)
+}
+
+func runPipeline(args []string, stderr io.Writer) int {
+	fs := flag.NewFlagSet("etl", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	path := fs.String("config", "", "pipeline configuration `file` (YAML)")
+	progress := fs.Bool("progress", false, "print a live progress line to stderr")
+	cpuProfile := fs.String("cpuprofile", "", "write a CPU profile of the run to `file`")
+	if err := fs.Parse(args); err != nil {
+		return exitUsage
+	}
+	if *path == "" {
+		fmt.Fprintln(stderr, "etl: -config is required (etl -config pipeline.yaml)")
+		return exitUsage
+	}
+	cfg, err := config.Load(*path)
+	if err != nil {
+		fmt.Fprintf(stderr, "etl: %v\n", err)
+		return exitUsage
+	}
+	if *cpuProfile != "" {
+		f, err := os.Create(*cpuProfile)
+		if err != nil {
+			fmt.Fprintf(stderr, "etl: %v\n", err)
+			return exitUsage
+		}
+		defer f.Close()
+		if err := pprof.StartCPUProfile(f); err != nil {
+			fmt.Fprintf(stderr, "etl: %v\n", err)
+			return exitUsage
+		}
+		defer pprof.StopCPUProfile()
+	}
+	log := newLogger(cfg.Log, stderr)
+	slog.SetDefault(log)
+
+	// The first SIGTERM or SIGINT starts a graceful stop; a second one
+	// exits at once.
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	sigs := make(chan os.Signal, 2)
+	signal.Notify(sigs, syscall.SIGTERM, syscall.SIGINT)
+	go func() {
+		s := <-sigs
+		log.Info("signal received: stopping", "signal", s.String())
+		cancel()
+		s = <-sigs
+		log.Warn("second signal: exiting now; records not committed will be read again", "signal", s.String())
+		os.Exit(exitInterrupted)
+	}()
+
+	reg := newRegistry(cfg)
+	p, err := pipeline.New(ctx, pipeline.Options{Config: cfg, Log: log, Registerer: reg})
+	if err != nil {
+		log.Error("cannot start the pipeline", "err", err)
+		return exitFailed
+	}
+	setMemoryLimit(p.Stats().BudgetBytes, log)
+	srv, err := startHTTP(cfg.Metrics.Listen, reg, p, log)
+	if err != nil {
+		log.Error("cannot start the metrics server", "err", err)
+		return exitFailed
+	}
+	defer srv.Close()
+	if *progress {
+		stop := startProgress(p, stderr)
+		defer stop()
+	}
+	err = p.Run(ctx)
+	switch {
+	case err == nil:
+		return exitOK
+	case errors.Is(err, pipeline.ErrDrainTimeout):
+		log.Error("stopped before everything was written", "err", err)
+		return exitDrainTimeout
+	default:
+		log.Error("pipeline failed", "err", err)
+		return exitFailed
+	}
+}
+
+func newLogger(c config.Log, w io.Writer) *slog.Logger {
+	var level slog.Level
+	switch c.Level {
+	case "debug":
+		level = slog.LevelDebug
+	case "warn":
+		level = slog.LevelWarn
+	case "error":
+		level = slog.LevelError
+	}
+	o := &slog.HandlerOptions{Level: level}
+	if c.Format == "json" {
+		return slog.New(slog.NewJSONHandler(w, o))
+	}
+	return slog.New(slog.NewTextHandler(w, o))
+}

@@ -1,0 +1,340 @@
+// Package config loads the pipeline's YAML configuration file.
+//
+// Loading is strict: unknown keys, wrong types, out-of-range values and
+// missing required keys are all reported together, each with file, line,
+// column and the full key path. Environment variables are interpolated
+// into the raw text before parsing (see interpolate.go), and every default
+// lives in Defaults.
+package config
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"reflect"
+	"regexp"
+	"strconv"
+	"strings"
+	"time"
+
+	"gopkg.in/yaml.v3"
+)
+
+// Config is the whole configuration file.
+type Config struct {
+	Pipeline     Pipeline     `yaml:"pipeline"`
+	Source       Source       `yaml:"source"`
+	Decode       Decode       `yaml:"decode"`
+	Sink         Sink         `yaml:"sink"`
+	Chunk        Chunk        `yaml:"chunk"`
+	Backpressure Backpressure `yaml:"backpressure"`
+	Checkpoint   Checkpoint   `yaml:"checkpoint"`
+	Metrics      Metrics      `yaml:"metrics"`
+	Log          Log          `yaml:"log"`
+}
+
+// Pipeline names the pipeline and sizes its worker pool.
+type Pipeline struct {
+	// Name is required; it is used in the Kafka client ID and in metrics.
+	Name string `yaml:"name"`
+	// Workers is the number of decode workers; 0 means derive from
+	// GOMAXPROCS at runtime.
+	Workers int `yaml:"workers"`
+}
+
+// Source selects where records come from. Kafka is the only source.
+type Source struct {
+	Kafka *Kafka `yaml:"kafka"`
+}
+
+// Kafka configures the Kafka consumer.
+type Kafka struct {
+	// Brokers are host:port seed addresses. After loading, every entry is
+	// split on commas and trimmed, so a single "${KAFKA_BROKERS}" entry may
+	// hold a comma-separated list.
+	Brokers     []string `yaml:"brokers"`
+	Topics      []string `yaml:"topics"`
+	GroupID     string   `yaml:"group_id"`
+	StartOffset string   `yaml:"start_offset"` // earliest | latest
+	// ClientID defaults to "etl-" followed by the pipeline name.
+	ClientID               string   `yaml:"client_id"`
+	TLS                    *TLS     `yaml:"tls,omitempty"`
+	SASL                   *SASL    `yaml:"sasl,omitempty"`
+	FetchMaxBytes          ByteSize `yaml:"fetch_max_bytes"`
+	FetchMaxPartitionBytes ByteSize `yaml:"fetch_max_partition_bytes"`
+	SessionTimeout         Duration `yaml:"session_timeout"`
+	RebalanceTimeout       Duration `yaml:"rebalance_timeout"`
+	FetchMaxWait           Duration `yaml:"fetch_max_wait"`
+}
+
+// TLS configures TLS for the Kafka connection.
+type TLS struct {
+	Enabled            bool   `yaml:"enabled"`
+	CAFile             string `yaml:"ca_file"`
+	CertFile           string `yaml:"cert_file"`
+	KeyFile            string `yaml:"key_file"`
+	InsecureSkipVerify bool   `yaml:"insecure_skip_verify"`
+	ServerName         string `yaml:"server_name"`
+}
+
+// SASL configures SASL authentication for Kafka.
+type SASL struct {
+	Mechanism string `yaml:"mechanism"` // PLAIN | SCRAM-SHA-256 | SCRAM-SHA-512
+	Username  string `yaml:"username"`
+	Password  Secret `yaml:"password"`
+}
+
+// Decode selects the record format.
+type Decode struct {
+	Format string `yaml:"format"` // json
+}
+
+// Sink selects where rows go. ClickHouse is the only sink.
+type Sink struct {
+	ClickHouse *ClickHouse `yaml:"clickhouse"`
+}
+
+// ClickHouse configures the ClickHouse writer.
+type ClickHouse struct {
+	// Addr lists host:port native-protocol addresses; entries are split on
+	// commas and trimmed like Kafka.Brokers.
+	Addr     []string `yaml:"addr"`
+	Database string   `yaml:"database"`
+	Table    string   `yaml:"table"`
+	User     string   `yaml:"user"`
+	Password Secret   `yaml:"password"`
+	// Columns maps column name to source field name. Empty means map every
+	// column of the live table to the field of the same name.
+	Columns map[string]string `yaml:"columns"`
+	Batch   Batch             `yaml:"batch"`
+	// Settings are ClickHouse query settings; values are int64, float64,
+	// bool or string.
+	Settings      map[string]any `yaml:"settings"`
+	QueueCapacity int            `yaml:"queue_capacity"`
+	Inflight      Inflight       `yaml:"inflight"`
+	DialTimeout   Duration       `yaml:"dial_timeout"`
+	InsertTimeout Duration       `yaml:"insert_timeout"`
+	Retry         Retry          `yaml:"retry"`
+	Compression   string         `yaml:"compression"` // none | lz4 | zstd
+}
+
+// Batch bounds one INSERT.
+type Batch struct {
+	MaxRows  int      `yaml:"max_rows"`
+	MaxBytes ByteSize `yaml:"max_bytes"`
+	Linger   Duration `yaml:"linger"`
+}
+
+// Retry configures retries of failed inserts with exponential backoff.
+type Retry struct {
+	InitialBackoff Duration `yaml:"initial_backoff"`
+	MaxBackoff     Duration `yaml:"max_backoff"`
+	MaxAttempts    int      `yaml:"max_attempts"` // 0 = retry forever
+}
+
+// Inflight limits concurrent inserts.
+type Inflight struct {
+	MaxPerShard int `yaml:"max_per_shard"`
+}
+
+// Chunk sizes the units of work handed between stages.
+type Chunk struct {
+	TargetBytes ByteSize `yaml:"target_bytes"`
+}
+
+// Backpressure pauses consumption when too much data is in flight.
+type Backpressure struct {
+	// MaxInflightBytes of 0 means derive at runtime.
+	MaxInflightBytes ByteSize `yaml:"max_inflight_bytes"`
+	HighRatio        float64  `yaml:"high_ratio"`
+	LowRatio         float64  `yaml:"low_ratio"`
+	MinPause         Duration `yaml:"min_pause"`
+}
+
+// Checkpoint configures offset commits.
+type Checkpoint struct {
+	CommitInterval   Duration `yaml:"commit_interval"`
+	DrainTimeout     Duration `yaml:"drain_timeout"`
+	StalledFailAfter Duration `yaml:"stalled_fail_after"`
+	ExitOnStall      bool     `yaml:"exit_on_stall"`
+}
+
+// MetricsOff is the value of Metrics.Listen that disables the metrics server.
+const MetricsOff = "off"
+
+// Metrics configures the Prometheus endpoint.
+type Metrics struct {
+	Listen string `yaml:"listen"` // host:port, or "off"
+}
+
+// Log configures logging.
+type Log struct {
+	Level          string   `yaml:"level"`  // debug | info | warn | error
+	Format         string   `yaml:"format"` // text | json
+	StatusInterval Duration `yaml:"status_interval"`
+}
+
+// Defaults returns a Config holding every default value. Parse starts from
+// it, so a key left out of the file keeps the value set here. Source.Kafka
+// and Sink.ClickHouse are non-nil so that their defaults apply too; the
+// presence of those sections is still required by Parse.
+func Defaults() *Config {
+	return &Config{
+		Source: Source{Kafka: &Kafka{
+			StartOffset:            "earliest",
+			FetchMaxBytes:          16 * MiB,
+			FetchMaxPartitionBytes: 1 * MiB,
+			SessionTimeout:         Duration(45 * time.Second),
+			RebalanceTimeout:       Duration(60 * time.Second),
+			FetchMaxWait:           Duration(500 * time.Millisecond),
+		}},
+		Decode: Decode{Format: "json"},
+		Sink: Sink{ClickHouse: &ClickHouse{
+			Database: "default",
+			User:     "default",
+			Batch: Batch{
+				MaxRows:  100_000,
+				MaxBytes: 64 * MiB,
+				Linger:   Duration(time.Second),
+			},
+			QueueCapacity: 8,
+			Inflight:      Inflight{MaxPerShard: 2},
+			DialTimeout:   Duration(5 * time.Second),
+			InsertTimeout: Duration(60 * time.Second),
+			Retry: Retry{
+				InitialBackoff: Duration(100 * time.Millisecond),
+				MaxBackoff:     Duration(30 * time.Second),
+			},
+			Compression: "lz4",
+		}},
+		Chunk: Chunk{TargetBytes: 64 * KiB},
+		Backpressure: Backpressure{
+			HighRatio: 0.8,
+			LowRatio:  0.5,
+			MinPause:  Duration(500 * time.Millisecond),
+		},
+		Checkpoint: Checkpoint{
+			CommitInterval:   Duration(5 * time.Second),
+			DrainTimeout:     Duration(25 * time.Second),
+			StalledFailAfter: Duration(120 * time.Second),
+		},
+		Metrics: Metrics{Listen: "127.0.0.1:9090"},
+		Log: Log{
+			Level:          "info",
+			Format:         "text",
+			StatusInterval: Duration(30 * time.Second),
+		},
+	}
+}
+
+// finish applies the defaults that depend on other values and normalises
+// address lists. It runs after decoding and before validation.
+func finish(c *Config) {
+	if k := c.Source.Kafka; k != nil {
+		k.Brokers = splitList(k.Brokers)
+		if k.ClientID == "" && c.Pipeline.Name != "" {
+			k.ClientID = "etl-" + c.Pipeline.Name
+		}
+	}
+	if ch := c.Sink.ClickHouse; ch != nil {
+		ch.Addr = splitList(ch.Addr)
+	}
+}
+
+// splitList splits every entry on commas, trims spaces and drops empty
+// parts, so ["a:1, b:2", "c:3"] becomes ["a:1", "b:2", "c:3"].
+func splitList(in []string) []string {
+	if in == nil {
+		return nil
+	}
+	out := []string{}
+	for _, s := range in {
+		for _, p := range strings.Split(s, ",") {
+			if p = strings.TrimSpace(p); p != "" {
+				out = append(out, p)
+			}
+		}
+	}
+	return out
+}
+
+// Load reads the file at path and parses it with environment variables
+// taken from the process environment.
+func Load(path string) (*Config, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("read config: %w", err)
+	}
+	return Parse(data, path, os.LookupEnv)
+}
+
+var yamlErrLine = regexp.MustCompile(`^yaml: line (\d+): (.*)$`)
+
+// Parse interpolates environment variables into data, decodes it strictly
+// over Defaults, and validates the result. filename is used in error
+// messages only. lookup resolves variables (os.LookupEnv in Load); a nil
+// lookup treats every variable as unset. On failure the error is an
+// *Errors listing every problem found.
+func Parse(data []byte, filename string, lookup func(string) (string, bool)) (*Config, error) {
+	if lookup == nil {
+		lookup = func(string) (string, bool) { return "", false }
+	}
+	text, errs := interpolate(data, filename, lookup)
+	if len(errs) > 0 {
+		return nil, errorsOrNil(errs)
+	}
+
+	var root yaml.Node
+	dec := yaml.NewDecoder(bytes.NewReader(text))
+	if err := dec.Decode(&root); err != nil && !errors.Is(err, io.EOF) {
+		return nil, errorsOrNil([]*Error{syntaxError(filename, err)})
+	}
+	var extra yaml.Node
+	if err := dec.Decode(&extra); !errors.Is(err, io.EOF) {
+		e := &Error{File: filename, Line: extra.Line, Column: extra.Column,
+			Msg: "the file holds more than one YAML document; only one is allowed"}
+		if err != nil {
+			e = syntaxError(filename, err)
+		}
+		return nil, errorsOrNil([]*Error{e})
+	}
+
+	c := Defaults()
+	d := newDecoder(filename)
+	if len(root.Content) > 0 {
+		d.decode(root.Content[0], reflect.ValueOf(c).Elem(), "")
+	}
+	finish(c)
+	d.errs = append(d.errs, validate(c, d)...)
+	if err := errorsOrNil(d.errs); err != nil {
+		return nil, err
+	}
+	return c, nil
+}
+
+func syntaxError(file string, err error) *Error {
+	msg := strings.TrimPrefix(err.Error(), "yaml: ")
+	e := &Error{File: file, Msg: "invalid YAML: " + msg}
+	if m := yamlErrLine.FindStringSubmatch(err.Error()); m != nil {
+		e.Line, _ = strconv.Atoi(m[1])
+		e.Msg = "invalid YAML: " + m[2]
+	}
+	return e
+}
+
+// Redacted returns the effective configuration as YAML with every secret
+// replaced by "******". It is safe to log.
+func (c *Config) Redacted() string {
+	var b bytes.Buffer
+	enc := yaml.NewEncoder(&b)
+	enc.SetIndent(2)
+	if err := enc.Encode(c); err != nil {
+		return fmt.Sprintf("# cannot render config: %v\n", err)
+	}
+	if err := enc.Close(); err != nil {
+		return fmt.Sprintf("# cannot render config: %v\n", err)
+	}
+	return b.String()
+}

@@ -1,0 +1,212 @@
+package config
+
+import (
+	"fmt"
+	"log/slog"
+	"math"
+	"strconv"
+	"strings"
+	"time"
+
+	"gopkg.in/yaml.v3"
+)
+
+// Duration is a time.Duration written in YAML as a string with a unit,
+// such as "500ms", "5s" or "1m30s". Bare numbers are rejected because
+// their unit would be ambiguous.
+type Duration time.Duration
+
+// D returns d as a time.Duration.
+func (d Duration) D() time.Duration { return time.Duration(d) }
+
+// String formats d like time.Duration.
+func (d Duration) String() string { return time.Duration(d).String() }
+
+// MarshalYAML writes d as a duration string.
+func (d Duration) MarshalYAML() (any, error) { return d.String(), nil }
+
+// UnmarshalYAML parses a duration string such as "5s".
+func (d *Duration) UnmarshalYAML(n *yaml.Node) error {
+	v, msg := parseDuration(n)
+	if msg != "" {
+		return fmt.Errorf("line %d: %s", n.Line, msg)
+	}
+	*d = v
+	return nil
+}
+
+func parseDuration(n *yaml.Node) (Duration, string) {
+	if n.Kind != yaml.ScalarNode {
+		return 0, "expected a duration such as 5s, got " + describe(n)
+	}
+	switch n.Tag {
+	case "!!int", "!!float":
+		return 0, fmt.Sprintf("invalid duration %s: use a unit, e.g. 5s", n.Value)
+	case "!!str":
+	default:
+		return 0, "expected a duration such as 5s, got " + describe(n)
+	}
+	v, err := time.ParseDuration(n.Value)
+	if err != nil {
+		return 0, fmt.Sprintf("invalid duration %q: use a number with a unit (ns, us, ms, s, m, h), e.g. 500ms, 5s, 1m30s", n.Value)
+	}
+	return Duration(v), ""
+}
+
+// ByteSize is a number of bytes. In YAML it is either a plain integer
+// (bytes) or an integer immediately followed by a unit: B, KB, MB, GB
+// (powers of 1000) or KiB, MiB, GiB, TiB (powers of 1024).
+type ByteSize int64
+
+// Binary byte size units.
+const (
+	KiB ByteSize = 1 << 10
+	MiB ByteSize = 1 << 20
+	GiB ByteSize = 1 << 30
+	TiB ByteSize = 1 << 40
+)
+
+// byteUnits lists the accepted units. The order matters for String:
+// binary units are preferred, largest first.
+var byteUnits = []struct {
+	name string
+	size ByteSize
+}{
+	{"TiB", TiB}, {"GiB", GiB}, {"MiB", MiB}, {"KiB", KiB},
+	{"GB", 1e9}, {"MB", 1e6}, {"KB", 1e3}, {"B", 1},
+}
+
+const byteUnitList = "B, KB, MB, GB, KiB, MiB, GiB, TiB"
+
+// String formats b with the largest unit that divides it exactly,
+// for example "64MiB", "100KB" or "1000001B".
+func (b ByteSize) String() string {
+	if b == 0 {
+		return "0"
+	}
+	for _, u := range byteUnits {
+		if b%u.size == 0 {
+			return strconv.FormatInt(int64(b/u.size), 10) + u.name
+		}
+	}
+	return strconv.FormatInt(int64(b), 10) + "B"
+}
+
+// MarshalYAML writes b in the form String returns (0 as a plain integer).
+func (b ByteSize) MarshalYAML() (any, error) {
+	if b == 0 {
+		return 0, nil
+	}
+	return b.String(), nil
+}
+
+// UnmarshalYAML parses a byte size such as 64MiB or 1048576.
+func (b *ByteSize) UnmarshalYAML(n *yaml.Node) error {
+	v, msg := parseByteSize(n)
+	if msg != "" {
+		return fmt.Errorf("line %d: %s", n.Line, msg)
+	}
+	*b = v
+	return nil
+}
+
+func parseByteSize(n *yaml.Node) (ByteSize, string) {
+	bad := func() (ByteSize, string) {
+		return 0, fmt.Sprintf("invalid byte size %s: use an integer optionally followed (without a space) by one of %s, e.g. 64MiB", describe(n), byteUnitList)
+	}
+	if n.Kind != yaml.ScalarNode {
+		return 0, "expected a byte size such as 64MiB, got " + describe(n)
+	}
+	switch n.Tag {
+	case "!!int":
+		v, err := strconv.ParseInt(n.Value, 0, 64)
+		if err != nil {
+			return bad()
+		}
+		return ByteSize(v), ""
+	case "!!str":
+	default:
+		return bad()
+	}
+	s := n.Value
+	i := 0
+	for i < len(s) && s[i] >= '0' && s[i] <= '9' {
+		i++
+	}
+	if i == 0 {
+		return bad()
+	}
+	num, err := strconv.ParseInt(s[:i], 10, 64)
+	if err != nil {
+		return 0, fmt.Sprintf("byte size %q is too large", s)
+	}
+	unit := ByteSize(1)
+	if i < len(s) {
+		found := false
+		for _, u := range byteUnits {
+			if u.name == s[i:] {
+				unit, found = u.size, true
+				break
+			}
+		}
+		if !found {
+			return bad()
+		}
+	}
+	if num > math.MaxInt64/int64(unit) {
+		return 0, fmt.Sprintf("byte size %q is too large", s)
+	}
+	return ByteSize(num) * unit, ""
+}
+
+// Secret is a string that must not be shown: String, GoString, MarshalText,
+// MarshalYAML and LogValue return "******" when it is non-empty. Use Value
+// for the real content.
+type Secret string
+
+const mask = "******"
+
+// Value returns the secret itself.
+func (s Secret) Value() string { return string(s) }
+
+func (s Secret) masked() string {
+	if s == "" {
+		return ""
+	}
+	return mask
+}
+
+// String returns "******" for a non-empty secret.
+func (s Secret) String() string { return s.masked() }
+
+// GoString returns the masked form for %#v.
+func (s Secret) GoString() string { return strconv.Quote(s.masked()) }
+
+// MarshalText returns the masked form (used by encoding/json and others).
+func (s Secret) MarshalText() ([]byte, error) { return []byte(s.masked()), nil }
+
+// MarshalYAML returns the masked form.
+func (s Secret) MarshalYAML() (any, error) { return s.masked(), nil }
+
+// LogValue returns the masked form for log/slog.
+func (s Secret) LogValue() slog.Value { return slog.StringValue(s.masked()) }
+
+// describe renders a node for error messages: strings quoted, other
+// scalars as written, collections by kind.
+func describe(n *yaml.Node) string {
+	switch n.Kind {
+	case yaml.SequenceNode:
+		return "a list"
+	case yaml.MappingNode:
+		return "a mapping"
+	case yaml.ScalarNode:
+		switch n.Tag {
+		case "!!str":
+			return strconv.Quote(n.Value)
+		case "!!null":
+			return "null"
+		}
+		return strings.TrimSpace(n.Value)
+	}
+	return "an unsupported YAML node"
+}

@@ -1,0 +1,402 @@
+package config
+
+import (
+	"fmt"
+	"math"
+	"net"
+	"regexp"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// rule checks one key path. Exactly one of required and check is set.
+type rule struct {
+	path string
+	// when, if set, limits the rule to configs where it returns true.
+	when func(*Config) bool
+	// deps are other paths the rule reads; it is skipped if one of them
+	// already has a problem, to avoid reporting the same mistake twice.
+	deps []string
+	// required reports whether the value is set. Parse additionally
+	// requires the key to be present in the file.
+	required func(*Config) bool
+	// check returns a description of the problem, or "".
+	check func(*Config) string
+}
+
+const (
+	msec   = Duration(time.Millisecond)
+	sec    = Duration(time.Second)
+	minute = Duration(time.Minute)
+	hour   = Duration(time.Hour)
+)
+
+func hasKafka(c *Config) bool      { return c.Source.Kafka != nil }
+func hasTLS(c *Config) bool        { return c.Source.Kafka != nil && c.Source.Kafka.TLS != nil }
+func hasSASL(c *Config) bool       { return c.Source.Kafka != nil && c.Source.Kafka.SASL != nil }
+func hasClickHouse(c *Config) bool { return c.Sink.ClickHouse != nil }
+
+var pipelineName = regexp.MustCompile(`^[A-Za-z0-9][A-Za-z0-9._-]*$`)
+
+// rules holds every validation, in the order problems are checked. Each
+// bound is a sanity bound meant to catch typos and unit mistakes, not to
+// tune the system; the comment says why the limit is where it is.
+var rules = []rule{
+	{path: "pipeline.name", required: func(c *Config) bool { return c.Pipeline.Name != "" }},
+	// The name becomes part of the Kafka client ID, whose legal characters
+	// are [A-Za-z0-9._-]; 128 characters is plenty for a label.
+	{path: "pipeline.name", check: func(c *Config) string {
+		n := c.Pipeline.Name
+		if !pipelineName.MatchString(n) || len(n) > 128 {
+			return fmt.Sprintf("must be 1 to 128 letters, digits, '.', '_' or '-', starting with a letter or digit; got %q", n)
+		}
+		return ""
+	}},
+	// 0 means GOMAXPROCS; more than 1024 decode workers only adds
+	// scheduling overhead on any machine this runs on.
+	{path: "pipeline.workers", check: func(c *Config) string { return intRange(c.Pipeline.Workers, 0, 1024) }},
+
+	{path: "source.kafka", required: hasKafka},
+	{path: "source.kafka.brokers", when: hasKafka, required: func(c *Config) bool { return len(c.Source.Kafka.Brokers) > 0 }},
+	{path: "source.kafka.topics", when: hasKafka, required: func(c *Config) bool { return len(c.Source.Kafka.Topics) > 0 }},
+	{path: "source.kafka.group_id", when: hasKafka, required: func(c *Config) bool { return c.Source.Kafka.GroupID != "" }},
+	{path: "source.kafka.start_offset", when: hasKafka, check: func(c *Config) string {
+		return oneOf(c.Source.Kafka.StartOffset, "earliest", "latest")
+	}},
+	// Below 1KiB a single record header would not fit; Kafka caps fetch
+	// responses at about 2GiB (int32), 1GiB leaves margin.
+	{path: "source.kafka.fetch_max_bytes", when: hasKafka, check: func(c *Config) string {
+		return sizeRange(c.Source.Kafka.FetchMaxBytes, KiB, GiB)
+	}},
+	{path: "source.kafka.fetch_max_partition_bytes", when: hasKafka, check: func(c *Config) string {
+		return sizeRange(c.Source.Kafka.FetchMaxPartitionBytes, KiB, GiB)
+	}},
+	// Brokers reject session timeouts outside group.min/max.session.timeout.ms
+	// (6s and 30m by default); 1s..1h catches unit mistakes without
+	// second-guessing a tuned broker.
+	{path: "source.kafka.session_timeout", when: hasKafka, check: func(c *Config) string {
+		return durRange(c.Source.Kafka.SessionTimeout, sec, hour)
+	}},
+	// A rebalance must leave time to finish in-flight inserts; over an hour
+	// the group is effectively stuck.
+	{path: "source.kafka.rebalance_timeout", when: hasKafka, check: func(c *Config) string {
+		return durRange(c.Source.Kafka.RebalanceTimeout, sec, hour)
+	}},
+	// The broker holds a fetch up to this long when no data is ready; a
+	// partition resumed after a pause is fetched only by the next request,
+	// so this bounds how long a resume waits. Over 30s the broker's
+	// request timeout would cut it.
+	{path: "source.kafka.fetch_max_wait", when: hasKafka, check: func(c *Config) string {
+		return durRange(c.Source.Kafka.FetchMaxWait, Duration(10*time.Millisecond), 30*sec)
+	}},
+	// A client certificate is useless without its key and vice versa.
+	{path: "source.kafka.tls.key_file", when: hasTLS, check: func(c *Config) string {
+		if t := c.Source.Kafka.TLS; t.CertFile != "" && t.KeyFile == "" {
+			return "must be set when cert_file is set"
+		}
+		return ""
+	}},
+	{path: "source.kafka.tls.cert_file", when: hasTLS, check: func(c *Config) string {
+		if t := c.Source.Kafka.TLS; t.KeyFile != "" && t.CertFile == "" {
+			return "must be set when key_file is set"
+		}
+		return ""
+	}},
+	{path: "source.kafka.sasl.mechanism", when: hasSASL, required: func(c *Config) bool { return c.Source.Kafka.SASL.Mechanism != "" }},
+	{path: "source.kafka.sasl.mechanism", when: hasSASL, check: func(c *Config) string {
+		return oneOf(c.Source.Kafka.SASL.Mechanism, "PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512")
+	}},
+	// Every supported mechanism authenticates a user name.
+	{path: "source.kafka.sasl.username", when: hasSASL, required: func(c *Config) bool { return c.Source.Kafka.SASL.Username != "" }},
+
+	{path: "decode.format", check: func(c *Config) string { return oneOf(c.Decode.Format, "json") }},
+
+	{path: "sink.clickhouse", required: hasClickHouse},
+	{path: "sink.clickhouse.addr", when: hasClickHouse, required: func(c *Config) bool { return len(c.Sink.ClickHouse.Addr) > 0 }},
+	{path: "sink.clickhouse.table", when: hasClickHouse, required: func(c *Config) bool { return c.Sink.ClickHouse.Table != "" }},
+	{path: "sink.clickhouse.database", when: hasClickHouse, check: func(c *Config) string { return nonEmpty(c.Sink.ClickHouse.Database) }},
+	{path: "sink.clickhouse.user", when: hasClickHouse, check: func(c *Config) string { return nonEmpty(c.Sink.ClickHouse.User) }},
+	// A batch needs at least one row; beyond 10M rows a single INSERT holds
+	// gigabytes in memory and a retry repeats too much work.
+	{path: "sink.clickhouse.batch.max_rows", when: hasClickHouse, check: func(c *Config) string {
+		return intRange(c.Sink.ClickHouse.Batch.MaxRows, 1, 10_000_000)
+	}},
+	// Smaller than 1KiB means one INSERT per record or so; above 4GiB one
+	// batch risks exhausting memory on either side.
+	{path: "sink.clickhouse.batch.max_bytes", when: hasClickHouse, check: func(c *Config) string {
+		return sizeRange(c.Sink.ClickHouse.Batch.MaxBytes, KiB, 4*GiB)
+	}},
+	// Zero would flush on every record; ten minutes of unflushed data is
+	// more than any checkpoint or drain timeout tolerates.
+	{path: "sink.clickhouse.batch.linger", when: hasClickHouse, check: func(c *Config) string {
+		return durRange(c.Sink.ClickHouse.Batch.Linger, msec, 10*minute)
+	}},
+	// The queue must hold at least one batch; every slot can hold a full
+	// batch in memory, so 1024 bounds memory use.
+	{path: "sink.clickhouse.queue_capacity", when: hasClickHouse, check: func(c *Config) string {
+		return intRange(c.Sink.ClickHouse.QueueCapacity, 1, 1024)
+	}},
+	// At least one insert must be allowed; ClickHouse limits concurrent
+	// queries (max_concurrent_queries, 100 by default) and more than 64
+	// inserts per shard only competes for merges.
+	{path: "sink.clickhouse.inflight.max_per_shard", when: hasClickHouse, check: func(c *Config) string {
+		return intRange(c.Sink.ClickHouse.Inflight.MaxPerShard, 1, 64)
+	}},
+	// Below 100ms even a local connection may not complete; above 10m a
+	// dead server is not noticed.
+	{path: "sink.clickhouse.dial_timeout", when: hasClickHouse, check: func(c *Config) string {
+		return durRange(c.Sink.ClickHouse.DialTimeout, 100*msec, 10*minute)
+	}},
+	// An INSERT of a full batch takes at least a second on a busy server;
+	// above an hour a hung insert blocks commits for too long.
+	{path: "sink.clickhouse.insert_timeout", when: hasClickHouse, check: func(c *Config) string {
+		return durRange(c.Sink.ClickHouse.InsertTimeout, sec, hour)
+	}},
+	// Zero backoff would hammer a failing server; the first retry should
+	// come within a minute.
+	{path: "sink.clickhouse.retry.initial_backoff", when: hasClickHouse, check: func(c *Config) string {
+		return durRange(c.Sink.ClickHouse.Retry.InitialBackoff, msec, minute)
+	}},
+	// The backoff grows from initial_backoff up to max_backoff; waiting
+	// more than an hour between attempts hides the outage.
+	{path: "sink.clickhouse.retry.max_backoff", when: hasClickHouse, deps: []string{"sink.clickhouse.retry.initial_backoff"}, check: func(c *Config) string {
+		r := c.Sink.ClickHouse.Retry
+		if r.MaxBackoff < r.InitialBackoff {
+			return fmt.Sprintf("must be >= initial_backoff (%s), got %s", r.InitialBackoff, r.MaxBackoff)
+		}
+		return durRange(r.MaxBackoff, msec, hour)
+	}},
+	// 0 means retry forever; a negative count has no meaning.
+	{path: "sink.clickhouse.retry.max_attempts", when: hasClickHouse, check: func(c *Config) string {
+		return intRange(c.Sink.ClickHouse.Retry.MaxAttempts, 0, 1_000_000)
+	}},
+	{path: "sink.clickhouse.compression", when: hasClickHouse, check: func(c *Config) string {
+		return oneOf(c.Sink.ClickHouse.Compression, "none", "lz4", "zstd")
+	}},
+
+	// Chunks under 1KiB cost more in bookkeeping than they carry; above
+	// 64MiB a chunk no longer fits comfortably in a batch.
+	{path: "chunk.target_bytes", check: func(c *Config) string { return sizeRange(c.Chunk.TargetBytes, KiB, 64*MiB) }},
+
+	// 0 means derive from available memory at runtime; a set limit below
+	// 1MiB would pause consumption after every few records.
+	{path: "backpressure.max_inflight_bytes", check: func(c *Config) string {
+		if b := c.Backpressure.MaxInflightBytes; b != 0 {
+			return sizeRange(b, MiB, math.MaxInt64)
+		}
+		return ""
+	}},
+	// Ratios of the in-flight limit: 0 or 1 would pause always or never.
+	{path: "backpressure.high_ratio", check: func(c *Config) string { return openUnit(c.Backpressure.HighRatio) }},
+	{path: "backpressure.low_ratio", check: func(c *Config) string { return openUnit(c.Backpressure.LowRatio) }},
+	// Resuming must happen below the pause threshold, or consumption would
+	// flap between paused and running.
+	{path: "backpressure.low_ratio", deps: []string{"backpressure.high_ratio"}, check: func(c *Config) string {
+		if b := c.Backpressure; b.LowRatio >= b.HighRatio {
+			return fmt.Sprintf("must be less than high_ratio (%s), got %s", fmtFloat(b.HighRatio), fmtFloat(b.LowRatio))
+		}
+		return ""
+	}},
+	// Pauses shorter than 1ms flap; longer than a minute risk the
+	// consumer's poll deadline.
+	{path: "backpressure.min_pause", check: func(c *Config) string { return durRange(c.Backpressure.MinPause, msec, minute) }},
+
+	// Committing more often than every 100ms loads the group coordinator
+	// for no gain; beyond an hour a restart replays too much.
+	{path: "checkpoint.commit_interval", check: func(c *Config) string {
+		return durRange(c.Checkpoint.CommitInterval, 100*msec, hour)
+	}},
+	// Draining needs at least a second to flush one batch; an hour exceeds
+	// any orchestrator's shutdown grace period.
+	{path: "checkpoint.drain_timeout", check: func(c *Config) string { return durRange(c.Checkpoint.DrainTimeout, sec, hour) }},
+	// Under 10s ordinary insert retries would look like a stall; a day
+	// without progress is never acceptable.
+	{path: "checkpoint.stalled_fail_after", check: func(c *Config) string {
+		return durRange(c.Checkpoint.StalledFailAfter, 10*sec, 24*hour)
+	}},
+
+	{path: "metrics.listen", check: func(c *Config) string {
+		l := c.Metrics.Listen
+		if l == MetricsOff {
+			return ""
+		}
+		if _, port, err := net.SplitHostPort(l); err == nil {
+			if p, err := strconv.Atoi(port); err == nil && p >= 0 && p <= 65535 {
+				return ""
+			}
+		}
+		return fmt.Sprintf("must be host:port (e.g. 127.0.0.1:9090) or %q; got %q", MetricsOff, l)
+	}},
+
+	{path: "log.level", check: func(c *Config) string { return oneOf(c.Log.Level, "debug", "info", "warn", "error") }},
+	{path: "log.format", check: func(c *Config) string { return oneOf(c.Log.Format, "text", "json") }},
+	// Status lines more often than every second flood the log; a day
+	// apart they are useless.
+	{path: "log.status_interval", check: func(c *Config) string { return durRange(c.Log.StatusInterval, sec, 24*hour) }},
+}
+
+// Validate checks c against every rule and returns an *Errors, or nil.
+// Errors carry no positions; Parse runs the same rules with positions.
+func (c *Config) Validate() error {
+	return errorsOrNil(validate(c, nil))
+}
+
+// validate applies rules to c. d, when not nil, supplies positions and the
+// set of keys present in the file.
+func validate(c *Config, d *decoder) []*Error {
+	var errs []*Error
+	reported := map[string]bool{}
+	add := func(m mark, path, msg string) {
+		e := &Error{Path: path, Msg: msg}
+		if d != nil {
+			e.File, e.Line, e.Column = d.file, m.line, m.col
+		}
+		errs = append(errs, e)
+		reported[path] = true
+	}
+	skip := func(path string) bool {
+		if d != nil && d.bad[""] {
+			return true // the document is not a mapping at all
+		}
+		for p := path; p != ""; p = parentPath(p) {
+			if reported[p] || (d != nil && d.bad[p]) {
+				return true
+			}
+		}
+		return false
+	}
+	for _, r := range rules {
+		if (r.when != nil && !r.when(c)) || skip(r.path) {
+			continue
+		}
+		if anyOf(r.deps, skip) {
+			continue
+		}
+		if r.required != nil {
+			switch {
+			case d != nil && !d.present(r.path):
+				add(d.keyMark(parentPath(r.path)), r.path, "required key is missing")
+			case !r.required(c):
+				msg := "must not be empty"
+				if d == nil {
+					msg = "is required"
+				}
+				add(d.valMark(r.path), r.path, msg)
+			}
+			continue
+		}
+		if msg := r.check(c); msg != "" {
+			add(d.valMark(r.path), r.path, msg)
+		}
+	}
+	return errs
+}
+
+func anyOf(paths []string, f func(string) bool) bool {
+	for _, p := range paths {
+		if f(p) {
+			return true
+		}
+	}
+	return false
+}
+
+func parentPath(p string) string {
+	if i := strings.LastIndexByte(p, '.'); i >= 0 {
+		return p[:i]
+	}
+	return ""
+}
+
+func (d *decoder) present(path string) bool {
+	_, ok := d.keys[path]
+	return ok
+}
+
+// keyMark is the position of the key for path, or 1:1 if it is absent.
+func (d *decoder) keyMark(path string) mark {
+	if d == nil {
+		return mark{}
+	}
+	if m, ok := d.keys[path]; ok {
+		return m
+	}
+	return mark{1, 1}
+}
+
+// valMark is the position of the value at path; for an absent key, the
+// position of the nearest present ancestor key (1:1 if none).
+func (d *decoder) valMark(path string) mark {
+	if d == nil {
+		return mark{}
+	}
+	if m, ok := d.vals[path]; ok {
+		return m
+	}
+	for p := parentPath(path); p != ""; p = parentPath(p) {
+		if m, ok := d.keys[p]; ok {
+			return m
+		}
+	}
+	return mark{1, 1}
+}
+
+func intRange(v, lo, hi int) string {
+	switch {
+	case v < lo && lo == 1:
+		return fmt.Sprintf("must be > 0, got %d", v)
+	case v < lo:
+		return fmt.Sprintf("must be >= %d, got %d", lo, v)
+	case v > hi:
+		return fmt.Sprintf("must be <= %d, got %d", hi, v)
+	}
+	return ""
+}
+
+func sizeRange(v, lo, hi ByteSize) string {
+	switch {
+	case v < 0:
+		return fmt.Sprintf("must not be negative, got %d", int64(v))
+	case v < lo:
+		return fmt.Sprintf("must be at least %s, got %s", lo, v)
+	case v > hi:
+		return fmt.Sprintf("must be at most %s, got %s", hi, v)
+	}
+	return ""
+}
+
+func durRange(v, lo, hi Duration) string {
+	switch {
+	case v < lo:
+		return fmt.Sprintf("must be at least %s, got %s", lo, v)
+	case v > hi:
+		return fmt.Sprintf("must be at most %s, got %s", hi, v)
+	}
+	return ""
+}
+
+func openUnit(v float64) string {
+	if v <= 0 || v >= 1 {
+		return fmt.Sprintf("must be between 0 and 1 (exclusive), got %s", fmtFloat(v))
+	}
+	return ""
+}
+
+func oneOf(v string, allowed ...string) string {
+	for _, a := range allowed {
+		if v == a {
+			return ""
+		}
+	}
+	return fmt.Sprintf("must be one of %s; got %q", strings.Join(allowed, ", "), v)
+}
+
+func nonEmpty(v string) string {
+	if v == "" {
+		return "must not be empty"
+	}
+	return ""
+}
+
+func fmtFloat(f float64) string { return strconv.FormatFloat(f, 'g', -1, 64) }

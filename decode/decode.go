@@ -1,0 +1,67 @@
+// Package decode turns source record values into rows of a chunk.Chunk.
+//
+// A Decoder appends the rows one record value produces straight into the
+// chunk's typed column buffers; rows are never materialised as maps or
+// []any. A record that cannot be decoded leaves the chunk as it was and is
+// reported as an *Error whose Reason is a stable metric label.
+package decode
+
+import (
+	"fmt"
+
+	"github.com/etl-project/etl/chunk"
+)
+
+// Reason classifies why a record could not be decoded. The values are
+// stable strings meant for metric labels.
+type Reason string
+
+// Reasons a record is rejected.
+const (
+	// ReasonCorrupt: the record is not valid JSON or not a JSON object.
+	ReasonCorrupt Reason = "corrupt"
+	// ReasonWrongType: a value has the wrong JSON type for its column, or a
+	// string that must hold a number or a UUID does not.
+	ReasonWrongType Reason = "wrong_type"
+	// ReasonOutOfRange: a number outside the column's range, a date or time
+	// that is malformed or outside the column's range, a string longer than
+	// a FixedString, a name or number that is not one of an Enum's.
+	ReasonOutOfRange Reason = "out_of_range"
+	// ReasonTooLarge: the record is larger than the configured maximum.
+	ReasonTooLarge Reason = "too_large"
+)
+
+// Error is the error a Decoder returns for a record it rejects.
+type Error struct {
+	Reason Reason
+	// Field is the source field name; empty for errors about the whole
+	// record (corrupt, too large).
+	Field string
+	// Column is the target column name; empty for whole-record errors.
+	Column string
+	// Type is the target column's type as the server spells it.
+	Type string
+	// Err describes the offending value.
+	Err error
+}
+
+// Error formats the error as
+//
+//	field "amount" -> column amount (UInt32): value 5000000000 out of range
+func (e *Error) Error() string {
+	if e.Column == "" {
+		return fmt.Sprintf("record %s: %v", e.Reason, e.Err)
+	}
+	return fmt.Sprintf("field %q -> column %s (%s): %v", e.Field, e.Column, e.Type, e.Err)
+}
+
+// Unwrap returns the underlying error.
+func (e *Error) Unwrap() error { return e.Err }
+
+// Decoder decodes record values into a chunk.
+type Decoder interface {
+	// Decode appends the rows produced by one record value to c and returns
+	// how many. On error nothing is left appended (the chunk is truncated
+	// back to its row count before the call) and err is *Error.
+	Decode(value []byte, c *chunk.Chunk) (rows int, err error)
+}

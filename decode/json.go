@@ -1,0 +1,707 @@
+package decode
+
+import (
+	"errors"
+	"fmt"
+	"math"
+	"time"
+	"unicode/utf8"
+
+	"github.com/valyala/fastjson"
+
+	"github.com/etl-project/etl/chunk"
+)
+
+// JSONOptions configures a JSON decoder.
+type JSONOptions struct {
+	// Fields is the source field name for each schema column, in schema
+	// order; "" leaves that column at its default. Nil means every column
+	// is read from the field of the same name.
+	Fields []string
+	// MaxRecordBytes rejects longer record values as ReasonTooLarge
+	// without parsing them; 0 means unlimited.
+	MaxRecordBytes int
+}
+
+// JSON decodes records holding one JSON object each into one row.
+//
+// Conversions, by column type (a LowCardinality wrapper is ignored):
+//
+//   - Every type: a missing field or null gives the type's default, as
+//     the server would fill it: NULL for Nullable, an empty array for
+//     Array, 1970-01-01 for Date, the all-zero UUID, "0" for Decimal, the
+//     name with the lowest value for an Enum, zero or "" otherwise. A null
+//     element of an array gives the element type's default.
+//   - Int8..Int64, UInt8..UInt64: a JSON number or a string holding one,
+//     parsed exactly from its text (never through float64). Integral forms
+//     such as 1e3 and 10.0 are accepted; a nonzero fraction is wrong_type;
+//     a value outside the column's range is out_of_range. Int8 and UInt8
+//     also take true and false as 1 and 0.
+//   - Float32, Float64: a JSON number or a string holding one; a value
+//     beyond the type's range is out_of_range.
+//   - Bool: true, false, or the numbers 0 and 1.
+//   - String: a JSON string, unescaped; any other value is stored as its
+//     JSON text (an object or array re-serialised compactly).
+//   - FixedString(N): a JSON string of at most N bytes.
+//   - UUID: a string in the 36-character 8-4-4-4-12 hex form.
+//   - Decimal: a JSON number or a string holding one, stored as its text.
+//     Without an exponent, the integer digits must fit the precision minus
+//     the scale.
+//   - Enum8, Enum16: one of the type's names, or a number (or numeric
+//     string that is not a name) equal to one of its values, stored as the
+//     name.
+//   - DateTime: a date-time string (see below) or an epoch number. Numbers
+//     are seconds, or by magnitude milliseconds (> 1e11), microseconds
+//     (> 1e14) or nanoseconds (> 1e17); fractions of a second are dropped.
+//     The result must be within 1970-01-01T00:00:00Z..2106-02-07T06:28:15Z.
+//   - Date: as DateTime, then the UTC calendar day, which must be within
+//     1970-01-01..2149-06-06.
+//   - Array(T): a JSON array, each element converted as T; nested arrays
+//     work the same way.
+//   - Nullable(T): null, or a value converted as T.
+//
+// Date-time strings are RFC 3339 with or without fractional seconds and
+// zone, "T", "t" or " " between date and time (so ClickHouse's
+// "2026-11-29 10:00:00" works), or a bare date; a time without a zone is
+// UTC whatever the column's time zone.
+//
+// Parsing uses fastjson, which is lenient in a few places: invalid escape
+// sequences in strings are kept as written, control characters inside
+// strings are accepted, and when a field appears twice the last one wins.
+// Numbers that a column reads are checked against the strict JSON grammar
+// (a malformed one such as NaN is corrupt); numbers in fields no column
+// reads are not.
+//
+// A JSON is not safe for concurrent use; use one per goroutine.
+type JSON struct {
+	schema      *chunk.Schema
+	cols        []colPlan
+	index       map[string]int // field name -> position in fields
+	fields      [][]int        // columns reading each field
+	names       []string       // name of each field
+	next        int            // field expected next while visiting a record
+	slots       []*fastjson.Value
+	p           fastjson.Parser
+	scratch     []byte
+	max         int
+	visitFn     func(key []byte, v *fastjson.Value)
+	lookupByGet bool // find fields by Object.Get per column instead of one Visit (benchmarks)
+}
+
+// colPlan is the compiled plan of one column.
+type colPlan struct {
+	field, name, typ string
+	set              setter
+	def              defaulter
+}
+
+// setter appends a non-null value v to col, whose concrete type matches
+// the type the setter was compiled for. The *Error it returns has only
+// Reason and Err set.
+type setter func(d *JSON, v *fastjson.Value, col chunk.Column) *Error
+
+// defaulter appends the type's default for a null or missing value; nil
+// means the column's AppendDefault is right.
+type defaulter func(col chunk.Column)
+
+// appendDefault appends the default of a type to col.
+func appendDefault(def defaulter, col chunk.Column) {
+	if def != nil {
+		def(col)
+		return
+	}
+	col.AppendDefault()
+}
+
+var _ Decoder = (*JSON)(nil)
+
+// NewJSON compiles a decoder for schema s.
+func NewJSON(s *chunk.Schema, o JSONOptions) (*JSON, error) {
+	if len(s.Names) != len(s.Types) {
+		return nil, fmt.Errorf("decode: schema has %d names and %d types", len(s.Names), len(s.Types))
+	}
+	fields := o.Fields
+	if fields == nil {
+		fields = s.Names
+	}
+	if len(fields) != len(s.Types) {
+		return nil, fmt.Errorf("decode: %d fields for %d columns", len(fields), len(s.Types))
+	}
+	if o.MaxRecordBytes < 0 {
+		return nil, fmt.Errorf("decode: negative MaxRecordBytes %d", o.MaxRecordBytes)
+	}
+	d := &JSON{
+		schema: s,
+		cols:   make([]colPlan, len(s.Types)),
+		index:  make(map[string]int),
+		slots:  make([]*fastjson.Value, len(s.Types)),
+		max:    o.MaxRecordBytes,
+	}
+	for i, t := range s.Types {
+		if _, err := chunk.NewColumn(t); err != nil {
+			return nil, fmt.Errorf("decode: column %s: %w", s.Names[i], err)
+		}
+		set, def, err := compile(t)
+		if err != nil {
+			return nil, fmt.Errorf("decode: column %s: %w", s.Names[i], err)
+		}
+		d.cols[i] = colPlan{field: fields[i], name: s.Names[i], typ: t.Name, set: set, def: def}
+		if fields[i] == "" {
+			continue
+		}
+		fi, ok := d.index[fields[i]]
+		if !ok {
+			fi = len(d.fields)
+			d.index[fields[i]] = fi
+			d.fields = append(d.fields, nil)
+			d.names = append(d.names, fields[i])
+		}
+		d.fields[fi] = append(d.fields[fi], i)
+	}
+	d.visitFn = d.visit
+	return d, nil
+}
+
+// Decode implements Decoder. It appends exactly one row.
+//
+// It panics if c was not built for a schema with the decoder's column
+// types, which is a programming error, not a property of the record.
+func (d *JSON) Decode(value []byte, c *chunk.Chunk) (int, error) {
+	if c.Schema != d.schema {
+		d.checkSchema(c)
+	}
+	if d.max > 0 && len(value) > d.max {
+		return 0, &Error{Reason: ReasonTooLarge,
+			Err: fmt.Errorf("%d bytes exceed the limit of %d", len(value), d.max)}
+	}
+	v, err := d.p.ParseBytes(value)
+	if err != nil {
+		return 0, &Error{Reason: ReasonCorrupt, Err: err}
+	}
+	o, err := v.Object()
+	if err != nil {
+		return 0, &Error{Reason: ReasonCorrupt, Err: fmt.Errorf("record is %s, want an object", v.Type())}
+	}
+	clear(d.slots)
+	if d.lookupByGet {
+		for i := range d.cols {
+			if f := d.cols[i].field; f != "" {
+				d.slots[i] = o.Get(f)
+			}
+		}
+	} else {
+		d.next = 0
+		o.Visit(d.visitFn)
+	}
+
+	rows := c.Rows
+	for i := range d.cols {
+		col := c.Cols[i]
+		sv := d.slots[i]
+		if sv == nil || sv.Type() == fastjson.TypeNull {
+			appendDefault(d.cols[i].def, col)
+			continue
+		}
+		if e := d.cols[i].set(d, sv, col); e != nil {
+			c.Truncate(rows)
+			p := &d.cols[i]
+			e.Field, e.Column, e.Type = p.field, p.name, p.typ
+			return 0, e
+		}
+	}
+	c.Rows++
+	return 1, nil
+}
+
+// visit stores v in the slots of the columns that read field key.
+//
+// Records usually list their fields in the same order every time, so the
+// field after the last one found is tried first, by one string compare;
+// only a miss costs a map lookup.
+func (d *JSON) visit(key []byte, v *fastjson.Value) {
+	fi := d.next
+	if fi >= len(d.names) || d.names[fi] != string(key) {
+		var ok bool
+		if fi, ok = d.index[string(key)]; !ok {
+			return
+		}
+	}
+	d.next = fi + 1
+	for _, ci := range d.fields[fi] {
+		d.slots[ci] = v
+	}
+}
+
+func (d *JSON) checkSchema(c *chunk.Chunk) {
+	ok := c.Schema != nil && len(c.Cols) == len(d.cols) && len(c.Schema.Types) == len(d.cols)
+	for i := 0; ok && i < len(d.cols); i++ {
+		ok = c.Schema.Types[i].Name == d.cols[i].typ
+	}
+	if !ok {
+		panic("decode: chunk schema does not match the decoder's schema")
+	}
+}
+
+// Defaults that differ from the zero value of the column's Go type: the
+// server's implicit defaults for these types.
+var (
+	defaultDate = time.Unix(0, 0).UTC()
+	defaultUUID = "00000000-0000-0000-0000-000000000000"
+)
+
+// compile returns the setter for type t and its defaulter (see defaulter).
+func compile(t *chunk.Type) (setter, defaulter, error) {
+	t = t.Base()
+	switch t.Kind {
+	case chunk.KindInt8:
+		return setSigned[int8](math.MinInt8, math.MaxInt8, true), nil, nil
+	case chunk.KindInt16:
+		return setSigned[int16](math.MinInt16, math.MaxInt16, false), nil, nil
+	case chunk.KindInt32:
+		return setSigned[int32](math.MinInt32, math.MaxInt32, false), nil, nil
+	case chunk.KindInt64:
+		return setSigned[int64](math.MinInt64, math.MaxInt64, false), nil, nil
+	case chunk.KindUInt8:
+		return setUnsigned[uint8](math.MaxUint8, true), nil, nil
+	case chunk.KindUInt16:
+		return setUnsigned[uint16](math.MaxUint16, false), nil, nil
+	case chunk.KindUInt32:
+		return setUnsigned[uint32](math.MaxUint32, false), nil, nil
+	case chunk.KindUInt64:
+		return setUnsigned[uint64](math.MaxUint64, false), nil, nil
+	case chunk.KindFloat32:
+		return setFloat32, nil, nil
+	case chunk.KindFloat64:
+		return setFloat64, nil, nil
+	case chunk.KindBool:
+		return setBool, nil, nil
+	case chunk.KindString:
+		return setString, nil, nil
+	case chunk.KindFixedString:
+		return setFixedString(t.Len), nil, nil
+	case chunk.KindUUID:
+		return setUUID, defaultText(defaultUUID), nil
+	case chunk.KindDecimal:
+		intDigits := -1
+		if t.Precision > 0 {
+			intDigits = t.Precision - t.Scale
+		}
+		return setDecimal(intDigits), defaultText("0"), nil
+	case chunk.KindEnum8, chunk.KindEnum16:
+		if len(t.Enum) == 0 {
+			return nil, nil, fmt.Errorf("type %s has no values", t.Name)
+		}
+		names := make(map[int16]string, len(t.Enum))
+		first, seen := "", false
+		for name, v := range t.Enum {
+			names[v] = name
+			if !seen || v < t.Enum[first] {
+				first, seen = name, true
+			}
+		}
+		// The implicit default of an Enum is its name with the lowest value.
+		return setEnum(t.Enum, names), defaultText(first), nil
+	case chunk.KindDateTime:
+		return setDateTime, nil, nil
+	case chunk.KindDate:
+		return setDate, func(col chunk.Column) { col.(*chunk.Fixed[time.Time]).Append(defaultDate) }, nil
+	case chunk.KindNullable:
+		inner, _, err := compile(t.Elem)
+		if err != nil {
+			return nil, nil, err
+		}
+		return setNullable(inner), nil, nil
+	case chunk.KindArray:
+		elem, elemDef, err := compile(t.Elem)
+		if err != nil {
+			return nil, nil, err
+		}
+		return setArray(elem, elemDef), nil, nil
+	}
+	return nil, nil, fmt.Errorf("type %s cannot be decoded from JSON", t.Name)
+}
+
+func defaultText(s string) defaulter {
+	return func(col chunk.Column) { col.(*chunk.Strings).AppendString(s) }
+}
+
+// raw returns the text of a number value, copied to the decoder's scratch
+// buffer (valid until the next call).
+func (d *JSON) raw(v *fastjson.Value) []byte {
+	d.scratch = v.MarshalTo(d.scratch[:0])
+	return d.scratch
+}
+
+// numberOf returns the number a number value or numeric string holds.
+// A string that is not a number is wrong_type; a number value that does not
+// follow the JSON grammar (fastjson accepts NaN, Inf and sign soup) is
+// corrupt.
+func (d *JSON) numberOf(v *fastjson.Value) (number, *Error) {
+	switch v.Type() {
+	case fastjson.TypeNumber:
+		n, ok := parseNumber(d.raw(v))
+		if !ok {
+			return n, newError(ReasonCorrupt, v, "is not a valid JSON number")
+		}
+		return n, nil
+	case fastjson.TypeString:
+		b, _ := v.StringBytes()
+		n, ok := parseNumber(b)
+		if !ok {
+			return n, newError(ReasonWrongType, v, "is not a number")
+		}
+		return n, nil
+	}
+	return number{}, wrongType(v, "a number")
+}
+
+func setSigned[T int8 | int16 | int32 | int64](lo, hi int64, bools bool) setter {
+	return func(d *JSON, v *fastjson.Value, col chunk.Column) *Error {
+		var x int64
+		switch t := v.Type(); {
+		case bools && t == fastjson.TypeTrue:
+			x = 1
+		case bools && t == fastjson.TypeFalse:
+		default:
+			n, e := d.numberOf(v)
+			if e != nil {
+				return e
+			}
+			var r intResult
+			x, r = n.signed(lo, hi)
+			if e := intError(v, r); e != nil {
+				return e
+			}
+		}
+		col.(*chunk.Fixed[T]).Append(T(x))
+		return nil
+	}
+}
+
+func setUnsigned[T uint8 | uint16 | uint32 | uint64](hi uint64, bools bool) setter {
+	return func(d *JSON, v *fastjson.Value, col chunk.Column) *Error {
+		var x uint64
+		switch t := v.Type(); {
+		case bools && t == fastjson.TypeTrue:
+			x = 1
+		case bools && t == fastjson.TypeFalse:
+		default:
+			n, e := d.numberOf(v)
+			if e != nil {
+				return e
+			}
+			var r intResult
+			x, r = n.unsigned(hi)
+			if e := intError(v, r); e != nil {
+				return e
+			}
+		}
+		col.(*chunk.Fixed[T]).Append(T(x))
+		return nil
+	}
+}
+
+func intError(v *fastjson.Value, r intResult) *Error {
+	switch r {
+	case intFraction:
+		return newError(ReasonWrongType, v, "is not an integer")
+	case intRange:
+		return newError(ReasonOutOfRange, v, "out of range")
+	}
+	return nil
+}
+
+func setFloat64(d *JSON, v *fastjson.Value, col chunk.Column) *Error {
+	n, e := d.numberOf(v)
+	if e != nil {
+		return e
+	}
+	f, ok := n.float(64)
+	if !ok {
+		return newError(ReasonOutOfRange, v, "out of range")
+	}
+	col.(*chunk.Fixed[float64]).Append(f)
+	return nil
+}
+
+func setFloat32(d *JSON, v *fastjson.Value, col chunk.Column) *Error {
+	n, e := d.numberOf(v)
+	if e != nil {
+		return e
+	}
+	f, ok := n.float(32)
+	if !ok {
+		return newError(ReasonOutOfRange, v, "out of range")
+	}
+	col.(*chunk.Fixed[float32]).Append(float32(f))
+	return nil
+}
+
+func setBool(d *JSON, v *fastjson.Value, col chunk.Column) *Error {
+	var x bool
+	switch v.Type() {
+	case fastjson.TypeTrue:
+		x = true
+	case fastjson.TypeFalse:
+	case fastjson.TypeNumber:
+		n, e := d.numberOf(v)
+		if e != nil {
+			return e
+		}
+		u, r := n.unsigned(1)
+		if e := intError(v, r); e != nil {
+			return e
+		}
+		x = u == 1
+	default:
+		return wrongType(v, "a boolean")
+	}
+	col.(*chunk.Fixed[bool]).Append(x)
+	return nil
+}
+
+func setString(d *JSON, v *fastjson.Value, col chunk.Column) *Error {
+	s := col.(*chunk.Strings)
+	if v.Type() == fastjson.TypeString {
+		b, _ := v.StringBytes()
+		s.Append(b)
+		return nil
+	}
+	s.Append(d.raw(v))
+	return nil
+}
+
+func setFixedString(size int) setter {
+	return func(d *JSON, v *fastjson.Value, col chunk.Column) *Error {
+		b, e := stringOf(v)
+		if e != nil {
+			return e
+		}
+		if len(b) > size {
+			return newError(ReasonOutOfRange, v, fmt.Sprintf("is longer than %d bytes", size))
+		}
+		col.(*chunk.Strings).Append(b)
+		return nil
+	}
+}
+
+func setUUID(d *JSON, v *fastjson.Value, col chunk.Column) *Error {
+	b, e := stringOf(v)
+	if e != nil {
+		return e
+	}
+	if !isUUID(b) {
+		return newError(ReasonWrongType, v, "is not a UUID")
+	}
+	col.(*chunk.Strings).Append(b)
+	return nil
+}
+
+// isUUID reports whether b is in the form xxxxxxxx-xxxx-xxxx-xxxx-xxxxxxxxxxxx
+// of hex digits.
+func isUUID(b []byte) bool {
+	if len(b) != 36 || b[8] != '-' || b[13] != '-' || b[18] != '-' || b[23] != '-' {
+		return false
+	}
+	var bad uint8
+	for i, c := range b {
+		if i != 8 && i != 13 && i != 18 && i != 23 {
+			bad |= notHex[c]
+		}
+	}
+	return bad == 0
+}
+
+// notHex[c] is 1 unless c is a hex digit.
+var notHex = func() (t [256]uint8) {
+	for c := range t {
+		if !(c >= '0' && c <= '9' || c >= 'a' && c <= 'f' || c >= 'A' && c <= 'F') {
+			t[c] = 1
+		}
+	}
+	return t
+}()
+
+// setDecimal stores decimal text; intDigits is the precision minus the
+// scale, or negative when the type's precision is unknown.
+func setDecimal(intDigits int) setter {
+	return func(d *JSON, v *fastjson.Value, col chunk.Column) *Error {
+		n, e := d.numberOf(v)
+		if e != nil {
+			return e
+		}
+		if intDigits >= 0 && n.exp == 0 {
+			ip := n.ip
+			for len(ip) > 0 && ip[0] == '0' {
+				ip = ip[1:]
+			}
+			if len(ip) > intDigits {
+				return newError(ReasonOutOfRange, v, "out of range")
+			}
+		}
+		col.(*chunk.Strings).Append(n.text)
+		return nil
+	}
+}
+
+func setEnum(values map[string]int16, names map[int16]string) setter {
+	return func(d *JSON, v *fastjson.Value, col chunk.Column) *Error {
+		s := col.(*chunk.Strings)
+		if v.Type() == fastjson.TypeString {
+			b, _ := v.StringBytes()
+			if _, ok := values[string(b)]; ok {
+				s.Append(b)
+				return nil
+			}
+		}
+		n, e := d.numberOf(v)
+		if e != nil {
+			if e.Reason == ReasonWrongType && v.Type() == fastjson.TypeString {
+				return newError(ReasonOutOfRange, v, "is not a value of the enum")
+			}
+			return e
+		}
+		x, r := n.signed(math.MinInt16, math.MaxInt16)
+		name, ok := names[int16(x)]
+		if r != intOK || !ok {
+			return newError(ReasonOutOfRange, v, "is not a value of the enum")
+		}
+		s.AppendString(name)
+		return nil
+	}
+}
+
+// timeOf returns the epoch seconds a date-time string or epoch number (or
+// numeric string) holds; range checks are the caller's.
+func (d *JSON) timeOf(v *fastjson.Value, what string) (int64, *Error) {
+	var sec int64
+	var ok bool
+	switch v.Type() {
+	case fastjson.TypeString:
+		b, _ := v.StringBytes()
+		if n, isNum := parseNumber(b); isNum {
+			sec, ok = epochSeconds(&n)
+		} else {
+			sec, ok = parseTime(b)
+		}
+	case fastjson.TypeNumber:
+		n, e := d.numberOf(v)
+		if e != nil {
+			return 0, e
+		}
+		sec, ok = epochSeconds(&n)
+	default:
+		return 0, wrongType(v, "a date-time string or epoch number")
+	}
+	if !ok || sec < 0 {
+		return 0, newError(ReasonOutOfRange, v, what)
+	}
+	return sec, nil
+}
+
+const (
+	notDateTime = "is not a date-time in 1970-01-01T00:00:00Z..2106-02-07T06:28:15Z"
+	notDate     = "is not a date in 1970-01-01..2149-06-06"
+)
+
+func setDateTime(d *JSON, v *fastjson.Value, col chunk.Column) *Error {
+	sec, e := d.timeOf(v, notDateTime)
+	if e != nil {
+		return e
+	}
+	if sec > maxDateTime {
+		return newError(ReasonOutOfRange, v, notDateTime)
+	}
+	col.(*chunk.Fixed[int64]).Append(sec)
+	return nil
+}
+
+func setDate(d *JSON, v *fastjson.Value, col chunk.Column) *Error {
+	sec, e := d.timeOf(v, notDate)
+	if e != nil {
+		return e
+	}
+	days := sec / 86400
+	if days > maxDate {
+		return newError(ReasonOutOfRange, v, notDate)
+	}
+	col.(*chunk.Fixed[time.Time]).Append(time.Unix(days*86400, 0).UTC())
+	return nil
+}
+
+func setNullable(inner setter) setter {
+	return func(d *JSON, v *fastjson.Value, col chunk.Column) *Error {
+		n := col.(*chunk.Nullable)
+		if e := inner(d, v, n.Inner); e != nil {
+			return e
+		}
+		n.MarkValue()
+		return nil
+	}
+}
+
+func setArray(elem setter, elemDef defaulter) setter {
+	return func(d *JSON, v *fastjson.Value, col chunk.Column) *Error {
+		a := col.(*chunk.Array)
+		items, err := v.Array()
+		if err != nil {
+			return wrongType(v, "an array")
+		}
+		for _, it := range items {
+			if it.Type() == fastjson.TypeNull {
+				appendDefault(elemDef, a.Inner)
+				continue
+			}
+			if e := elem(d, it, a.Inner); e != nil {
+				return e
+			}
+		}
+		a.EndRow()
+		return nil
+	}
+}
+
+// stringOf returns the unescaped content of a string value.
+func stringOf(v *fastjson.Value) ([]byte, *Error) {
+	b, err := v.StringBytes()
+	if err != nil {
+		return nil, wrongType(v, "a string")
+	}
+	return b, nil
+}
+
+// maxShown is how many bytes of an offending value an error quotes.
+const maxShown = 64
+
+// newError returns an error about value v: "value <v> <what>".
+func newError(r Reason, v *fastjson.Value, what string) *Error {
+	return &Error{Reason: r, Err: errors.New("value " + shown(v) + " " + what)}
+}
+
+func wrongType(v *fastjson.Value, want string) *Error {
+	return &Error{Reason: ReasonWrongType,
+		Err: fmt.Errorf("value %s is %s, want %s", shown(v), article(v.Type()), want)}
+}
+
+func article(t fastjson.Type) string {
+	switch t {
+	case fastjson.TypeObject, fastjson.TypeArray:
+		return "an " + t.String()
+	case fastjson.TypeTrue, fastjson.TypeFalse:
+		return "a boolean"
+	}
+	return "a " + t.String()
+}
+
+// shown is the JSON text of v, cut to maxShown bytes.
+func shown(v *fastjson.Value) string {
+	b := v.MarshalTo(nil)
+	if len(b) <= maxShown {
+		return string(b)
+	}
+	n := maxShown
+	for n > 0 && !utf8.RuneStart(b[n]) {
+		n--
+	}
+	return string(b[:n]) + "..."
+}

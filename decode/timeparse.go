@@ -1,0 +1,183 @@
+package decode
+
+// DateTime and Date columns hold UInt32 seconds and UInt16 days since the
+// Unix epoch.
+const (
+	maxDateTime = 1<<32 - 1 // 2106-02-07T06:28:15Z
+	maxDate     = 1<<16 - 1 // 2149-06-06
+)
+
+// Thresholds of the epoch-number unit heuristic: a number above 1e11 is
+// taken as milliseconds, above 1e14 as microseconds, above 1e17 as
+// nanoseconds, otherwise as seconds. 1e11 seconds is in the year 5138, far
+// beyond the DateTime range, so a seconds value is never misread; a
+// milliseconds value before 1973-03-03 (below 1e11) is read as seconds and
+// then, unless it is within the first 50 days of 1970, rejected as out of
+// range.
+const (
+	epochMillis = 1e11
+	epochMicros = 1e14
+	epochNanos  = 1e17
+)
+
+// epochUnit returns the divisor that turns an epoch number into seconds.
+func epochUnit(v float64) float64 {
+	switch {
+	case v > epochNanos:
+		return 1e9
+	case v > epochMicros:
+		return 1e6
+	case v > epochMillis:
+		return 1e3
+	}
+	return 1
+}
+
+// epochSeconds converts an epoch number (seconds or, by the heuristic
+// above, a finer unit) to seconds, flooring fractions. ok is false for a
+// negative number or one beyond 2^62 seconds.
+func epochSeconds(n *number) (sec int64, ok bool) {
+	mag, integral, overflow := n.magnitude()
+	if n.neg && (mag != 0 || !integral) {
+		return 0, false
+	}
+	if integral {
+		if overflow {
+			return 0, false
+		}
+		return int64(mag / uint64(epochUnit(float64(mag)))), true
+	}
+	f, fok := n.float(64)
+	if !fok {
+		return 0, false
+	}
+	s := f / epochUnit(f)
+	if s >= 1<<62 {
+		return 0, false
+	}
+	return int64(s), true
+}
+
+// parseTime parses a date or date-time and returns seconds since the
+// epoch. Accepted forms:
+//
+//	2026-11-29
+//	2026-11-29T10:00:00           (also with ' ' or 't' as the separator)
+//	2026-11-29T10:00:00.123456789 (any number of fraction digits, dropped)
+//	followed optionally by Z, z, +hh:mm, -hh:mm, +hhmm or +hh.
+//
+// A time without a zone is UTC. ok is false for any other text, or for a
+// month, day, hour, minute or second out of its range.
+func parseTime(b []byte) (sec int64, ok bool) {
+	if len(b) < 10 || b[4] != '-' || b[7] != '-' {
+		return 0, false
+	}
+	y, ok1 := digits(b[0:4])
+	mo, ok2 := digits(b[5:7])
+	d, ok3 := digits(b[8:10])
+	if !ok1 || !ok2 || !ok3 || mo < 1 || mo > 12 || d < 1 || d > daysIn(y, mo) {
+		return 0, false
+	}
+	sec = daysFromCivil(y, mo, d) * 86400
+	b = b[10:]
+	if len(b) == 0 {
+		return sec, true
+	}
+	if len(b) < 9 || (b[0] != 'T' && b[0] != 't' && b[0] != ' ') || b[3] != ':' || b[6] != ':' {
+		return 0, false
+	}
+	h, ok1 := digits(b[1:3])
+	mi, ok2 := digits(b[4:6])
+	s, ok3 := digits(b[7:9])
+	if !ok1 || !ok2 || !ok3 || h > 23 || mi > 59 || s > 59 {
+		return 0, false
+	}
+	sec += int64(h*3600 + mi*60 + s)
+	b = b[9:]
+	if len(b) > 0 && b[0] == '.' {
+		i := 1
+		for i < len(b) && b[i] >= '0' && b[i] <= '9' {
+			i++
+		}
+		if i == 1 {
+			return 0, false
+		}
+		b = b[i:]
+	}
+	switch {
+	case len(b) == 0:
+		return sec, true
+	case len(b) == 1 && (b[0] == 'Z' || b[0] == 'z'):
+		return sec, true
+	case b[0] == '+' || b[0] == '-':
+		var oh, om int
+		var okh, okm bool
+		switch len(b) {
+		case 3: // +hh
+			oh, okh = digits(b[1:3])
+			okm = true
+		case 5: // +hhmm
+			oh, okh = digits(b[1:3])
+			om, okm = digits(b[3:5])
+		case 6: // +hh:mm
+			if b[3] != ':' {
+				return 0, false
+			}
+			oh, okh = digits(b[1:3])
+			om, okm = digits(b[4:6])
+		}
+		if !okh || !okm || oh > 23 || om > 59 {
+			return 0, false
+		}
+		off := int64(oh*3600 + om*60)
+		if b[0] == '+' {
+			off = -off
+		}
+		return sec + off, true
+	}
+	return 0, false
+}
+
+// digits parses a short run of ASCII digits.
+func digits(b []byte) (int, bool) {
+	v := 0
+	for _, c := range b {
+		if c < '0' || c > '9' {
+			return 0, false
+		}
+		v = v*10 + int(c-'0')
+	}
+	return v, true
+}
+
+func isLeap(y int) bool { return y%4 == 0 && (y%100 != 0 || y%400 == 0) }
+
+func daysIn(y, m int) int {
+	switch m {
+	case 2:
+		if isLeap(y) {
+			return 29
+		}
+		return 28
+	case 4, 6, 9, 11:
+		return 30
+	}
+	return 31
+}
+
+// daysFromCivil returns the days since 1970-01-01 of a proleptic Gregorian
+// date (H. Hinnant's days_from_civil).
+func daysFromCivil(y, m, d int) int64 {
+	if m <= 2 {
+		y--
+	}
+	era := y / 400
+	if y < 0 && y%400 != 0 {
+		era--
+	}
+	yoe := y - era*400
+	mp := (m + 9) % 12
+	doy := (153*mp+2)/5 + d - 1
+	doe := yoe*365 + yoe/4 - yoe/100 + doy
+	return int64(era*146097 + doe - 719468)
+}

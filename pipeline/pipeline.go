@@ -1,0 +1,768 @@
+// Package pipeline wires the Kafka source, the pipeline workers that decode
+// records into columnar chunks, the ClickHouse shard workers, the byte
+// budget and the acknowledgement tracker that decides what to commit.
+package pipeline
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"runtime"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/etl-project/etl/backpressure"
+	"github.com/etl-project/etl/chunk"
+	"github.com/etl-project/etl/config"
+	"github.com/etl-project/etl/decode"
+	"github.com/etl-project/etl/sink/clickhouse"
+	"github.com/etl-project/etl/source/kafka"
+)
+
+// ErrDrainTimeout is returned by Run when the drain deadline passed before
+// everything in flight was written: what was not written was not committed
+// and will be read again.
+var ErrDrainTimeout = errors.New("drain timeout: records in flight were not written and will be read again")
+
+// Options configures a Pipeline.
+type Options struct {
+	Config *config.Config
+	Log    *slog.Logger
+	// Registerer receives every metric of the pipeline; nil registers none.
+	Registerer prometheus.Registerer
+}
+
+// Pipeline moves records from Kafka to ClickHouse. Build it with New, run
+// it once with Run.
+type Pipeline struct {
+	cfg     *config.Config
+	log     *slog.Logger
+	src     *kafka.Source
+	ch      *clickhouse.Client
+	target  *clickhouse.Target
+	shard   *clickhouse.Shard
+	budget  *backpressure.Budget
+	tracker *Tracker
+	runq    *runQueue
+	acks    *ackQueue
+	pause   *pauser
+	m       *metrics
+
+	chunkTarget int
+	workers     int
+	chunks      sync.Pool // emptied chunks, reused to keep their columns' capacity
+
+	mu    sync.RWMutex
+	lanes map[TopicPartition]*lane
+
+	commitMu sync.Mutex
+	closing  atomic.Bool // shutting down: revokes do not wait for the sink
+
+	failOnce sync.Once
+	failc    chan error
+
+	rowsWritten atomic.Int64
+	rowsDecoded atomic.Int64
+}
+
+// New connects to ClickHouse, reads the target table and builds the source.
+// It does not join the consumer group until Run.
+func New(ctx context.Context, o Options) (*Pipeline, error) {
+	cfg := o.Config
+	log := o.Log
+	if log == nil {
+		log = slog.Default()
+	}
+	chc := cfg.Sink.ClickHouse
+	p := &Pipeline{
+		cfg:         cfg,
+		log:         log,
+		tracker:     NewTracker(),
+		runq:        newRunQueue(),
+		acks:        newAckQueue(),
+		lanes:       map[TopicPartition]*lane{},
+		failc:       make(chan error, 1),
+		chunkTarget: int(cfg.Chunk.TargetBytes),
+		workers:     cfg.Pipeline.Workers,
+		m:           newMetrics(o.Registerer),
+	}
+	if p.workers <= 0 {
+		p.workers = runtime.GOMAXPROCS(0)
+	}
+	sizing := backpressure.Sizing{
+		Shards: 1, MaxInflightPerShard: chc.Inflight.MaxPerShard, QueueCapacity: chc.QueueCapacity,
+		BatchMaxBytes: int64(chc.Batch.MaxBytes), ChunkTargetBytes: int64(cfg.Chunk.TargetBytes),
+		LowRatio: cfg.Backpressure.LowRatio,
+	}
+	budgetBytes := int64(cfg.Backpressure.MaxInflightBytes)
+	if budgetBytes == 0 {
+		budgetBytes = sizing.MinBudget()
+		log.Info("in-flight byte budget derived from the sizing rule", "max_inflight_bytes", budgetBytes)
+	} else if minimum := sizing.MinBudget(); budgetBytes < minimum {
+		log.Warn("backpressure.max_inflight_bytes is below the sizing rule: a saturated pipeline will spend its time paused",
+			"max_inflight_bytes", budgetBytes, "minimum", minimum, "low_ratio", cfg.Backpressure.LowRatio,
+			"shards", sizing.Shards, "inflight.max_per_shard", sizing.MaxInflightPerShard,
+			"batch.max_bytes", sizing.BatchMaxBytes, "queue_capacity", sizing.QueueCapacity,
+			"chunk.target_bytes", sizing.ChunkTargetBytes)
+	}
+	var err error
+	p.budget, err = backpressure.New(backpressure.Options{
+		Bytes: budgetBytes, HighRatio: cfg.Backpressure.HighRatio, LowRatio: cfg.Backpressure.LowRatio,
+		MinPause: cfg.Backpressure.MinPause.D(), Registerer: o.Registerer,
+	})
+	if err != nil {
+		return nil, fmt.Errorf("backpressure: %w", err)
+	}
+
+	p.ch, err = clickhouse.Connect(ctx, clickhouse.Options{
+		Addr: chc.Addr, Database: chc.Database, Table: chc.Table, User: chc.User, Password: chc.Password.Value(),
+		DialTimeout: chc.DialTimeout.D(), InsertTimeout: chc.InsertTimeout.D(), Settings: chc.Settings,
+		Compression: chc.Compression, Columns: chc.Columns,
+	}, log)
+	if err != nil {
+		return nil, fmt.Errorf("clickhouse: %w", err)
+	}
+	p.target, err = p.ch.Plan(ctx)
+	if err != nil {
+		p.ch.Close()
+		return nil, fmt.Errorf("clickhouse: %w", err)
+	}
+	// Check once that the decoder can fill every column.
+	if _, err := p.newDecoder(); err != nil {
+		p.ch.Close()
+		return nil, err
+	}
+	p.shard = clickhouse.NewShard(clickhouse.ShardOptions{
+		Name: "0", Client: p.ch, Target: p.target,
+		QueueCapacity: chc.QueueCapacity,
+		MaxRows:       chc.Batch.MaxRows, MaxBytes: int(chc.Batch.MaxBytes), Linger: chc.Batch.Linger.D(),
+		MaxInflight:    chc.Inflight.MaxPerShard,
+		InitialBackoff: chc.Retry.InitialBackoff.D(), MaxBackoff: chc.Retry.MaxBackoff.D(), MaxAttempts: chc.Retry.MaxAttempts,
+		OnDone:  p.acks.push,
+		OnSpace: p.wakeBlocked,
+		Log:     log,
+		Metrics: clickhouse.NewMetrics(o.Registerer, nil),
+	})
+
+	p.src, err = kafka.New(kafka.Options{
+		Config: cfg.Source.Kafka, Pipeline: cfg.Pipeline.Name, Handler: (*handler)(p), Log: log,
+		Registerer: o.Registerer,
+	})
+	if err != nil {
+		p.ch.Close()
+		return nil, err
+	}
+	p.pause = newPauser(p.src, p.m.lanesPaused)
+	if o.Registerer != nil {
+		o.Registerer.MustRegister(prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+			Name: "etl_checkpoint_pending_ranges",
+			Help: "Acknowledged offset ranges held above the committable watermarks (gaps left by slow or failed batches).",
+		}, func() float64 { return float64(p.tracker.PendingRanges()) }))
+	}
+	log.Info("pipeline ready", "table", p.target.Name(), "columns", p.target.Schema.Names,
+		"server", p.ch.ServerVersion(), "workers", p.workers, "budget_bytes", budgetBytes)
+	return p, nil
+}
+
+func (p *Pipeline) newDecoder() (decode.Decoder, error) {
+	d, err := decode.NewJSON(p.target.Schema, decode.JSONOptions{Fields: p.target.Fields})
+	if err != nil {
+		return nil, fmt.Errorf("decode: %w", err)
+	}
+	return d, nil
+}
+
+// Stats is a snapshot of the pipeline's progress.
+type Stats struct {
+	RowsDecoded, RowsWritten int64
+	Lag                      int64
+	InflightBytes            int64
+	BudgetBytes              int64
+	PausedPartitions         int
+}
+
+// Stats returns the pipeline's progress counters.
+func (p *Pipeline) Stats() Stats {
+	s := Stats{
+		RowsDecoded: p.rowsDecoded.Load(), RowsWritten: p.rowsWritten.Load(),
+		InflightBytes: p.budget.Inflight(), BudgetBytes: p.budget.Bytes(), PausedPartitions: p.pause.count(),
+	}
+	p.mu.RLock()
+	for _, l := range p.lanes {
+		s.Lag += l.lagValue.Load()
+	}
+	p.mu.RUnlock()
+	return s
+}
+
+// Run runs the pipeline until ctx is cancelled (a graceful stop: in-flight
+// records are written and committed within checkpoint.drain_timeout) or a
+// fatal error (a permanent insert error, an undecodable record). It returns
+// nil after a complete graceful stop, ErrDrainTimeout when the drain did not
+// finish in time, or the fatal error.
+func (p *Pipeline) Run(ctx context.Context) error {
+	defer p.ch.Close()
+
+	sinkCtx, hardStop := context.WithCancel(context.Background())
+	defer hardStop()
+	sinkDone := make(chan error, 1)
+	go func() { sinkDone <- p.shard.Run(sinkCtx) }()
+
+	var workers sync.WaitGroup
+	for i := 0; i < p.workers; i++ {
+		workers.Add(1)
+		go func() {
+			defer workers.Done()
+			p.worker()
+		}()
+	}
+
+	commitCtx, stopCommitter := context.WithCancel(context.Background())
+	committerDone := make(chan struct{})
+	go func() {
+		defer close(committerDone)
+		p.committer(commitCtx)
+	}()
+
+	ctlCtx, stopController := context.WithCancel(context.Background())
+	controllerDone := make(chan struct{})
+	go func() {
+		defer close(controllerDone)
+		p.controller(ctlCtx)
+	}()
+
+	srcCtx, stopSource := context.WithCancel(context.Background())
+	srcDone := make(chan error, 1)
+	go func() { srcDone <- p.src.Run(srcCtx) }()
+
+	var fatal error
+	var sinkErr error
+	sinkReturned := false
+	select {
+	case <-ctx.Done():
+		p.log.Info("stopping: writing what is in flight", "drain_timeout", p.cfg.Checkpoint.DrainTimeout.D())
+	case fatal = <-p.failc:
+		p.log.Error("stopping on error", "err", fatal)
+	case sinkErr = <-sinkDone:
+		sinkReturned = true
+		fatal = sinkErr
+		if fatal == nil {
+			fatal = errors.New("sink stopped unexpectedly")
+		}
+		p.log.Error("stopping on sink error", "err", fatal)
+	}
+	p.closing.Store(true)
+	stopSource()
+	<-srcDone
+
+	drainCtx, cancelDrain := context.WithTimeout(context.Background(), p.cfg.Checkpoint.DrainTimeout.D())
+	defer cancelDrain()
+	drained := true
+	if !sinkReturned {
+		// Decode what was fetched and hand every chunk to the sink.
+		if !p.drainLanes(drainCtx) {
+			drained = false
+		}
+		p.shard.Close()
+		select {
+		case sinkErr = <-sinkDone:
+			if sinkErr != nil && fatal == nil {
+				fatal = sinkErr
+			}
+		case <-drainCtx.Done():
+			drained = false
+			hardStop()
+			<-sinkDone
+		}
+	}
+	p.runq.close()
+	workers.Wait()
+	stopController()
+	<-controllerDone
+	stopCommitter()
+	<-committerDone
+
+	// Commit what is durable, then leave the group.
+	p.processAcks()
+	commitCtx2, cancelCommit := context.WithTimeout(context.Background(), 10*time.Second)
+	if err := p.commit(commitCtx2, nil); err != nil {
+		p.log.Error("final commit failed: records since the last commit will be read again", "err", err)
+	}
+	cancelCommit()
+	p.src.Close()
+
+	st := p.Stats()
+	p.log.Info("stopped", "rows_written", st.RowsWritten)
+	switch {
+	case fatal != nil:
+		return fatal
+	case !drained:
+		return ErrDrainTimeout
+	}
+	return nil
+}
+
+// fail reports a fatal error once; Run stops the pipeline.
+func (p *Pipeline) fail(err error) {
+	p.failOnce.Do(func() { p.failc <- err })
+}
+
+// drainLanes schedules every lane and waits until all of them are idle,
+// with everything decoded and handed to the sink.
+func (p *Pipeline) drainLanes(ctx context.Context) bool {
+	p.mu.RLock()
+	lanes := make([]*lane, 0, len(p.lanes))
+	for _, l := range p.lanes {
+		lanes = append(lanes, l)
+	}
+	p.mu.RUnlock()
+	for _, l := range lanes {
+		p.schedule(l)
+	}
+	t := time.NewTicker(10 * time.Millisecond)
+	defer t.Stop()
+	for {
+		busy := false
+		for _, l := range lanes {
+			if !l.idle() {
+				busy = true
+				break
+			}
+		}
+		if !busy {
+			return true
+		}
+		select {
+		case <-ctx.Done():
+			return false
+		case <-t.C:
+		}
+	}
+}
+
+// schedule queues l for a worker unless it is queued, blocked or closed; a
+// running lane is marked to run again.
+func (p *Pipeline) schedule(l *lane) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.blocked || l.closed {
+		return
+	}
+	switch l.state {
+	case laneIdle:
+		l.state = laneQueued
+		p.runq.push(l)
+	case laneRunning:
+		l.rerun = true
+	}
+}
+
+// worker runs lanes from the run queue until it is closed.
+func (p *Pipeline) worker() {
+	dec, err := p.newDecoder()
+	if err != nil {
+		p.fail(err)
+		return
+	}
+	for {
+		l := p.runq.pop()
+		if l == nil {
+			return
+		}
+		l.mu.Lock()
+		l.state, l.rerun = laneRunning, false
+		l.mu.Unlock()
+		p.process(l, dec)
+		l.mu.Lock()
+		if !l.blocked && !l.failed && !l.closed && (l.rerun || l.head < len(l.recs)) {
+			l.state = laneQueued
+			p.runq.push(l)
+		} else {
+			l.state = laneIdle
+		}
+		l.rerun = false
+		l.mu.Unlock()
+	}
+}
+
+// recordsPerStep bounds the records a worker takes from a lane at once.
+const recordsPerStep = 512
+
+// process decodes the lane's pending records into chunks and hands each
+// full chunk to the shard queue. When the queue refuses a chunk, the chunk
+// is parked as the resume point and the lane blocks: records already
+// decoded are never decoded again.
+func (p *Pipeline) process(l *lane, dec decode.Decoder) {
+	if l.parked != nil {
+		if !p.send(l, l.parked) {
+			return
+		}
+		l.parked = nil
+	}
+	for {
+		recs, ok := l.pending(recordsPerStep)
+		if !ok {
+			p.budget.Release(l.drop())
+			return
+		}
+		if len(recs) == 0 {
+			// Nothing more fetched: hand over the partial chunk.
+			if c := l.cur; c != nil && len(c.Spans) > 0 {
+				l.cur = nil
+				p.seal(c)
+				if !p.send(l, c) {
+					return
+				}
+			}
+			return
+		}
+		var bytes int64
+		n := 0
+		for _, r := range recs {
+			if l.cur == nil {
+				c, err := p.newChunk()
+				if err != nil {
+					p.fail(err)
+					return
+				}
+				l.cur = c
+			}
+			rows, err := dec.Decode(r.Value, l.cur)
+			if err != nil {
+				p.decodeFailed(l, r, err, n, bytes)
+				return
+			}
+			p.rowsDecoded.Add(int64(rows))
+			first := l.cursor
+			if first < 0 || first > r.Offset {
+				first = r.Offset
+			}
+			l.cur.AddRange(l.tp.Topic, l.tp.Partition, l.epoch, first, r.Offset+1)
+			l.cursor = r.Offset + 1
+			n++
+			bytes += recordBytes(r)
+			if l.cur.Measure() >= p.chunkTarget {
+				break
+			}
+		}
+		// advance may move the lane's records: the slice taken from
+		// pending is not used past this point.
+		l.advance(n, bytes)
+		p.budget.Release(bytes)
+		if c := l.cur; c != nil && c.Size() >= p.chunkTarget {
+			l.cur = nil
+			p.seal(c)
+			if !p.send(l, c) {
+				return
+			}
+		}
+	}
+}
+
+// decodeFailed handles a record that cannot be decoded: the rows before it
+// go to the sink, the lane stops at it (nothing at or past it is
+// committed), and the pipeline stops.
+func (p *Pipeline) decodeFailed(l *lane, r *kgo.Record, err error, n int, bytes int64) {
+	reason := "corrupt"
+	var de *decode.Error
+	if errors.As(err, &de) {
+		reason = string(de.Reason)
+	}
+	p.m.decodeErrors.WithLabelValues(reason).Inc()
+	l.advance(n, bytes)
+	p.budget.Release(bytes)
+	if c := l.cur; c != nil && len(c.Spans) > 0 {
+		l.cur = nil
+		p.seal(c)
+		if !p.send(l, c) {
+			// The rows before the bad record wait in the parked chunk;
+			// the drain hands them over.
+			p.log.Warn("shard queue full while stopping on a bad record", "partition", l.tp)
+		}
+	}
+	l.mu.Lock()
+	l.failed = true
+	l.mu.Unlock()
+	p.log.Error("record cannot be decoded; not committing past it",
+		"topic", r.Topic, "partition", r.Partition, "offset", r.Offset, "reason", reason, "err", err)
+	p.fail(fmt.Errorf("decode %s/%d offset %d: %w", r.Topic, r.Partition, r.Offset, err))
+}
+
+// newChunk returns an empty chunk, reusing an acknowledged one when it can.
+func (p *Pipeline) newChunk() (*chunk.Chunk, error) {
+	if c, ok := p.chunks.Get().(*chunk.Chunk); ok {
+		return c, nil
+	}
+	return chunk.New(p.target.Schema)
+}
+
+// seal counts a finished chunk against the budget.
+func (p *Pipeline) seal(c *chunk.Chunk) {
+	p.budget.Add(int64(c.Measure()))
+}
+
+// send hands a sealed chunk to the shard queue without blocking. When the
+// queue is full, the chunk is parked, the lane blocks and its partition is
+// paused; OnSpace wakes it.
+func (p *Pipeline) send(l *lane, c *chunk.Chunk) bool {
+	c.Tag = l
+	l.outstanding.Add(1)
+	if p.shard.TryEnqueue(c) {
+		return true
+	}
+	l.outstanding.Add(-1)
+	l.parked = c
+	l.mu.Lock()
+	l.blocked = true
+	l.mu.Unlock()
+	p.pause.block(l)
+	// The queue may have drained between the refusal and the block: try
+	// once more so no wake-up is missed.
+	l.outstanding.Add(1)
+	if p.shard.TryEnqueue(c) {
+		l.parked = nil
+		l.mu.Lock()
+		l.blocked = false
+		l.mu.Unlock()
+		p.pause.unblock(l)
+		return true
+	}
+	l.outstanding.Add(-1)
+	return false
+}
+
+// wakeBlocked is the shard's OnSpace: every blocked lane is rescheduled
+// and its partition resumed (unless the budget holds it).
+func (p *Pipeline) wakeBlocked() {
+	for _, l := range p.pause.takeBlocked() {
+		l.mu.Lock()
+		l.blocked = false
+		l.mu.Unlock()
+		p.schedule(l)
+	}
+}
+
+// controller checks the byte budget and pauses or resumes the source.
+func (p *Pipeline) controller(ctx context.Context) {
+	t := time.NewTicker(20 * time.Millisecond)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case now := <-t.C:
+			p.checkBudget(now)
+		}
+	}
+}
+
+func (p *Pipeline) checkBudget(now time.Time) {
+	switch p.budget.Check(now) {
+	case backpressure.Pause:
+		p.log.Debug("in-flight bytes above the high watermark: pausing the source", "inflight", p.budget.Inflight())
+		p.pause.setBudget(true)
+	case backpressure.Resume:
+		p.log.Debug("in-flight bytes below the low watermark: resuming the source", "inflight", p.budget.Inflight())
+		p.pause.setBudget(false)
+	}
+}
+
+// committer applies acknowledgements and commits periodically.
+func (p *Pipeline) committer(ctx context.Context) {
+	t := time.NewTicker(p.cfg.Checkpoint.CommitInterval.D())
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-p.acks.notify:
+			p.processAcks()
+		case <-t.C:
+			p.processAcks()
+			cctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+			if err := p.commit(cctx, nil); err != nil {
+				p.log.Warn("commit failed; will retry", "err", err)
+			}
+			cancel()
+		}
+	}
+}
+
+// processAcks moves acknowledged chunks into the tracker and releases their
+// budget.
+func (p *Pipeline) processAcks() {
+	for _, c := range p.acks.take() {
+		for _, s := range c.Spans {
+			p.tracker.Ack(TopicPartition{s.Topic, s.Partition}, s.Epoch, s.First, s.Next)
+		}
+		if l, ok := c.Tag.(*lane); ok {
+			l.outstanding.Add(-1)
+		}
+		p.budget.Release(int64(c.Size()))
+		p.rowsWritten.Add(int64(c.Rows))
+		c.Reset()
+		p.chunks.Put(c)
+	}
+}
+
+// commit commits the watermark of every partition that moved (or only of
+// the given ones).
+func (p *Pipeline) commit(ctx context.Context, only map[TopicPartition]bool) error {
+	p.commitMu.Lock()
+	defer p.commitMu.Unlock()
+	return p.commitLocked(ctx, only)
+}
+
+func (p *Pipeline) commitLocked(ctx context.Context, only map[TopicPartition]bool) error {
+	pending := p.tracker.Pending(only)
+	if len(pending) == 0 {
+		return nil
+	}
+	offs := make([]kafka.Offset, len(pending))
+	for i, c := range pending {
+		offs[i] = kafka.Offset{Topic: c.Topic, Partition: c.Partition, Offset: c.Offset}
+	}
+	if err := p.src.Commit(ctx, offs); err != nil {
+		return err
+	}
+	for _, c := range pending {
+		p.tracker.Committed(c)
+	}
+	p.m.commits.Inc()
+	p.log.Debug("committed", "offsets", offs)
+	return nil
+}
+
+// handler adapts the pipeline to the source's callbacks.
+type handler Pipeline
+
+func (h *handler) Assigned(_ context.Context, parts kafka.Partitions) {
+	p := (*Pipeline)(h)
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	for topic, ps := range parts {
+		for _, part := range ps {
+			tp := TopicPartition{topic, part}
+			epoch := p.tracker.Assign(tp)
+			l := newLane(tp, epoch, p.m.lag.WithLabelValues(topic, strconv.Itoa(int(part))))
+			p.lanes[tp] = l
+			p.pause.assign(tp)
+		}
+	}
+}
+
+func (h *handler) Fetched(fp *kgo.FetchTopicPartition) {
+	p := (*Pipeline)(h)
+	tp := TopicPartition{fp.Topic, fp.Partition}
+	p.mu.RLock()
+	l := p.lanes[tp]
+	p.mu.RUnlock()
+	if l == nil {
+		// Not assigned to us (any more): these records are not ours to
+		// commit; the owner reads them.
+		return
+	}
+	recs := fp.Records
+	bytes, first, sched := l.push(recs)
+	if first >= 0 {
+		p.tracker.Start(tp, l.epoch, first)
+	}
+	if hw := fp.HighWatermark; hw > 0 && len(recs) > 0 {
+		lag := hw - (recs[len(recs)-1].Offset + 1)
+		l.lag.Set(float64(lag))
+		l.lagValue.Store(lag)
+	}
+	if bytes > 0 {
+		p.budget.Add(bytes)
+		if p.budget.Over() {
+			p.checkBudget(time.Now())
+		}
+	}
+	if sched {
+		p.schedule(l)
+	}
+}
+
+func (h *handler) Revoked(ctx context.Context, parts kafka.Partitions) {
+	p := (*Pipeline)(h)
+	lanes := p.detach(parts)
+	only := map[TopicPartition]bool{}
+	for _, l := range lanes {
+		only[l.tp] = true
+	}
+	// Give the chunks already handed to the sink the drain timeout to
+	// become durable, then commit what is.
+	if !p.closing.Load() {
+		deadline := time.Now().Add(p.cfg.Checkpoint.DrainTimeout.D())
+		for time.Now().Before(deadline) && ctx.Err() == nil {
+			busy := false
+			for _, l := range lanes {
+				if l.outstanding.Load() > 0 {
+					busy = true
+				}
+			}
+			if !busy {
+				break
+			}
+			time.Sleep(10 * time.Millisecond)
+		}
+	}
+	p.processAcks()
+	p.commitMu.Lock()
+	defer p.commitMu.Unlock()
+	cctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if err := p.commitLocked(cctx, only); err != nil {
+		p.log.Warn("commit on revoke failed: records since the last commit will be read again by the next owner", "err", err)
+	}
+	for _, l := range lanes {
+		p.tracker.Remove(l.tp, l.epoch)
+	}
+}
+
+func (h *handler) Lost(_ context.Context, parts kafka.Partitions) {
+	p := (*Pipeline)(h)
+	lanes := p.detach(parts)
+	p.commitMu.Lock()
+	defer p.commitMu.Unlock()
+	for _, l := range lanes {
+		p.tracker.Remove(l.tp, l.epoch)
+	}
+}
+
+// detach removes the lanes of parts from the pipeline and closes them:
+// their undecoded records and unsent chunks are dropped (not committed,
+// so the next owner reads them).
+func (p *Pipeline) detach(parts kafka.Partitions) []*lane {
+	var out []*lane
+	p.mu.Lock()
+	for topic, ps := range parts {
+		for _, part := range ps {
+			tp := TopicPartition{topic, part}
+			if l := p.lanes[tp]; l != nil {
+				delete(p.lanes, tp)
+				out = append(out, l)
+				p.m.lag.DeleteLabelValues(topic, strconv.Itoa(int(part)))
+			}
+			p.pause.unassign(tp)
+		}
+	}
+	p.mu.Unlock()
+	for _, l := range out {
+		l.mu.Lock()
+		l.closed = true
+		running := l.state != laneIdle
+		l.mu.Unlock()
+		if !running {
+			p.budget.Release(l.drop())
+		}
+		// A running or queued lane is dropped by its worker.
+	}
+	return out
+}

@@ -1,0 +1,82 @@
+package pipeline
+
+import (
+	"sync"
+
+	"github.com/etl-project/etl/chunk"
+)
+
+// runQueue holds the lanes waiting for a worker. Its length is bounded by
+// the number of assigned partitions, since a lane is queued at most once.
+type runQueue struct {
+	mu     sync.Mutex
+	cond   *sync.Cond
+	q      []*lane
+	closed bool
+}
+
+func newRunQueue() *runQueue {
+	r := &runQueue{}
+	r.cond = sync.NewCond(&r.mu)
+	return r
+}
+
+func (r *runQueue) push(l *lane) {
+	r.mu.Lock()
+	r.q = append(r.q, l)
+	r.mu.Unlock()
+	r.cond.Signal()
+}
+
+// pop waits for a lane; it returns nil once the queue is closed.
+func (r *runQueue) pop() *lane {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	for len(r.q) == 0 && !r.closed {
+		r.cond.Wait()
+	}
+	if r.closed {
+		return nil
+	}
+	l := r.q[0]
+	r.q[0] = nil
+	r.q = r.q[1:]
+	return l
+}
+
+func (r *runQueue) close() {
+	r.mu.Lock()
+	r.closed = true
+	r.mu.Unlock()
+	r.cond.Broadcast()
+}
+
+// ackQueue carries acknowledged chunks from the sink to the committer. It
+// is unbounded so that a full data path can never block an acknowledgement;
+// its length is bounded by the chunks in flight, which the byte budget
+// bounds.
+type ackQueue struct {
+	mu     sync.Mutex
+	items  []*chunk.Chunk
+	notify chan struct{}
+}
+
+func newAckQueue() *ackQueue { return &ackQueue{notify: make(chan struct{}, 1)} }
+
+func (a *ackQueue) push(cs []*chunk.Chunk) {
+	a.mu.Lock()
+	a.items = append(a.items, cs...)
+	a.mu.Unlock()
+	select {
+	case a.notify <- struct{}{}:
+	default:
+	}
+}
+
+func (a *ackQueue) take() []*chunk.Chunk {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	out := a.items
+	a.items = nil
+	return out
+}

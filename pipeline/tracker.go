@@ -1,0 +1,201 @@
+package pipeline
+
+import (
+	"sort"
+	"sync"
+)
+
+// TopicPartition names one partition of a topic.
+type TopicPartition struct {
+	Topic     string
+	Partition int32
+}
+
+// offsetRange is a half-open range [from, to) of offsets.
+type offsetRange struct{ from, to int64 }
+
+// partitionState is the acknowledgement state of one assigned partition.
+type partitionState struct {
+	epoch     uint64
+	started   bool
+	watermark int64         // every offset below it is durable (or skipped)
+	committed int64         // the last offset committed, -1 when none
+	ranges    []offsetRange // acknowledged ranges above the watermark, sorted, disjoint, non-adjacent
+}
+
+// Tracker keeps, per assigned partition, the acknowledged offsets as merged
+// ranges and the committable watermark: the end of the contiguous prefix of
+// acknowledged offsets. Each assignment of a partition has an epoch;
+// acknowledgements that carry another epoch are ignored, so work finished for
+// a revoked assignment can never move a later assignment's watermark.
+//
+// Tracker is safe for concurrent use.
+type Tracker struct {
+	mu    sync.Mutex
+	parts map[TopicPartition]*partitionState
+	epoch uint64
+}
+
+// NewTracker returns an empty tracker.
+func NewTracker() *Tracker {
+	return &Tracker{parts: map[TopicPartition]*partitionState{}}
+}
+
+// Assign starts a new assignment of tp and returns its epoch. Any previous
+// state of tp is discarded.
+func (t *Tracker) Assign(tp TopicPartition) uint64 {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.epoch++
+	t.parts[tp] = &partitionState{epoch: t.epoch, committed: -1}
+	return t.epoch
+}
+
+// Remove forgets tp if its current epoch is epoch.
+func (t *Tracker) Remove(tp TopicPartition, epoch uint64) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if p := t.parts[tp]; p != nil && p.epoch == epoch {
+		delete(t.parts, tp)
+	}
+}
+
+// Start sets the watermark of an assignment to the offset of its first
+// record, the offset the consumer group resumed from. Later calls are no-ops.
+func (t *Tracker) Start(tp TopicPartition, epoch uint64, offset int64) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if p := t.parts[tp]; p != nil && p.epoch == epoch && !p.started {
+		// The group already resumed from offset: nothing to commit until
+		// the watermark moves past it.
+		p.started, p.watermark, p.committed = true, offset, offset
+		p.advance()
+	}
+}
+
+// Ack records that offsets [from, to) of tp under epoch are durable. It
+// reports whether the acknowledgement was taken (false for a stale epoch or
+// an unknown partition).
+func (t *Tracker) Ack(tp TopicPartition, epoch uint64, from, to int64) bool {
+	if to <= from {
+		return true
+	}
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	p := t.parts[tp]
+	if p == nil || p.epoch != epoch {
+		return false
+	}
+	p.insert(from, to)
+	if p.started {
+		p.advance()
+	}
+	return true
+}
+
+func (p *partitionState) insert(from, to int64) {
+	if p.started && to <= p.watermark {
+		return
+	}
+	rs := p.ranges
+	// First range whose end reaches from (touching counts as overlap).
+	i := sort.Search(len(rs), func(i int) bool { return rs[i].to >= from })
+	j := i
+	for j < len(rs) && rs[j].from <= to {
+		from = min(from, rs[j].from)
+		to = max(to, rs[j].to)
+		j++
+	}
+	if i == j {
+		rs = append(rs, offsetRange{})
+		copy(rs[i+1:], rs[i:])
+		rs[i] = offsetRange{from, to}
+	} else {
+		rs[i] = offsetRange{from, to}
+		rs = append(rs[:i+1], rs[j:]...)
+	}
+	p.ranges = rs
+}
+
+func (p *partitionState) advance() {
+	n := 0
+	for n < len(p.ranges) && p.ranges[n].from <= p.watermark {
+		p.watermark = max(p.watermark, p.ranges[n].to)
+		n++
+	}
+	if n > 0 {
+		p.ranges = append(p.ranges[:0], p.ranges[n:]...)
+	}
+}
+
+// Commit is an offset to commit for one partition.
+type Commit struct {
+	TopicPartition
+	Epoch  uint64
+	Offset int64
+}
+
+// Pending returns, for every partition whose watermark moved past its last
+// committed offset, the offset to commit. If only is non-nil, just those
+// partitions are considered.
+func (t *Tracker) Pending(only map[TopicPartition]bool) []Commit {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	var out []Commit
+	for tp, p := range t.parts {
+		if only != nil && !only[tp] {
+			continue
+		}
+		if p.started && p.watermark > p.committed {
+			out = append(out, Commit{TopicPartition: tp, Epoch: p.epoch, Offset: p.watermark})
+		}
+	}
+	sort.Slice(out, func(i, j int) bool {
+		if out[i].Topic != out[j].Topic {
+			return out[i].Topic < out[j].Topic
+		}
+		return out[i].Partition < out[j].Partition
+	})
+	return out
+}
+
+// Committed records that c was committed. A commit of an older epoch is
+// ignored.
+func (t *Tracker) Committed(c Commit) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if p := t.parts[c.TopicPartition]; p != nil && p.epoch == c.Epoch && c.Offset > p.committed {
+		p.committed = c.Offset
+	}
+}
+
+// PartitionStatus is a snapshot of one partition's acknowledgement state.
+type PartitionStatus struct {
+	Epoch     uint64
+	Watermark int64
+	Committed int64
+	Ranges    int
+}
+
+// Status returns the state of tp, and false when tp is not assigned.
+func (t *Tracker) Status(tp TopicPartition) (PartitionStatus, bool) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	p := t.parts[tp]
+	if p == nil {
+		return PartitionStatus{}, false
+	}
+	return PartitionStatus{Epoch: p.epoch, Watermark: p.watermark, Committed: p.committed, Ranges: len(p.ranges)}, true
+}
+
+// PendingRanges is the total number of acknowledged ranges held above the
+// watermarks: the gaps a slow or failed batch leaves behind.
+func (t *Tracker) PendingRanges() int {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	n := 0
+	for _, p := range t.parts {
+		n += len(p.ranges)
+	}
+	return n
+}

@@ -1,0 +1,231 @@
+// Package clickhouse is the ClickHouse sink: it plans the INSERT for a target
+// table from the table's own description, inserts chunks through the native
+// protocol's column API, classifies insert errors as permanent or transient,
+// and runs one worker per shard that batches queued chunks, retries transient
+// failures and reports durably written chunks back to the source.
+//
+// The native protocol is the only one used: clickhouse-go's HTTP transport
+// does not work with older servers (18.16 is what the tests run against),
+// while the native one works with every server from 18.16 to current ones.
+package clickhouse
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"math"
+	"strconv"
+	"strings"
+	"time"
+
+	ch "github.com/ClickHouse/clickhouse-go/v2"
+	"github.com/ClickHouse/clickhouse-go/v2/lib/driver"
+)
+
+// Options configures a connection pool to one ClickHouse table.
+type Options struct {
+	// Addr lists host:port addresses of the native protocol (port 9000 by
+	// default on the server side).
+	Addr []string
+	// Database holds Table. Empty means the user's default database, which
+	// Connect resolves once with currentDatabase().
+	Database, Table string
+	User, Password  string
+	// DialTimeout bounds opening one connection (and the initial ping).
+	// Zero means the driver's default (30 s).
+	DialTimeout time.Duration
+	// InsertTimeout bounds one insert attempt: preparing the batch, encoding
+	// and sending it, and the server's answer. Zero means no bound. An
+	// attempt that runs into it is a transient error and is retried.
+	InsertTimeout time.Duration
+	// Settings are sent with every query. Values from YAML arrive as int,
+	// int64, float64, bool or string; see convertSettings for what is sent.
+	Settings map[string]any
+	// Compression of the native protocol: "" or "none", "lz4", "zstd".
+	Compression string
+	// Columns maps target column -> source field. Empty means every
+	// insertable column of the table, fed by the source field of the same
+	// name. Non-empty means only the listed columns are inserted (the others
+	// take their DEFAULT), in table order.
+	Columns map[string]string
+	// MaxOpenConns caps the pool. Zero means the driver's default (10).
+	// Size it to at least the sum of MaxInflight over the shards using this
+	// client plus one.
+	MaxOpenConns int
+}
+
+// Client is a native-protocol connection pool to one table.
+type Client struct {
+	conn     driver.Conn
+	log      *slog.Logger
+	opts     Options
+	db       string
+	version  string
+	settings ch.Settings
+}
+
+// Connect opens the connection pool, pings the server and reads its version.
+// It does not check that the table exists: Describe and Plan do.
+func Connect(ctx context.Context, o Options, log *slog.Logger) (*Client, error) {
+	if log == nil {
+		log = slog.Default()
+	}
+	if len(o.Addr) == 0 {
+		return nil, errors.New("clickhouse: no address configured")
+	}
+	if o.Table == "" {
+		return nil, errors.New("clickhouse: no table configured")
+	}
+	settings, err := convertSettings(o.Settings)
+	if err != nil {
+		return nil, err
+	}
+	method, err := compression(o.Compression)
+	if err != nil {
+		return nil, err
+	}
+	opts := &ch.Options{
+		Protocol: ch.Native,
+		Addr:     o.Addr,
+		Auth: ch.Auth{
+			Database: o.Database,
+			Username: o.User,
+			Password: o.Password,
+		},
+		DialTimeout:  o.DialTimeout,
+		Settings:     settings,
+		MaxOpenConns: o.MaxOpenConns,
+		Logger:       log.With(slog.String("component", "clickhouse-go")),
+	}
+	if o.MaxOpenConns > 0 && o.MaxOpenConns < 5 {
+		// The driver's default idle pool (5) must not exceed the open cap.
+		opts.MaxIdleConns = o.MaxOpenConns
+	}
+	if method != ch.CompressionNone {
+		opts.Compression = &ch.Compression{Method: method}
+	}
+	conn, err := ch.Open(opts)
+	if err != nil {
+		return nil, fmt.Errorf("clickhouse %v: open: %w", o.Addr, err)
+	}
+	c := &Client{conn: conn, log: log, opts: o, settings: settings}
+	if err := conn.Ping(ctx); err != nil {
+		_ = conn.Close()
+		if code, ok := exceptionCode(err); ok && code == codeUnknownDatabase {
+			return nil, fmt.Errorf("clickhouse %v: database %s does not exist: %w", o.Addr, o.Database, err)
+		}
+		return nil, fmt.Errorf("clickhouse %v: ping: %w", o.Addr, err)
+	}
+	sv, err := conn.ServerVersion()
+	if err != nil {
+		_ = conn.Close()
+		return nil, fmt.Errorf("clickhouse %v: read server version: %w", o.Addr, err)
+	}
+	c.version = sv.Version.String()
+	c.db = o.Database
+	if c.db == "" {
+		if err := conn.QueryRow(ctx, "SELECT currentDatabase()").Scan(&c.db); err != nil {
+			_ = conn.Close()
+			return nil, fmt.Errorf("clickhouse %v: read current database: %w", o.Addr, err)
+		}
+	}
+	log.Info("connected to clickhouse",
+		slog.Any("addr", o.Addr), slog.String("server_version", c.version),
+		slog.String("table", c.TableName()), slog.String("compression", method.String()))
+	return c, nil
+}
+
+// ServerVersion is the server's version as major.minor.patch.
+func (c *Client) ServerVersion() string { return c.version }
+
+// Database is the database holding the table (resolved when not configured).
+func (c *Client) Database() string { return c.db }
+
+// TableName is db.table, as errors and logs name it.
+func (c *Client) TableName() string { return c.db + "." + c.opts.Table }
+
+// Close closes every connection of the pool.
+func (c *Client) Close() error {
+	if err := c.conn.Close(); err != nil {
+		return fmt.Errorf("clickhouse %s: close: %w", c.TableName(), err)
+	}
+	return nil
+}
+
+func compression(s string) (ch.CompressionMethod, error) {
+	switch strings.ToLower(s) {
+	case "", "none":
+		return ch.CompressionNone, nil
+	case "lz4":
+		return ch.CompressionLZ4, nil
+	case "zstd":
+		return ch.CompressionZSTD, nil
+	}
+	return 0, fmt.Errorf("clickhouse: compression %q: want none, lz4 or zstd", s)
+}
+
+// convertSettings turns settings as decoded from YAML into the Go types the
+// driver sends.
+//
+// Servers with a protocol revision below 54429 (18.16 speaks 54412) receive
+// each setting as a varint and the driver accepts only Go int and bool for them:
+// any other type (int64, uint64, float64, string) makes every query fail with
+// "query setting X has unsupported data type". So integer-valued numbers
+// become int and bools stay bool. Strings, and numbers that are not whole,
+// are passed as strings: newer servers receive every setting as a string and
+// accept them, 18.16 rejects them.
+func convertSettings(in map[string]any) (ch.Settings, error) {
+	out := make(ch.Settings, len(in))
+	for k, v := range in {
+		switch v := v.(type) {
+		case bool:
+			out[k] = v
+		case int:
+			out[k] = v
+		case int8:
+			out[k] = int(v)
+		case int16:
+			out[k] = int(v)
+		case int32:
+			out[k] = int(v)
+		case int64:
+			if int64(int(v)) != v {
+				return nil, fmt.Errorf("clickhouse: setting %s: value %d does not fit in int", k, v)
+			}
+			out[k] = int(v)
+		case uint:
+			if v > math.MaxInt {
+				return nil, fmt.Errorf("clickhouse: setting %s: value %d does not fit in int", k, v)
+			}
+			out[k] = int(v)
+		case uint8:
+			out[k] = int(v)
+		case uint16:
+			out[k] = int(v)
+		case uint32:
+			out[k] = int(v)
+		case uint64:
+			if v > math.MaxInt {
+				return nil, fmt.Errorf("clickhouse: setting %s: value %d does not fit in int", k, v)
+			}
+			out[k] = int(v)
+		case float32:
+			out[k] = floatSetting(float64(v))
+		case float64:
+			out[k] = floatSetting(v)
+		case string:
+			out[k] = v
+		default:
+			return nil, fmt.Errorf("clickhouse: setting %s: value %v of type %T: want a number, bool or string", k, v, v)
+		}
+	}
+	return out, nil
+}
+
+func floatSetting(f float64) any {
+	if f == math.Trunc(f) && f >= math.MinInt64 && f < math.MaxInt64 {
+		return int(f)
+	}
+	return strconv.FormatFloat(f, 'g', -1, 64)
+}

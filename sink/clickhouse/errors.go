@@ -1,0 +1,189 @@
+package clickhouse
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+
+	ch "github.com/ClickHouse/clickhouse-go/v2"
+	"github.com/ClickHouse/clickhouse-go/v2/lib/column"
+)
+
+// ClickHouse server error codes the sink refers to by name.
+const (
+	codeUnknownTable    = 60
+	codeUnknownDatabase = 81
+)
+
+// permanentCodes are server exception codes meaning the batch, as planned,
+// can never go in: the data does not fit the schema, the schema changed
+// under the plan, the statement is wrong, or the user may not write. Retrying
+// the same batch would fail the same way. Every other code (and every error
+// that is not a server exception, such as connection refused, EOF, timeouts)
+// is transient: overload, memory, disk, parts, replication, network.
+var permanentCodes = map[int32]string{
+	6:   "CANNOT_PARSE_TEXT",
+	8:   "THERE_IS_NO_COLUMN",
+	10:  "NOT_FOUND_COLUMN_IN_BLOCK",
+	16:  "NO_SUCH_COLUMN_IN_TABLE",
+	20:  "NUMBER_OF_COLUMNS_DOESNT_MATCH",
+	26:  "CANNOT_PARSE_QUOTED_STRING",
+	27:  "CANNOT_PARSE_INPUT_ASSERTION_FAILED",
+	36:  "BAD_ARGUMENTS",
+	38:  "CANNOT_PARSE_DATE",
+	41:  "CANNOT_PARSE_DATETIME",
+	43:  "ILLEGAL_TYPE_OF_ARGUMENT",
+	44:  "ILLEGAL_COLUMN",
+	47:  "UNKNOWN_IDENTIFIER",
+	48:  "NOT_IMPLEMENTED",
+	50:  "UNKNOWN_TYPE",
+	53:  "TYPE_MISMATCH",
+	60:  "UNKNOWN_TABLE",
+	62:  "SYNTAX_ERROR",
+	69:  "ARGUMENT_OUT_OF_BOUND",
+	70:  "CANNOT_CONVERT_TYPE",
+	72:  "CANNOT_PARSE_NUMBER",
+	73:  "UNKNOWN_FORMAT",
+	81:  "UNKNOWN_DATABASE",
+	115: "UNKNOWN_SETTING", // a configured setting the server does not know
+	117: "INCORRECT_DATA",
+	131: "TOO_LARGE_STRING_SIZE",
+	158: "TOO_MANY_ROWS", // a batch over the user's max rows limits
+	164: "READONLY",      // the user's profile is read-only
+	192: "UNKNOWN_USER",
+	193: "WRONG_PASSWORD",
+	194: "REQUIRED_PASSWORD",
+	195: "IP_ADDRESS_NOT_ALLOWED",
+	291: "DATABASE_ACCESS_DENIED",
+	321: "VALUE_IS_OUT_OF_RANGE_OF_DATA_TYPE",
+	349: "CANNOT_INSERT_NULL_IN_ORDINARY_COLUMN",
+	352: "AMBIGUOUS_COLUMN_NAME",
+	368: "BAD_TYPE_OF_FIELD",
+	369: "BAD_GET",
+	386: "NO_COMMON_TYPE",
+	396: "TOO_MANY_ROWS_OR_BYTES",
+	407: "DECIMAL_OVERFLOW",
+	469: "VIOLATED_CONSTRAINT",
+	497: "ACCESS_DENIED",
+	516: "AUTHENTICATION_FAILED",
+}
+
+// Permanent reports whether err means the batch can never be inserted as it
+// is, so retrying is pointless: a server exception whose code is in
+// permanentCodes, a value the driver cannot convert to the column's type, a
+// setting the driver cannot send, or a chunk that does not match the target.
+//
+// Everything else is transient and worth retrying: connection refused, EOF,
+// resets, dial and insert timeouts, and server codes such as 159
+// TIMEOUT_EXCEEDED, 202 TOO_MANY_SIMULTANEOUS_QUERIES, 209 SOCKET_TIMEOUT,
+// 210 NETWORK_ERROR, 225 NO_ZOOKEEPER, 241 MEMORY_LIMIT_EXCEEDED,
+// 242 TABLE_IS_READ_ONLY, 243 NOT_ENOUGH_SPACE, 252 TOO_MANY_PARTS,
+// 319 UNKNOWN_STATUS_OF_INSERT and 999 KEEPER_EXCEPTION.
+//
+// A cancelled context (context.Canceled) is neither: the caller stopped the
+// work. Permanent returns false for it, and callers check their context
+// before treating an error as transient.
+func Permanent(err error) bool {
+	if err == nil || errors.Is(err, context.Canceled) {
+		return false
+	}
+	var mismatch *mismatchError
+	if errors.As(err, &mismatch) {
+		return true
+	}
+	if code, ok := exceptionCode(err); ok {
+		_, perm := permanentCodes[code]
+		return perm
+	}
+	var conv *column.ColumnConverterError
+	if errors.As(err, &conv) {
+		return true
+	}
+	var unsupported *column.UnsupportedColumnTypeError
+	if errors.As(err, &unsupported) {
+		return true
+	}
+	var colErr *column.Error
+	if errors.As(err, &colErr) {
+		return true
+	}
+	if errors.Is(err, ch.ErrBatchInvalid) {
+		return true
+	}
+	var ae *appendError
+	if errors.As(err, &ae) {
+		// The driver's column Append does no I/O: whatever it rejects, it
+		// rejects for the values themselves (an unknown enum name, a bad
+		// decimal or UUID string, a FixedString too long).
+		return true
+	}
+	msg := err.Error()
+	for _, s := range []string{
+		"unsupported data type",  // a setting the server revision cannot receive
+		"block cannot be sorted", // the server's insert block lacks a planned column
+		"requested column order is incorrect length",
+	} {
+		if strings.Contains(msg, s) {
+			return true
+		}
+	}
+	return false
+}
+
+// exceptionCode returns the code of the server exception in err's chain.
+func exceptionCode(err error) (int32, bool) {
+	var ex *ch.Exception
+	if errors.As(err, &ex) {
+		return ex.Code, true
+	}
+	return 0, false
+}
+
+// InsertError is a failed insert into Table. Column and Type name the column
+// when the failure is tied to one (a value the driver could not convert);
+// server exceptions name the column and value in their own message.
+type InsertError struct {
+	Table  string // db.table
+	Column string // empty when the error is not tied to one column
+	Type   string // the column's type, when Column is set
+	// Attempts is how many times the batch was tried (set by Shard).
+	Attempts int
+	Err      error
+}
+
+func (e *InsertError) Error() string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "insert into %s", e.Table)
+	if e.Column != "" {
+		fmt.Fprintf(&b, ": column %s (%s)", e.Column, e.Type)
+	}
+	if e.Attempts > 1 {
+		fmt.Fprintf(&b, " (after %d attempts)", e.Attempts)
+	}
+	b.WriteString(": ")
+	b.WriteString(e.Err.Error())
+	return b.String()
+}
+
+func (e *InsertError) Unwrap() error { return e.Err }
+
+// appendError marks an error returned by the driver's column Append.
+type appendError struct {
+	spans string // the source spans of the chunk holding the value
+	err   error
+}
+
+func (e *appendError) Error() string {
+	if e.spans == "" {
+		return e.err.Error()
+	}
+	return fmt.Sprintf("chunk with source %s: %v", e.spans, e.err)
+}
+
+func (e *appendError) Unwrap() error { return e.err }
+
+// mismatchError is a chunk that was not built for the target's schema.
+type mismatchError struct{ msg string }
+
+func (e *mismatchError) Error() string { return e.msg }

@@ -1,0 +1,113 @@
+package clickhouse
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+
+	"github.com/etl-project/etl/chunk"
+)
+
+// Insert inserts chunks, built for t.Schema, as one INSERT of t.Query
+// through the driver's column API: each column of each chunk is appended
+// whole, so rows are never materialised.
+//
+// The connection is held from PrepareBatch to Send (no
+// driver.WithReleaseConnection): the columns are appended in memory right
+// after the server sent the insert's header block, so releasing the
+// connection in between would only cost a second round trip to reopen the
+// INSERT at Send.
+//
+// A failed insert inserted nothing: the batch is aborted (its connection is
+// closed, so the server drops the unfinished INSERT) before any data block is
+// sent, and Send sends the whole block at once. Errors are *InsertError,
+// except that when ctx itself is cancelled or past its deadline, ctx.Err()
+// is returned as is. Options.InsertTimeout running out is a transient
+// *InsertError. Use Permanent to tell whether retrying can help.
+func (c *Client) Insert(ctx context.Context, t *Target, chunks []*chunk.Chunk) (err error) {
+	name := t.Name()
+	if err := checkChunks(t, chunks); err != nil {
+		return &InsertError{Table: name, Err: err}
+	}
+	ictx := ctx
+	if c.opts.InsertTimeout > 0 {
+		var cancel context.CancelFunc
+		ictx, cancel = context.WithTimeout(ctx, c.opts.InsertTimeout)
+		defer cancel()
+	}
+	defer func() {
+		if err == nil {
+			return
+		}
+		if ctx.Err() != nil {
+			err = ctx.Err()
+			return
+		}
+		var ie *InsertError
+		if ictx.Err() != nil && errors.As(err, &ie) {
+			ie.Err = fmt.Errorf("insert timeout %s exceeded: %w", c.opts.InsertTimeout, errors.Join(ictx.Err(), ie.Err))
+		}
+	}()
+
+	batch, err := c.conn.PrepareBatch(ictx, t.Query)
+	if err != nil {
+		return &InsertError{Table: name, Err: err}
+	}
+	for i, col := range t.Schema.Names {
+		bc := batch.Column(i)
+		for _, ch := range chunks {
+			if ch.Rows == 0 {
+				continue
+			}
+			if err := bc.Append(ch.Cols[i].Driver()); err != nil {
+				_ = batch.Abort()
+				return &InsertError{
+					Table: name, Column: col, Type: t.Schema.Types[i].Name,
+					Err: &appendError{spans: spansString(ch.Spans), err: err},
+				}
+			}
+		}
+	}
+	if err := batch.Send(); err != nil {
+		return &InsertError{Table: name, Err: err}
+	}
+	return nil
+}
+
+// checkChunks makes sure every chunk was built for t's schema, so a mix-up
+// is a clear error and not an index panic or a column shifted by one.
+func checkChunks(t *Target, chunks []*chunk.Chunk) error {
+	n := len(t.Schema.Names)
+	for k, ch := range chunks {
+		if ch.Schema != t.Schema && (ch.Schema == nil || !slices.Equal(ch.Schema.Names, t.Schema.Names)) {
+			return &mismatchError{fmt.Sprintf("chunk %d (source %s) was not built for the target's columns", k, spansString(ch.Spans))}
+		}
+		if len(ch.Cols) != n {
+			return &mismatchError{fmt.Sprintf("chunk %d (source %s) has %d columns, the target %d", k, spansString(ch.Spans), len(ch.Cols), n)}
+		}
+		for i, col := range ch.Cols {
+			if col.Len() != ch.Rows {
+				return &mismatchError{fmt.Sprintf("chunk %d (source %s): column %s has %d rows, the chunk %d",
+					k, spansString(ch.Spans), t.Schema.Names[i], col.Len(), ch.Rows)}
+			}
+		}
+	}
+	return nil
+}
+
+// spansString names a chunk's source ranges for an error: the first span and
+// how many more there are.
+func spansString(spans []chunk.Span) string {
+	switch len(spans) {
+	case 0:
+		return "(no source span)"
+	case 1:
+		return spans[0].String()
+	}
+	var b strings.Builder
+	b.WriteString(spans[0].String())
+	fmt.Fprintf(&b, " and %d more span(s)", len(spans)-1)
+	return b.String()
+}

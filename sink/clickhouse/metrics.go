@@ -1,0 +1,148 @@
+package clickhouse
+
+import (
+	"errors"
+
+	"github.com/prometheus/client_golang/prometheus"
+)
+
+// Metrics are the sink's metrics. They are created once per process (per
+// registry) and shared by every shard: each vector carries a "shard" label,
+// and each Shard resolves its children once, in NewShard, so nothing looks a
+// label value up per chunk, batch or record.
+type Metrics struct {
+	queueDepth     *prometheus.GaugeVec
+	queueCapacity  *prometheus.GaugeVec
+	queueFull      *prometheus.CounterVec
+	records        *prometheus.CounterVec
+	bytes          *prometheus.CounterVec
+	batchRows      *prometheus.HistogramVec
+	batchBytes     *prometheus.HistogramVec
+	flushes        *prometheus.CounterVec
+	insertDuration *prometheus.HistogramVec
+	retries        *prometheus.CounterVec
+	errors         *prometheus.CounterVec
+	inflight       *prometheus.GaugeVec
+}
+
+// Flush reasons: why a batch was closed.
+const (
+	reasonRows   = "rows"
+	reasonBytes  = "bytes"
+	reasonLinger = "linger"
+	reasonDrain  = "drain"
+)
+
+// NewMetrics creates the sink's metrics with constLabels on every series and
+// registers them with reg (nil: not registered, e.g. in tests). A collector
+// reg already holds with the same description is reused, so two calls on one
+// registry share the series. Like promauto, it panics when reg rejects a
+// collector for any other reason (an invalid or conflicting description):
+// that is a programming error, not a runtime condition.
+func NewMetrics(reg prometheus.Registerer, constLabels prometheus.Labels) *Metrics {
+	shard := []string{"shard"}
+	m := &Metrics{
+		queueDepth: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+			Name: "etl_queue_depth", Help: "Chunks waiting in the shard's sink queue.", ConstLabels: constLabels,
+		}, shard),
+		queueCapacity: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+			Name: "etl_queue_capacity", Help: "Capacity of the shard's sink queue, in chunks.", ConstLabels: constLabels,
+		}, shard),
+		queueFull: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "etl_queue_full_events_total", Help: "Chunks rejected because the shard's sink queue was full (backpressure signals).", ConstLabels: constLabels,
+		}, shard),
+		records: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "etl_sink_records_total", Help: "Rows inserted into ClickHouse.", ConstLabels: constLabels,
+		}, shard),
+		bytes: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "etl_sink_bytes_total", Help: "Bytes of column buffers inserted into ClickHouse.", ConstLabels: constLabels,
+		}, shard),
+		batchRows: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Name: "etl_sink_batch_rows", Help: "Rows per insert batch.", ConstLabels: constLabels,
+			Buckets: prometheus.ExponentialBuckets(16, 4, 10), // 16 .. 4Mi
+		}, shard),
+		batchBytes: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Name: "etl_sink_batch_bytes", Help: "Bytes per insert batch.", ConstLabels: constLabels,
+			Buckets: prometheus.ExponentialBuckets(4096, 4, 10), // 4 KiB .. 1 GiB
+		}, shard),
+		flushes: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "etl_sink_flushes_total", Help: "Batches closed, by reason (rows, bytes, linger, drain).", ConstLabels: constLabels,
+		}, []string{"shard", "reason"}),
+		insertDuration: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Name: "etl_sink_insert_duration_seconds", Help: "Duration of one insert attempt, by outcome (ok, error).", ConstLabels: constLabels,
+			Buckets: prometheus.ExponentialBuckets(0.005, 2, 14), // 5 ms .. 41 s
+		}, []string{"shard", "outcome"}),
+		retries: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "etl_sink_retries_total", Help: "Insert attempts retried after a transient error.", ConstLabels: constLabels,
+		}, shard),
+		errors: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "etl_sink_errors_total", Help: "Failed insert attempts, by kind (transient, permanent).", ConstLabels: constLabels,
+		}, []string{"shard", "kind"}),
+		inflight: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+			Name: "etl_sink_inflight_batches", Help: "Insert batches in flight (including those waiting to retry).", ConstLabels: constLabels,
+		}, shard),
+	}
+	if reg == nil {
+		return m
+	}
+	m.queueDepth = register(reg, m.queueDepth)
+	m.queueCapacity = register(reg, m.queueCapacity)
+	m.queueFull = register(reg, m.queueFull)
+	m.records = register(reg, m.records)
+	m.bytes = register(reg, m.bytes)
+	m.batchRows = register(reg, m.batchRows)
+	m.batchBytes = register(reg, m.batchBytes)
+	m.flushes = register(reg, m.flushes)
+	m.insertDuration = register(reg, m.insertDuration)
+	m.retries = register(reg, m.retries)
+	m.errors = register(reg, m.errors)
+	m.inflight = register(reg, m.inflight)
+	return m
+}
+
+func register[C prometheus.Collector](reg prometheus.Registerer, c C) C {
+	if err := reg.Register(c); err != nil {
+		var are prometheus.AlreadyRegisteredError
+		if errors.As(err, &are) {
+			if existing, ok := are.ExistingCollector.(C); ok {
+				return existing
+			}
+		}
+		panic(err)
+	}
+	return c
+}
+
+// shardMetrics are one shard's children, resolved once.
+type shardMetrics struct {
+	queueDepth, queueCapacity, inflight prometheus.Gauge
+	queueFull, records, bytes, retries  prometheus.Counter
+	batchRows, batchBytes               prometheus.Observer
+	flush                               map[string]prometheus.Counter
+	durationOK, durationErr             prometheus.Observer
+	transient, permanent                prometheus.Counter
+}
+
+func (m *Metrics) forShard(shard string) *shardMetrics {
+	return &shardMetrics{
+		queueDepth:    m.queueDepth.WithLabelValues(shard),
+		queueCapacity: m.queueCapacity.WithLabelValues(shard),
+		inflight:      m.inflight.WithLabelValues(shard),
+		queueFull:     m.queueFull.WithLabelValues(shard),
+		records:       m.records.WithLabelValues(shard),
+		bytes:         m.bytes.WithLabelValues(shard),
+		retries:       m.retries.WithLabelValues(shard),
+		batchRows:     m.batchRows.WithLabelValues(shard),
+		batchBytes:    m.batchBytes.WithLabelValues(shard),
+		flush: map[string]prometheus.Counter{
+			reasonRows:   m.flushes.WithLabelValues(shard, reasonRows),
+			reasonBytes:  m.flushes.WithLabelValues(shard, reasonBytes),
+			reasonLinger: m.flushes.WithLabelValues(shard, reasonLinger),
+			reasonDrain:  m.flushes.WithLabelValues(shard, reasonDrain),
+		},
+		durationOK:  m.insertDuration.WithLabelValues(shard, "ok"),
+		durationErr: m.insertDuration.WithLabelValues(shard, "error"),
+		transient:   m.errors.WithLabelValues(shard, "transient"),
+		permanent:   m.errors.WithLabelValues(shard, "permanent"),
+	}
+}

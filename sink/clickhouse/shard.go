@@ -1,0 +1,386 @@
+package clickhouse
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"math/rand/v2"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/etl-project/etl/chunk"
+)
+
+// ShardOptions configures a Shard.
+type ShardOptions struct {
+	// Name is the shard's label in metrics and logs, e.g. "0".
+	Name   string
+	Client *Client
+	Target *Target
+	// QueueCapacity bounds the queue of chunks between the producers and
+	// the batching loop (default 1).
+	QueueCapacity int
+	// A batch is closed when it holds MaxRows rows or MaxBytes bytes
+	// (chunk.Size, as measured by the producer), or when Linger has passed
+	// since its first chunk. A zero trigger is off; with all three off
+	// every chunk is a batch of its own.
+	MaxRows  int
+	MaxBytes int
+	Linger   time.Duration
+	// MaxInflight is how many inserts of this shard may run at once
+	// (default 1). While that many run, the batching loop takes nothing
+	// from the queue, so the queue fills and producers see backpressure.
+	MaxInflight int
+	// Transient errors are retried with capped exponential backoff and full
+	// jitter: the n-th wait is uniform in [0, min(MaxBackoff,
+	// InitialBackoff*2^(n-1))]. Defaults 100 ms and 30 s.
+	InitialBackoff, MaxBackoff time.Duration
+	// MaxAttempts bounds the attempts per batch; 0 retries transient errors
+	// forever.
+	MaxAttempts int
+	// OnDone is called once per successful insert with the batch's chunks,
+	// from one of the shard's goroutines. It must not block (push to an
+	// unbounded channel). Never called for a batch that failed, nor for any
+	// batch once a batch has failed for good.
+	OnDone func(chunks []*chunk.Chunk)
+	// OnSpace, when set, is called whenever the queue goes from full (a
+	// TryEnqueue was refused) to having room, so paused producers can be
+	// rescheduled. It is called from the batching loop and must not block.
+	OnSpace func()
+	Log     *slog.Logger
+	// Metrics are shared by all shards (NewMetrics); nil: unregistered.
+	Metrics *Metrics
+}
+
+// Shard is the sink worker of one shard: a bounded queue of chunks, a
+// batching loop, and up to MaxInflight insert goroutines, all owned by Run.
+//
+// Producers hand chunks over with TryEnqueue, which never blocks: a full
+// queue is the backpressure signal, answered upstream by pausing the source,
+// never by blocking the poll loop.
+type Shard struct {
+	o   ShardOptions
+	log *slog.Logger
+	m   *shardMetrics
+
+	queue chan *chunk.Chunk
+	// mu guards closed and the queue's closing against TryEnqueue's send.
+	// TryEnqueue holds it shared for one non-blocking send only.
+	mu     sync.RWMutex
+	closed bool
+	// full is set when TryEnqueue refused a chunk and cleared (calling
+	// OnSpace) when the loop next takes one.
+	full    atomic.Bool
+	running atomic.Bool
+
+	// ackMu orders acknowledgements against a permanent failure: once
+	// failed is set, OnDone is never called again.
+	ackMu  sync.Mutex
+	failed bool
+}
+
+// NewShard returns a shard; call Run to start it.
+func NewShard(o ShardOptions) *Shard {
+	if o.QueueCapacity < 1 {
+		o.QueueCapacity = 1
+	}
+	if o.MaxInflight < 1 {
+		o.MaxInflight = 1
+	}
+	if o.MaxRows <= 0 && o.MaxBytes <= 0 && o.Linger <= 0 {
+		o.MaxRows = 1
+	}
+	if o.InitialBackoff <= 0 {
+		o.InitialBackoff = 100 * time.Millisecond
+	}
+	if o.MaxBackoff <= 0 {
+		o.MaxBackoff = 30 * time.Second
+	}
+	if o.MaxBackoff < o.InitialBackoff {
+		o.MaxBackoff = o.InitialBackoff
+	}
+	if o.Metrics == nil {
+		o.Metrics = NewMetrics(nil, nil)
+	}
+	log := o.Log
+	if log == nil {
+		log = slog.Default()
+	}
+	attrs := []any{slog.String("shard", o.Name)}
+	if o.Target != nil {
+		attrs = append(attrs, slog.String("table", o.Target.Name()))
+	}
+	s := &Shard{
+		o:     o,
+		log:   log.With(attrs...),
+		m:     o.Metrics.forShard(o.Name),
+		queue: make(chan *chunk.Chunk, o.QueueCapacity),
+	}
+	s.m.queueCapacity.Set(float64(o.QueueCapacity))
+	s.m.queueDepth.Set(0)
+	s.m.inflight.Set(0)
+	return s
+}
+
+// TryEnqueue hands c to the shard without blocking. It returns false when
+// the queue is full (counted in etl_queue_full_events_total; OnSpace is
+// called once there is room again) and after Close. c must be Measured and
+// not written again.
+func (s *Shard) TryEnqueue(c *chunk.Chunk) bool {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	if s.closed {
+		return false
+	}
+	select {
+	case s.queue <- c:
+		s.m.queueDepth.Set(float64(len(s.queue)))
+		return true
+	default:
+	}
+	// Mark the queue full, then try once more: if the loop took the last
+	// chunk between the two sends, it may have checked the flag before it
+	// was set, and no later take would report the room.
+	s.full.Store(true)
+	select {
+	case s.queue <- c:
+		s.m.queueDepth.Set(float64(len(s.queue)))
+		return true
+	default:
+	}
+	s.m.queueFull.Inc()
+	return false
+}
+
+// QueueLen is the number of chunks waiting in the queue.
+func (s *Shard) QueueLen() int { return len(s.queue) }
+
+// Close is the soft stop: no more chunks will be enqueued (TryEnqueue
+// returns false from now on). Run inserts everything queued and batched,
+// waits for the inserts in flight, and returns nil. Close may be called more
+// than once, and before Run.
+func (s *Shard) Close() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if !s.closed {
+		s.closed = true
+		close(s.queue)
+	}
+}
+
+// batch is a set of chunks inserted together; it is never split or merged
+// once closed, and a retry inserts it unchanged.
+type batch struct {
+	chunks []*chunk.Chunk
+	rows   int
+	bytes  int
+}
+
+// Run owns the batching loop and the insert goroutines. It returns nil once
+// Close was called and everything was inserted, ctx.Err() when ctx ends
+// first (the hard stop: in-flight inserts are abandoned and not
+// acknowledged), or the *InsertError of a batch that failed for good (a
+// permanent error, or MaxAttempts transient ones). Every goroutine it starts
+// has ended when it returns. Run may be called once.
+func (s *Shard) Run(ctx context.Context) error {
+	if s.o.Client == nil || s.o.Target == nil {
+		return fmt.Errorf("clickhouse shard %s: Client and Target are required", s.o.Name)
+	}
+	if !s.running.CompareAndSwap(false, true) {
+		return fmt.Errorf("clickhouse shard %s: Run called twice", s.o.Name)
+	}
+	parent := ctx
+	ctx, cancel := context.WithCancel(ctx)
+	var wg sync.WaitGroup
+	defer func() {
+		cancel()
+		wg.Wait()
+		s.m.inflight.Set(0)
+	}()
+
+	var (
+		done     = make(chan error, s.o.MaxInflight) // never blocks a sender
+		cur      batch
+		inflight int
+		queue    = s.queue // nil once closed and drained
+		linger   *time.Timer
+		lingerC  <-chan time.Time
+		lingered bool // the linger of cur has passed
+	)
+	defer func() {
+		if linger != nil {
+			linger.Stop()
+		}
+	}()
+
+	dispatch := func(reason string) {
+		b := cur
+		cur = batch{}
+		lingerC, lingered = nil, false
+		if linger != nil {
+			linger.Stop()
+		}
+		s.m.flush[reason].Inc()
+		s.m.batchRows.Observe(float64(b.rows))
+		s.m.batchBytes.Observe(float64(b.bytes))
+		inflight++
+		s.m.inflight.Set(float64(inflight))
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			done <- s.insert(ctx, &b)
+		}()
+	}
+
+	for {
+		if inflight < s.o.MaxInflight && len(cur.chunks) > 0 {
+			if queue == nil {
+				dispatch(reasonDrain)
+				continue
+			}
+			if lingered {
+				dispatch(reasonLinger)
+				continue
+			}
+		}
+		if queue == nil && len(cur.chunks) == 0 && inflight == 0 {
+			return nil
+		}
+		var in <-chan *chunk.Chunk
+		if inflight < s.o.MaxInflight {
+			in = queue
+			if in != nil && len(s.queue) < cap(s.queue) {
+				s.spaceIfFull()
+			}
+		}
+		select {
+		case <-ctx.Done():
+			return parent.Err()
+		case c, ok := <-in:
+			if !ok {
+				queue = nil
+				continue
+			}
+			s.m.queueDepth.Set(float64(len(s.queue)))
+			s.spaceIfFull()
+			if len(cur.chunks) == 0 && s.o.Linger > 0 {
+				if linger == nil {
+					linger = time.NewTimer(s.o.Linger)
+				} else {
+					linger.Reset(s.o.Linger)
+				}
+				lingerC = linger.C
+			}
+			cur.chunks = append(cur.chunks, c)
+			cur.rows += c.Rows
+			cur.bytes += c.Size()
+			switch {
+			case s.o.MaxRows > 0 && cur.rows >= s.o.MaxRows:
+				dispatch(reasonRows)
+			case s.o.MaxBytes > 0 && cur.bytes >= s.o.MaxBytes:
+				dispatch(reasonBytes)
+			}
+		case <-lingerC:
+			lingerC, lingered = nil, true
+		case err := <-done:
+			inflight--
+			s.m.inflight.Set(float64(inflight))
+			if err != nil {
+				if perr := parent.Err(); perr != nil {
+					return perr
+				}
+				return err
+			}
+		}
+	}
+}
+
+// spaceIfFull calls OnSpace if a TryEnqueue was refused since the last call.
+func (s *Shard) spaceIfFull() {
+	if s.full.Load() && s.full.CompareAndSwap(true, false) && s.o.OnSpace != nil {
+		s.o.OnSpace()
+	}
+}
+
+// insert inserts b, retrying transient errors, and acknowledges it on
+// success. It returns nil, ctx.Err() when ctx ends, or the *InsertError that
+// ends the shard.
+func (s *Shard) insert(ctx context.Context, b *batch) error {
+	for attempt := 1; ; attempt++ {
+		start := time.Now()
+		err := s.o.Client.Insert(ctx, s.o.Target, b.chunks)
+		elapsed := time.Since(start).Seconds()
+		if err == nil {
+			s.m.durationOK.Observe(elapsed)
+			s.m.records.Add(float64(b.rows))
+			s.m.bytes.Add(float64(b.bytes))
+			if attempt > 1 {
+				s.log.Info("insert succeeded after retries", slog.Int("attempt", attempt), slog.Int("rows", b.rows))
+			}
+			s.ack(b.chunks)
+			return nil
+		}
+		if ctx.Err() != nil {
+			return ctx.Err()
+		}
+		s.m.durationErr.Observe(elapsed)
+		var ie *InsertError
+		if !errors.As(err, &ie) {
+			ie = &InsertError{Table: s.o.Target.Name(), Err: err}
+		}
+		if Permanent(err) {
+			ie.Attempts = attempt
+			s.m.permanent.Inc()
+			s.fail()
+			s.log.Error("insert failed permanently", slog.Int("attempt", attempt),
+				slog.Int("rows", b.rows), slog.Int("chunks", len(b.chunks)), slog.Any("error", ie))
+			return ie
+		}
+		s.m.transient.Inc()
+		if s.o.MaxAttempts > 0 && attempt >= s.o.MaxAttempts {
+			ie.Attempts = attempt
+			s.fail()
+			s.log.Error("insert failed, attempts exhausted", slog.Int("attempt", attempt),
+				slog.Int("rows", b.rows), slog.Int("chunks", len(b.chunks)), slog.Any("error", ie))
+			return ie
+		}
+		wait := s.backoff(attempt)
+		s.log.Warn("insert failed, retrying", slog.Int("attempt", attempt), slog.Duration("backoff", wait),
+			slog.Int("rows", b.rows), slog.Any("error", err))
+		s.m.retries.Inc()
+		t := time.NewTimer(wait)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return ctx.Err()
+		case <-t.C:
+		}
+	}
+}
+
+// backoff is the wait after the attempt-th failure: full jitter over the
+// capped exponential InitialBackoff*2^(attempt-1).
+func (s *Shard) backoff(attempt int) time.Duration {
+	d := s.o.InitialBackoff
+	for i := 1; i < attempt && d < s.o.MaxBackoff; i++ {
+		d *= 2
+	}
+	d = min(d, s.o.MaxBackoff)
+	return rand.N(d + 1)
+}
+
+func (s *Shard) ack(chunks []*chunk.Chunk) {
+	s.ackMu.Lock()
+	defer s.ackMu.Unlock()
+	if !s.failed && s.o.OnDone != nil {
+		s.o.OnDone(chunks)
+	}
+}
+
+func (s *Shard) fail() {
+	s.ackMu.Lock()
+	s.failed = true
+	s.ackMu.Unlock()
+}

@@ -1,0 +1,433 @@
+package clickhouse
+
+import (
+	"context"
+	"errors"
+	"strconv"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/testutil"
+
+	"github.com/etl-project/etl/chunk"
+	"github.com/etl-project/etl/internal/testenv"
+)
+
+// acks records OnDone calls.
+type acks struct {
+	mu     sync.Mutex
+	calls  int
+	chunks map[*chunk.Chunk]int
+}
+
+func newAcks() *acks { return &acks{chunks: map[*chunk.Chunk]int{}} }
+
+func (a *acks) onDone(chunks []*chunk.Chunk) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	a.calls++
+	for _, c := range chunks {
+		a.chunks[c]++
+	}
+}
+
+func (a *acks) count(c *chunk.Chunk) int {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return a.chunks[c]
+}
+
+func (a *acks) total() (calls, chunks int) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return a.calls, len(a.chunks)
+}
+
+// runShard runs s.Run in a goroutine the test owns; the returned channel
+// yields Run's result. The cleanup cancels Run and waits for it.
+func runShard(t *testing.T, s *Shard) (<-chan error, context.CancelFunc) {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	res := make(chan error, 1)
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		res <- s.Run(ctx)
+	}()
+	t.Cleanup(func() {
+		cancel()
+		wg.Wait()
+	})
+	return res, cancel
+}
+
+func wait(t *testing.T, res <-chan error, d time.Duration) error {
+	t.Helper()
+	select {
+	case err := <-res:
+		return err
+	case <-time.After(d):
+		t.Fatalf("Run did not return within %v", d)
+		return nil
+	}
+}
+
+const idTable = "(id UInt64, msg String) ENGINE = MergeTree ORDER BY id"
+
+func TestShardEndToEnd(t *testing.T) {
+	t.Parallel()
+	srv := testenv.ClickHouse(t)
+	srv.Exec(t, "CREATE TABLE default.e2e "+idTable)
+	c := connect(t, srv, "e2e", func(o *Options) { o.InsertTimeout = 30 * time.Second })
+	tg := plan(t, c)
+
+	reg := prometheus.NewRegistry()
+	m := NewMetrics(reg, prometheus.Labels{"pipeline": "test"})
+	a := newAcks()
+	space := make(chan struct{}, 1)
+	s := NewShard(ShardOptions{
+		Name: "0", Client: c, Target: tg,
+		QueueCapacity: 4, MaxRows: 5000, Linger: 20 * time.Millisecond, MaxInflight: 2,
+		OnDone: a.onDone,
+		OnSpace: func() {
+			select {
+			case space <- struct{}{}:
+			default:
+			}
+		},
+		Log: testLog(t), Metrics: m,
+	})
+	res, _ := runShard(t, s)
+
+	const nChunks, perChunk = 50, 1000
+	chunks := make([]*chunk.Chunk, nChunks)
+	refused := 0
+	for i := range chunks {
+		chunks[i] = idChunk(t, tg, i*perChunk, perChunk)
+		for !s.TryEnqueue(chunks[i]) {
+			refused++
+			// A paused producer is rescheduled by OnSpace; the timeout
+			// only keeps a broken OnSpace from hanging the test.
+			select {
+			case <-space:
+			case <-time.After(10 * time.Second):
+				t.Fatal("no OnSpace within 10s after a refused enqueue")
+			}
+		}
+	}
+	s.Close()
+	if s.TryEnqueue(idChunk(t, tg, 0, 1)) {
+		t.Error("TryEnqueue after Close succeeded")
+	}
+	if err := wait(t, res, 60*time.Second); err != nil {
+		t.Fatalf("Run: %v", err)
+	}
+
+	if got := srv.Query(t, "SELECT count(), uniqExact(id), min(id), max(id) FROM default.e2e"); got != "50000\t50000\t0\t49999" {
+		t.Errorf("table holds count, uniq, min, max = %s", got)
+	}
+	calls, acked := a.total()
+	if acked != nChunks {
+		t.Errorf("%d chunks acknowledged, want %d", acked, nChunks)
+	}
+	for i, ch := range chunks {
+		if n := a.count(ch); n != 1 {
+			t.Errorf("chunk %d acknowledged %d times", i, n)
+		}
+	}
+	rows := testutil.ToFloat64(m.records.WithLabelValues("0"))
+	if rows != nChunks*perChunk {
+		t.Errorf("etl_sink_records_total = %v", rows)
+	}
+	var flushes float64
+	for _, r := range []string{reasonRows, reasonBytes, reasonLinger, reasonDrain} {
+		flushes += testutil.ToFloat64(m.flushes.WithLabelValues("0", r))
+	}
+	if int(flushes) != calls {
+		t.Errorf("flushes %v, OnDone calls %d", flushes, calls)
+	}
+	if f := testutil.ToFloat64(m.flushes.WithLabelValues("0", reasonRows)); f < 5 {
+		t.Errorf("flushes{reason=rows} = %v, want most of the 10 batches", f)
+	}
+	if got := testutil.ToFloat64(m.queueFull.WithLabelValues("0")); int(got) != refused {
+		t.Errorf("etl_queue_full_events_total = %v, refused enqueues %d", got, refused)
+	}
+	if got := testutil.ToFloat64(m.queueCapacity.WithLabelValues("0")); got != 4 {
+		t.Errorf("etl_queue_capacity = %v", got)
+	}
+	if got := testutil.ToFloat64(m.inflight.WithLabelValues("0")); got != 0 {
+		t.Errorf("etl_sink_inflight_batches = %v after Run", got)
+	}
+	t.Logf("%d OnDone calls, %d refused enqueues, flushes rows=%v linger=%v drain=%v", calls, refused,
+		testutil.ToFloat64(m.flushes.WithLabelValues("0", reasonRows)),
+		testutil.ToFloat64(m.flushes.WithLabelValues("0", reasonLinger)),
+		testutil.ToFloat64(m.flushes.WithLabelValues("0", reasonDrain)))
+}
+
+func TestShardRetriesThroughOutage(t *testing.T) {
+	t.Parallel()
+	srv := testenv.ClickHouse(t)
+	srv.Exec(t, "CREATE TABLE default.outage "+idTable)
+	c := connect(t, srv, "outage", func(o *Options) { o.InsertTimeout = 5 * time.Second })
+	tg := plan(t, c)
+	m := NewMetrics(nil, nil)
+	a := newAcks()
+	s := NewShard(ShardOptions{
+		Name: "7", Client: c, Target: tg,
+		QueueCapacity: 8, MaxRows: 1000, Linger: 10 * time.Millisecond, MaxInflight: 2,
+		InitialBackoff: 50 * time.Millisecond, MaxBackoff: 400 * time.Millisecond,
+		OnDone: a.onDone, Log: testLog(t), Metrics: m,
+	})
+
+	srv.Stop(t)
+	res, _ := runShard(t, s)
+	chunks := make([]*chunk.Chunk, 5)
+	for i := range chunks {
+		chunks[i] = idChunk(t, tg, i*100, 100)
+		if !s.TryEnqueue(chunks[i]) {
+			t.Fatalf("enqueue %d refused", i)
+		}
+	}
+	time.Sleep(3 * time.Second)
+	if calls, _ := a.total(); calls != 0 {
+		t.Fatalf("OnDone called %d times while the server was down", calls)
+	}
+	retries := testutil.ToFloat64(m.retries.WithLabelValues("7"))
+	if retries < 2 {
+		t.Errorf("etl_sink_retries_total = %v after 3s of outage", retries)
+	}
+	if got := testutil.ToFloat64(m.errors.WithLabelValues("7", "permanent")); got != 0 {
+		t.Errorf("permanent errors during an outage: %v", got)
+	}
+	srv.Start(t)
+	s.Close()
+	if err := wait(t, res, 30*time.Second); err != nil {
+		t.Fatalf("Run: %v", err)
+	}
+	if n := srv.Count(t, "default.outage"); n != 500 {
+		t.Errorf("%d rows after the outage, want 500", n)
+	}
+	for i, ch := range chunks {
+		if n := a.count(ch); n != 1 {
+			t.Errorf("chunk %d acknowledged %d times", i, n)
+		}
+	}
+	t.Logf("retries %v, transient errors %v", retries, testutil.ToFloat64(m.errors.WithLabelValues("7", "transient")))
+}
+
+func TestShardBackpressure(t *testing.T) {
+	t.Parallel()
+	srv := testenv.ClickHouse(t)
+	srv.Exec(t, "CREATE TABLE default.bp "+idTable)
+	c := connect(t, srv, "bp")
+	tg := plan(t, c)
+	m := NewMetrics(nil, nil)
+	a := newAcks()
+	space := make(chan struct{}, 10)
+	s := NewShard(ShardOptions{
+		Name: "bp", Client: c, Target: tg,
+		QueueCapacity: 2, MaxRows: 1, MaxInflight: 1,
+		OnDone:  a.onDone,
+		OnSpace: func() { space <- struct{}{} },
+		Log:     testLog(t), Metrics: m,
+	})
+	res, _ := runShard(t, s)
+
+	srv.Freeze(t)
+	thawed := false
+	t.Cleanup(func() {
+		if !thawed {
+			srv.Thaw(t)
+		}
+	})
+	chunks := []*chunk.Chunk{idChunk(t, tg, 0, 10), idChunk(t, tg, 10, 10), idChunk(t, tg, 20, 10), idChunk(t, tg, 30, 10)}
+	if !s.TryEnqueue(chunks[0]) {
+		t.Fatal("first enqueue refused")
+	}
+	// The loop takes chunk 0 and starts its insert, which hangs on the
+	// frozen server; with MaxInflight 1 it takes nothing more.
+	eventually(t, 5*time.Second, "the first insert to start", func() bool {
+		return s.QueueLen() == 0 && testutil.ToFloat64(m.inflight.WithLabelValues("bp")) == 1
+	})
+	if !s.TryEnqueue(chunks[1]) || !s.TryEnqueue(chunks[2]) {
+		t.Fatal("enqueue into a queue with room refused")
+	}
+	if s.TryEnqueue(chunks[3]) {
+		t.Fatal("enqueue into a full queue accepted")
+	}
+	if got := testutil.ToFloat64(m.queueFull.WithLabelValues("bp")); got != 1 {
+		t.Errorf("etl_queue_full_events_total = %v, want 1", got)
+	}
+	if got := testutil.ToFloat64(m.queueDepth.WithLabelValues("bp")); got != 2 {
+		t.Errorf("etl_queue_depth = %v, want 2", got)
+	}
+	select {
+	case <-space:
+		t.Fatal("OnSpace called while the queue was still full")
+	case <-time.After(300 * time.Millisecond):
+	}
+	if calls, _ := a.total(); calls != 0 {
+		t.Fatalf("OnDone called %d times while the server was frozen", calls)
+	}
+
+	srv.Thaw(t)
+	thawed = true
+	select {
+	case <-space:
+	case <-time.After(10 * time.Second):
+		t.Fatal("OnSpace not called after the server came back")
+	}
+	if !s.TryEnqueue(chunks[3]) {
+		t.Fatal("enqueue after OnSpace refused")
+	}
+	s.Close()
+	if err := wait(t, res, 30*time.Second); err != nil {
+		t.Fatalf("Run: %v", err)
+	}
+	if n := srv.Count(t, "default.bp"); n != 40 {
+		t.Errorf("%d rows, want 40", n)
+	}
+	for i, ch := range chunks {
+		if n := a.count(ch); n != 1 {
+			t.Errorf("chunk %d acknowledged %d times", i, n)
+		}
+	}
+}
+
+func TestShardPermanentError(t *testing.T) {
+	t.Parallel()
+	srv := testenv.ClickHouse(t)
+	srv.Exec(t, "CREATE TABLE default.perm (id UInt64, msg String, extra String) ENGINE = MergeTree ORDER BY id")
+	c := connect(t, srv, "perm")
+	tg := plan(t, c)
+	m := NewMetrics(nil, nil)
+	a := newAcks()
+	s := NewShard(ShardOptions{
+		Name: "p", Client: c, Target: tg,
+		QueueCapacity: 4, MaxRows: 1, MaxInflight: 1,
+		InitialBackoff: 10 * time.Millisecond,
+		OnDone:         a.onDone, Log: testLog(t), Metrics: m,
+	})
+	res, _ := runShard(t, s)
+	row := func(id int) *chunk.Chunk {
+		return buildChunk(t, tg, int64(id), [][]any{{uint64(id), "m", "x"}})
+	}
+	first := row(1)
+	s.TryEnqueue(first)
+	eventually(t, 10*time.Second, "the first chunk to be acknowledged", func() bool { return a.count(first) == 1 })
+
+	srv.Exec(t, "ALTER TABLE default.perm DROP COLUMN extra")
+	bad, later := row(2), row(3)
+	s.TryEnqueue(bad)
+	s.TryEnqueue(later)
+	err := wait(t, res, 30*time.Second)
+	var ie *InsertError
+	if !errors.As(err, &ie) || !Permanent(err) {
+		t.Fatalf("Run returned %v (%T), want a permanent *InsertError", err, err)
+	}
+	if ie.Table != "default.perm" || ie.Attempts != 1 {
+		t.Errorf("InsertError table %q attempts %d", ie.Table, ie.Attempts)
+	}
+	t.Logf("Run: %v", err)
+	if a.count(bad) != 0 || a.count(later) != 0 {
+		t.Errorf("chunks after the permanent error acknowledged: bad %d, later %d", a.count(bad), a.count(later))
+	}
+	if got := testutil.ToFloat64(m.errors.WithLabelValues("p", "permanent")); got != 1 {
+		t.Errorf("etl_sink_errors_total{kind=permanent} = %v", got)
+	}
+	if got := testutil.ToFloat64(m.retries.WithLabelValues("p")); got != 0 {
+		t.Errorf("a permanent error was retried %v times", got)
+	}
+}
+
+func TestShardHardStopDuringBackoff(t *testing.T) {
+	t.Parallel()
+	srv := testenv.ClickHouse(t)
+	srv.Exec(t, "CREATE TABLE default.hard "+idTable)
+	c := connect(t, srv, "hard")
+	tg := plan(t, c)
+	m := NewMetrics(nil, nil)
+	a := newAcks()
+	s := NewShard(ShardOptions{
+		Name: "h", Client: c, Target: tg,
+		QueueCapacity: 4, MaxRows: 1, MaxInflight: 2,
+		InitialBackoff: 30 * time.Second, MaxBackoff: time.Minute,
+		OnDone: a.onDone, Log: testLog(t), Metrics: m,
+	})
+	srv.Stop(t)
+	res, cancel := runShard(t, s)
+	for i := range 3 {
+		s.TryEnqueue(idChunk(t, tg, i, 1))
+	}
+	eventually(t, 10*time.Second, "two inserts waiting to retry", func() bool {
+		return testutil.ToFloat64(m.retries.WithLabelValues("h")) == 2
+	})
+	time.Sleep(100 * time.Millisecond) // into the backoff wait
+	start := time.Now()
+	cancel()
+	err := wait(t, res, 5*time.Second)
+	if !errors.Is(err, context.Canceled) {
+		t.Errorf("Run after cancel: %v, want context.Canceled", err)
+	}
+	if d := time.Since(start); d > time.Second {
+		t.Errorf("Run took %v to stop", d)
+	}
+	if calls, _ := a.total(); calls != 0 {
+		t.Errorf("OnDone called %d times", calls)
+	}
+	if got := testutil.ToFloat64(m.inflight.WithLabelValues("h")); got != 0 {
+		t.Errorf("inflight = %v after Run", got)
+	}
+	if got := strconv.Itoa(s.QueueLen()); got != "1" {
+		t.Errorf("queue holds %s chunks after a hard stop, want the 1 never taken", got)
+	}
+}
+
+func TestShardLingerAndCloseBeforeRun(t *testing.T) {
+	t.Parallel()
+	srv := testenv.ClickHouse(t)
+	srv.Exec(t, "CREATE TABLE default.linger "+idTable)
+	c := connect(t, srv, "linger")
+	tg := plan(t, c)
+	m := NewMetrics(nil, nil)
+	a := newAcks()
+	s := NewShard(ShardOptions{
+		Name: "l", Client: c, Target: tg,
+		QueueCapacity: 4, MaxRows: 1 << 20, MaxBytes: 1 << 30, Linger: 100 * time.Millisecond,
+		OnDone: a.onDone, Log: testLog(t), Metrics: m,
+	})
+	res, _ := runShard(t, s)
+	one := idChunk(t, tg, 0, 3)
+	start := time.Now()
+	s.TryEnqueue(one)
+	eventually(t, 5*time.Second, "the lingering batch to be inserted", func() bool { return a.count(one) == 1 })
+	if d := time.Since(start); d < 100*time.Millisecond {
+		t.Errorf("batch inserted after %v, before its linger", d)
+	}
+	if got := testutil.ToFloat64(m.flushes.WithLabelValues("l", reasonLinger)); got != 1 {
+		t.Errorf("flushes{linger} = %v", got)
+	}
+	two := idChunk(t, tg, 3, 3)
+	s.TryEnqueue(two)
+	s.Close()
+	if err := wait(t, res, 10*time.Second); err != nil {
+		t.Fatal(err)
+	}
+	if a.count(two) != 1 || testutil.ToFloat64(m.flushes.WithLabelValues("l", reasonDrain)) != 1 {
+		t.Errorf("Close did not drain the partial batch: acked %d", a.count(two))
+	}
+
+	// Closed before Run: Run returns at once.
+	s2 := NewShard(ShardOptions{Name: "l2", Client: c, Target: tg})
+	s2.Close()
+	res2, _ := runShard(t, s2)
+	if err := wait(t, res2, 5*time.Second); err != nil {
+		t.Fatal(err)
+	}
+	if n := srv.Count(t, "default.linger"); n != 6 {
+		t.Errorf("%d rows, want 6", n)
+	}
+}

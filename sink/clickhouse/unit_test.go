@@ -1,0 +1,174 @@
+package clickhouse
+
+import (
+	"context"
+	"errors"
+	"io"
+	"strings"
+	"testing"
+	"time"
+
+	ch "github.com/ClickHouse/clickhouse-go/v2"
+	"github.com/ClickHouse/clickhouse-go/v2/lib/column"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/testutil"
+)
+
+func TestPlanPure(t *testing.T) {
+	cols := []ColumnInfo{
+		{Name: "id", Type: "UInt64"},
+		{Name: "msg", Type: "Nullable(String)"},
+		{Name: "twice", Type: "UInt64", DefaultKind: "MATERIALIZED", DefaultExpr: "id * 2"},
+		{Name: "plus", Type: "UInt64", DefaultKind: "ALIAS", DefaultExpr: "id + 1"},
+		{Name: "tag", Type: "String", DefaultKind: "DEFAULT", DefaultExpr: "'x'"},
+	}
+	tg, err := Plan("db", "events", cols, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := "INSERT INTO `db`.`events` (`id`, `msg`, `tag`)"; tg.Query != want {
+		t.Errorf("query = %q, want %q", tg.Query, want)
+	}
+	if got := strings.Join(tg.Fields, ","); got != "id,msg,tag" {
+		t.Errorf("fields = %s", got)
+	}
+	if got := strings.Join(tg.Schema.Names, ","); got != "id,msg,tag" {
+		t.Errorf("schema names = %s", got)
+	}
+	if tg.Schema.Types[1].Name != "Nullable(String)" {
+		t.Errorf("type 1 = %s", tg.Schema.Types[1].Name)
+	}
+
+	tg, err = Plan("db", "events", cols, map[string]string{"msg": "message", "id": "event_id"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := "INSERT INTO `db`.`events` (`id`, `msg`)"; tg.Query != want {
+		t.Errorf("explicit query = %q, want %q", tg.Query, want)
+	}
+	if got := strings.Join(tg.Fields, ","); got != "event_id,message" {
+		t.Errorf("explicit fields = %s", got)
+	}
+
+	_, err = Plan("db", "events", cols, map[string]string{"nope": "x", "id": "id"})
+	if err == nil || !strings.Contains(err.Error(), "nope") || !strings.Contains(err.Error(), "db.events") {
+		t.Errorf("unknown mapped column: err = %v", err)
+	}
+	_, err = Plan("db", "events", cols, map[string]string{"twice": "x"})
+	if err == nil || !strings.Contains(err.Error(), "MATERIALIZED") {
+		t.Errorf("materialized mapped column: err = %v", err)
+	}
+	_, err = Plan("db", "events", append(cols, ColumnInfo{Name: "m", Type: "Map(String, UInt64)"}), nil)
+	if err == nil || !strings.Contains(err.Error(), "column m") || !strings.Contains(err.Error(), "Map(String, UInt64)") {
+		t.Errorf("unsupported type: err = %v", err)
+	}
+	_, err = Plan("db", "events", []ColumnInfo{{Name: "a`b", Type: "UInt8"}}, nil)
+	if err == nil || !strings.Contains(err.Error(), "backtick") {
+		t.Errorf("backtick identifier: err = %v", err)
+	}
+}
+
+func TestConvertSettings(t *testing.T) {
+	got, err := convertSettings(map[string]any{
+		"a": int64(5), "b": float64(3), "c": true, "d": "best_effort", "e": 1.5, "f": uint64(7), "g": 9,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := map[string]any{"a": 5, "b": 3, "c": true, "d": "best_effort", "e": "1.5", "f": 7, "g": 9}
+	for k, w := range want {
+		if got[k] != w {
+			t.Errorf("%s = %#v (%T), want %#v (%T)", k, got[k], got[k], w, w)
+		}
+	}
+	if _, err := convertSettings(map[string]any{"x": []int{1}}); err == nil || !strings.Contains(err.Error(), "setting x") {
+		t.Errorf("slice setting: err = %v", err)
+	}
+	if _, err := convertSettings(map[string]any{"x": uint64(1 << 63)}); err == nil {
+		t.Error("uint64 overflow: no error")
+	}
+}
+
+func TestPermanentClassification(t *testing.T) {
+	wrap := func(err error) error { return &InsertError{Table: "db.t", Err: err} }
+	for _, tc := range []struct {
+		name string
+		err  error
+		want bool
+	}{
+		{"no such column", &ch.Exception{Code: 16, Message: "No such column x in table db.t"}, true},
+		{"type mismatch", &ch.Exception{Code: 53}, true},
+		{"unknown table", &ch.Exception{Code: 60}, true},
+		{"cannot parse", &ch.Exception{Code: 27}, true},
+		{"access denied", &ch.Exception{Code: 497}, true},
+		{"auth failed", &ch.Exception{Code: 516}, true},
+		{"memory limit", &ch.Exception{Code: 241}, false},
+		{"too many parts", &ch.Exception{Code: 252}, false},
+		{"timeout exceeded", &ch.Exception{Code: 159}, false},
+		{"table read only", &ch.Exception{Code: 242}, false},
+		{"keeper", &ch.Exception{Code: 999}, false},
+		{"unknown status of insert", &ch.Exception{Code: 319}, false},
+		{"converter", &column.ColumnConverterError{Op: "Append", To: "Int64", From: "[]string"}, true},
+		{"append error", &appendError{err: errors.New(`could not convert "abc" to decimal`)}, true},
+		{"setting type", errors.New("query setting max_block_size has unsupported data type"), true},
+		{"eof", io.EOF, false},
+		{"deadline", context.DeadlineExceeded, false},
+		{"canceled", context.Canceled, false},
+		{"mismatch", &mismatchError{"chunk 0 has 2 columns"}, true},
+	} {
+		if got := Permanent(wrap(tc.err)); got != tc.want {
+			t.Errorf("%s: Permanent = %v, want %v", tc.name, got, tc.want)
+		}
+	}
+	if Permanent(nil) {
+		t.Error("Permanent(nil) = true")
+	}
+}
+
+func TestInsertErrorMessage(t *testing.T) {
+	err := &InsertError{Table: "db.t", Column: "amount", Type: "Decimal(18, 4)", Attempts: 3,
+		Err: &appendError{spans: "events/0@1[10,20)", err: errors.New(`could not convert "x1" to decimal`)}}
+	want := `insert into db.t: column amount (Decimal(18, 4)) (after 3 attempts): chunk with source events/0@1[10,20): could not convert "x1" to decimal`
+	if err.Error() != want {
+		t.Errorf("message\n got %s\nwant %s", err.Error(), want)
+	}
+}
+
+func TestBackoffFullJitterCapped(t *testing.T) {
+	s := NewShard(ShardOptions{Name: "b", InitialBackoff: 10 * time.Millisecond, MaxBackoff: 80 * time.Millisecond})
+	for attempt := 1; attempt <= 10; attempt++ {
+		limit := min(10*time.Millisecond<<(attempt-1), 80*time.Millisecond)
+		var maxSeen time.Duration
+		for range 200 {
+			d := s.backoff(attempt)
+			if d < 0 || d > limit {
+				t.Fatalf("attempt %d: backoff %v outside [0, %v]", attempt, d, limit)
+			}
+			maxSeen = max(maxSeen, d)
+		}
+		if maxSeen < limit/2 {
+			t.Errorf("attempt %d: largest of 200 backoffs %v, want near %v", attempt, maxSeen, limit)
+		}
+	}
+}
+
+func TestMetricsRegisterTwice(t *testing.T) {
+	reg := prometheus.NewRegistry()
+	m1 := NewMetrics(reg, prometheus.Labels{"pipeline": "p"})
+	m2 := NewMetrics(reg, prometheus.Labels{"pipeline": "p"})
+	m1.forShard("0").records.Add(2)
+	m2.forShard("0").records.Add(3)
+	if got := testutil.ToFloat64(m1.records.WithLabelValues("0")); got != 5 {
+		t.Errorf("shared counter = %v, want 5", got)
+	}
+	n, err := testutil.GatherAndCount(reg, "etl_queue_capacity", "etl_sink_records_total")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n != 2 { // shard 0's children exist from forShard on
+		t.Errorf("series = %d, want 2", n)
+	}
+	if probs, err := testutil.GatherAndLint(reg); err != nil || len(probs) > 0 {
+		t.Errorf("lint: %v %v", err, probs)
+	}
+}

@@ -1,0 +1,329 @@
+// Package kafka is the Kafka source: a franz-go consumer-group client whose
+// poll loop never blocks on the pipeline, with manual commits of offsets
+// computed by the pipeline and partition pause and resume for backpressure.
+package kafka
+
+import (
+	"context"
+	"crypto/tls"
+	"crypto/x509"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"strconv"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
+	"github.com/twmb/franz-go/pkg/sasl"
+	"github.com/twmb/franz-go/pkg/sasl/plain"
+	"github.com/twmb/franz-go/pkg/sasl/scram"
+
+	"github.com/etl-project/etl/config"
+)
+
+// Partitions maps topics to partition numbers, as franz-go's callbacks do.
+type Partitions = map[string][]int32
+
+// Handler receives what the source sees. Assigned, Revoked and Lost are
+// called from the group management goroutine, never concurrently with each
+// other nor, thanks to BlockRebalanceOnPoll, with Fetched. Fetched is called
+// from the poll loop and must not block.
+type Handler interface {
+	// Assigned is called before fetching starts for newly assigned partitions.
+	Assigned(ctx context.Context, p Partitions)
+	// Revoked is called when partitions are taken away in a rebalance or on
+	// leaving the group; it may block to finish in-flight work and commit.
+	Revoked(ctx context.Context, p Partitions)
+	// Lost is called when partitions were lost (session expired, fenced):
+	// nothing may be committed for them.
+	Lost(ctx context.Context, p Partitions)
+	// Fetched hands over the records of one partition from one poll.
+	Fetched(p *kgo.FetchTopicPartition)
+}
+
+// Options configures a Source.
+type Options struct {
+	Config   *config.Kafka
+	Pipeline string
+	Handler  Handler
+	Log      *slog.Logger
+	// Registerer receives the source's metrics; nil registers nothing.
+	Registerer prometheus.Registerer
+	// MaxPollRecords bounds the records one poll returns.
+	MaxPollRecords int
+}
+
+// Source is a consumer-group member.
+type Source struct {
+	cl      *kgo.Client
+	o       Options
+	log     *slog.Logger
+	metrics *metrics
+}
+
+// New builds the client. It does not contact the brokers until Run.
+func New(o Options) (*Source, error) {
+	if o.MaxPollRecords <= 0 {
+		o.MaxPollRecords = 10000
+	}
+	s := &Source{o: o, log: o.Log, metrics: newMetrics(o.Registerer)}
+	opts, err := clientOpts(o.Config)
+	if err != nil {
+		return nil, err
+	}
+	opts = append(opts,
+		kgo.ConsumerGroup(o.Config.GroupID),
+		kgo.ConsumeTopics(o.Config.Topics...),
+		kgo.DisableAutoCommit(),
+		kgo.BlockRebalanceOnPoll(),
+		kgo.OnPartitionsAssigned(func(ctx context.Context, _ *kgo.Client, p map[string][]int32) {
+			s.metrics.rebalances.Inc()
+			s.metrics.assigned.Add(float64(count(p)))
+			s.log.Info("partitions assigned", "partitions", p)
+			o.Handler.Assigned(ctx, p)
+		}),
+		kgo.OnPartitionsRevoked(func(ctx context.Context, _ *kgo.Client, p map[string][]int32) {
+			if len(p) == 0 {
+				return
+			}
+			s.metrics.assigned.Sub(float64(count(p)))
+			s.log.Info("partitions revoked", "partitions", p)
+			o.Handler.Revoked(ctx, p)
+		}),
+		kgo.OnPartitionsLost(func(ctx context.Context, _ *kgo.Client, p map[string][]int32) {
+			if len(p) == 0 {
+				return
+			}
+			s.metrics.assigned.Sub(float64(count(p)))
+			s.log.Warn("partitions lost", "partitions", p)
+			o.Handler.Lost(ctx, p)
+		}),
+	)
+	switch o.Config.StartOffset {
+	case "latest":
+		opts = append(opts, kgo.ConsumeResetOffset(kgo.NewOffset().AtEnd()))
+	default:
+		opts = append(opts, kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()))
+	}
+	if d := o.Config.SessionTimeout.D(); d > 0 {
+		opts = append(opts, kgo.SessionTimeout(d))
+	}
+	if d := o.Config.RebalanceTimeout.D(); d > 0 {
+		opts = append(opts, kgo.RebalanceTimeout(d))
+	}
+	if d := o.Config.FetchMaxWait.D(); d > 0 {
+		opts = append(opts, kgo.FetchMaxWait(d))
+	}
+	// The fetch limits are the hard backstop under the byte budget: at most
+	// fetch_max_bytes per broker response is buffered by the client before
+	// the pipeline counts it.
+	if b := o.Config.FetchMaxBytes; b > 0 {
+		opts = append(opts, kgo.FetchMaxBytes(int32(min(int64(b), 1<<30))))
+	}
+	if b := o.Config.FetchMaxPartitionBytes; b > 0 {
+		opts = append(opts, kgo.FetchMaxPartitionBytes(int32(min(int64(b), 1<<30))))
+	}
+	cl, err := kgo.NewClient(opts...)
+	if err != nil {
+		return nil, fmt.Errorf("kafka client: %w", err)
+	}
+	s.cl = cl
+	return s, nil
+}
+
+// clientOpts returns the connection options shared by consumers and
+// producers: brokers, client id, TLS and SASL.
+func clientOpts(c *config.Kafka) ([]kgo.Opt, error) {
+	opts := []kgo.Opt{kgo.SeedBrokers(c.Brokers...)}
+	if c.ClientID != "" {
+		opts = append(opts, kgo.ClientID(c.ClientID))
+	}
+	if c.TLS != nil && c.TLS.Enabled {
+		tc, err := tlsConfig(c.TLS)
+		if err != nil {
+			return nil, err
+		}
+		opts = append(opts, kgo.DialTLSConfig(tc))
+	}
+	if c.SASL != nil {
+		m, err := saslMechanism(c.SASL)
+		if err != nil {
+			return nil, err
+		}
+		opts = append(opts, kgo.SASL(m))
+	}
+	return opts, nil
+}
+
+// ClientOpts returns the connection options of c for other clients of the
+// same cluster (producers, admin).
+func ClientOpts(c *config.Kafka) ([]kgo.Opt, error) { return clientOpts(c) }
+
+func tlsConfig(c *config.TLS) (*tls.Config, error) {
+	tc := &tls.Config{MinVersion: tls.VersionTLS12, ServerName: c.ServerName, InsecureSkipVerify: c.InsecureSkipVerify} //nolint:gosec // the user's explicit choice
+	if c.CAFile != "" {
+		pem, err := os.ReadFile(c.CAFile)
+		if err != nil {
+			return nil, fmt.Errorf("source.kafka.tls.ca_file: %w", err)
+		}
+		pool := x509.NewCertPool()
+		if !pool.AppendCertsFromPEM(pem) {
+			return nil, fmt.Errorf("source.kafka.tls.ca_file: no certificate found in %s", c.CAFile)
+		}
+		tc.RootCAs = pool
+	}
+	if c.CertFile != "" || c.KeyFile != "" {
+		cert, err := tls.LoadX509KeyPair(c.CertFile, c.KeyFile)
+		if err != nil {
+			return nil, fmt.Errorf("source.kafka.tls.cert_file/key_file: %w", err)
+		}
+		tc.Certificates = []tls.Certificate{cert}
+	}
+	return tc, nil
+}
+
+func saslMechanism(c *config.SASL) (sasl.Mechanism, error) {
+	switch c.Mechanism {
+	case "PLAIN":
+		return plain.Auth{User: c.Username, Pass: c.Password.Value()}.AsMechanism(), nil
+	case "SCRAM-SHA-256":
+		return scram.Auth{User: c.Username, Pass: c.Password.Value()}.AsSha256Mechanism(), nil
+	case "SCRAM-SHA-512":
+		return scram.Auth{User: c.Username, Pass: c.Password.Value()}.AsSha512Mechanism(), nil
+	}
+	return nil, fmt.Errorf("source.kafka.sasl.mechanism: %q is not one of PLAIN, SCRAM-SHA-256, SCRAM-SHA-512", c.Mechanism)
+}
+
+// Run is the poll loop: it polls, hands each partition's records to the
+// handler and allows rebalances between polls, until ctx is cancelled. It
+// never waits on the pipeline: backpressure acts by pausing partitions.
+func (s *Source) Run(ctx context.Context) error {
+	var lastErr time.Time
+	for {
+		start := time.Now()
+		fs := s.cl.PollRecords(ctx, s.o.MaxPollRecords)
+		s.metrics.pollSeconds.Observe(time.Since(start).Seconds())
+		if fs.IsClientClosed() || ctx.Err() != nil {
+			s.cl.AllowRebalance()
+			return nil
+		}
+		fs.EachError(func(topic string, p int32, err error) {
+			if errors.Is(err, context.Canceled) {
+				return
+			}
+			s.metrics.fetchErrors.Inc()
+			if time.Since(lastErr) > 5*time.Second {
+				lastErr = time.Now()
+				s.log.Warn("fetch error", "topic", topic, "partition", p, "err", err)
+			}
+		})
+		fs.EachPartition(func(p kgo.FetchTopicPartition) {
+			if len(p.Records) == 0 {
+				return
+			}
+			n := 0
+			for _, r := range p.Records {
+				n += len(r.Value) + len(r.Key)
+			}
+			s.metrics.records.Add(float64(len(p.Records)))
+			s.metrics.bytes.Add(float64(n))
+			s.o.Handler.Fetched(&p)
+		})
+		s.cl.AllowRebalance()
+	}
+}
+
+// Pause stops fetching p. Records already polled are the caller's; records
+// buffered by the client for p are fetched again after Resume.
+func (s *Source) Pause(p Partitions) { s.cl.PauseFetchPartitions(p) }
+
+// Resume restarts fetching p.
+func (s *Source) Resume(p Partitions) { s.cl.ResumeFetchPartitions(p) }
+
+// Offset is an offset to commit: the next offset to read.
+type Offset struct {
+	Topic     string
+	Partition int32
+	Offset    int64
+}
+
+// Commit synchronously commits offsets for the group. It fails if any
+// partition's commit fails.
+func (s *Source) Commit(ctx context.Context, offsets []Offset) error {
+	if len(offsets) == 0 {
+		return nil
+	}
+	m := map[string]map[int32]kgo.EpochOffset{}
+	for _, o := range offsets {
+		if m[o.Topic] == nil {
+			m[o.Topic] = map[int32]kgo.EpochOffset{}
+		}
+		m[o.Topic][o.Partition] = kgo.EpochOffset{Epoch: -1, Offset: o.Offset}
+	}
+	var cerr error
+	s.cl.CommitOffsetsSync(ctx, m, func(_ *kgo.Client, _ *kmsg.OffsetCommitRequest, resp *kmsg.OffsetCommitResponse, err error) {
+		if err != nil {
+			cerr = err
+			return
+		}
+		for _, t := range resp.Topics {
+			for _, p := range t.Partitions {
+				if e := kerr.ErrorForCode(p.ErrorCode); e != nil && cerr == nil {
+					cerr = fmt.Errorf("%s/%d: %w", t.Topic, p.Partition, e)
+				}
+			}
+		}
+	})
+	if cerr != nil {
+		s.metrics.commitErrors.Inc()
+		return fmt.Errorf("commit offsets: %w", cerr)
+	}
+	return nil
+}
+
+// Close leaves the group (running the final Revoked callback) and closes
+// the client.
+func (s *Source) Close() { s.cl.CloseAllowingRebalance() }
+
+// Client is the underlying client, for producing to the same cluster.
+func (s *Source) Client() *kgo.Client { return s.cl }
+
+func count(p map[string][]int32) int {
+	n := 0
+	for _, ps := range p {
+		n += len(ps)
+	}
+	return n
+}
+
+type metrics struct {
+	records, bytes, fetchErrors, rebalances, commitErrors prometheus.Counter
+	assigned                                              prometheus.Gauge
+	pollSeconds                                           prometheus.Histogram
+}
+
+func newMetrics(reg prometheus.Registerer) *metrics {
+	m := &metrics{
+		records:      prometheus.NewCounter(prometheus.CounterOpts{Name: "etl_source_records_total", Help: "Records fetched from Kafka."}),
+		bytes:        prometheus.NewCounter(prometheus.CounterOpts{Name: "etl_source_bytes_total", Help: "Key and value bytes fetched from Kafka."}),
+		fetchErrors:  prometheus.NewCounter(prometheus.CounterOpts{Name: "etl_source_fetch_errors_total", Help: "Errors returned by fetches."}),
+		rebalances:   prometheus.NewCounter(prometheus.CounterOpts{Name: "etl_source_rebalances_total", Help: "Partition assignments received from the consumer group."}),
+		commitErrors: prometheus.NewCounter(prometheus.CounterOpts{Name: "etl_checkpoint_commit_errors_total", Help: "Offset commits that failed."}),
+		assigned:     prometheus.NewGauge(prometheus.GaugeOpts{Name: "etl_source_assigned_partitions", Help: "Partitions assigned to this member now."}),
+		pollSeconds: prometheus.NewHistogram(prometheus.HistogramOpts{
+			Name: "etl_source_poll_duration_seconds", Help: "Time one poll waited for records.",
+			Buckets: prometheus.ExponentialBuckets(0.0005, 4, 9),
+		}),
+	}
+	if reg != nil {
+		reg.MustRegister(m.records, m.bytes, m.fetchErrors, m.rebalances, m.commitErrors, m.assigned, m.pollSeconds)
+	}
+	return m
+}
+
+// partitionLabel formats a partition number for a metric label.
+func partitionLabel(p int32) string { return strconv.Itoa(int(p)) }
