@@ -153,8 +153,8 @@ func (b *Budget) Check(now time.Time) Action {
 // Sizing holds the quantities of the budget's sizing rule.
 type Sizing struct {
 	Shards, MaxInflightPerShard, QueueCapacity int
-	BatchMaxBytes, ChunkTargetBytes          int64
-	LowRatio                                 float64
+	BatchMaxBytes, ChunkTargetBytes            int64
+	LowRatio                                   float64
 }
 
 // Steady is what the sink legitimately keeps in flight in steady state:

@@ -6,7 +6,6 @@ import (
 	"runtime/debug"
 	"strconv"
 	"strings"
-
 )
 
 // setMemoryLimit sets the Go runtime's soft memory limit so that garbage
