@@ -563,9 +563,9 @@ func TestValidate(t *testing.T) {
 }
 
 // TestReferenceDefaults checks that every default given in
-// docs/CONFIG-REFERENCE.md equals the value in Defaults().
+// README.md equals the value in Defaults().
 func TestReferenceDefaults(t *testing.T) {
-	doc, err := os.ReadFile("../docs/CONFIG-REFERENCE.md")
+	doc, err := os.ReadFile("../README.md")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -616,9 +616,9 @@ func TestReferenceDefaults(t *testing.T) {
 }
 
 // TestReferenceCoversEveryKey checks that every key of Config has a row in
-// docs/CONFIG-REFERENCE.md.
+// README.md.
 func TestReferenceCoversEveryKey(t *testing.T) {
-	doc, err := os.ReadFile("../docs/CONFIG-REFERENCE.md")
+	doc, err := os.ReadFile("../README.md")
 	if err != nil {
 		t.Fatal(err)
 	}

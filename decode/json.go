@@ -85,7 +85,7 @@ type JSON struct {
 	scratch     []byte
 	max         int
 	visitFn     func(key []byte, v *fastjson.Value)
-	lookupByGet bool // find fields by Object.Get per column instead of one Visit (benchmarks)
+	lookupByGet bool // benchmarks only: Object.Get per column (first duplicate wins) instead of one Visit
 }
 
 // colPlan is the compiled plan of one column.
@@ -180,7 +180,7 @@ func (d *JSON) Decode(value []byte, c *chunk.Chunk) (int, error) {
 	}
 	o, err := v.Object()
 	if err != nil {
-		return 0, &Error{Reason: ReasonCorrupt, Err: fmt.Errorf("record is %s, want an object", v.Type())}
+		return 0, &Error{Reason: ReasonCorrupt, Err: fmt.Errorf("record is %s, want an object", article(v.Type()))}
 	}
 	clear(d.slots)
 	if d.lookupByGet {
@@ -504,8 +504,8 @@ func isUUID(b []byte) bool {
 		return false
 	}
 	var bad uint8
-	for i, c := range b {
-		if i != 8 && i != 13 && i != 18 && i != 23 {
+	for _, g := range [...][]byte{b[0:8], b[9:13], b[14:18], b[19:23], b[24:36]} {
+		for _, c := range g {
 			bad |= notHex[c]
 		}
 	}

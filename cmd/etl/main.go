@@ -53,14 +53,14 @@ func run(args []string, stdout, stderr io.Writer) int {
 			args = args[1:]
 		}
 	}
-	return runPipeline(args, stderr)
+	return runPipeline(args, stdout, stderr)
 }
 
-func runPipeline(args []string, stderr io.Writer) int {
+func runPipeline(args []string, stdout, stderr io.Writer) int {
 	fs := flag.NewFlagSet("etl", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	path := fs.String("config", "", "pipeline configuration `file` (YAML)")
-	progress := fs.Bool("progress", false, "print a live progress line to stderr")
+	progress := fs.Bool("progress", false, "print a live progress line to stdout")
 	cpuProfile := fs.String("cpuprofile", "", "write a CPU profile of the run to `file`")
 	if err := fs.Parse(args); err != nil {
 		return exitUsage
@@ -119,10 +119,11 @@ func runPipeline(args []string, stderr io.Writer) int {
 	}
 	defer srv.Close()
 	if *progress {
-		stop := startProgress(p, stderr)
+		stop := startProgress(p, stdout)
 		defer stop()
 	}
 	err = p.Run(ctx)
+	logUsage(log)
 	switch {
 	case err == nil:
 		return exitOK
@@ -150,4 +151,14 @@ func newLogger(c config.Log, w io.Writer) *slog.Logger {
 		return slog.New(slog.NewJSONHandler(w, o))
 	}
 	return slog.New(slog.NewTextHandler(w, o))
+}
+
+// logUsage logs the process's CPU time and peak RSS, for benchmarks.
+func logUsage(log *slog.Logger) {
+	var ru syscall.Rusage
+	if syscall.Getrusage(syscall.RUSAGE_SELF, &ru) != nil {
+		return
+	}
+	cpu := float64(ru.Utime.Sec+ru.Stime.Sec) + float64(ru.Utime.Usec+ru.Stime.Usec)/1e6
+	log.Info("resource usage", "cpu_seconds", fmt.Sprintf("%.2f", cpu), "max_rss_bytes", ru.Maxrss*1024)
 }

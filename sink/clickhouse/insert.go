@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
 	"slices"
 	"strings"
 
@@ -31,6 +32,15 @@ func (c *Client) Insert(ctx context.Context, t *Target, chunks []*chunk.Chunk) (
 	if err := checkChunks(t, chunks); err != nil {
 		return &InsertError{Table: name, Err: err}
 	}
+	rows := 0
+	for _, ch := range chunks {
+		rows += ch.Rows
+	}
+	if rows == 0 {
+		// Chunks whose records were all filtered out carry only source
+		// spans: there is nothing to send, and they are done.
+		return nil
+	}
 	ictx := ctx
 	if c.opts.InsertTimeout > 0 {
 		var cancel context.CancelFunc
@@ -46,7 +56,9 @@ func (c *Client) Insert(ctx context.Context, t *Target, chunks []*chunk.Chunk) (
 			return
 		}
 		var ie *InsertError
-		if ictx.Err() != nil && errors.As(err, &ie) {
+		// The driver's socket deadline comes from ictx and may fire a
+		// moment before ictx reports its own expiry.
+		if (ictx.Err() != nil || errors.Is(err, os.ErrDeadlineExceeded)) && errors.As(err, &ie) {
 			ie.Err = fmt.Errorf("insert timeout %s exceeded: %w", c.opts.InsertTimeout, errors.Join(ictx.Err(), ie.Err))
 		}
 	}()

@@ -412,12 +412,20 @@ func TestShardLingerAndCloseBeforeRun(t *testing.T) {
 	}
 	two := idChunk(t, tg, 3, 3)
 	s.TryEnqueue(two)
+	// A chunk whose records were all filtered out: no rows, only a span.
+	empty := buildChunk(t, tg, 100, nil)
+	empty.AddRange("events", 0, 1, 100, 150)
+	s.TryEnqueue(empty)
 	s.Close()
 	if err := wait(t, res, 10*time.Second); err != nil {
 		t.Fatal(err)
 	}
-	if a.count(two) != 1 || testutil.ToFloat64(m.flushes.WithLabelValues("l", reasonDrain)) != 1 {
-		t.Errorf("Close did not drain the partial batch: acked %d", a.count(two))
+	if a.count(two) != 1 || a.count(empty) != 1 || testutil.ToFloat64(m.flushes.WithLabelValues("l", reasonDrain)) != 1 {
+		t.Errorf("Close did not drain the partial batch: acked %d and %d", a.count(two), a.count(empty))
+	}
+	// A batch of empty chunks only is done without a server round trip.
+	if err := c.Insert(context.Background(), tg, []*chunk.Chunk{empty}); err != nil {
+		t.Errorf("insert of an empty chunk: %v", err)
 	}
 
 	// Closed before Run: Run returns at once.

@@ -47,10 +47,10 @@ func TestMillionRecords(t *testing.T) {
 func TestSIGTERMRestart(t *testing.T) {
 	const n = 400_000
 	e := newEnv(t)
-	e.produce(0, n)
 	cfg := e.config("sigterm", "")
 	p := startETL(t, cfg)
-	e.waitRows(n/5, 2*time.Minute, p)
+	produced := e.produceAsync(0, n, 100_000)
+	e.waitRows(n/4, 2*time.Minute, p)
 	if code := p.stop(t, syscall.SIGTERM, 30*time.Second); code != 0 {
 		t.Fatalf("exit code %d after SIGTERM, want 0", code)
 	}
@@ -72,6 +72,9 @@ func TestSIGTERMRestart(t *testing.T) {
 	}
 
 	p2 := startETL(t, cfg)
+	if err := produced(); err != nil {
+		t.Fatal(err)
+	}
 	e.waitRows(n, 2*time.Minute, p2)
 	e.waitCommitted("sigterm", time.Minute)
 	if code := p2.stop(t, syscall.SIGTERM, 30*time.Second); code != 0 {
@@ -94,9 +97,9 @@ func TestSIGTERMRestart(t *testing.T) {
 func TestKill9Restart(t *testing.T) {
 	const n = 400_000
 	e := newEnv(t)
-	e.produce(0, n)
 	cfg := e.config("kill9", "")
 	p := startETL(t, cfg)
+	produced := e.produceAsync(0, n, 100_000)
 	e.waitRows(n/4, 2*time.Minute, p)
 	// Let at least one commit happen past the first rows.
 	time.Sleep(700 * time.Millisecond)
@@ -109,6 +112,9 @@ func TestKill9Restart(t *testing.T) {
 	if rows >= n {
 		t.Fatalf("the kill came after every record was written: the test proves nothing")
 	}
+	if len(committed) == 0 {
+		t.Fatalf("nothing was committed before the kill: the test proves little")
+	}
 	// Everything committed was written.
 	countsBefore, _ := e.idCounts(n)
 	for id, c := range countsBefore {
@@ -119,6 +125,9 @@ func TestKill9Restart(t *testing.T) {
 	}
 
 	p2 := startETL(t, cfg)
+	if err := produced(); err != nil {
+		t.Fatal(err)
+	}
 	e.waitRows(n, 2*time.Minute, p2)
 	e.waitCommitted("kill9", time.Minute)
 	if code := p2.stop(t, syscall.SIGTERM, 30*time.Second); code != 0 {

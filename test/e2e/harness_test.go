@@ -63,6 +63,34 @@ func (e *env) produce(start, count uint64) {
 	}
 }
 
+// produceAsync sends records [start, start+count) at rate records/s in
+// the background; the returned function waits for the result.
+func (e *env) produceAsync(start, count uint64, rate int) func() error {
+	cl, err := kgo.NewClient(kgo.SeedBrokers(e.kb.Addr()),
+		kgo.RecordPartitioner(kgo.ManualPartitioner()),
+		kgo.ProducerLinger(5*time.Millisecond), kgo.MaxBufferedRecords(100000))
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	finished := make(chan struct{})
+	var perr error
+	go func() {
+		defer close(finished)
+		defer cl.Close()
+		n, err := gen.Produce(ctx, cl, gen.ProduceOptions{Topic: topic, Seed: seed, Start: start, Count: count, Rate: rate, Partitions: partitions})
+		if err == nil && n != count {
+			err = fmt.Errorf("produced %d of %d records", n, count)
+		}
+		perr = err
+	}()
+	e.t.Cleanup(func() { cancel(); <-finished })
+	return func() error {
+		<-finished
+		return perr
+	}
+}
+
 // config writes a pipeline file for group and returns its path.
 func (e *env) config(group string, extra string) string {
 	e.t.Helper()

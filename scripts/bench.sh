@@ -1,0 +1,55 @@
+#!/usr/bin/env bash
+# The end-to-end benchmark: N generated JSON records (6 columns) are
+# produced to a fresh local broker, then the pipeline moves the backlog into
+# a fresh local ClickHouse. Prints rows/s (from the pipeline's start to the
+# last row in ClickHouse), etl's CPU seconds per million rows and its peak
+# RSS. The broker and ClickHouse run on the same machine and share its CPUs.
+#   N=2000000 CONFIG=configs/bench.yaml scripts/bench.sh
+set -euo pipefail
+cd "$(dirname "$0")/.."
+N=${N:-2000000}
+CONFIG=${CONFIG:-configs/bench.yaml}
+DIR=${BENCH_DIR:-$(mktemp -d /tmp/etl-bench.XXXXXX)}
+CH_TCP=${CH_TCP:-29000}
+CH_HTTP=${CH_HTTP:-28123}
+BROKER=${BROKER:-127.0.0.1:29092}
+[[ -x bin/etl && -x bin/devbroker ]] || make build >/dev/null
+
+cleanup() {
+	[[ -n "${etl:-}" ]] && kill -9 "$etl" 2>/dev/null || true
+	[[ -n "${broker:-}" ]] && kill "$broker" 2>/dev/null || true
+	scripts/clickhouse.sh stop --dir "$DIR/clickhouse" >/dev/null 2>&1 || true
+}
+trap cleanup EXIT
+
+scripts/clickhouse.sh start --dir "$DIR/clickhouse" --tcp-port "$CH_TCP" --http-port "$CH_HTTP" >/dev/null
+bin/devbroker -listen "$BROKER" -topics events -partitions 6 >"$DIR/broker.log" 2>&1 &
+broker=$!
+for _ in $(seq 100); do
+	(echo >"/dev/tcp/${BROKER%:*}/${BROKER#*:}") 2>/dev/null && break
+	sleep 0.1
+done
+q() { curl -sSf "http://127.0.0.1:$CH_HTTP/" --data-binary "$1"; }
+bin/etl gen -ddl -table default.events | q "$(cat)"
+bin/etl gen -brokers "$BROKER" -topic events -count "$N" >"$DIR/gen.log"
+cat "$DIR/gen.log"
+
+start=$(date +%s.%N)
+KAFKA_BROKERS=$BROKER CLICKHOUSE_ADDR=127.0.0.1:$CH_TCP bin/etl -config "$CONFIG" ${PROFILE:+-cpuprofile "$PROFILE"} 2>"$DIR/etl.log" &
+etl=$!
+while [[ "$(q 'SELECT count() FROM default.events')" -lt "$N" ]]; do
+	kill -0 "$etl" 2>/dev/null || { echo "etl exited early; see $DIR/etl.log" >&2; tail -5 "$DIR/etl.log" >&2; exit 1; }
+	sleep 0.05
+done
+end=$(date +%s.%N)
+kill -TERM "$etl"
+wait "$etl" || true
+etl=
+rows=$(q 'SELECT count() FROM default.events')
+usage=$(grep 'resource usage' "$DIR/etl.log" | tail -1)
+cpu=$(sed -E 's/.*cpu_seconds=([0-9.]+).*/\1/' <<<"$usage")
+rss=$(sed -E 's/.*max_rss_bytes=([0-9]+).*/\1/' <<<"$usage")
+awk -v n="$rows" -v s="$start" -v e="$end" -v cpu="$cpu" -v rss="$rss" 'BEGIN {
+	el = e - s
+	printf "rows: %d in %.2f s\nthroughput: %.0f rows/s\netl CPU: %.2f s (%.2f CPU-s per million rows)\netl peak RSS: %.1f MiB\n", n, el, n / el, cpu, cpu / (n / 1e6), rss / 1048576
+}'
