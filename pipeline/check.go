@@ -4,9 +4,12 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
+	"log/slog"
 	"strings"
 
 	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/etl-project/etl/config"
@@ -39,7 +42,7 @@ func Check(ctx context.Context, cfg *config.Config) ([]string, error) {
 		for _, t := range cfg.Source.Kafka.Topics {
 			d, ok := topics[t]
 			switch {
-			case !ok || errors.Is(d.Err, nil) && len(d.Partitions) == 0:
+			case !ok || errors.Is(d.Err, kerr.UnknownTopicOrPartition) || d.Err == nil && len(d.Partitions) == 0:
 				problems = append(problems, fmt.Errorf("source.kafka.topics: topic %q does not exist", t))
 			case d.Err != nil:
 				problems = append(problems, fmt.Errorf("source.kafka.topics: topic %q: %w", t, d.Err))
@@ -54,7 +57,7 @@ func Check(ctx context.Context, cfg *config.Config) ([]string, error) {
 		Addr: chc.Addr, Database: chc.Database, Table: chc.Table, User: chc.User, Password: chc.Password.Value(),
 		DialTimeout: chc.DialTimeout.D(), InsertTimeout: chc.InsertTimeout.D(), Settings: chc.Settings,
 		Compression: chc.Compression, Columns: chc.Columns,
-	}, nil)
+	}, slog.New(slog.NewTextHandler(io.Discard, nil)))
 	if err != nil {
 		problems = append(problems, fmt.Errorf("sink.clickhouse: %w", err))
 		return report, errors.Join(problems...)

@@ -34,6 +34,10 @@ bin/etl gen -ddl -table default.events | q "$(cat)"
 bin/etl gen -brokers "$BROKER" -topic events -count "$N" >"$DIR/gen.log"
 cat "$DIR/gen.log"
 
+# CPU seconds a process has used so far (utime + stime).
+cpu_of() { awk -v hz="$(getconf CLK_TCK)" '{ printf "%.2f", ($14 + $15) / hz }' "/proc/$1/stat" 2>/dev/null || echo 0; }
+chpid=$(cat "$DIR/clickhouse/clickhouse.pid")
+ch0=$(cpu_of "$chpid"); br0=$(cpu_of "$broker")
 start=$(date +%s.%N)
 KAFKA_BROKERS=$BROKER CLICKHOUSE_ADDR=127.0.0.1:$CH_TCP bin/etl -config "$CONFIG" ${PROFILE:+-cpuprofile "$PROFILE"} 2>"$DIR/etl.log" &
 etl=$!
@@ -42,6 +46,7 @@ while [[ "$(q 'SELECT count() FROM default.events')" -lt "$N" ]]; do
 	sleep 0.05
 done
 end=$(date +%s.%N)
+ch1=$(cpu_of "$chpid"); br1=$(cpu_of "$broker")
 kill -TERM "$etl"
 wait "$etl" || true
 etl=
@@ -49,7 +54,9 @@ rows=$(q 'SELECT count() FROM default.events')
 usage=$(grep 'resource usage' "$DIR/etl.log" | tail -1)
 cpu=$(sed -E 's/.*cpu_seconds=([0-9.]+).*/\1/' <<<"$usage")
 rss=$(sed -E 's/.*max_rss_bytes=([0-9]+).*/\1/' <<<"$usage")
-awk -v n="$rows" -v s="$start" -v e="$end" -v cpu="$cpu" -v rss="$rss" 'BEGIN {
+awk -v n="$rows" -v s="$start" -v e="$end" -v cpu="$cpu" -v rss="$rss" -v ch0="$ch0" -v ch1="$ch1" -v br0="$br0" -v br1="$br1" -v cores="$(nproc)" 'BEGIN {
+	ch = ch1 - ch0; br = br1 - br0
 	el = e - s
 	printf "rows: %d in %.2f s\nthroughput: %.0f rows/s\netl CPU: %.2f s (%.2f CPU-s per million rows)\netl peak RSS: %.1f MiB\n", n, el, n / el, cpu, cpu / (n / 1e6), rss / 1048576
+	printf "during the run: ClickHouse CPU %.2f s, broker CPU %.2f s (machine: %.1f CPU-s available)\n", ch, br, el * cores
 }'

@@ -1,0 +1,110 @@
+package main
+
+import (
+	"bytes"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/etl-project/etl/gen"
+	"github.com/etl-project/etl/internal/testenv"
+)
+
+func writeFile(t *testing.T, name, text string) string {
+	t.Helper()
+	p := filepath.Join(t.TempDir(), name)
+	if err := os.WriteFile(p, []byte(text), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+func TestVersion(t *testing.T) {
+	var out, errb bytes.Buffer
+	if code := run([]string{"version"}, &out, &errb); code != 0 || !strings.HasPrefix(out.String(), "etl ") {
+		t.Fatalf("version: code %d, out %q", code, out.String())
+	}
+}
+
+// TestValidateBrokenFiles: `etl validate` exits 2 and prints every problem
+// with file, line, column and key path.
+func TestValidateBrokenFiles(t *testing.T) {
+	cases := []struct {
+		name, yaml string
+		want       []string
+	}{
+		{"unknown-key.yaml", `pipeline: {name: x}
+source: {kafka: {brokers: [a:1], topics: [t], group_id: g}}
+sink:
+  clickhouse:
+    addr: [b:2]
+    table: t
+    batch: {lingr: 1s}
+`, []string{`unknown-key.yaml:7:13: sink.clickhouse.batch.lingr: unknown key "lingr" (did you mean "linger"?)`}},
+		{"two-errors.yaml", `pipeline: {name: x}
+source: {kafka: {brokers: [a:1], topics: [t], group_id: g, start_offset: middle}}
+sink:
+  clickhouse:
+    addr: [b:2]
+    batch: {max_rows: -5}
+`, []string{
+			`two-errors.yaml:2:74: source.kafka.start_offset:`,
+			`two-errors.yaml:4:3: sink.clickhouse.table: required key is missing`,
+			`two-errors.yaml:6:23: sink.clickhouse.batch.max_rows:`,
+		}},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			path := writeFile(t, c.name, c.yaml)
+			var out, errb bytes.Buffer
+			code := run([]string{"validate", "-config", path}, &out, &errb)
+			if code != exitUsage {
+				t.Fatalf("exit code %d, want %d; stderr:\n%s", code, exitUsage, errb.String())
+			}
+			for _, w := range c.want {
+				if !strings.Contains(errb.String(), strings.Replace(w, c.name, path, 1)) {
+					t.Errorf("stderr lacks %q:\n%s", w, errb.String())
+				}
+			}
+		})
+	}
+}
+
+// TestValidateConnect: `etl validate -connect` reaches a real broker and
+// ClickHouse, reports the column mapping, and fails with a clear message
+// for a missing topic and for a missing table.
+func TestValidateConnect(t *testing.T) {
+	kb := testenv.Kafka(t)
+	kb.CreateTopic(t, "events", 2)
+	ch := testenv.ClickHouse(t)
+	ch.Exec(t, gen.TableDDL("default", "events"))
+	cfg := func(topic, table string) string {
+		return writeFile(t, "p.yaml", fmt.Sprintf(`pipeline: {name: x}
+source: {kafka: {brokers: [%q], topics: [%s], group_id: g}}
+sink: {clickhouse: {addr: [%q], table: %s}}
+metrics: {listen: "off"}
+`, kb.Addr(), topic, ch.TCPAddr(), table))
+	}
+	var out, errb bytes.Buffer
+	if code := run([]string{"validate", "-connect", "-config", cfg("events", "events")}, &out, &errb); code != 0 {
+		t.Fatalf("exit code %d; stdout:\n%s\nstderr:\n%s", code, out.String(), errb.String())
+	}
+	for _, w := range []string{"topic events has 2 partitions", "table default.events has 6 insertable columns", "column note Nullable(String) <- field note"} {
+		if !strings.Contains(out.String(), w) {
+			t.Errorf("report lacks %q:\n%s", w, out.String())
+		}
+	}
+
+	out.Reset()
+	errb.Reset()
+	if code := run([]string{"validate", "-connect", "-config", cfg("nosuch", "missing")}, &out, &errb); code != exitFailed {
+		t.Fatalf("exit code %d for a missing topic and table", code)
+	}
+	for _, w := range []string{`topic "nosuch" does not exist`, "table default.missing does not exist"} {
+		if !strings.Contains(errb.String(), w) {
+			t.Errorf("stderr lacks %q:\n%s", w, errb.String())
+		}
+	}
+}

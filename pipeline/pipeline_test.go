@@ -1,0 +1,207 @@
+package pipeline
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"os"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/etl-project/etl/config"
+	"github.com/etl-project/etl/gen"
+	"github.com/etl-project/etl/internal/testenv"
+)
+
+const seed = 7
+
+// testConfig is a pipeline from the broker's topic to default.events.
+func testConfig(t *testing.T, kb *testenv.Broker, ch *testenv.CH, group string) *config.Config {
+	t.Helper()
+	y := fmt.Sprintf(`pipeline: {name: test, workers: 2}
+source:
+  kafka: {brokers: [%q], topics: [events], group_id: %s, session_timeout: 6s}
+sink:
+  clickhouse:
+    addr: [%q]
+    table: events
+    batch: {max_rows: 5000, max_bytes: 4MiB, linger: 100ms}
+    retry: {initial_backoff: 50ms, max_backoff: 500ms}
+checkpoint: {commit_interval: 200ms, drain_timeout: 20s}
+metrics: {listen: "off"}
+`, kb.Addr(), group, ch.TCPAddr())
+	cfg, err := config.Parse([]byte(y), "test.yaml", func(string) (string, bool) { return "", false })
+	if err != nil {
+		t.Fatal(err)
+	}
+	return cfg
+}
+
+func testLogger(t *testing.T) *slog.Logger {
+	if testing.Verbose() {
+		return slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelDebug}))
+	}
+	return slog.New(slog.NewTextHandler(&testWriter{t}, &slog.HandlerOptions{Level: slog.LevelWarn}))
+}
+
+type testWriter struct{ t *testing.T }
+
+func (w *testWriter) Write(b []byte) (int, error) {
+	w.t.Log(strings.TrimSpace(string(b)))
+	return len(b), nil
+}
+
+// produce sends generated records [start, start+n) with raw overrides:
+// bad maps a record number to the value to send instead of its JSON.
+func produce(t *testing.T, kb *testenv.Broker, start, n uint64, bad map[uint64][]byte) {
+	t.Helper()
+	recs := make([]*kgo.Record, 0, n)
+	for i := start; i < start+n; i++ {
+		v := gen.Make(seed, i).AppendJSON(nil)
+		if b, ok := bad[i]; ok {
+			v = b
+		}
+		recs = append(recs, &kgo.Record{Topic: "events", Partition: int32(i % 3), Value: v})
+	}
+	cl := kb.Client(t, kgo.RecordPartitioner(kgo.ManualPartitioner()), kgo.MaxBufferedRecords(int(n)+1))
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	if err := cl.ProduceSync(ctx, recs...).FirstErr(); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func setup(t *testing.T) (*testenv.Broker, *testenv.CH) {
+	t.Helper()
+	kb := testenv.Kafka(t)
+	kb.CreateTopic(t, "events", 3)
+	ch := testenv.ClickHouse(t)
+	ch.Exec(t, gen.TableDDL("default", "events"))
+	return kb, ch
+}
+
+func waitFor(t *testing.T, what string, timeout time.Duration, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(timeout)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting for %s", what)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+// TestPipelineInProcess runs the whole pipeline in the test process (under
+// the race detector in CI): every record arrives once, offsets are
+// committed to the end, and a graceful stop returns nil.
+func TestPipelineInProcess(t *testing.T) {
+	kb, ch := setup(t)
+	const n = 30000
+	produce(t, kb, 0, n, nil)
+	reg := prometheus.NewPedanticRegistry()
+	p, err := New(context.Background(), Options{Config: testConfig(t, kb, ch, "inproc"), Log: testLogger(t), Registerer: reg})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- p.Run(ctx) }()
+	waitFor(t, "all rows", time.Minute, func() bool { return ch.Count(t, "default.events") >= n })
+	waitFor(t, "commits to the end", 30*time.Second, func() bool {
+		c := kb.CommittedOffsets(t, "inproc", "events")
+		return c[0]+c[1]+c[2] == n
+	})
+	cancel()
+	if err := <-done; err != nil {
+		t.Fatalf("Run: %v", err)
+	}
+	if got := ch.Query(t, "SELECT count(), uniqExact(id), min(id), max(id) FROM default.events"); got != fmt.Sprintf("%d\t%d\t0\t%d", n, n, n-1) {
+		t.Fatalf("count, distinct, min, max = %s", got)
+	}
+	if s := p.Stats(); s.RowsWritten != n || s.InflightBytes != 0 {
+		t.Fatalf("stats after stop: %+v", s)
+	}
+	if problems, err := testutilLint(reg); err != nil || len(problems) > 0 {
+		t.Fatalf("metric lint: %v %v", problems, err)
+	}
+}
+
+// TestDecodeFailureStopsSafely: a record that is not JSON stops the
+// pipeline with an error naming topic, partition and offset; the rows
+// before it are written and committed, nothing at or past it is committed.
+func TestDecodeFailureStopsSafely(t *testing.T) {
+	kb, ch := setup(t)
+	const n = 3000
+	const badID = 1500 // partition 0, offset 500
+	produce(t, kb, 0, n, map[uint64][]byte{badID: []byte(`{"id": 1500, "ts": `)})
+	p, err := New(context.Background(), Options{Config: testConfig(t, kb, ch, "decodefail"), Log: testLogger(t)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan error, 1)
+	go func() { done <- p.Run(context.Background()) }()
+	var runErr error
+	select {
+	case runErr = <-done:
+	case <-time.After(time.Minute):
+		t.Fatal("pipeline did not stop on the bad record")
+	}
+	if runErr == nil || !strings.Contains(runErr.Error(), "events/0 offset 500") {
+		t.Fatalf("Run error = %v, want it to name events/0 offset 500", runErr)
+	}
+	// Partition 0 is committed exactly up to the bad record, and every
+	// record before it is in ClickHouse; the other partitions are
+	// committed to the end.
+	committed := kb.CommittedOffsets(t, "decodefail", "events")
+	if committed[0] != 500 || committed[1] != 1000 || committed[2] != 1000 {
+		t.Fatalf("committed %v, want partition 0 at the bad record (500) and the others at 1000", committed)
+	}
+	got := ch.Query(t, "SELECT count() FROM default.events WHERE id % 3 = 0 AND intDiv(id, 3) < 500")
+	if got != "500" {
+		t.Fatalf("partition 0: %s rows below the bad record, want 500", got)
+	}
+	if ch.Query(t, "SELECT count() FROM default.events WHERE id = 1500") != "0" {
+		t.Fatal("the bad record produced a row")
+	}
+}
+
+// TestPermanentInsertError: a column dropped from the table while the
+// pipeline runs makes the insert fail for good: Run returns an error naming
+// the table, and no offset past the failed batch is committed.
+func TestPermanentInsertError(t *testing.T) {
+	kb, ch := setup(t)
+	const n = 2000
+	produce(t, kb, 0, n, nil)
+	p, err := New(context.Background(), Options{Config: testConfig(t, kb, ch, "permanent"), Log: testLogger(t)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The plan was made with the column; drop it before anything runs.
+	ch.Exec(t, "ALTER TABLE default.events DROP COLUMN note")
+	done := make(chan error, 1)
+	go func() { done <- p.Run(context.Background()) }()
+	var runErr error
+	select {
+	case runErr = <-done:
+	case <-time.After(time.Minute):
+		t.Fatal("pipeline did not stop on the permanent error")
+	}
+	if runErr == nil || !strings.Contains(runErr.Error(), "default.events") || !strings.Contains(runErr.Error(), "note") {
+		t.Fatalf("Run error = %v, want it to name the table and the column", runErr)
+	}
+	if c := kb.CommittedOffsets(t, "permanent", "events"); len(c) != 0 {
+		for part, off := range c {
+			if off > 0 {
+				t.Fatalf("partition %d committed to %d though nothing was written", part, off)
+			}
+		}
+	}
+	if got := ch.Count(t, "default.events"); got != 0 {
+		t.Fatalf("%d rows written", got)
+	}
+}
+
