@@ -204,4 +204,3 @@ func TestPermanentInsertError(t *testing.T) {
 		t.Fatalf("%d rows written", got)
 	}
 }
-
