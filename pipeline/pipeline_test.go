@@ -128,6 +128,20 @@ func TestPipelineInProcess(t *testing.T) {
 	if problems, err := testutilLint(reg); err != nil || len(problems) > 0 {
 		t.Fatalf("metric lint: %v %v", problems, err)
 	}
+	// Every metric the pipeline registers is documented.
+	doc, err := os.ReadFile("../docs/METRICS.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	mfs, err := reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, mf := range mfs {
+		if !strings.Contains(string(doc), "`"+mf.GetName()+"`") {
+			t.Errorf("metric %s is not in docs/METRICS.md", mf.GetName())
+		}
+	}
 }
 
 // TestDecodeFailureStopsSafely: a record that is not JSON stops the
