@@ -3,6 +3,7 @@ package pipeline
 import (
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/twmb/franz-go/pkg/kgo"
@@ -44,6 +45,7 @@ type lane struct {
 
 	outstanding atomic.Int64 // chunks handed to the sink and not yet acknowledged
 	lagValue    atomic.Int64 // records between the last fetched one and the high watermark
+	idleAt      time.Time    // guarded by mu: when the watchdog last saw nothing in flight
 }
 
 func newLane(tp TopicPartition, epoch uint64, lag prometheus.Gauge) *lane {

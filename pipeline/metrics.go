@@ -10,6 +10,7 @@ type metrics struct {
 	decodeErrors *prometheus.CounterVec
 	commits      prometheus.Counter
 	lag          *prometheus.GaugeVec
+	watermarkAge prometheus.Gauge
 }
 
 func newMetrics(reg prometheus.Registerer) *metrics {
@@ -30,9 +31,13 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 			Name: "etl_source_lag_records",
 			Help: "Records between the last fetched offset and the partition's high watermark.",
 		}, []string{"topic", "partition"}),
+		watermarkAge: prometheus.NewGauge(prometheus.GaugeOpts{
+			Name: "etl_checkpoint_watermark_age_seconds",
+			Help: "Longest time a partition with records in flight has gone without its committable watermark moving (0 when nothing is in flight).",
+		}),
 	}
 	if reg != nil {
-		reg.MustRegister(m.lanesPaused, m.decodeErrors, m.commits, m.lag)
+		reg.MustRegister(m.lanesPaused, m.decodeErrors, m.commits, m.lag, m.watermarkAge)
 	}
 	return m
 }

@@ -47,6 +47,7 @@ type Pipeline struct {
 	ch      *clickhouse.Client
 	target  *clickhouse.Target
 	shard   *clickhouse.Shard
+	queue   enqueuer // the shard's queue; a test double in unit tests
 	budget  *backpressure.Budget
 	tracker *Tracker
 	runq    *runQueue
@@ -66,6 +67,9 @@ type Pipeline struct {
 
 	failOnce sync.Once
 	failc    chan error
+
+	healthMu sync.Mutex
+	stalled  []Stalled
 
 	rowsWritten atomic.Int64
 	rowsDecoded atomic.Int64
@@ -146,9 +150,12 @@ func New(ctx context.Context, o Options) (*Pipeline, error) {
 		InitialBackoff: chc.Retry.InitialBackoff.D(), MaxBackoff: chc.Retry.MaxBackoff.D(), MaxAttempts: chc.Retry.MaxAttempts,
 		OnDone:  p.acks.push,
 		OnSpace: p.wakeBlocked,
+		Budget:  p.budget,
 		Log:     log,
 		Metrics: clickhouse.NewMetrics(o.Registerer, nil),
 	})
+
+	p.queue = p.shard
 
 	p.src, err = kafka.New(kafka.Options{
 		Config: cfg.Source.Kafka, Pipeline: cfg.Pipeline.Name, Handler: (*handler)(p), Log: log,
@@ -237,6 +244,13 @@ func (p *Pipeline) Run(ctx context.Context) error {
 		p.controller(ctlCtx)
 	}()
 
+	wdCtx, stopWatchdog := context.WithCancel(context.Background())
+	watchdogDone := make(chan struct{})
+	go func() {
+		defer close(watchdogDone)
+		p.watchdog(wdCtx)
+	}()
+
 	srcCtx, stopSource := context.WithCancel(context.Background())
 	srcDone := make(chan error, 1)
 	go func() { srcDone <- p.src.Run(srcCtx) }()
@@ -285,6 +299,8 @@ func (p *Pipeline) Run(ctx context.Context) error {
 	workers.Wait()
 	stopController()
 	<-controllerDone
+	stopWatchdog()
+	<-watchdogDone
 	stopCommitter()
 	<-committerDone
 
@@ -513,7 +529,7 @@ func (p *Pipeline) seal(c *chunk.Chunk) {
 func (p *Pipeline) send(l *lane, c *chunk.Chunk) bool {
 	c.Tag = l
 	l.outstanding.Add(1)
-	if p.shard.TryEnqueue(c) {
+	if p.queue.TryEnqueue(c) {
 		return true
 	}
 	l.outstanding.Add(-1)
@@ -525,7 +541,7 @@ func (p *Pipeline) send(l *lane, c *chunk.Chunk) bool {
 	// The queue may have drained between the refusal and the block: try
 	// once more so no wake-up is missed.
 	l.outstanding.Add(1)
-	if p.shard.TryEnqueue(c) {
+	if p.queue.TryEnqueue(c) {
 		l.parked = nil
 		l.mu.Lock()
 		l.blocked = false
@@ -637,6 +653,13 @@ func (p *Pipeline) commitLocked(ctx context.Context, only map[TopicPartition]boo
 	p.m.commits.Inc()
 	p.log.Debug("committed", "offsets", offs)
 	return nil
+}
+
+// enqueuer is the non-blocking hand-over to a shard's queue.
+type enqueuer interface {
+	// TryEnqueue hands c over, or returns false at once when the queue is
+	// full; the queue then calls OnSpace once it has room.
+	TryEnqueue(c *chunk.Chunk) bool
 }
 
 // handler adapts the pipeline to the source's callbacks.

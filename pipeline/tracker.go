@@ -3,6 +3,7 @@ package pipeline
 import (
 	"sort"
 	"sync"
+	"time"
 )
 
 // TopicPartition names one partition of a topic.
@@ -21,6 +22,7 @@ type partitionState struct {
 	watermark int64         // every offset below it is durable (or skipped)
 	committed int64         // the last offset committed, -1 when none
 	ranges    []offsetRange // acknowledged ranges above the watermark, sorted, disjoint, non-adjacent
+	moved     time.Time     // when the watermark last moved (or the assignment started)
 }
 
 // Tracker keeps, per assigned partition, the acknowledged offsets as merged
@@ -47,7 +49,7 @@ func (t *Tracker) Assign(tp TopicPartition) uint64 {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	t.epoch++
-	t.parts[tp] = &partitionState{epoch: t.epoch, committed: -1}
+	t.parts[tp] = &partitionState{epoch: t.epoch, committed: -1, moved: time.Now()}
 	return t.epoch
 }
 
@@ -125,6 +127,7 @@ func (p *partitionState) advance() {
 	}
 	if n > 0 {
 		p.ranges = append(p.ranges[:0], p.ranges[n:]...)
+		p.moved = time.Now()
 	}
 }
 
@@ -172,9 +175,11 @@ func (t *Tracker) Committed(c Commit) {
 // PartitionStatus is a snapshot of one partition's acknowledgement state.
 type PartitionStatus struct {
 	Epoch     uint64
+	Started   bool
 	Watermark int64
 	Committed int64
 	Ranges    int
+	Moved     time.Time // when the watermark last moved
 }
 
 // Status returns the state of tp, and false when tp is not assigned.
@@ -185,7 +190,8 @@ func (t *Tracker) Status(tp TopicPartition) (PartitionStatus, bool) {
 	if p == nil {
 		return PartitionStatus{}, false
 	}
-	return PartitionStatus{Epoch: p.epoch, Watermark: p.watermark, Committed: p.committed, Ranges: len(p.ranges)}, true
+	return PartitionStatus{Epoch: p.epoch, Started: p.started, Watermark: p.watermark, Committed: p.committed,
+		Ranges: len(p.ranges), Moved: p.moved}, true
 }
 
 // PendingRanges is the total number of acknowledged ranges held above the

@@ -46,8 +46,14 @@ func startHTTP(listen string, reg *prometheus.Registry, p *pipeline.Pipeline, lo
 	}
 	mux := http.NewServeMux()
 	mux.Handle("/metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{Registry: reg}))
+	// /healthz: the poll loop is alive and no partition is stalled
+	// (checkpoint.stalled_fail_after); 503 with the reason otherwise.
 	mux.HandleFunc("/healthz", func(w http.ResponseWriter, _ *http.Request) {
-		fmt.Fprintln(w, "ok")
+		ok, msg := p.Health()
+		if !ok {
+			w.WriteHeader(http.StatusServiceUnavailable)
+		}
+		fmt.Fprintln(w, msg)
 	})
 	ln, err := net.Listen("tcp", listen)
 	if err != nil {

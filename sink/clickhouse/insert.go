@@ -63,6 +63,7 @@ func (c *Client) Insert(ctx context.Context, t *Target, chunks []*chunk.Chunk) (
 		}
 	}()
 
+	hintStrings(t, chunks)
 	batch, err := c.conn.PrepareBatch(ictx, t.Query)
 	if err != nil {
 		return &InsertError{Table: name, Err: err}

@@ -52,6 +52,16 @@ type ShardOptions struct {
 	Log     *slog.Logger
 	// Metrics are shared by all shards (NewMetrics); nil: unregistered.
 	Metrics *Metrics
+	// Budget, when set, counts the bytes the driver holds while an insert
+	// attempt runs (its encoded copy of the batch) as in flight.
+	Budget Budget
+}
+
+// Budget is the in-flight byte counter the shard reports the driver's
+// copies to.
+type Budget interface {
+	Add(n int64) int64
+	Release(n int64)
 }
 
 // Shard is the sink worker of one shard: a bounded queue of chunks, a
@@ -310,7 +320,13 @@ func (s *Shard) spaceIfFull() {
 func (s *Shard) insert(ctx context.Context, b *batch) error {
 	for attempt := 1; ; attempt++ {
 		start := time.Now()
+		if s.o.Budget != nil {
+			s.o.Budget.Add(int64(b.bytes))
+		}
 		err := s.o.Client.Insert(ctx, s.o.Target, b.chunks)
+		if s.o.Budget != nil {
+			s.o.Budget.Release(int64(b.bytes))
+		}
 		elapsed := time.Since(start).Seconds()
 		if err == nil {
 			s.m.durationOK.Observe(elapsed)

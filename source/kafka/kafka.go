@@ -12,6 +12,7 @@ import (
 	"log/slog"
 	"os"
 	"strconv"
+	"sync/atomic"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -59,11 +60,25 @@ type Options struct {
 
 // Source is a consumer-group member.
 type Source struct {
-	cl      *kgo.Client
-	o       Options
-	log     *slog.Logger
-	metrics *metrics
+	cl       *kgo.Client
+	o        Options
+	log      *slog.Logger
+	metrics  *metrics
+	lastPoll atomic.Int64 // unix nanoseconds of the last return from a poll
 }
+
+// LastPoll is when the poll loop last returned from a poll (zero before
+// Run).
+func (s *Source) LastPoll() time.Time {
+	if n := s.lastPoll.Load(); n != 0 {
+		return time.Unix(0, n)
+	}
+	return time.Time{}
+}
+
+// pollWait bounds one poll, so that the loop shows it is alive even when
+// no record arrives.
+const pollWait = time.Second
 
 // New builds the client. It does not contact the brokers until Run.
 func New(o Options) (*Source, error) {
@@ -205,14 +220,18 @@ func (s *Source) Run(ctx context.Context) error {
 	var lastErr time.Time
 	for {
 		start := time.Now()
-		fs := s.cl.PollRecords(ctx, s.o.MaxPollRecords)
-		s.metrics.pollSeconds.Observe(time.Since(start).Seconds())
+		pctx, cancel := context.WithTimeout(ctx, pollWait)
+		fs := s.cl.PollRecords(pctx, s.o.MaxPollRecords)
+		cancel()
+		now := time.Now()
+		s.lastPoll.Store(now.UnixNano())
+		s.metrics.pollSeconds.Observe(now.Sub(start).Seconds())
 		if fs.IsClientClosed() || ctx.Err() != nil {
 			s.cl.AllowRebalance()
 			return nil
 		}
 		fs.EachError(func(topic string, p int32, err error) {
-			if errors.Is(err, context.Canceled) {
+			if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
 				return
 			}
 			s.metrics.fetchErrors.Inc()

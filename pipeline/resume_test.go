@@ -1,0 +1,175 @@
+package pipeline
+
+import (
+	"sync"
+	"testing"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/etl-project/etl/backpressure"
+	"github.com/etl-project/etl/chunk"
+	"github.com/etl-project/etl/config"
+	"github.com/etl-project/etl/decode"
+	"github.com/etl-project/etl/gen"
+	"github.com/etl-project/etl/sink/clickhouse"
+	"github.com/etl-project/etl/source/kafka"
+)
+
+// gateQueue is a shard queue that takes allow more chunks, then refuses.
+type gateQueue struct {
+	mu     sync.Mutex
+	allow  int
+	taken  []*chunk.Chunk
+	refuse int
+}
+
+func (q *gateQueue) TryEnqueue(c *chunk.Chunk) bool {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	if q.allow == 0 {
+		q.refuse++
+		return false
+	}
+	q.allow--
+	q.taken = append(q.taken, c)
+	return true
+}
+
+func (q *gateQueue) setAllow(n int) {
+	q.mu.Lock()
+	q.allow = n
+	q.mu.Unlock()
+}
+
+// countingDecoder counts how often each record value is decoded.
+type countingDecoder struct {
+	decode.Decoder
+	seen map[string]int
+}
+
+func (d *countingDecoder) Decode(v []byte, c *chunk.Chunk) (int, error) {
+	d.seen[string(v)]++
+	return d.Decoder.Decode(v, c)
+}
+
+type nopSource struct{ paused, resumed int }
+
+func (s *nopSource) Pause(kafka.Partitions)  { s.paused++ }
+func (s *nopSource) Resume(kafka.Partitions) { s.resumed++ }
+
+// TestResumePoint refuses the shard queue's sends half-way through a lane's
+// records, again and again, and checks that every record is decoded exactly
+// once, that the chunks handed over hold every row in offset order, and that
+// their spans cover every offset exactly once.
+func TestResumePoint(t *testing.T) {
+	schema, err := gen.Schema()
+	if err != nil {
+		t.Fatal(err)
+	}
+	budget, err := backpressure.New(backpressure.Options{Bytes: 1 << 30, HighRatio: 0.8, LowRatio: 0.5})
+	if err != nil {
+		t.Fatal(err)
+	}
+	src := &nopSource{}
+	q := &gateQueue{}
+	p := &Pipeline{
+		cfg:         &config.Config{},
+		tracker:     NewTracker(),
+		runq:        newRunQueue(),
+		acks:        newAckQueue(),
+		lanes:       map[TopicPartition]*lane{},
+		failc:       make(chan error, 1),
+		chunkTarget: 2048, // a few dozen rows per chunk
+		m:           newMetrics(nil),
+		budget:      budget,
+		target:      &clickhouse.Target{Schema: schema},
+		queue:       q,
+	}
+	p.pause = newPauser(src, prometheus.NewGauge(prometheus.GaugeOpts{Name: "x"}))
+	jd, err := decode.NewJSON(schema, decode.JSONOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	dec := &countingDecoder{Decoder: jd, seen: map[string]int{}}
+
+	tp := TopicPartition{"events", 0}
+	h := (*handler)(p)
+	h.Assigned(nil, kafka.Partitions{"events": {0}})
+	l := p.lanes[tp]
+
+	const n = 2000
+	var recs []*kgo.Record
+	for i := uint64(0); i < n; i++ {
+		recs = append(recs, &kgo.Record{Topic: "events", Partition: 0, Offset: int64(100 + i), Value: gen.Make(1, i).AppendJSON(nil)})
+	}
+	// Fetched in four polls; the queue closes after every few chunks.
+	for part := 0; part < 4; part++ {
+		h.Fetched(&kgo.FetchTopicPartition{Topic: "events", FetchPartition: kgo.FetchPartition{Partition: 0, Records: recs[part*n/4 : (part+1)*n/4]}})
+		if l2 := p.runq.pop(); l2 != l {
+			t.Fatal("lane not scheduled after a fetch")
+		}
+		for round := 0; ; round++ {
+			// Let one to three chunks through per run, so sends are
+			// refused half-way through the fetched records.
+			q.setAllow(1 + round%3)
+			l.mu.Lock()
+			l.state = laneRunning
+			l.mu.Unlock()
+			refusedBefore := q.refuse
+			p.process(l, dec)
+			l.mu.Lock()
+			blocked, pending := l.blocked, l.head < len(l.recs)
+			l.state = laneIdle
+			l.mu.Unlock()
+			if blocked && q.refuse == refusedBefore {
+				t.Fatal("lane blocked without a refusal")
+			}
+			if blocked {
+				if l.parked == nil {
+					t.Fatal("blocked lane has no parked chunk: its resume point is lost")
+				}
+				if src.paused == 0 {
+					t.Fatal("partition of a blocked lane was not paused")
+				}
+				p.wakeBlocked() // the queue's OnSpace
+				if l2 := p.runq.pop(); l2 != l {
+					t.Fatal("OnSpace did not reschedule the blocked lane")
+				}
+				continue
+			}
+			if !pending && l.parked == nil && l.cur == nil {
+				break
+			}
+		}
+	}
+	if q.refuse == 0 {
+		t.Fatal("the queue never refused: the test proves nothing")
+	}
+	for i := uint64(0); i < n; i++ {
+		if c := dec.seen[string(recs[i].Value)]; c != 1 {
+			t.Fatalf("record %d decoded %d times", i, c)
+		}
+	}
+	next := int64(100)
+	var id uint64
+	for _, c := range q.taken {
+		for _, s := range c.Spans {
+			if s.First != next {
+				t.Fatalf("span %v starts at %d, want %d", s, s.First, next)
+			}
+			next = s.Next
+		}
+		ids := c.Cols[0].(*chunk.Fixed[uint64]).Data
+		for _, v := range ids {
+			if v != id {
+				t.Fatalf("row id %d, want %d", v, id)
+			}
+			id++
+		}
+	}
+	if next != 100+n || id != n {
+		t.Fatalf("chunks cover offsets up to %d and %d rows, want %d and %d", next, id, 100+n, n)
+	}
+	t.Logf("%d chunks, %d refusals, %d pauses, %d resumes", len(q.taken), q.refuse, src.paused, src.resumed)
+}

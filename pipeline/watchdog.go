@@ -1,0 +1,115 @@
+package pipeline
+
+import (
+	"context"
+	"fmt"
+	"sort"
+	"strings"
+	"time"
+)
+
+// Stalled is a partition whose records are in flight while its watermark
+// has not moved for longer than checkpoint.stalled_fail_after.
+type Stalled struct {
+	TopicPartition
+	Watermark int64
+	For       time.Duration
+}
+
+func (s Stalled) String() string {
+	return fmt.Sprintf("%s/%d stuck at offset %d for %s", s.Topic, s.Partition, s.Watermark, s.For.Round(time.Second))
+}
+
+// watchdog checks every second how long each partition with records in
+// flight has gone without its watermark moving. It keeps the worst age for
+// etl_checkpoint_watermark_age_seconds and the stalled partitions for
+// Health; with checkpoint.exit_on_stall a stall stops the pipeline.
+func (p *Pipeline) watchdog(ctx context.Context) {
+	t := time.NewTicker(time.Second)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case now := <-t.C:
+			p.checkStalls(now)
+		}
+	}
+}
+
+func (p *Pipeline) checkStalls(now time.Time) {
+	limit := p.cfg.Checkpoint.StalledFailAfter.D()
+	p.mu.RLock()
+	lanes := make([]*lane, 0, len(p.lanes))
+	for _, l := range p.lanes {
+		lanes = append(lanes, l)
+	}
+	p.mu.RUnlock()
+	var worst time.Duration
+	var stalled []Stalled
+	for _, l := range lanes {
+		st, ok := p.tracker.Status(l.tp)
+		if !ok || st.Epoch != l.epoch || !st.Started {
+			continue
+		}
+		l.mu.Lock()
+		inFlight := l.nextFetch > st.Watermark
+		if !inFlight {
+			l.idleAt = now
+		}
+		since := st.Moved
+		if l.idleAt.After(since) {
+			since = l.idleAt
+		}
+		l.mu.Unlock()
+		if !inFlight {
+			continue
+		}
+		age := now.Sub(since)
+		worst = max(worst, age)
+		if limit > 0 && age > limit {
+			stalled = append(stalled, Stalled{TopicPartition: l.tp, Watermark: st.Watermark, For: age})
+		}
+	}
+	sort.Slice(stalled, func(i, j int) bool { return stalled[i].For > stalled[j].For })
+	p.m.watermarkAge.Set(worst.Seconds())
+	p.healthMu.Lock()
+	was := len(p.stalled)
+	p.stalled = stalled
+	p.healthMu.Unlock()
+	if len(stalled) > 0 && was == 0 {
+		p.log.Error("partitions stalled: records in flight but nothing became durable",
+			"stalled_fail_after", limit, "partitions", stallString(stalled))
+		if p.cfg.Checkpoint.ExitOnStall {
+			p.fail(fmt.Errorf("stalled for longer than checkpoint.stalled_fail_after (%s): %s", limit, stallString(stalled)))
+		}
+	}
+}
+
+func stallString(s []Stalled) string {
+	parts := make([]string, len(s))
+	for i, x := range s {
+		parts[i] = x.String()
+	}
+	return strings.Join(parts, ", ")
+}
+
+// Health reports whether the pipeline is healthy: the poll loop is alive
+// and no partition is stalled. The message says what is wrong.
+func (p *Pipeline) Health() (bool, string) {
+	if last := p.src.LastPoll(); !last.IsZero() {
+		if age := time.Since(last); age > pollStaleAfter {
+			return false, fmt.Sprintf("poll loop has not returned for %s", age.Round(time.Second))
+		}
+	}
+	p.healthMu.Lock()
+	defer p.healthMu.Unlock()
+	if len(p.stalled) > 0 {
+		return false, "stalled: " + stallString(p.stalled)
+	}
+	return true, "ok"
+}
+
+// pollStaleAfter is how long the poll loop may go without returning before
+// Health reports it; the loop returns from every poll within a second.
+const pollStaleAfter = 30 * time.Second
