@@ -200,6 +200,12 @@ func (b *Broker) CommittedOffsets(t testing.TB, group, topic string) map[int32]i
 	return out
 }
 
+// CommittedOffsetsErr is CommittedOffsets returning its error, for use
+// outside the test goroutine.
+func (b *Broker) CommittedOffsetsErr(group, topic string) (map[int32]int64, error) {
+	return b.committedOffsets(group, topic)
+}
+
 func (b *Broker) committedOffsets(group, topic string) (map[int32]int64, error) {
 	_, adm, err := b.shared()
 	if err != nil {

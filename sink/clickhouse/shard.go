@@ -45,9 +45,10 @@ type ShardOptions struct {
 	// unbounded channel). Never called for a batch that failed, nor for any
 	// batch once a batch has failed for good.
 	OnDone func(chunks []*chunk.Chunk)
-	// OnSpace, when set, is called whenever the queue goes from full (a
-	// TryEnqueue was refused) to having room, so paused producers can be
-	// rescheduled. It is called from the batching loop and must not block.
+	// OnSpace, when set, is called once the queue, after a TryEnqueue was
+	// refused, has drained to half its capacity or less, so paused
+	// producers can be rescheduled. It is called from the batching loop and
+	// must not block.
 	OnSpace func()
 	Log     *slog.Logger
 	// Metrics are shared by all shards (NewMetrics); nil: unregistered.
@@ -261,7 +262,7 @@ func (s *Shard) Run(ctx context.Context) error {
 		var in <-chan *chunk.Chunk
 		if inflight < s.o.MaxInflight {
 			in = queue
-			if in != nil && len(s.queue) < cap(s.queue) {
+			if in != nil {
 				s.spaceIfFull()
 			}
 		}
@@ -307,8 +308,15 @@ func (s *Shard) Run(ctx context.Context) error {
 	}
 }
 
-// spaceIfFull calls OnSpace if a TryEnqueue was refused since the last call.
+// spaceIfFull calls OnSpace if a TryEnqueue was refused since the last call
+// and the queue has drained to half its capacity or less. Waking the
+// refused producers only at half capacity (hysteresis) lets each wake-up
+// move a batch of chunks instead of pausing and resuming the producers'
+// partitions for every free slot.
 func (s *Shard) spaceIfFull() {
+	if len(s.queue) > s.o.QueueCapacity/2 {
+		return
+	}
 	if s.full.Load() && s.full.CompareAndSwap(true, false) && s.o.OnSpace != nil {
 		s.o.OnSpace()
 	}
