@@ -24,7 +24,7 @@ func testConfig(t *testing.T, kb *testenv.Broker, ch *testenv.CH, group string) 
 	t.Helper()
 	y := fmt.Sprintf(`pipeline: {name: test, workers: 2}
 source:
-  kafka: {brokers: [%q], topics: [events], group_id: %s, session_timeout: 6s}
+  kafka: {brokers: [%q], topics: [events, events2], group_id: %s, session_timeout: 6s}
 sink:
   clickhouse:
     addr: [%q]
@@ -55,9 +55,15 @@ func (w *testWriter) Write(b []byte) (int, error) {
 	return len(b), nil
 }
 
-// produce sends generated records [start, start+n) with raw overrides:
-// bad maps a record number to the value to send instead of its JSON.
+// produce sends generated records [start, start+n) to topic events with
+// raw overrides: bad maps a record number to the value to send instead of
+// its JSON.
 func produce(t *testing.T, kb *testenv.Broker, start, n uint64, bad map[uint64][]byte) {
+	t.Helper()
+	produceTo(t, kb, "events", start, n, bad)
+}
+
+func produceTo(t *testing.T, kb *testenv.Broker, topic string, start, n uint64, bad map[uint64][]byte) {
 	t.Helper()
 	recs := make([]*kgo.Record, 0, n)
 	for i := start; i < start+n; i++ {
@@ -65,7 +71,7 @@ func produce(t *testing.T, kb *testenv.Broker, start, n uint64, bad map[uint64][
 		if b, ok := bad[i]; ok {
 			v = b
 		}
-		recs = append(recs, &kgo.Record{Topic: "events", Partition: int32(i % 3), Value: v})
+		recs = append(recs, &kgo.Record{Topic: topic, Partition: int32(i % 3), Value: v})
 	}
 	cl := kb.Client(t, kgo.RecordPartitioner(kgo.ManualPartitioner()), kgo.MaxBufferedRecords(int(n)+1))
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
@@ -79,6 +85,7 @@ func setup(t *testing.T) (*testenv.Broker, *testenv.CH) {
 	t.Helper()
 	kb := testenv.Kafka(t)
 	kb.CreateTopic(t, "events", 3)
+	kb.CreateTopic(t, "events2", 3)
 	ch := testenv.ClickHouse(t)
 	ch.Exec(t, gen.TableDDL("default", "events"))
 	return kb, ch
@@ -96,12 +103,14 @@ func waitFor(t *testing.T, what string, timeout time.Duration, cond func() bool)
 }
 
 // TestPipelineInProcess runs the whole pipeline in the test process (under
-// the race detector in CI): every record arrives once, offsets are
-// committed to the end, and a graceful stop returns nil.
+// the race detector in CI) from two topics into one table: every record
+// arrives once, offsets are committed to the end, and a graceful stop
+// returns nil.
 func TestPipelineInProcess(t *testing.T) {
 	kb, ch := setup(t)
-	const n = 30000
-	produce(t, kb, 0, n, nil)
+	const n, n1 = 30000, 24000 // n1 records in events, the rest in events2
+	produce(t, kb, 0, n1, nil)
+	produceTo(t, kb, "events2", n1, n-n1, nil)
 	reg := prometheus.NewPedanticRegistry()
 	p, err := New(context.Background(), Options{Config: testConfig(t, kb, ch, "inproc"), Log: testLogger(t), Registerer: reg})
 	if err != nil {
@@ -113,7 +122,8 @@ func TestPipelineInProcess(t *testing.T) {
 	waitFor(t, "all rows", time.Minute, func() bool { return ch.Count(t, "default.events") >= n })
 	waitFor(t, "commits to the end", 30*time.Second, func() bool {
 		c := kb.CommittedOffsets(t, "inproc", "events")
-		return c[0]+c[1]+c[2] == n
+		c2 := kb.CommittedOffsets(t, "inproc", "events2")
+		return c[0]+c[1]+c[2] == n1 && c2[0]+c2[1]+c2[2] == n-n1
 	})
 	cancel()
 	if err := <-done; err != nil {

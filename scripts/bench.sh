@@ -5,6 +5,9 @@
 # last row in ClickHouse), etl's CPU seconds per million rows and its peak
 # RSS. The broker and ClickHouse run on the same machine and share its CPUs.
 #   N=2000000 CONFIG=configs/bench.yaml scripts/bench.sh
+# With FREEZE_FOR=20 (seconds), ClickHouse is frozen (SIGSTOP) FREEZE_AFTER
+# seconds (default 2) into the run, and etl's RSS is sampled every 100 ms
+# while it is: the peak shows that memory stays within the byte budget.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 N=${N:-2000000}
@@ -16,6 +19,7 @@ BROKER=${BROKER:-127.0.0.1:29092}
 [[ -x bin/etl && -x bin/devbroker ]] || make build >/dev/null
 
 cleanup() {
+	[[ -n "${chpid:-}" ]] && kill -CONT "$chpid" 2>/dev/null || true
 	[[ -n "${etl:-}" ]] && kill -9 "$etl" 2>/dev/null || true
 	[[ -n "${broker:-}" ]] && kill "$broker" 2>/dev/null || true
 	scripts/clickhouse.sh stop --dir "$DIR/clickhouse" >/dev/null 2>&1 || true
@@ -41,6 +45,19 @@ ch0=$(cpu_of "$chpid"); br0=$(cpu_of "$broker")
 start=$(date +%s.%N)
 KAFKA_BROKERS=$BROKER CLICKHOUSE_ADDR=127.0.0.1:$CH_TCP bin/etl -config "$CONFIG" ${PROFILE:+-cpuprofile "$PROFILE"} 2>"$DIR/etl.log" &
 etl=$!
+if [[ -n "${FREEZE_FOR:-}" ]]; then
+	sleep "${FREEZE_AFTER:-2}"
+	kill -STOP "$chpid"
+	peak=0
+	t_end=$(( $(date +%s%N) + FREEZE_FOR * 1000000000 ))
+	while [[ $(date +%s%N) -lt $t_end ]]; do
+		r=$(awk '/^VmRSS:/ { print $2 }' "/proc/$etl/status" 2>/dev/null || echo 0)
+		(( r > peak )) && peak=$r
+		sleep 0.1
+	done
+	kill -CONT "$chpid"
+	awk -v p="$peak" -v s="$FREEZE_FOR" 'BEGIN { printf "ClickHouse frozen %d s: etl peak RSS while frozen %.1f MiB\n", s, p / 1024 }'
+fi
 while [[ "$(q 'SELECT count() FROM default.events')" -lt "$N" ]]; do
 	kill -0 "$etl" 2>/dev/null || { echo "etl exited early; see $DIR/etl.log" >&2; tail -5 "$DIR/etl.log" >&2; exit 1; }
 	sleep 0.05

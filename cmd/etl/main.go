@@ -89,6 +89,7 @@ func runPipeline(args []string, stdout, stderr io.Writer) int {
 	}
 	log := newLogger(cfg.Log, stderr)
 	slog.SetDefault(log)
+	log.Debug("effective configuration (secrets masked)", "config", cfg.Redacted())
 
 	// The first SIGTERM or SIGINT starts a graceful stop; a second one
 	// exits at once.

@@ -108,3 +108,27 @@ metrics: {listen: "off"}
 		}
 	}
 }
+
+// TestValidatePrintMasksSecrets: the effective configuration is printed
+// with defaults filled in and the password masked.
+func TestValidatePrintMasksSecrets(t *testing.T) {
+	path := writeFile(t, "p.yaml", `pipeline: {name: x}
+source: {kafka: {brokers: [a:1], topics: [t], group_id: g, sasl: {mechanism: PLAIN, username: u, password: "${KPASS}"}}}
+sink: {clickhouse: {addr: [b:2], table: t, password: hunter2}}
+`)
+	t.Setenv("KPASS", "kafka-secret")
+	var out, errb bytes.Buffer
+	if code := run([]string{"validate", "-print", "-config", path}, &out, &errb); code != 0 {
+		t.Fatalf("exit code %d: %s", code, errb.String())
+	}
+	for _, secret := range []string{"hunter2", "kafka-secret"} {
+		if strings.Contains(out.String(), secret) {
+			t.Fatalf("printed configuration shows a secret:\n%s", out.String())
+		}
+	}
+	for _, w := range []string{"max_rows: 100000", "drain_timeout: 25s", "******"} {
+		if !strings.Contains(out.String(), w) {
+			t.Errorf("printed configuration lacks %q:\n%s", w, out.String())
+		}
+	}
+}

@@ -19,6 +19,7 @@ func validate(args []string, stdout, stderr io.Writer) int {
 	path := fs.String("config", "", "pipeline configuration `file` (YAML)")
 	connect := fs.Bool("connect", false, "also reach Kafka and ClickHouse and check the table")
 	timeout := fs.Duration("timeout", 15*time.Second, "time allowed for -connect checks")
+	printCfg := fs.Bool("print", false, "print the effective configuration, defaults filled in and secrets masked")
 	if err := fs.Parse(args); err != nil {
 		return exitUsage
 	}
@@ -30,6 +31,9 @@ func validate(args []string, stdout, stderr io.Writer) int {
 	if err != nil {
 		fmt.Fprintln(stderr, err)
 		return exitUsage
+	}
+	if *printCfg {
+		fmt.Fprint(stdout, cfg.Redacted())
 	}
 	if *connect {
 		ctx, cancel := context.WithTimeout(context.Background(), *timeout)

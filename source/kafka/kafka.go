@@ -11,7 +11,6 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
-	"strconv"
 	"sync/atomic"
 	"time"
 
@@ -343,6 +342,3 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 	}
 	return m
 }
-
-// partitionLabel formats a partition number for a metric label.
-func partitionLabel(p int32) string { return strconv.Itoa(int(p)) }
