@@ -415,6 +415,13 @@ const recordsPerStep = 512
 // is parked as the resume point and the lane blocks: records already
 // decoded are never decoded again.
 func (p *Pipeline) process(l *lane, dec decode.Decoder) {
+	l.mu.Lock()
+	closed := l.closed
+	l.mu.Unlock()
+	if closed {
+		p.budget.Release(l.drop())
+		return
+	}
 	if l.parked != nil {
 		if !p.send(l, l.parked) {
 			return
