@@ -89,11 +89,15 @@ func gen6Schema(b *testing.B) *chunk.Schema {
 
 // benchDecode decodes b.N records; ns/op and allocs/op are per record.
 func benchDecode(b *testing.B, s *chunk.Schema, o JSONOptions, recs [][]byte, byGet bool) {
+	benchDecoder(b, s, o, recs, func(d *JSON) { d.lookupByGet = byGet })
+}
+
+func benchDecoder(b *testing.B, s *chunk.Schema, o JSONOptions, recs [][]byte, set func(*JSON)) {
 	d, err := NewJSON(s, o)
 	if err != nil {
 		b.Fatal(err)
 	}
-	d.lookupByGet = byGet
+	set(d)
 	c, err := chunk.New(s)
 	if err != nil {
 		b.Fatal(err)
@@ -133,6 +137,20 @@ func benchDecode(b *testing.B, s *chunk.Schema, o JSONOptions, recs [][]byte, by
 // BenchmarkJSON6 decodes gen's 6-column record.
 func BenchmarkJSON6(b *testing.B) {
 	benchDecode(b, gen6Schema(b), JSONOptions{}, records6(), false)
+}
+
+// BenchmarkFastPath compares the one-pass fast path with the fastjson
+// path on gen's 6-column record.
+func BenchmarkFastPath(b *testing.B) {
+	for _, noFast := range []bool{false, true} {
+		name := "fast"
+		if noFast {
+			name = "fastjson"
+		}
+		b.Run(name, func(b *testing.B) {
+			benchDecoder(b, gen6Schema(b), JSONOptions{}, records6(), func(d *JSON) { d.noFast = noFast })
+		})
+	}
 }
 
 // BenchmarkJSON12 decodes the 12-field shape.

@@ -65,6 +65,11 @@ type JSONOptions struct {
 // "2026-11-29 10:00:00" works), or a bare date; a time without a zone is
 // UTC whatever the column's time zone.
 //
+// Records that are flat objects of scalars are decoded in one pass when
+// every column has a fast setter (fast.go), with exactly the results
+// described here; every other record, and every error, goes through
+// fastjson.
+//
 // Parsing uses fastjson, which is lenient in a few places: invalid escape
 // sequences in strings are kept as written, control characters inside
 // strings are accepted, and when a field appears twice the last one wins.
@@ -86,6 +91,13 @@ type JSON struct {
 	max         int
 	visitFn     func(key []byte, v *fastjson.Value)
 	lookupByGet bool // benchmarks only: Object.Get per column (first duplicate wins) instead of one Visit
+
+	// The one-pass fast path (fast.go); fast is nil when a column's type
+	// has no fast setter.
+	fast   []fastSetter
+	seen   []uint32 // seen[i] == gen: column i has its value in this record
+	gen    uint32
+	noFast bool // tests and benchmarks only: always take the fastjson path
 }
 
 // colPlan is the compiled plan of one column.
@@ -146,6 +158,13 @@ func NewJSON(s *chunk.Schema, o JSONOptions) (*JSON, error) {
 			return nil, fmt.Errorf("decode: column %s: %w", s.Names[i], err)
 		}
 		d.cols[i] = colPlan{field: fields[i], name: s.Names[i], typ: t.Name, set: set, def: def}
+		if d.fast != nil || i == 0 {
+			if f := compileFast(t); f != nil {
+				d.fast = append(d.fast, f)
+			} else {
+				d.fast = nil
+			}
+		}
 		if fields[i] == "" {
 			continue
 		}
@@ -159,6 +178,11 @@ func NewJSON(s *chunk.Schema, o JSONOptions) (*JSON, error) {
 		d.fields[fi] = append(d.fields[fi], i)
 	}
 	d.visitFn = d.visit
+	if len(d.fast) == len(d.cols) {
+		d.seen = make([]uint32, len(d.cols))
+	} else {
+		d.fast = nil
+	}
 	return d, nil
 }
 
@@ -174,6 +198,12 @@ func (d *JSON) Decode(value []byte, c *chunk.Chunk) (int, error) {
 		return 0, &Error{Reason: ReasonTooLarge,
 			Err: fmt.Errorf("%d bytes exceed the limit of %d", len(value), d.max)}
 	}
+	if d.fast != nil && !d.noFast && !d.lookupByGet && d.decodeFast(value, c) {
+		c.Rows++
+		return 1, nil
+	}
+	// Outside the fast path's subset (or a value it would reject): the
+	// fastjson path decodes the record and reports any error.
 	v, err := d.p.ParseBytes(value)
 	if err != nil {
 		return 0, &Error{Reason: ReasonCorrupt, Err: err}

@@ -1,0 +1,486 @@
+package decode
+
+import (
+	"math"
+
+	"github.com/etl-project/etl/chunk"
+)
+
+// The fast path decodes the common record, a flat object of scalars, in
+// one pass over its bytes: no parse tree, values go straight from the text
+// into the columns. It handles exactly the records it can decode the way
+// the fastjson path does and gives up on everything else: a nested object
+// or array, a \u escape or an invalid one, a key with an escape, a field
+// that appears twice, any syntax the fastjson path would reject or treat
+// leniently, and any value a setter would reject. Then the chunk is
+// truncated back and the fastjson path decodes the record, so every error,
+// and every record outside the fast path's subset, is handled by the one
+// path that defines the conversions. FuzzFastPath checks that both paths
+// agree.
+//
+// The fast path is compiled only when every column's type has a fast
+// setter: integers, floats, String, DateTime, and Nullable and
+// LowCardinality of those.
+
+// token is the JSON type of a scalar value.
+type token uint8
+
+const (
+	tokString token = iota // text is the unescaped content
+	tokNumber              // text is the number as written
+	tokTrue
+	tokFalse
+	tokNull
+)
+
+// fastSetter appends a non-null scalar to col, as the column's setter
+// would, or reports false (having appended nothing to col's row count) when
+// it would not accept it.
+type fastSetter func(d *JSON, t token, text []byte, col chunk.Column) bool
+
+// compileFast returns the fast setter of type t, or nil.
+func compileFast(t *chunk.Type) fastSetter {
+	t = t.Base()
+	switch t.Kind {
+	case chunk.KindInt8:
+		return fastSigned[int8](math.MinInt8, math.MaxInt8, true)
+	case chunk.KindInt16:
+		return fastSigned[int16](math.MinInt16, math.MaxInt16, false)
+	case chunk.KindInt32:
+		return fastSigned[int32](math.MinInt32, math.MaxInt32, false)
+	case chunk.KindInt64:
+		return fastSigned[int64](math.MinInt64, math.MaxInt64, false)
+	case chunk.KindUInt8:
+		return fastUnsigned[uint8](math.MaxUint8, true)
+	case chunk.KindUInt16:
+		return fastUnsigned[uint16](math.MaxUint16, false)
+	case chunk.KindUInt32:
+		return fastUnsigned[uint32](math.MaxUint32, false)
+	case chunk.KindUInt64:
+		return fastUnsigned[uint64](math.MaxUint64, false)
+	case chunk.KindFloat32:
+		return fastFloat32
+	case chunk.KindFloat64:
+		return fastFloat64
+	case chunk.KindString:
+		return fastString
+	case chunk.KindDateTime:
+		return fastDateTime
+	case chunk.KindNullable:
+		inner := compileFast(t.Elem)
+		if inner == nil {
+			return nil
+		}
+		return func(d *JSON, t token, text []byte, col chunk.Column) bool {
+			n := col.(*chunk.Nullable)
+			if !inner(d, t, text, n.Inner) {
+				return false
+			}
+			n.MarkValue()
+			return true
+		}
+	}
+	return nil
+}
+
+// fastNumber is numberOf for a scalar: a number, or a string holding one.
+func fastNumber(t token, text []byte) (number, bool) {
+	if t != tokNumber && t != tokString {
+		return number{}, false
+	}
+	return parseNumber(text)
+}
+
+// plainUint parses the commonest integer text, 1 to 19 digits without a
+// sign or a leading zero, which parseNumber accepts as the same integer.
+func plainUint(text []byte) (uint64, bool) {
+	if len(text) == 0 || len(text) > 19 || text[0] == '0' && len(text) > 1 {
+		return 0, false
+	}
+	var x uint64
+	for _, c := range text {
+		c -= '0'
+		if c > 9 {
+			return 0, false
+		}
+		x = x*10 + uint64(c)
+	}
+	return x, true
+}
+
+func fastSigned[T int8 | int16 | int32 | int64](lo, hi int64, bools bool) fastSetter {
+	return func(d *JSON, t token, text []byte, col chunk.Column) bool {
+		var x int64
+		switch {
+		case bools && t == tokTrue:
+			x = 1
+		case bools && t == tokFalse:
+		case t <= tokNumber && len(text) > 0 && text[0] != '-':
+			u, ok := plainUint(text)
+			if ok && u <= uint64(hi) {
+				x = int64(u)
+				break
+			}
+			fallthrough
+		default:
+			n, ok := fastNumber(t, text)
+			if !ok {
+				return false
+			}
+			var r intResult
+			if x, r = n.signed(lo, hi); r != intOK {
+				return false
+			}
+		}
+		col.(*chunk.Fixed[T]).Append(T(x))
+		return true
+	}
+}
+
+func fastUnsigned[T uint8 | uint16 | uint32 | uint64](hi uint64, bools bool) fastSetter {
+	return func(d *JSON, t token, text []byte, col chunk.Column) bool {
+		var x uint64
+		switch {
+		case bools && t == tokTrue:
+			x = 1
+		case bools && t == tokFalse:
+		case t <= tokNumber:
+			u, ok := plainUint(text)
+			if ok && u <= hi {
+				x = u
+				break
+			}
+			n, ok := fastNumber(t, text)
+			if !ok {
+				return false
+			}
+			var r intResult
+			if x, r = n.unsigned(hi); r != intOK {
+				return false
+			}
+		default:
+			return false
+		}
+		col.(*chunk.Fixed[T]).Append(T(x))
+		return true
+	}
+}
+
+func fastFloat64(d *JSON, t token, text []byte, col chunk.Column) bool {
+	n, ok := fastNumber(t, text)
+	if !ok {
+		return false
+	}
+	f, ok := n.float(64)
+	if !ok {
+		return false
+	}
+	col.(*chunk.Fixed[float64]).Append(f)
+	return true
+}
+
+func fastFloat32(d *JSON, t token, text []byte, col chunk.Column) bool {
+	n, ok := fastNumber(t, text)
+	if !ok {
+		return false
+	}
+	f, ok := n.float(32)
+	if !ok {
+		return false
+	}
+	col.(*chunk.Fixed[float32]).Append(float32(f))
+	return true
+}
+
+// fastString stores a string's content, or any other scalar's JSON text.
+func fastString(d *JSON, t token, text []byte, col chunk.Column) bool {
+	s := col.(*chunk.Strings)
+	switch t {
+	case tokTrue:
+		s.AppendString("true")
+	case tokFalse:
+		s.AppendString("false")
+	default:
+		s.Append(text)
+	}
+	return true
+}
+
+func fastDateTime(d *JSON, t token, text []byte, col chunk.Column) bool {
+	var sec int64
+	var ok bool
+	switch t {
+	case tokString:
+		if n, isNum := parseNumber(text); isNum {
+			sec, ok = epochSeconds(&n)
+		} else {
+			sec, ok = parseTime(text)
+		}
+	case tokNumber:
+		if u, plain := plainUint(text); plain {
+			// epochSeconds of an integer: the unit by its magnitude.
+			sec, ok = int64(u/uint64(epochUnit(float64(u)))), true
+			break
+		}
+		n, isNum := parseNumber(text)
+		if !isNum {
+			return false
+		}
+		sec, ok = epochSeconds(&n)
+	}
+	if !ok || sec < 0 || sec > maxDateTime {
+		return false
+	}
+	col.(*chunk.Fixed[int64]).Append(sec)
+	return true
+}
+
+// isWS reports JSON whitespace, as fastjson skips it.
+func isWS(c byte) bool { return c == ' ' || c == '\n' || c == '\t' || c == '\r' }
+
+func skipWS(s []byte, i int) int {
+	for i < len(s) && isWS(s[i]) {
+		i++
+	}
+	return i
+}
+
+// isNumberByte reports the bytes fastjson takes as part of a number.
+func isNumberByte(c byte) bool {
+	return c >= '0' && c <= '9' || c == '.' || c == '-' || c == 'e' || c == 'E' || c == '+'
+}
+
+// loneSign reports a number token fastjson rejects: a sign alone (it then
+// looks for Inf or NaN).
+func loneSign(tok []byte) bool {
+	return len(tok) == 1 && (tok[0] == '-' || tok[0] == '+')
+}
+
+// scalar reads the scalar value at s[i]. A string's content is unescaped
+// into the decoder's scratch buffer when it has escapes. ok is false for
+// anything the fast path leaves to fastjson.
+func (d *JSON) scalar(s []byte, i int) (t token, text []byte, next int, ok bool) {
+	if i >= len(s) {
+		return 0, nil, i, false
+	}
+	switch c := s[i]; {
+	case c == '"':
+		i++
+		start := i
+		for i < len(s) {
+			switch s[i] {
+			case '"':
+				return tokString, s[start:i], i + 1, true
+			case '\\':
+				return d.escaped(s, start, i)
+			}
+			i++
+		}
+		return 0, nil, i, false
+	case c == 't':
+		if len(s)-i >= 4 && string(s[i:i+4]) == "true" {
+			return tokTrue, nil, i + 4, true
+		}
+	case c == 'f':
+		if len(s)-i >= 5 && string(s[i:i+5]) == "false" {
+			return tokFalse, nil, i + 5, true
+		}
+	case c == 'n':
+		if len(s)-i >= 4 && string(s[i:i+4]) == "null" {
+			return tokNull, nil, i + 4, true
+		}
+	case isNumberByte(c):
+		start := i
+		for i < len(s) && isNumberByte(s[i]) {
+			i++
+		}
+		return tokNumber, s[start:i], i, !loneSign(s[start:i])
+	}
+	return 0, nil, i, false
+}
+
+// escaped continues a string from its first backslash at s[i]: the content
+// so far is s[start:i]. Only the two-character escapes are handled.
+func (d *JSON) escaped(s []byte, start, i int) (token, []byte, int, bool) {
+	b := append(d.scratch[:0], s[start:i]...)
+	for i < len(s) {
+		c := s[i]
+		if c == '"' {
+			d.scratch = b
+			return tokString, b, i + 1, true
+		}
+		if c != '\\' {
+			b = append(b, c)
+			i++
+			continue
+		}
+		if i+1 >= len(s) {
+			break
+		}
+		switch s[i+1] {
+		case '"':
+			c = '"'
+		case '\\':
+			c = '\\'
+		case '/':
+			c = '/'
+		case 'b':
+			c = '\b'
+		case 'f':
+			c = '\f'
+		case 'n':
+			c = '\n'
+		case 'r':
+			c = '\r'
+		case 't':
+			c = '\t'
+		default:
+			d.scratch = b
+			return 0, nil, i, false
+		}
+		b = append(b, c)
+		i += 2
+	}
+	d.scratch = b
+	return 0, nil, i, false
+}
+
+// skipScalar skips a scalar value of a field no column reads, accepting
+// what fastjson accepts.
+func skipScalar(s []byte, i int) (int, bool) {
+	if i >= len(s) {
+		return i, false
+	}
+	switch c := s[i]; {
+	case c == '"':
+		for i++; i < len(s); i++ {
+			switch s[i] {
+			case '"':
+				return i + 1, true
+			case '\\':
+				i++ // fastjson ends a string at a quote after an even run of backslashes
+			}
+		}
+		return i, false
+	case c == 't':
+		return i + 4, len(s)-i >= 4 && string(s[i:i+4]) == "true"
+	case c == 'f':
+		return i + 5, len(s)-i >= 5 && string(s[i:i+5]) == "false"
+	case c == 'n':
+		return i + 4, len(s)-i >= 4 && string(s[i:i+4]) == "null"
+	case isNumberByte(c):
+		start := i
+		for i < len(s) && isNumberByte(s[i]) {
+			i++
+		}
+		return i, !loneSign(s[start:i])
+	}
+	return i, false
+}
+
+// decodeFast decodes value into one row of c, or leaves c as it was and
+// reports false.
+func (d *JSON) decodeFast(s []byte, c *chunk.Chunk) bool {
+	rows := c.Rows
+	if !d.fastRow(s, c) {
+		c.Truncate(rows)
+		return false
+	}
+	return true
+}
+
+func (d *JSON) fastRow(s []byte, c *chunk.Chunk) bool {
+	d.gen++
+	if d.gen == 0 {
+		clear(d.seen)
+		d.gen = 1
+	}
+	i := skipWS(s, 0)
+	if i >= len(s) || s[i] != '{' {
+		return false
+	}
+	i = skipWS(s, i+1)
+	if i < len(s) && s[i] == '}' {
+		i++
+	} else {
+		d.next = 0
+		for {
+			// Key.
+			if i >= len(s) || s[i] != '"' {
+				return false
+			}
+			i++
+			ks := i
+			for i < len(s) && s[i] != '"' && s[i] != '\\' {
+				i++
+			}
+			if i >= len(s) || s[i] != '"' {
+				return false
+			}
+			key := s[ks:i]
+			i = skipWS(s, i+1)
+			if i >= len(s) || s[i] != ':' {
+				return false
+			}
+			i = skipWS(s, i+1)
+
+			// Value.
+			fi := d.next
+			if fi >= len(d.names) || d.names[fi] != string(key) {
+				var found bool
+				if fi, found = d.index[string(key)]; !found {
+					fi = -1
+				}
+			}
+			if fi < 0 {
+				var ok bool
+				if i, ok = skipScalar(s, i); !ok {
+					return false
+				}
+			} else {
+				d.next = fi + 1
+				t, text, next, ok := d.scalar(s, i)
+				if !ok {
+					return false
+				}
+				i = next
+				for _, ci := range d.fields[fi] {
+					if d.seen[ci] == d.gen {
+						return false // a field twice: the fastjson path keeps the last
+					}
+					d.seen[ci] = d.gen
+					if t == tokNull {
+						appendDefault(d.cols[ci].def, c.Cols[ci])
+						continue
+					}
+					if !d.fast[ci](d, t, text, c.Cols[ci]) {
+						return false
+					}
+				}
+			}
+
+			i = skipWS(s, i)
+			if i >= len(s) {
+				return false
+			}
+			if s[i] == ',' {
+				i = skipWS(s, i+1)
+				continue
+			}
+			if s[i] != '}' {
+				return false
+			}
+			i++
+			break
+		}
+	}
+	if skipWS(s, i) != len(s) {
+		return false
+	}
+	for ci := range d.cols {
+		if d.seen[ci] != d.gen {
+			appendDefault(d.cols[ci].def, c.Cols[ci])
+		}
+	}
+	return true
+}

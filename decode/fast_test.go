@@ -1,0 +1,111 @@
+package decode
+
+import (
+	"testing"
+
+	"github.com/etl-project/etl/gen"
+)
+
+// fastColumns are column types with fast setters. Two columns read field
+// "a" so one value goes through two setters.
+var fastColumns = []string{
+	"a Int8", "a2 UInt64", "b Int64", "c Float32", "d Float64", "f String", "l DateTime",
+	"n Nullable(Int16)", "q LowCardinality(Nullable(String))", "s Nullable(DateTime)", "u UInt8", "w Int32",
+}
+
+var fastFields = []string{"a", "a", "b", "c", "d", "f", "l", "n", "q", "s", "u", "w"}
+
+var fastSeeds = []string{
+	`{}`, ` { } `, `{"a":1,"b":-5,"c":1.5,"d":"2.5","f":"x\"y\\z\/\b\f\n\r\t","l":"2026-11-29 10:00:00","n":null,` +
+		`"q":"lc","s":"2026-11-29T10:00:00+01:00","u":true,"w":"-7","zz":"skip\"me","z2":[1]}`,
+	`{"a":"\u0031"}`, `{"f":"\ud800"}`, `{"f":"a\x"}`, `{"l":1e400}`, `{"a":true,"a":false}`, `{"a":1,"a":1}`,
+	`[]`, `{"a":`, `{"a":1}x`, `{"a":1,}`, `{"a":01}`, `{"a":-0}`, `{"a2":18446744073709551615}`,
+	`{"a2":18446744073709551616}`, `{"b":-9223372036854775808}`, `{"b":9223372036854775808}`, `{"u":256}`,
+	`{"w":2147483648}`, `{"d":NaN}`, `{"d":-Inf}`, `{"d":1e999}`, `{"c":3.5e38}`, `{"f":12.50}`, `{"f":true}`,
+	`{"f":null}`, `{"f":{"x":1}}`, `{"l":1795946400000}`, `{"l":"1795946400"}`, `{"l":-1}`, `{"l":4294967296}`,
+	`{"l":1.5}`, `{"l":true}`, `{"s":null}`, `{"n":"12"}`, `{"n":1.0}`, `{"n":1.5}`, `{"zz":nul}`, `{"zz":tru}`,
+	`{"zz":1-2e+}`, `{"zz":-inf}`, "{\"a\"\t:\n1\r}", `{"a\u0062":1}`, `{"f":"` + "\x01\xff" + `"}`, `{"zz":"a\`,
+	`{"f":"a\"`, `{"a":1 "b":2}`, `{"a":+1}`, `{"d":.5}`, `{"d":5.}`, `{"a":1e2}`, `{"a":1E+0}`,
+}
+
+// FuzzFastPath checks that the fast path agrees with the fastjson path:
+// the same rows for every record either accepts, the same error (the
+// fastjson path reports it) for every other one, and a chunk left as it
+// was on error.
+func FuzzFastPath(f *testing.F) {
+	for _, s := range fastSeeds {
+		f.Add([]byte(s))
+	}
+	for n := range uint64(20) {
+		f.Add(gen.Make(1, n).AppendJSON(nil))
+	}
+	s := schemaOf(f, fastColumns...)
+	fast, err := NewJSON(s, JSONOptions{Fields: fastFields})
+	if err != nil {
+		f.Fatal(err)
+	}
+	if fast.fast == nil {
+		f.Fatal("no fast path for the fast columns")
+	}
+	slow, err := NewJSON(s, JSONOptions{Fields: fastFields})
+	if err != nil {
+		f.Fatal(err)
+	}
+	slow.noFast = true
+	good := []byte(`{"a":1,"f":"x","s":5}`)
+	f.Fuzz(func(t *testing.T, value []byte) {
+		cf, cs := newChunk(t, s), newChunk(t, s)
+		if _, err := fast.Decode(good, cf); err != nil {
+			t.Fatalf("good record: %v", err)
+		}
+		if _, err := slow.Decode(good, cs); err != nil {
+			t.Fatalf("good record: %v", err)
+		}
+		rf, errf := fast.Decode(value, cf)
+		rs, errs := slow.Decode(value, cs)
+		if rf != rs || (errf == nil) != (errs == nil) || errf != nil && errf.Error() != errs.Error() {
+			t.Fatalf("%q: fast path gives %d, %v; fastjson path %d, %v", value, rf, errf, rs, errs)
+		}
+		if err := checkConsistent(cf); err != nil {
+			t.Fatalf("%q: fast path leaves the chunk inconsistent: %v", value, err)
+		}
+		if df, ds := dump(cf), dump(cs); df != ds {
+			t.Fatalf("%q: fast path rows\n%s\nfastjson path rows\n%s", value, df, ds)
+		}
+	})
+}
+
+// TestFastPathTaken makes sure gen's records take the fast path, so the
+// benchmark's speed is not silently lost to fallbacks.
+func TestFastPathTaken(t *testing.T) {
+	s, err := gen.Schema()
+	if err != nil {
+		t.Fatal(err)
+	}
+	d, err := NewJSON(s, JSONOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d.fast == nil {
+		t.Fatal("gen's schema has no fast path")
+	}
+	c := newChunk(t, s)
+	for n := range uint64(2000) {
+		rec := gen.Make(1, n).AppendJSON(nil)
+		if !d.decodeFast(rec, c) {
+			t.Fatalf("record %d left the fast path: %s", n, rec)
+		}
+	}
+}
+
+// TestFastPathUnsupported: a column type without a fast setter turns the
+// fast path off for the whole decoder.
+func TestFastPathUnsupported(t *testing.T) {
+	d, err := NewJSON(schemaOf(t, "a UInt64", "b Array(String)"), JSONOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if d.fast != nil {
+		t.Fatal("fast path compiled for Array(String)")
+	}
+}
