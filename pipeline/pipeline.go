@@ -57,7 +57,7 @@ type Pipeline struct {
 
 	chunkTarget int
 	workers     int
-	chunks      sync.Pool // emptied chunks, reused to keep their columns' capacity
+	chunks      chunkPool // emptied chunks, reused to keep their columns' capacity
 
 	mu    sync.RWMutex
 	lanes map[TopicPartition]*lane
@@ -519,7 +519,7 @@ func (p *Pipeline) decodeFailed(l *lane, r *kgo.Record, err error, n int, bytes 
 
 // newChunk returns an empty chunk, reusing an acknowledged one when it can.
 func (p *Pipeline) newChunk() (*chunk.Chunk, error) {
-	if c, ok := p.chunks.Get().(*chunk.Chunk); ok {
+	if c := p.chunks.get(); c != nil {
 		return c, nil
 	}
 	return chunk.New(p.target.Schema)
@@ -630,7 +630,7 @@ func (p *Pipeline) processAcks() {
 		p.budget.Release(int64(c.Size()))
 		p.rowsWritten.Add(int64(c.Rows))
 		c.Reset()
-		p.chunks.Put(c)
+		p.chunks.put(c)
 	}
 }
 

@@ -80,3 +80,36 @@ func (a *ackQueue) take() []*chunk.Chunk {
 	a.items = nil
 	return out
 }
+
+// maxFreeChunks bounds the emptied chunks kept for reuse. Unlike a
+// sync.Pool, the free list survives garbage collections, so steady-state
+// chunks never regrow their columns; at about chunk.target_bytes each, the
+// list holds at most a few MiB.
+const maxFreeChunks = 64
+
+// chunkPool is a bounded free list of emptied chunks.
+type chunkPool struct {
+	mu   sync.Mutex
+	free []*chunk.Chunk
+}
+
+func (p *chunkPool) get() *chunk.Chunk {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	n := len(p.free)
+	if n == 0 {
+		return nil
+	}
+	c := p.free[n-1]
+	p.free[n-1] = nil
+	p.free = p.free[:n-1]
+	return c
+}
+
+func (p *chunkPool) put(c *chunk.Chunk) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if len(p.free) < maxFreeChunks {
+		p.free = append(p.free, c)
+	}
+}
