@@ -1,0 +1,98 @@
+package pipeline
+
+import (
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/etl-project/etl/backpressure"
+	"github.com/etl-project/etl/chunk"
+	"github.com/etl-project/etl/config"
+	"github.com/etl-project/etl/decode"
+	"github.com/etl-project/etl/gen"
+	"github.com/etl-project/etl/sink/clickhouse"
+	"github.com/etl-project/etl/source/kafka"
+)
+
+// nullSink takes every chunk and acknowledges it at once.
+type nullSink struct{ p *Pipeline }
+
+func (s nullSink) TryEnqueue(c *chunk.Chunk) bool {
+	s.p.acks.push([]*chunk.Chunk{c})
+	return true
+}
+
+// BenchmarkPipelineNullSink is the pipeline's own ceiling on one core:
+// fetched records handed to a lane, decoded into chunks by one worker,
+// handed to a sink that acknowledges at once, acknowledgements applied to
+// the tracker and chunks recycled. No Kafka, no ClickHouse.
+func BenchmarkPipelineNullSink(b *testing.B) {
+	schema, err := gen.Schema()
+	if err != nil {
+		b.Fatal(err)
+	}
+	budget, err := backpressure.New(backpressure.Options{Bytes: 1 << 40, HighRatio: 0.8, LowRatio: 0.5})
+	if err != nil {
+		b.Fatal(err)
+	}
+	p := &Pipeline{
+		cfg:         &config.Config{},
+		tracker:     NewTracker(),
+		runq:        newRunQueue(),
+		acks:        newAckQueue(),
+		lanes:       map[TopicPartition]*lane{},
+		failc:       make(chan error, 1),
+		chunkTarget: 64 << 10,
+		m:           newMetrics(nil),
+		budget:      budget,
+		target:      &clickhouse.Target{Schema: schema},
+	}
+	p.queue = nullSink{p}
+	p.pause = newPauser(&nopSource{}, prometheus.NewGauge(prometheus.GaugeOpts{Name: "x"}))
+	dec, err := decode.NewJSON(schema, decode.JSONOptions{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	h := (*handler)(p)
+	h.Assigned(nil, kafka.Partitions{"events": {0}})
+	l := p.lanes[TopicPartition{"events", 0}]
+
+	// A poll's worth of records, reused with advancing offsets.
+	const perPoll = 4096
+	values := make([][]byte, perPoll)
+	for i := range values {
+		values[i] = gen.Make(1, uint64(i)).AppendJSON(nil)
+	}
+	recs := make([]*kgo.Record, perPoll)
+	for i := range recs {
+		recs[i] = &kgo.Record{Topic: "events", Value: values[i]}
+	}
+	b.ReportAllocs()
+	b.ResetTimer()
+	start := time.Now()
+	offset := int64(0)
+	for done := 0; done < b.N; done += perPoll {
+		for i := range recs {
+			recs[i].Offset = offset
+			offset++
+		}
+		h.Fetched(&kgo.FetchTopicPartition{Topic: "events", FetchPartition: kgo.FetchPartition{Partition: 0, Records: recs}})
+		p.runq.pop()
+		l.mu.Lock()
+		l.state = laneRunning
+		l.mu.Unlock()
+		p.process(l, dec)
+		l.mu.Lock()
+		l.state = laneIdle
+		l.mu.Unlock()
+		p.processAcks()
+	}
+	el := time.Since(start)
+	b.ReportMetric(float64(offset)/el.Seconds(), "rows/s")
+	b.ReportMetric(float64(el.Nanoseconds())/float64(offset), "ns/row")
+	if st, _ := p.tracker.Status(TopicPartition{"events", 0}); st.Watermark != offset {
+		b.Fatalf("watermark %d, want %d", st.Watermark, offset)
+	}
+}
