@@ -1,0 +1,268 @@
+// Package registrytest is an in-process Confluent Schema Registry for tests:
+// enough of the REST API for the schemaregistry client and for tests that
+// produce Confluent-framed records.
+package registrytest
+
+import (
+	"encoding/json"
+	"net/http"
+	"net/http/httptest"
+	"strconv"
+	"sync"
+	"testing"
+)
+
+// Server is a fake schema registry on 127.0.0.1. It serves
+//
+//	GET  /schemas/ids/{id}
+//	GET  /subjects/{subject}/versions/latest
+//	POST /subjects/{subject}/versions
+//
+// with the registry's JSON bodies and error codes (40401 unknown subject,
+// 40403 unknown schema id). It is safe for concurrent use.
+type Server struct {
+	srv     *httptest.Server
+	handler http.Handler
+
+	mu       sync.Mutex
+	schemas  []schema           // schema id i+1 is schemas[i]
+	byText   map[string]int32   // schema text -> id, as the registry dedups
+	subjects map[string][]int32 // subject -> ids of its versions, oldest first
+	down     bool
+	held     chan struct{} // requests wait on it while not nil
+	requests int
+	user     string // basic auth required when not empty
+	pass     string
+}
+
+type schema struct {
+	text       string
+	schemaType string
+	references []reference
+}
+
+type reference struct {
+	Name    string `json:"name"`
+	Subject string `json:"subject"`
+	Version int    `json:"version"`
+}
+
+// New starts a server; it is closed when the test ends.
+func New(t testing.TB) *Server {
+	t.Helper()
+	s := &Server{byText: map[string]int32{}, subjects: map[string][]int32{}}
+	mux := http.NewServeMux()
+	mux.HandleFunc("GET /schemas/ids/{id}", s.getByID)
+	mux.HandleFunc("GET /subjects/{subject}/versions/latest", s.getLatest)
+	mux.HandleFunc("POST /subjects/{subject}/versions", s.register)
+	s.handler = s.gate(mux)
+	s.srv = httptest.NewServer(s.handler)
+	t.Cleanup(s.srv.Close)
+	return s
+}
+
+// URL is the server's base URL.
+func (s *Server) URL() string { return s.srv.URL }
+
+// Transport returns a RoundTripper that serves requests by calling the
+// server's handler in memory, whatever host they name. Requests through it
+// behave, and are counted, like requests over the network; it suits tests
+// that run in a testing/synctest bubble, where real network I/O would keep
+// the bubble's clock from advancing.
+func (s *Server) Transport() http.RoundTripper { return inMemory{s.handler} }
+
+// Register registers schema (Avro) under subject, as POST
+// /subjects/{subject}/versions does, and returns its id: a schema text
+// already registered under any subject keeps its id.
+func (s *Server) Register(subject, schemaText string) int32 {
+	return s.add(subject, schema{text: schemaText})
+}
+
+// SetDown makes the server answer every request with 503 while down is
+// true.
+func (s *Server) SetDown(down bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.down = down
+}
+
+// Hold makes requests wait, once counted, until release is called (or the
+// request is cancelled), so a test can look at a client while its request
+// is in flight. release is idempotent.
+func (s *Server) Hold() (release func()) {
+	held := make(chan struct{})
+	s.mu.Lock()
+	s.held = held
+	s.mu.Unlock()
+	var once sync.Once
+	return func() {
+		once.Do(func() {
+			s.mu.Lock()
+			if s.held == held {
+				s.held = nil
+			}
+			s.mu.Unlock()
+			close(held)
+		})
+	}
+}
+
+// RequireBasicAuth makes the server answer 401 to requests without these
+// basic-auth credentials.
+func (s *Server) RequireBasicAuth(username, password string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.user, s.pass = username, password
+}
+
+// Requests returns how many requests the server has received, whatever
+// their answer.
+func (s *Server) Requests() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.requests
+}
+
+func (s *Server) add(subject string, sc schema) int32 {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	id, ok := s.byText[sc.text]
+	if !ok {
+		s.schemas = append(s.schemas, sc)
+		id = int32(len(s.schemas))
+		s.byText[sc.text] = id
+	}
+	versions := s.subjects[subject]
+	for _, v := range versions {
+		if v == id {
+			return id
+		}
+	}
+	s.subjects[subject] = append(versions, id)
+	return id
+}
+
+// gate counts requests and answers for a down server or missing
+// credentials before h sees the request.
+func (s *Server) gate(h http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		s.mu.Lock()
+		s.requests++
+		down, held, user, pass := s.down, s.held, s.user, s.pass
+		s.mu.Unlock()
+		if held != nil {
+			select {
+			case <-held:
+			case <-r.Context().Done():
+				return
+			}
+		}
+		if down {
+			writeError(w, http.StatusServiceUnavailable, 50003, "registry is down")
+			return
+		}
+		if user != "" {
+			u, p, ok := r.BasicAuth()
+			if !ok || u != user || p != pass {
+				writeError(w, http.StatusUnauthorized, 401, "Unauthorized")
+				return
+			}
+		}
+		h.ServeHTTP(w, r)
+	})
+}
+
+func (s *Server) getByID(w http.ResponseWriter, r *http.Request) {
+	id, err := strconv.ParseInt(r.PathValue("id"), 10, 32)
+	if err != nil {
+		writeError(w, http.StatusNotFound, 404, "HTTP 404 Not Found")
+		return
+	}
+	s.mu.Lock()
+	var sc schema
+	ok := id >= 1 && id <= int64(len(s.schemas))
+	if ok {
+		sc = s.schemas[id-1]
+	}
+	s.mu.Unlock()
+	if !ok {
+		writeError(w, http.StatusNotFound, 40403, "Schema "+strconv.FormatInt(id, 10)+" not found")
+		return
+	}
+	body := map[string]any{"schema": sc.text}
+	if sc.schemaType != "" && sc.schemaType != "AVRO" { // the registry omits AVRO
+		body["schemaType"] = sc.schemaType
+	}
+	if len(sc.references) > 0 {
+		body["references"] = sc.references
+	}
+	writeJSON(w, http.StatusOK, body)
+}
+
+func (s *Server) getLatest(w http.ResponseWriter, r *http.Request) {
+	subject := r.PathValue("subject")
+	s.mu.Lock()
+	versions := s.subjects[subject]
+	var (
+		id int32
+		sc schema
+	)
+	if len(versions) > 0 {
+		id = versions[len(versions)-1]
+		sc = s.schemas[id-1]
+	}
+	s.mu.Unlock()
+	if len(versions) == 0 {
+		writeError(w, http.StatusNotFound, 40401, "Subject '"+subject+"' not found.")
+		return
+	}
+	body := map[string]any{"subject": subject, "version": len(versions), "id": id, "schema": sc.text}
+	if sc.schemaType != "" && sc.schemaType != "AVRO" {
+		body["schemaType"] = sc.schemaType
+	}
+	if len(sc.references) > 0 {
+		body["references"] = sc.references
+	}
+	writeJSON(w, http.StatusOK, body)
+}
+
+func (s *Server) register(w http.ResponseWriter, r *http.Request) {
+	var req struct {
+		Schema     string      `json:"schema"`
+		SchemaType string      `json:"schemaType"`
+		References []reference `json:"references"`
+	}
+	if err := json.NewDecoder(http.MaxBytesReader(w, r.Body, 16<<20)).Decode(&req); err != nil || req.Schema == "" {
+		writeError(w, http.StatusUnprocessableEntity, 42201, "Invalid schema")
+		return
+	}
+	id := s.add(r.PathValue("subject"), schema{text: req.Schema, schemaType: req.SchemaType, references: req.References})
+	writeJSON(w, http.StatusOK, map[string]any{"id": id})
+}
+
+func writeError(w http.ResponseWriter, status, code int, msg string) {
+	writeJSON(w, status, map[string]any{"error_code": code, "message": msg})
+}
+
+func writeJSON(w http.ResponseWriter, status int, body any) {
+	w.Header().Set("Content-Type", "application/vnd.schemaregistry.v1+json")
+	w.WriteHeader(status)
+	_ = json.NewEncoder(w).Encode(body) // a failed write is the client's problem
+}
+
+// inMemory is an http.RoundTripper that calls a handler directly.
+type inMemory struct{ h http.Handler }
+
+func (t inMemory) RoundTrip(req *http.Request) (*http.Response, error) {
+	if err := req.Context().Err(); err != nil {
+		return nil, err
+	}
+	rec := httptest.NewRecorder()
+	t.h.ServeHTTP(rec, req)
+	if req.Body != nil {
+		_ = req.Body.Close() // a RoundTripper must close the body
+	}
+	resp := rec.Result()
+	resp.Request = req
+	return resp, nil
+}
