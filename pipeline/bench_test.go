@@ -4,15 +4,10 @@ import (
 	"testing"
 	"time"
 
-	"github.com/prometheus/client_golang/prometheus"
 	"github.com/twmb/franz-go/pkg/kgo"
 
-	"github.com/etl-project/etl/backpressure"
 	"github.com/etl-project/etl/chunk"
-	"github.com/etl-project/etl/config"
-	"github.com/etl-project/etl/decode"
 	"github.com/etl-project/etl/gen"
-	"github.com/etl-project/etl/sink/clickhouse"
 	"github.com/etl-project/etl/source/kafka"
 )
 
@@ -29,32 +24,8 @@ func (s nullSink) TryEnqueue(c *chunk.Chunk) bool {
 // handed to a sink that acknowledges at once, acknowledgements applied to
 // the tracker and chunks recycled. No Kafka, no ClickHouse.
 func BenchmarkPipelineNullSink(b *testing.B) {
-	schema, err := gen.Schema()
-	if err != nil {
-		b.Fatal(err)
-	}
-	budget, err := backpressure.New(backpressure.Options{Bytes: 1 << 40, HighRatio: 0.8, LowRatio: 0.5})
-	if err != nil {
-		b.Fatal(err)
-	}
-	p := &Pipeline{
-		cfg:         &config.Config{},
-		tracker:     NewTracker(),
-		runq:        newRunQueue(),
-		acks:        newAckQueue(),
-		lanes:       map[TopicPartition]*lane{},
-		failc:       make(chan error, 1),
-		chunkTarget: 64 << 10,
-		m:           newMetrics(nil),
-		budget:      budget,
-		target:      &clickhouse.Target{Schema: schema},
-	}
+	p, dec := newBarePipeline(b, &nopSource{}, 64<<10)
 	p.queue = nullSink{p}
-	p.pause = newPauser(&nopSource{}, prometheus.NewGauge(prometheus.GaugeOpts{Name: "x"}))
-	dec, err := decode.NewJSON(schema, decode.JSONOptions{})
-	if err != nil {
-		b.Fatal(err)
-	}
 	h := (*handler)(p)
 	h.Assigned(nil, kafka.Partitions{"events": {0}})
 	l := p.lanes[TopicPartition{"events", 0}]

@@ -55,6 +55,39 @@ func (d *countingDecoder) Decode(v []byte, c *chunk.Chunk) (int, error) {
 
 type nopSource struct{ paused, resumed int }
 
+// newBarePipeline builds a pipeline without servers: one JSON decoder for
+// gen's schema, a budget that never pauses, the given source for pauses and
+// chunks of chunkTarget bytes. The caller sets p.queue.
+func newBarePipeline(tb testing.TB, src partitionPauser, chunkTarget int) (*Pipeline, decode.Decoder) {
+	tb.Helper()
+	schema, err := gen.Schema()
+	if err != nil {
+		tb.Fatal(err)
+	}
+	budget, err := backpressure.New(backpressure.Options{Bytes: 1 << 40, HighRatio: 0.8, LowRatio: 0.5})
+	if err != nil {
+		tb.Fatal(err)
+	}
+	p := &Pipeline{
+		cfg:         &config.Config{},
+		tracker:     NewTracker(),
+		runq:        newRunQueue(),
+		acks:        newAckQueue(),
+		lanes:       map[TopicPartition]*lane{},
+		failc:       make(chan error, 1),
+		chunkTarget: chunkTarget,
+		m:           newMetrics(nil),
+		budget:      budget,
+		target:      &clickhouse.Target{Schema: schema},
+	}
+	p.pause = newPauser(src, prometheus.NewGauge(prometheus.GaugeOpts{Name: "etl_test_paused"}))
+	dec, err := decode.NewJSON(schema, decode.JSONOptions{})
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return p, dec
+}
+
 func (s *nopSource) Pause(kafka.Partitions)  { s.paused++ }
 func (s *nopSource) Resume(kafka.Partitions) { s.resumed++ }
 
@@ -63,34 +96,10 @@ func (s *nopSource) Resume(kafka.Partitions) { s.resumed++ }
 // once, that the chunks handed over hold every row in offset order, and that
 // their spans cover every offset exactly once.
 func TestResumePoint(t *testing.T) {
-	schema, err := gen.Schema()
-	if err != nil {
-		t.Fatal(err)
-	}
-	budget, err := backpressure.New(backpressure.Options{Bytes: 1 << 30, HighRatio: 0.8, LowRatio: 0.5})
-	if err != nil {
-		t.Fatal(err)
-	}
 	src := &nopSource{}
 	q := &gateQueue{}
-	p := &Pipeline{
-		cfg:         &config.Config{},
-		tracker:     NewTracker(),
-		runq:        newRunQueue(),
-		acks:        newAckQueue(),
-		lanes:       map[TopicPartition]*lane{},
-		failc:       make(chan error, 1),
-		chunkTarget: 2048, // a few dozen rows per chunk
-		m:           newMetrics(nil),
-		budget:      budget,
-		target:      &clickhouse.Target{Schema: schema},
-		queue:       q,
-	}
-	p.pause = newPauser(src, prometheus.NewGauge(prometheus.GaugeOpts{Name: "x"}))
-	jd, err := decode.NewJSON(schema, decode.JSONOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
+	p, jd := newBarePipeline(t, src, 2048) // a few dozen rows per chunk
+	p.queue = q
 	dec := &countingDecoder{Decoder: jd, seen: map[string]int{}}
 
 	tp := TopicPartition{"events", 0}

@@ -172,22 +172,7 @@ func TestRebalance(t *testing.T) {
 	if len(w.regress) > 0 {
 		t.Fatalf("committed offsets moved backwards: %v", w.regress)
 	}
-	counts, outside := e.idCounts(n)
-	dups := 0
-	for id, c := range counts {
-		part, off := offsetOf(uint64(id))
-		switch {
-		case c == 0:
-			t.Fatalf("id %d missing", id)
-		case c > 1 && off < beforeJoin[part]:
-			t.Fatalf("id %d (partition %d offset %d) written %d times though committed (%d) before the rebalance", id, part, off, c, beforeJoin[part])
-		case c > 1:
-			dups++
-		}
-	}
-	if outside != 0 {
-		t.Fatalf("%d rows with unexpected ids", outside)
-	}
+	dups := e.checkAllOnceBelow(n, beforeJoin)
 	t.Logf("%d records written twice across the join and the leave", dups)
 }
 

@@ -393,3 +393,28 @@ func writeConfig(t *testing.T, text string) string {
 	}
 	return p
 }
+
+// checkAllOnceBelow checks that every record [0, n) is in the table, that
+// records below the committed offsets are there exactly once (duplicates
+// may only come from offsets that were not committed), and that no other
+// row is. It returns the number of records written more than once.
+func (e *env) checkAllOnceBelow(n uint64, committed map[int32]int64) int {
+	e.t.Helper()
+	counts, outside := e.idCounts(n)
+	dups := 0
+	for id, c := range counts {
+		part, off := offsetOf(uint64(id))
+		switch {
+		case c == 0:
+			e.t.Fatalf("id %d missing", id)
+		case c > 1 && off < committed[part]:
+			e.t.Fatalf("id %d (partition %d offset %d) written %d times though its offset was committed (%d)", id, part, off, c, committed[part])
+		case c > 1:
+			dups++
+		}
+	}
+	if outside != 0 {
+		e.t.Fatalf("%d rows with unexpected ids", outside)
+	}
+	return dups
+}
