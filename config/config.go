@@ -86,9 +86,24 @@ type SASL struct {
 	Password  Secret `yaml:"password"`
 }
 
-// Decode selects the record format.
+// Decode selects the record format and what happens to records that
+// cannot be decoded.
 type Decode struct {
 	Format string `yaml:"format"` // json
+	// OnError is dlq, skip or fail; empty means dlq when DLQ.Topic is set,
+	// else fail.
+	OnError string `yaml:"on_error"`
+	DLQ     *DLQ   `yaml:"dlq,omitempty"`
+	// MaxRecordBytes rejects larger record values (reason too_large); 0
+	// means no limit.
+	MaxRecordBytes ByteSize `yaml:"max_record_bytes"`
+}
+
+// DLQ is the dead-letter destination: a Kafka topic, on the source's
+// brokers unless Brokers is set.
+type DLQ struct {
+	Topic   string   `yaml:"topic"`
+	Brokers []string `yaml:"brokers"`
 }
 
 // Sink selects where rows go. ClickHouse is the only sink.
@@ -240,6 +255,15 @@ func finish(c *Config) {
 	}
 	if ch := c.Sink.ClickHouse; ch != nil {
 		ch.Addr = splitList(ch.Addr)
+	}
+	if d := c.Decode.DLQ; d != nil {
+		d.Brokers = splitList(d.Brokers)
+	}
+	if c.Decode.OnError == "" {
+		c.Decode.OnError = "fail"
+		if c.Decode.DLQ != nil && c.Decode.DLQ.Topic != "" {
+			c.Decode.OnError = "dlq"
+		}
 	}
 }
 

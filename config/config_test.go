@@ -289,6 +289,7 @@ func TestExample(t *testing.T) {
 	ch.Addr = []string{"127.0.0.1:9000"}
 	ch.Table = "events"
 	ch.Password = `p@ss: #wo"rd'`
+	want.Decode.OnError = "fail" // derived: no dead-letter topic
 	if !reflect.DeepEqual(c, want) {
 		t.Errorf("parsed config differs\ngot:\n%s\nwant:\n%s", c.Redacted(), want.Redacted())
 	}
@@ -667,4 +668,30 @@ func fieldAt(v reflect.Value, path string) (reflect.Value, bool) {
 		}
 	}
 	return v, true
+}
+
+func TestOnErrorDerived(t *testing.T) {
+	base := "pipeline: {name: x}\nsource: {kafka: {brokers: [a:1], topics: [t], group_id: g}}\nsink: {clickhouse: {addr: [b:2], table: t}}\n"
+	for _, tt := range []struct{ extra, want, err string }{
+		{"", "fail", ""},
+		{"decode: {dlq: {topic: dead}}\n", "dlq", ""},
+		{"decode: {on_error: skip, dlq: {topic: dead}}\n", "skip", ""},
+		{"decode: {on_error: dlq}\n", "", "f.yaml:4:1: decode.dlq.topic: required key is missing"},
+		{"decode: {on_error: drop}\n", "", `f.yaml:4:20: decode.on_error: must be one of dlq, skip, fail; got "drop"`},
+	} {
+		c, err := Parse([]byte(base+tt.extra), "f.yaml", env(nil))
+		if tt.err != "" {
+			if err == nil || err.Error() != tt.err {
+				t.Errorf("%q: error %v, want %s", tt.extra, err, tt.err)
+			}
+			continue
+		}
+		if err != nil {
+			t.Errorf("%q: %v", tt.extra, err)
+			continue
+		}
+		if c.Decode.OnError != tt.want {
+			t.Errorf("%q: on_error %q, want %q", tt.extra, c.Decode.OnError, tt.want)
+		}
+	}
 }

@@ -111,6 +111,19 @@ var rules = []rule{
 	{path: "source.kafka.sasl.username", when: hasSASL, required: func(c *Config) bool { return c.Source.Kafka.SASL.Username != "" }},
 
 	{path: "decode.format", check: func(c *Config) string { return oneOf(c.Decode.Format, "json") }},
+	// Empty (a config built in code) means derived, as after loading.
+	{path: "decode.on_error", when: func(c *Config) bool { return c.Decode.OnError != "" }, check: func(c *Config) string {
+		return oneOf(c.Decode.OnError, "dlq", "skip", "fail")
+	}},
+	// Dead-lettering needs somewhere to write.
+	{path: "decode.dlq.topic", when: func(c *Config) bool { return c.Decode.OnError == "dlq" },
+		required: func(c *Config) bool { return c.Decode.DLQ != nil && c.Decode.DLQ.Topic != "" }},
+	{path: "decode.max_record_bytes", check: func(c *Config) string {
+		if c.Decode.MaxRecordBytes < 0 {
+			return fmt.Sprintf("must be >= 0, got %d", c.Decode.MaxRecordBytes)
+		}
+		return ""
+	}},
 
 	{path: "sink.clickhouse", required: hasClickHouse},
 	{path: "sink.clickhouse.addr", when: hasClickHouse, required: func(c *Config) bool { return len(c.Sink.ClickHouse.Addr) > 0 }},
@@ -314,13 +327,16 @@ func (d *decoder) present(path string) bool {
 	return ok
 }
 
-// keyMark is the position of the key for path, or 1:1 if it is absent.
+// keyMark is the position of the key for path or, when it is absent, of
+// its nearest present ancestor key (1:1 if none).
 func (d *decoder) keyMark(path string) mark {
 	if d == nil {
 		return mark{}
 	}
-	if m, ok := d.keys[path]; ok {
-		return m
+	for p := path; p != ""; p = parentPath(p) {
+		if m, ok := d.keys[p]; ok {
+			return m
+		}
 	}
 	return mark{1, 1}
 }

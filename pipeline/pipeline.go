@@ -21,6 +21,7 @@ import (
 	"github.com/etl-project/etl/chunk"
 	"github.com/etl-project/etl/config"
 	"github.com/etl-project/etl/decode"
+	"github.com/etl-project/etl/dlq"
 	"github.com/etl-project/etl/sink/clickhouse"
 	"github.com/etl-project/etl/source/kafka"
 )
@@ -57,6 +58,9 @@ type Pipeline struct {
 
 	chunkTarget int
 	workers     int
+	onError     string     // decode.on_error
+	dlq         *dlq.Writer // when on_error is dlq
+	rejectLog   *logLimiter
 	chunks      chunkPool // emptied chunks, reused to keep their columns' capacity
 
 	mu    sync.RWMutex
@@ -94,6 +98,8 @@ func New(ctx context.Context, o Options) (*Pipeline, error) {
 		failc:       make(chan error, 1),
 		chunkTarget: int(cfg.Chunk.TargetBytes),
 		workers:     cfg.Pipeline.Workers,
+		onError:     cfg.Decode.OnError,
+		rejectLog:   newLogLimiter(10, 10*time.Second),
 		m:           newMetrics(o.Registerer),
 	}
 	if p.workers <= 0 {
@@ -157,6 +163,22 @@ func New(ctx context.Context, o Options) (*Pipeline, error) {
 
 	p.queue = p.shard
 
+	if p.onError == onErrorDLQ {
+		kopts, err := kafka.ClientOpts(cfg.Source.Kafka)
+		if err != nil {
+			p.ch.Close()
+			return nil, err
+		}
+		if b := cfg.Decode.DLQ.Brokers; len(b) > 0 {
+			kopts = append(kopts, kgo.SeedBrokers(b...))
+		}
+		p.dlq, err = dlq.New(dlq.Options{Topic: cfg.Decode.DLQ.Topic, Pipeline: cfg.Pipeline.Name, Opts: kopts, Registerer: o.Registerer})
+		if err != nil {
+			p.ch.Close()
+			return nil, err
+		}
+	}
+
 	p.src, err = kafka.New(kafka.Options{
 		Config: cfg.Source.Kafka, Pipeline: cfg.Pipeline.Name, Handler: (*handler)(p), Log: log,
 		Registerer: o.Registerer,
@@ -178,7 +200,9 @@ func New(ctx context.Context, o Options) (*Pipeline, error) {
 }
 
 func (p *Pipeline) newDecoder() (decode.Decoder, error) {
-	d, err := decode.NewJSON(p.target.Schema, decode.JSONOptions{Fields: p.target.Fields})
+	d, err := decode.NewJSON(p.target.Schema, decode.JSONOptions{
+		Fields: p.target.Fields, MaxRecordBytes: int(p.cfg.Decode.MaxRecordBytes),
+	})
 	if err != nil {
 		return nil, fmt.Errorf("decode: %w", err)
 	}
@@ -304,7 +328,16 @@ func (p *Pipeline) Run(ctx context.Context) error {
 	stopCommitter()
 	<-committerDone
 
-	// Commit what is durable, then leave the group.
+	// Wait for dead-letter writes still in flight (their offsets commit
+	// only once acknowledged), then commit what is durable and leave the
+	// group.
+	if p.dlq != nil {
+		if err := p.dlq.Flush(drainCtx); err != nil {
+			drained = false
+			p.log.Error("dead-letter writes not acknowledged before the drain timeout", "err", err)
+		}
+		defer p.dlq.Close()
+	}
 	p.processAcks()
 	commitCtx2, cancelCommit := context.WithTimeout(context.Background(), 10*time.Second)
 	if err := p.commit(commitCtx2, nil); err != nil {
@@ -457,16 +490,26 @@ func (p *Pipeline) process(l *lane, dec decode.Decoder) {
 				l.cur = c
 			}
 			rows, err := dec.Decode(r.Value, l.cur)
-			if err != nil {
-				p.decodeFailed(l, r, err, n, bytes)
-				return
-			}
-			p.rowsDecoded.Add(int64(rows))
 			first := l.cursor
 			if first < 0 || first > r.Offset {
 				first = r.Offset
 			}
-			l.cur.AddRange(l.tp.Topic, l.tp.Partition, l.epoch, first, r.Offset+1)
+			if err != nil {
+				if p.onError != onErrorSkip && p.onError != onErrorDLQ {
+					p.decodeFailed(l, r, err, n, bytes)
+					return
+				}
+				// The record is acknowledged on its own (at once when
+				// skipped, once the dead-letter write is acknowledged);
+				// the chunk covers the offsets before it.
+				if first < r.Offset {
+					l.cur.AddRange(l.tp.Topic, l.tp.Partition, l.epoch, first, r.Offset)
+				}
+				p.reject(l, r, err)
+			} else {
+				p.rowsDecoded.Add(int64(rows))
+				l.cur.AddRange(l.tp.Topic, l.tp.Partition, l.epoch, first, r.Offset+1)
+			}
 			l.cursor = r.Offset + 1
 			n++
 			bytes += recordBytes(r)
@@ -486,6 +529,47 @@ func (p *Pipeline) process(l *lane, dec decode.Decoder) {
 			}
 		}
 	}
+}
+
+// Values of decode.on_error.
+const (
+	onErrorFail = "fail"
+	onErrorSkip = "skip"
+	onErrorDLQ  = "dlq"
+)
+
+// reject handles a record that cannot be decoded under on_error skip or
+// dlq: it is counted and logged, then acknowledged at once (skip) or once
+// its dead-letter copy is acknowledged by the broker (dlq), so its offset
+// commits only then. A dead-letter write that fails for good stops the
+// pipeline without committing past the record.
+func (p *Pipeline) reject(l *lane, r *kgo.Record, err error) {
+	reason := string(decode.ReasonCorrupt)
+	var de *decode.Error
+	if errors.As(err, &de) {
+		reason = string(de.Reason)
+	}
+	p.m.decodeErrors.WithLabelValues(reason).Inc()
+	if p.rejectLog.Allow() {
+		p.log.Warn("record cannot be decoded", "on_error", p.onError,
+			"topic", r.Topic, "partition", r.Partition, "offset", r.Offset, "reason", reason, "err", err)
+	}
+	tp, epoch, off := l.tp, l.epoch, r.Offset
+	if p.onError == onErrorSkip {
+		p.tracker.Ack(tp, epoch, off, off+1)
+		return
+	}
+	l.outstanding.Add(1)
+	p.dlq.Write(r, reason, err, func(werr error) {
+		defer l.outstanding.Add(-1)
+		if werr != nil {
+			p.log.Error("dead-letter write failed: not committing past the record",
+				"topic", r.Topic, "partition", r.Partition, "offset", off, "err", werr)
+			p.fail(fmt.Errorf("%s/%d offset %d: %w", tp.Topic, tp.Partition, off, werr))
+			return
+		}
+		p.tracker.Ack(tp, epoch, off, off+1)
+	})
 }
 
 // decodeFailed handles a record that cannot be decoded: the rows before it

@@ -1,6 +1,7 @@
 package pipeline
 
 import (
+	"bytes"
 	"context"
 	"fmt"
 	"log/slog"
@@ -227,4 +228,119 @@ func TestPermanentInsertError(t *testing.T) {
 	if got := ch.Count(t, "default.events"); got != 0 {
 		t.Fatalf("%d rows written", got)
 	}
+}
+
+// TestDeadLetter: poison records of every kind go to the dead-letter
+// topic with their reason and source position in headers, the pipeline
+// keeps going, every good record arrives, and the offsets commit to the
+// end once the dead-letter writes are acknowledged. With on_error: skip
+// they are dropped and counted instead.
+func TestDeadLetter(t *testing.T) {
+	for _, policy := range []string{"dlq", "skip"} {
+		t.Run(policy, func(t *testing.T) {
+			kb, ch := setup(t)
+			kb.CreateTopic(t, "events.dlq", 1)
+			const n = 3000
+			long := gen.Make(seed, 400)
+			note := strings.Repeat("x", 2000)
+			long.Note = &note
+			poison := map[uint64][]byte{
+				100: []byte(`{"id": 100, "ts": `),                          // truncated
+				200: []byte(`{"id": "abc", "ts": 0}`),                      // wrong type
+				300: []byte(`{"id": 300, "ts": 0, "user_id": 5000000000}`), // out of range
+				400: long.AppendJSON(nil),                                  // too large
+				500: []byte(`[1, 2, 3]`),                                   // not an object
+			}
+			wantReason := map[uint64]string{100: "corrupt", 200: "wrong_type", 300: "out_of_range", 400: "too_large", 500: "corrupt"}
+			produce(t, kb, 0, n, poison)
+			cfg := testConfig(t, kb, ch, "dead-"+policy)
+			cfg.Source.Kafka.Topics = []string{"events"}
+			cfg.Decode.OnError = policy
+			cfg.Decode.DLQ = &config.DLQ{Topic: "events.dlq"}
+			cfg.Decode.MaxRecordBytes = 1024
+			reg := prometheus.NewRegistry()
+			p, err := New(context.Background(), Options{Config: cfg, Log: testLogger(t), Registerer: reg})
+			if err != nil {
+				t.Fatal(err)
+			}
+			ctx, cancel := context.WithCancel(context.Background())
+			done := make(chan error, 1)
+			go func() { done <- p.Run(ctx) }()
+			waitFor(t, "good rows", time.Minute, func() bool { return ch.Count(t, "default.events") >= n-5 })
+			waitFor(t, "commits to the end", 30*time.Second, func() bool {
+				c := kb.CommittedOffsets(t, "dead-"+policy, "events")
+				return c[0]+c[1]+c[2] == n
+			})
+			cancel()
+			if err := <-done; err != nil {
+				t.Fatalf("Run: %v", err)
+			}
+			got := ch.Query(t, "SELECT count(), countIf(id IN (100, 200, 300, 400, 500)) FROM default.events")
+			if got != fmt.Sprintf("%d\t0", n-5) {
+				t.Fatalf("count, poison rows = %s, want %d and 0", got, n-5)
+			}
+			errs := 0.0
+			mfs, _ := reg.Gather()
+			for _, mf := range mfs {
+				if mf.GetName() == "etl_decode_errors_total" {
+					for _, m := range mf.GetMetric() {
+						errs += m.GetCounter().GetValue()
+					}
+				}
+			}
+			if errs != 5 {
+				t.Fatalf("etl_decode_errors_total = %v, want 5", errs)
+			}
+
+			dead := readTopic(t, kb, "events.dlq", map[string]int{"dlq": 5, "skip": 0}[policy])
+			if policy == "skip" {
+				if len(dead) != 0 {
+					t.Fatalf("%d dead-letter records with on_error: skip", len(dead))
+				}
+				return
+			}
+			for _, r := range dead {
+				h := map[string]string{}
+				for _, x := range r.Headers {
+					h[x.Key] = string(x.Value)
+				}
+				var id uint64
+				for i, v := range poison {
+					if bytes.Equal(v, r.Value) {
+						id = i
+					}
+				}
+				if id == 0 {
+					t.Fatalf("dead-letter record with an unknown value %q", r.Value)
+				}
+				part, off := int32(id%3), int64(id/3)
+				if h["etl.error.reason"] != wantReason[id] || h["etl.source.topic"] != "events" ||
+					h["etl.source.partition"] != fmt.Sprint(part) || h["etl.source.offset"] != fmt.Sprint(off) ||
+					h["etl.pipeline"] != "test" || h["etl.error"] == "" {
+					t.Errorf("record %d: headers %v", id, h)
+				}
+			}
+		})
+	}
+}
+
+// readTopic reads want records from the start of topic (waiting up to 20
+// s), then checks for a moment that no more arrive.
+func readTopic(t *testing.T, kb *testenv.Broker, topic string, want int) []*kgo.Record {
+	t.Helper()
+	cl := kb.Client(t, kgo.ConsumeTopics(topic), kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()))
+	var out []*kgo.Record
+	deadline := time.Now().Add(20 * time.Second)
+	for len(out) < want && time.Now().Before(deadline) {
+		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+		out = append(out, cl.PollFetches(ctx).Records()...)
+		cancel()
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 500*time.Millisecond)
+	out = append(out, cl.PollFetches(ctx).Records()...)
+	cancel()
+	if len(out) != want {
+		t.Fatalf("%d records in %s, want %d", len(out), topic, want)
+	}
+	return out
 }

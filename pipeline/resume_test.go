@@ -3,6 +3,7 @@ package pipeline
 import (
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/twmb/franz-go/pkg/kgo"
@@ -76,6 +77,8 @@ func newBarePipeline(tb testing.TB, src partitionPauser, chunkTarget int) (*Pipe
 		lanes:       map[TopicPartition]*lane{},
 		failc:       make(chan error, 1),
 		chunkTarget: chunkTarget,
+		onError:     onErrorFail,
+		rejectLog:   newLogLimiter(10, time.Second),
 		m:           newMetrics(nil),
 		budget:      budget,
 		target:      &clickhouse.Target{Schema: schema},
