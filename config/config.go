@@ -90,6 +90,7 @@ type SASL struct {
 // cannot be decoded.
 type Decode struct {
 	Format string `yaml:"format"` // json
+	JSON   JSON   `yaml:"json"`
 	// OnError is dlq, skip or fail; empty means dlq when DLQ.Topic is set,
 	// else fail.
 	OnError string `yaml:"on_error"`
@@ -97,6 +98,13 @@ type Decode struct {
 	// MaxRecordBytes rejects larger record values (reason too_large); 0
 	// means no limit.
 	MaxRecordBytes ByteSize `yaml:"max_record_bytes"`
+}
+
+// JSON configures the JSON decoder.
+type JSON struct {
+	// Framing is single (one object per record), ndjson (one object per
+	// line) or array (an array of objects).
+	Framing string `yaml:"framing"`
 }
 
 // DLQ is the dead-letter destination: a Kafka topic, on the source's
@@ -205,7 +213,7 @@ func Defaults() *Config {
 			RebalanceTimeout:       Duration(60 * time.Second),
 			FetchMaxWait:           Duration(500 * time.Millisecond),
 		}},
-		Decode: Decode{Format: "json"},
+		Decode: Decode{Format: "json", JSON: JSON{Framing: "single"}},
 		Sink: Sink{ClickHouse: &ClickHouse{
 			Database: "default",
 			User:     "default",

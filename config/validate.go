@@ -111,6 +111,7 @@ var rules = []rule{
 	{path: "source.kafka.sasl.username", when: hasSASL, required: func(c *Config) bool { return c.Source.Kafka.SASL.Username != "" }},
 
 	{path: "decode.format", check: func(c *Config) string { return oneOf(c.Decode.Format, "json") }},
+	{path: "decode.json.framing", check: func(c *Config) string { return oneOf(c.Decode.JSON.Framing, "single", "ndjson", "array") }},
 	// Empty (a config built in code) means derived, as after loading.
 	{path: "decode.on_error", when: func(c *Config) bool { return c.Decode.OnError != "" }, check: func(c *Config) string {
 		return oneOf(c.Decode.OnError, "dlq", "skip", "fail")

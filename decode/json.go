@@ -1,6 +1,7 @@
 package decode
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
 	"math"
@@ -21,7 +22,18 @@ type JSONOptions struct {
 	// MaxRecordBytes rejects longer record values as ReasonTooLarge
 	// without parsing them; 0 means unlimited.
 	MaxRecordBytes int
+	// Framing is how rows sit in one record value: FramingSingle (one
+	// object, the default), FramingNDJSON (one object per line, blank lines
+	// ignored) or FramingArray (a JSON array of objects).
+	Framing string
 }
+
+// Framings of JSON record values.
+const (
+	FramingSingle = "single"
+	FramingNDJSON = "ndjson"
+	FramingArray  = "array"
+)
 
 // JSON decodes records holding one JSON object each into one row.
 //
@@ -89,6 +101,7 @@ type JSON struct {
 	p           fastjson.Parser
 	scratch     []byte
 	max         int
+	framing     string
 	visitFn     func(key []byte, v *fastjson.Value)
 	lookupByGet bool // benchmarks only: Object.Get per column (first duplicate wins) instead of one Visit
 
@@ -129,6 +142,11 @@ var _ Decoder = (*JSON)(nil)
 
 // NewJSON compiles a decoder for schema s.
 func NewJSON(s *chunk.Schema, o JSONOptions) (*JSON, error) {
+	switch o.Framing {
+	case "", FramingSingle, FramingNDJSON, FramingArray:
+	default:
+		return nil, fmt.Errorf("decode: JSON framing %q is not one of single, ndjson, array", o.Framing)
+	}
 	if len(s.Names) != len(s.Types) {
 		return nil, fmt.Errorf("decode: schema has %d names and %d types", len(s.Names), len(s.Types))
 	}
@@ -143,11 +161,12 @@ func NewJSON(s *chunk.Schema, o JSONOptions) (*JSON, error) {
 		return nil, fmt.Errorf("decode: negative MaxRecordBytes %d", o.MaxRecordBytes)
 	}
 	d := &JSON{
-		schema: s,
-		cols:   make([]colPlan, len(s.Types)),
-		index:  make(map[string]int),
-		slots:  make([]*fastjson.Value, len(s.Types)),
-		max:    o.MaxRecordBytes,
+		schema:  s,
+		cols:    make([]colPlan, len(s.Types)),
+		index:   make(map[string]int),
+		slots:   make([]*fastjson.Value, len(s.Types)),
+		max:     o.MaxRecordBytes,
+		framing: o.Framing,
 	}
 	for i, t := range s.Types {
 		if _, err := chunk.NewColumn(t); err != nil {
@@ -186,7 +205,9 @@ func NewJSON(s *chunk.Schema, o JSONOptions) (*JSON, error) {
 	return d, nil
 }
 
-// Decode implements Decoder. It appends exactly one row.
+// Decode implements Decoder. It appends one row per object: exactly one
+// with the single framing, one per line or array element otherwise; a
+// record is all or nothing.
 //
 // It panics if c was not built for a schema with the decoder's column
 // types, which is a programming error, not a property of the record.
@@ -198,20 +219,88 @@ func (d *JSON) Decode(value []byte, c *chunk.Chunk) (int, error) {
 		return 0, &Error{Reason: ReasonTooLarge,
 			Err: fmt.Errorf("%d bytes exceed the limit of %d", len(value), d.max)}
 	}
+	switch d.framing {
+	case FramingNDJSON:
+		return d.decodeLines(value, c)
+	case FramingArray:
+		return d.decodeArray(value, c)
+	}
+	if err := d.decodeOne(value, c); err != nil {
+		return 0, err
+	}
+	return 1, nil
+}
+
+// decodeLines decodes one object per line. A record is all or nothing: on
+// an error the rows of its earlier lines are taken back too.
+func (d *JSON) decodeLines(value []byte, c *chunk.Chunk) (int, error) {
+	start := c.Rows
+	for line := 1; len(value) > 0; line++ {
+		var l []byte
+		if i := bytes.IndexByte(value, '\n'); i >= 0 {
+			l, value = value[:i], value[i+1:]
+		} else {
+			l, value = value, nil
+		}
+		if len(bytes.TrimSpace(l)) == 0 {
+			continue
+		}
+		if err := d.decodeOne(l, c); err != nil {
+			c.Truncate(start)
+			err.Err = fmt.Errorf("line %d: %w", line, err.Err)
+			return 0, err
+		}
+	}
+	return c.Rows - start, nil
+}
+
+// decodeArray decodes a JSON array of objects, all or nothing.
+func (d *JSON) decodeArray(value []byte, c *chunk.Chunk) (int, error) {
+	v, err := d.p.ParseBytes(value)
+	if err != nil {
+		return 0, &Error{Reason: ReasonCorrupt, Err: err}
+	}
+	elems, err := v.Array()
+	if err != nil {
+		return 0, &Error{Reason: ReasonCorrupt, Err: fmt.Errorf("record is %s, want an array of objects", article(v.Type()))}
+	}
+	start := c.Rows
+	for i, ev := range elems {
+		o, err := ev.Object()
+		if err != nil {
+			c.Truncate(start)
+			return 0, &Error{Reason: ReasonCorrupt, Err: fmt.Errorf("element %d is %s, want an object", i, article(ev.Type()))}
+		}
+		if e := d.fromObject(o, c); e != nil {
+			c.Truncate(start)
+			e.Err = fmt.Errorf("element %d: %w", i, e.Err)
+			return 0, e
+		}
+	}
+	return c.Rows - start, nil
+}
+
+// decodeOne decodes one JSON object into one row.
+func (d *JSON) decodeOne(value []byte, c *chunk.Chunk) *Error {
 	if d.fast != nil && !d.noFast && !d.lookupByGet && d.decodeFast(value, c) {
 		c.Rows++
-		return 1, nil
+		return nil
 	}
 	// Outside the fast path's subset (or a value it would reject): the
 	// fastjson path decodes the record and reports any error.
 	v, err := d.p.ParseBytes(value)
 	if err != nil {
-		return 0, &Error{Reason: ReasonCorrupt, Err: err}
+		return &Error{Reason: ReasonCorrupt, Err: err}
 	}
 	o, err := v.Object()
 	if err != nil {
-		return 0, &Error{Reason: ReasonCorrupt, Err: fmt.Errorf("record is %s, want an object", article(v.Type()))}
+		return &Error{Reason: ReasonCorrupt, Err: fmt.Errorf("record is %s, want an object", article(v.Type()))}
 	}
+	return d.fromObject(o, c)
+}
+
+// fromObject appends one row from a parsed object.
+func (d *JSON) fromObject(o *fastjson.Object, c *chunk.Chunk) *Error {
 	clear(d.slots)
 	if d.lookupByGet {
 		for i := range d.cols {
@@ -236,18 +325,13 @@ func (d *JSON) Decode(value []byte, c *chunk.Chunk) (int, error) {
 			c.Truncate(rows)
 			p := &d.cols[i]
 			e.Field, e.Column, e.Type = p.field, p.name, p.typ
-			return 0, e
+			return e
 		}
 	}
 	c.Rows++
-	return 1, nil
+	return nil
 }
 
-// visit stores v in the slots of the columns that read field key.
-//
-// Records usually list their fields in the same order every time, so the
-// field after the last one found is tried first, by one string compare;
-// only a miss costs a map lookup.
 func (d *JSON) visit(key []byte, v *fastjson.Value) {
 	fi := d.next
 	if fi >= len(d.names) || d.names[fi] != string(key) {

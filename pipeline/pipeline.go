@@ -58,7 +58,7 @@ type Pipeline struct {
 
 	chunkTarget int
 	workers     int
-	onError     string     // decode.on_error
+	onError     string      // decode.on_error
 	dlq         *dlq.Writer // when on_error is dlq
 	rejectLog   *logLimiter
 	chunks      chunkPool // emptied chunks, reused to keep their columns' capacity
@@ -202,6 +202,7 @@ func New(ctx context.Context, o Options) (*Pipeline, error) {
 func (p *Pipeline) newDecoder() (decode.Decoder, error) {
 	d, err := decode.NewJSON(p.target.Schema, decode.JSONOptions{
 		Fields: p.target.Fields, MaxRecordBytes: int(p.cfg.Decode.MaxRecordBytes),
+		Framing: p.cfg.Decode.JSON.Framing,
 	})
 	if err != nil {
 		return nil, fmt.Errorf("decode: %w", err)

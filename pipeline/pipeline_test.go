@@ -344,3 +344,42 @@ func readTopic(t *testing.T, kb *testenv.Broker, topic string, want int) []*kgo.
 	}
 	return out
 }
+
+// TestNDJSONRecords: each record carries ten objects, one per line; every
+// object becomes a row and the offsets commit to the end.
+func TestNDJSONRecords(t *testing.T) {
+	kb, ch := setup(t)
+	const records, per = 300, 10
+	raw := map[uint64][]byte{}
+	for i := uint64(0); i < records; i++ {
+		var b []byte
+		for j := uint64(0); j < per; j++ {
+			b = gen.Make(seed, i*per+j).AppendJSON(b)
+			b = append(b, '\n')
+		}
+		raw[i] = b
+	}
+	produce(t, kb, 0, records, raw)
+	cfg := testConfig(t, kb, ch, "ndjson")
+	cfg.Source.Kafka.Topics = []string{"events"}
+	cfg.Decode.JSON.Framing = "ndjson"
+	p, err := New(context.Background(), Options{Config: cfg, Log: testLogger(t)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- p.Run(ctx) }()
+	waitFor(t, "rows", time.Minute, func() bool { return ch.Count(t, "default.events") >= records*per })
+	waitFor(t, "commits", 30*time.Second, func() bool {
+		c := kb.CommittedOffsets(t, "ndjson", "events")
+		return c[0]+c[1]+c[2] == records
+	})
+	cancel()
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	if got := ch.Query(t, "SELECT count(), uniqExact(id), max(id) FROM default.events"); got != fmt.Sprintf("%d\t%d\t%d", records*per, records*per, records*per-1) {
+		t.Fatalf("count, distinct, max = %s", got)
+	}
+}

@@ -1,0 +1,1588 @@
+package decode
+
+import (
+	"errors"
+	"fmt"
+	"math"
+	"strconv"
+	"strings"
+	"time"
+	"unicode/utf8"
+
+	"github.com/hamba/avro/v2"
+
+	"github.com/etl-project/etl/chunk"
+)
+
+// AvroOptions configures an Avro decoder.
+type AvroOptions struct {
+	// Fields is the source field path for each schema column, in schema
+	// order: a field of the writer's record, or "a.b" for field b of the
+	// nested record a. "" leaves that column at its default. Nil means
+	// every column is read from the top-level field of the same name.
+	Fields []string
+	// MaxRecordBytes rejects longer datums as ReasonTooLarge without
+	// decoding them; 0 means unlimited.
+	MaxRecordBytes int
+}
+
+// Avro decodes Avro binary datums of one writer schema (a record), one
+// datum into one row. Framing (a schema registry header, an object
+// container file) is handled before Decode.
+//
+// The schema is parsed with hamba/avro; the datum is decoded by Avro
+// itself, straight into the column buffers: NewAvro compiles a flat list of
+// steps in writer-field order (the fields of nested records inlined), each
+// of which decodes one field into its columns with a setter chosen for the
+// writer type and column type, or skips it. Decoding allocates nothing
+// but column growth.
+//
+// Conversions, by column type (a LowCardinality wrapper is ignored):
+//
+//   - Int8..Int64, UInt8..UInt64: int or long, whatever its logical type
+//     (a time, date or timestamp gives its raw number); a value outside
+//     the column's range is out_of_range. Int8 and UInt8 also take a
+//     boolean as 0 or 1.
+//   - Float32, Float64: float, double, int or long. A double beyond
+//     Float32's range is out_of_range (infinities and NaN pass).
+//   - Bool: boolean.
+//   - DateTime: an int or long with logical type timestamp-millis,
+//     timestamp-micros, local-timestamp-millis or local-timestamp-micros
+//     (seconds, rounded down) or date (midnight UTC). The result must be
+//     within 1970-01-01T00:00:00Z..2106-02-07T06:28:15Z.
+//   - Date: an int with logical type date (days), or a timestamp as above
+//     (its UTC day); within 1970-01-01..2149-06-06.
+//   - String: string, bytes, fixed (raw bytes), enum (the symbol); a bytes
+//     or fixed decimal gives its decimal text at the writer's scale.
+//   - FixedString(N): string, bytes, or fixed of at most N bytes; a longer
+//     value is out_of_range.
+//   - UUID: a string in the 36-character 8-4-4-4-12 hex form (wrong_type
+//     otherwise).
+//   - Enum8, Enum16: string or enum whose name is one of the column's
+//     (out_of_range otherwise).
+//   - Decimal(P, S): a bytes or fixed decimal (big-endian two's
+//     complement), or an int or long (scale 0), stored as decimal text at
+//     scale S: digits beyond S are dropped (truncating toward zero), and a
+//     value of more than P significant digits is out_of_range.
+//   - Array(T): an array, each item converted as T.
+//   - Nullable(T): a union of null and branches that convert as T; null
+//     gives NULL. A value that is not a union converts as T.
+//
+// A union of null and other types into a column that is not Nullable gives
+// the column's default for null: the same defaults as the JSON decoder's
+// (see JSON). The same holds for a column whose field the writer schema
+// lacks, for a column with no field, and for the columns read from the
+// fields of a nested record in a [null, record] union that is null.
+//
+// Maps, records and any field no column reads are skipped. Whole records
+// and maps cannot go into a column.
+//
+// A datum that ends early, holds a malformed varint, a negative or too
+// long length, a union branch or enum index out of range, a boolean other
+// than 0 or 1, an int beyond 32 bits, or bytes after the record is corrupt.
+// An array or map block claiming more items than the bytes left can hold
+// is corrupt too.
+//
+// An Avro is not safe for concurrent use; use one per goroutine.
+type Avro struct {
+	schema  *chunk.Schema
+	names   []string // column names
+	types   []string // column types as the server spells them
+	steps   []avroStep
+	missing []avroDefault // columns no writer field feeds
+	max     int
+	r       avroReader
+}
+
+var _ Decoder = (*Avro)(nil)
+
+// avroStep is one writer field of the record (or of a nested record,
+// inlined) in writer order. Exactly one of skip, targets and opt is set.
+type avroStep struct {
+	path    string
+	skip    *avroSkip
+	targets []avroTarget
+	opt     *avroOptional
+}
+
+// avroTarget is one column a field is decoded into.
+type avroTarget struct {
+	col int
+	set avroSetter
+}
+
+// avroOptional is a [null, record] union some of whose fields feed
+// columns: the branch index, then the record's steps or, for null, the
+// defaults of every column the record feeds.
+type avroOptional struct {
+	null, rec int64
+	steps     []avroStep
+	cols      []avroDefault
+}
+
+// avroDefault is a column that gets its default.
+type avroDefault struct {
+	col int
+	def defaulter
+}
+
+// avroSetter reads one value of the writer type it was compiled for and
+// appends it to col, whose concrete type matches the column type it was
+// compiled for. The *Error has only Reason and Err set.
+type avroSetter func(r *avroReader, col chunk.Column) *Error
+
+// NewAvro compiles a decoder of datums written with writerSchema (Avro
+// schema JSON text, a record) into chunks of schema s. Every field whose
+// type cannot go into its column is reported, in one error.
+func NewAvro(writerSchema string, s *chunk.Schema, o AvroOptions) (*Avro, error) {
+	if len(s.Names) != len(s.Types) {
+		return nil, fmt.Errorf("decode: schema has %d names and %d types", len(s.Names), len(s.Types))
+	}
+	fields := o.Fields
+	if fields == nil {
+		fields = s.Names
+	}
+	if len(fields) != len(s.Types) {
+		return nil, fmt.Errorf("decode: %d fields for %d columns", len(fields), len(s.Types))
+	}
+	if o.MaxRecordBytes < 0 {
+		return nil, fmt.Errorf("decode: negative MaxRecordBytes %d", o.MaxRecordBytes)
+	}
+	// A cache of its own: named types of other schemas (other versions of
+	// the same record) must neither leak in nor be overwritten.
+	ws, err := avro.ParseWithCache(writerSchema, "", &avro.SchemaCache{})
+	if err != nil {
+		return nil, fmt.Errorf("decode: avro writer schema: %w", err)
+	}
+	rec, ok := avroDeref(ws).(*avro.RecordSchema)
+	if !ok {
+		return nil, fmt.Errorf("decode: avro writer schema is %s, want a record", avroTypeName(ws))
+	}
+	a := &Avro{
+		schema: s,
+		names:  s.Names,
+		types:  make([]string, len(s.Types)),
+		max:    o.MaxRecordBytes,
+	}
+	b := &avroBuilder{
+		s:        s,
+		byPath:   make(map[string][]int),
+		prefixes: make(map[string]bool),
+		defs:     make([]defaulter, len(s.Types)),
+		used:     make([]bool, len(s.Types)),
+		skips:    make(map[avro.Schema]*avroSkip),
+	}
+	for i, t := range s.Types {
+		a.types[i] = t.Name
+		if _, err := chunk.NewColumn(t); err != nil {
+			return nil, fmt.Errorf("decode: column %s: %w", s.Names[i], err)
+		}
+		// The JSON decoder's compile gives the column's default.
+		_, def, err := compile(t)
+		if err != nil {
+			return nil, fmt.Errorf("decode: column %s: %w", s.Names[i], err)
+		}
+		b.defs[i] = def
+		p := fields[i]
+		if p == "" {
+			continue
+		}
+		b.byPath[p] = append(b.byPath[p], i)
+		for j := 0; j < len(p); j++ {
+			if p[j] == '.' {
+				b.prefixes[p[:j]] = true
+			}
+		}
+	}
+	a.steps = b.record(rec, "")
+	if len(b.errs) > 0 {
+		return nil, fmt.Errorf("decode: avro writer schema does not fit the table:\n%w", errors.Join(b.errs...))
+	}
+	for i := range s.Types {
+		if !b.used[i] {
+			a.missing = append(a.missing, avroDefault{col: i, def: b.defs[i]})
+		}
+	}
+	return a, nil
+}
+
+// Decode implements Decoder. It appends exactly one row.
+//
+// It panics if c was not built for a schema with the decoder's column
+// types, which is a programming error, not a property of the record.
+func (a *Avro) Decode(payload []byte, c *chunk.Chunk) (int, error) {
+	if c.Schema != a.schema {
+		a.checkSchema(c)
+	}
+	if a.max > 0 && len(payload) > a.max {
+		return 0, &Error{Reason: ReasonTooLarge,
+			Err: fmt.Errorf("%d bytes exceed the limit of %d", len(payload), a.max)}
+	}
+	rows := c.Rows
+	a.r.buf, a.r.pos, a.r.emptyLeft = payload, 0, avroMaxEmptyItems
+	if e := a.run(a.steps, c); e != nil {
+		a.r.buf = nil
+		c.Truncate(rows)
+		return 0, e
+	}
+	if n := len(payload) - a.r.pos; n > 0 {
+		a.r.buf = nil
+		c.Truncate(rows)
+		return 0, &Error{Reason: ReasonCorrupt,
+			Err: fmt.Errorf("%d bytes after the end of the record at byte %d", n, a.r.pos)}
+	}
+	a.r.buf = nil
+	for _, m := range a.missing {
+		appendDefault(m.def, c.Cols[m.col])
+	}
+	c.Rows++
+	return 1, nil
+}
+
+// run executes steps on the datum in a.r.
+func (a *Avro) run(steps []avroStep, c *chunk.Chunk) *Error {
+	r := &a.r
+	for i := range steps {
+		st := &steps[i]
+		switch {
+		case len(st.targets) == 1:
+			t := &st.targets[0]
+			if e := t.set(r, c.Cols[t.col]); e != nil {
+				return a.fieldError(e, st.path, t.col)
+			}
+		case st.skip != nil:
+			if e := r.skip(st.skip, 0); e != nil {
+				e.Err = fmt.Errorf("field %q: %w", st.path, e.Err)
+				return e
+			}
+		case st.opt != nil:
+			if e := a.optional(st, c); e != nil {
+				return e
+			}
+		default:
+			// One field into several columns: decode it once per column.
+			start := r.pos
+			for j := range st.targets {
+				r.pos = start
+				t := &st.targets[j]
+				if e := t.set(r, c.Cols[t.col]); e != nil {
+					return a.fieldError(e, st.path, t.col)
+				}
+			}
+		}
+	}
+	return nil
+}
+
+func (a *Avro) optional(st *avroStep, c *chunk.Chunk) *Error {
+	o := st.opt
+	i, e := a.r.long()
+	if e != nil {
+		e.Err = fmt.Errorf("field %q: %w", st.path, e.Err)
+		return e
+	}
+	switch i {
+	case o.rec:
+		return a.run(o.steps, c)
+	case o.null:
+		for _, d := range o.cols {
+			appendDefault(d.def, c.Cols[d.col])
+		}
+		return nil
+	}
+	return &Error{Reason: ReasonCorrupt, Err: fmt.Errorf("field %q: union branch %d of 2 at byte %d", st.path, i, a.r.pos)}
+}
+
+func (a *Avro) fieldError(e *Error, path string, col int) *Error {
+	e.Field, e.Column, e.Type = path, a.names[col], a.types[col]
+	return e
+}
+
+func (a *Avro) checkSchema(c *chunk.Chunk) {
+	ok := c.Schema != nil && len(c.Cols) == len(a.types) && len(c.Schema.Types) == len(a.types)
+	for i := 0; ok && i < len(a.types); i++ {
+		ok = c.Schema.Types[i].Name == a.types[i]
+	}
+	if !ok {
+		panic("decode: chunk schema does not match the decoder's schema")
+	}
+}
+
+// avroBuilder compiles the steps of a writer schema.
+type avroBuilder struct {
+	s        *chunk.Schema
+	byPath   map[string][]int // field path -> columns reading it
+	prefixes map[string]bool  // every proper prefix of a field path
+	defs     []defaulter
+	used     []bool // column fed by a writer field
+	skips    map[avro.Schema]*avroSkip
+	errs     []error
+}
+
+// record returns the steps of the fields of rec, whose path is prefix
+// ("" or "a.b.").
+func (b *avroBuilder) record(rec *avro.RecordSchema, prefix string) []avroStep {
+	var steps []avroStep
+	for _, f := range rec.Fields() {
+		path := prefix + f.Name()
+		ft := avroDeref(f.Type())
+		cols := b.byPath[path]
+		under := b.prefixes[path]
+		sub, null, recIdx := avroRecordOf(ft)
+		for _, ci := range cols {
+			b.used[ci] = true
+		}
+		switch {
+		case sub != nil:
+			for _, ci := range cols {
+				b.fail(path, ft, ci, errors.New("a whole record cannot go into a column; address its fields as "+strconv.Quote(path+".name")))
+			}
+			if !under {
+				steps = append(steps, avroStep{path: path, skip: b.skip(ft)})
+				continue
+			}
+			inner := b.record(sub, path+".")
+			if null < 0 {
+				steps = append(steps, inner...)
+				continue
+			}
+			o := &avroOptional{null: null, rec: recIdx, steps: inner}
+			avroCollectCols(inner, func(ci int) { o.cols = append(o.cols, avroDefault{col: ci, def: b.defs[ci]}) })
+			steps = append(steps, avroStep{path: path, opt: o})
+		default:
+			if under {
+				for ci, p := range b.fieldPaths() {
+					if strings.HasPrefix(p, path+".") {
+						b.used[ci] = true
+						b.fail(p, ft, ci, fmt.Errorf("field %q is %s, not a record", path, avroTypeName(ft)))
+					}
+				}
+			}
+			if len(cols) == 0 {
+				steps = append(steps, avroStep{path: path, skip: b.skip(ft)})
+				continue
+			}
+			st := avroStep{path: path}
+			for _, ci := range cols {
+				set, err := avroCompile(ft, b.s.Types[ci])
+				if err != nil {
+					b.fail(path, ft, ci, err)
+					continue
+				}
+				st.targets = append(st.targets, avroTarget{col: ci, set: set})
+			}
+			steps = append(steps, st)
+		}
+	}
+	return steps
+}
+
+// fieldPaths returns the field path of each column ("" for none).
+func (b *avroBuilder) fieldPaths() []string {
+	out := make([]string, len(b.s.Types))
+	for p, cols := range b.byPath {
+		for _, ci := range cols {
+			out[ci] = p
+		}
+	}
+	return out
+}
+
+func (b *avroBuilder) fail(path string, ft avro.Schema, col int, err error) {
+	b.errs = append(b.errs, fmt.Errorf("field %q (%s) -> column %s (%s): %w",
+		path, avroTypeName(ft), b.s.Names[col], b.s.Types[col].Name, err))
+}
+
+// avroCollectCols calls f for every column the steps feed.
+func avroCollectCols(steps []avroStep, f func(int)) {
+	for _, st := range steps {
+		for _, t := range st.targets {
+			f(t.col)
+		}
+		if st.opt != nil {
+			avroCollectCols(st.opt.steps, f)
+		}
+	}
+}
+
+// avroRecordOf returns the record s is, or the record of a [null, record]
+// union with the branch indices of null and the record; null is -1 for a
+// plain record and rec is nil when s is neither.
+func avroRecordOf(s avro.Schema) (rec *avro.RecordSchema, null, idx int64) {
+	if r, ok := s.(*avro.RecordSchema); ok {
+		return r, -1, 0
+	}
+	u, ok := s.(*avro.UnionSchema)
+	if !ok || !u.Nullable() {
+		return nil, -1, 0
+	}
+	n, t := u.Indices()
+	if r, ok := avroDeref(u.Types()[t]).(*avro.RecordSchema); ok {
+		return r, int64(n), int64(t)
+	}
+	return nil, -1, 0
+}
+
+func avroDeref(s avro.Schema) avro.Schema {
+	if r, ok := s.(*avro.RefSchema); ok {
+		return r.Schema()
+	}
+	return s
+}
+
+func avroLogical(s avro.Schema) avro.LogicalSchema {
+	if l, ok := s.(avro.LogicalTypeSchema); ok {
+		if ls := l.Logical(); ls != nil {
+			return ls
+		}
+	}
+	return nil
+}
+
+func avroLogicalType(s avro.Schema) avro.LogicalType {
+	if l := avroLogical(s); l != nil {
+		return l.Type()
+	}
+	return ""
+}
+
+// avroTypeName names a writer type for messages: long (timestamp-millis),
+// array<string>, [null, string], record a.B, ...
+func avroTypeName(s avro.Schema) string {
+	s = avroDeref(s)
+	switch t := s.(type) {
+	case *avro.RecordSchema:
+		return "record " + t.FullName()
+	case *avro.EnumSchema:
+		return "enum " + t.FullName()
+	case *avro.FixedSchema:
+		n := "fixed " + t.FullName() + "(" + strconv.Itoa(t.Size()) + ")"
+		if l := avroLogicalType(t); l != "" {
+			n += " (" + string(l) + ")"
+		}
+		return n
+	case *avro.ArraySchema:
+		return "array<" + avroTypeName(t.Items()) + ">"
+	case *avro.MapSchema:
+		return "map<" + avroTypeName(t.Values()) + ">"
+	case *avro.UnionSchema:
+		parts := make([]string, len(t.Types()))
+		for i, b := range t.Types() {
+			parts[i] = avroTypeName(b)
+		}
+		return "[" + strings.Join(parts, ", ") + "]"
+	}
+	if l := avroLogicalType(s); l != "" {
+		return string(s.Type()) + " (" + string(l) + ")"
+	}
+	return string(s.Type())
+}
+
+// avroCompile returns the setter of writer type w into column type t.
+func avroCompile(w avro.Schema, t *chunk.Type) (avroSetter, error) {
+	w = avroDeref(w)
+	t = t.Base()
+	if u, ok := w.(*avro.UnionSchema); ok {
+		return avroCompileUnion(u, t)
+	}
+	if w.Type() == avro.Null {
+		// Nothing to read: NULL for Nullable, else the default.
+		_, def, err := compile(t)
+		if err != nil {
+			return nil, err
+		}
+		return func(r *avroReader, col chunk.Column) *Error {
+			appendDefault(def, col)
+			return nil
+		}, nil
+	}
+	switch t.Kind {
+	case chunk.KindNullable:
+		inner, err := avroCompile(w, t.Elem)
+		if err != nil {
+			return nil, err
+		}
+		return func(r *avroReader, col chunk.Column) *Error {
+			n := col.(*chunk.Nullable)
+			if e := inner(r, n.Inner); e != nil {
+				return e
+			}
+			n.MarkValue()
+			return nil
+		}, nil
+	case chunk.KindArray:
+		aw, ok := w.(*avro.ArraySchema)
+		if !ok {
+			return nil, avroCannot(w, t)
+		}
+		elem, err := avroCompile(aw.Items(), t.Elem)
+		if err != nil {
+			return nil, err
+		}
+		return avroSetArray(elem, avroMinSize(aw.Items(), nil)), nil
+	}
+	switch w.(type) {
+	case *avro.RecordSchema, *avro.MapSchema, *avro.ArraySchema:
+		return nil, avroCannot(w, t)
+	}
+	return avroCompileScalar(w, t)
+}
+
+func avroCannot(w avro.Schema, t *chunk.Type) error {
+	return fmt.Errorf("%s cannot go into %s", avroTypeName(w), t.Name)
+}
+
+// avroCompileUnion compiles each branch of u against t (its inner type
+// when t is Nullable); null branches give NULL or t's default.
+func avroCompileUnion(u *avro.UnionSchema, t *chunk.Type) (avroSetter, error) {
+	nullable := t.Kind == chunk.KindNullable
+	inner := t
+	if nullable {
+		inner = t.Elem
+	}
+	_, def, err := compile(t)
+	if err != nil {
+		return nil, err
+	}
+	branches := make([]avroSetter, len(u.Types()))
+	var errs []error
+	for i, b := range u.Types() {
+		if b.Type() == avro.Null {
+			continue
+		}
+		set, err := avroCompile(b, inner)
+		if err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		branches[i] = set
+	}
+	if len(errs) > 0 {
+		return nil, errors.Join(errs...)
+	}
+	n := int64(len(branches))
+	return func(r *avroReader, col chunk.Column) *Error {
+		i, e := r.long()
+		if e != nil {
+			return e
+		}
+		if i < 0 || i >= n {
+			return r.corrupt(fmt.Sprintf("union branch %d of %d", i, n))
+		}
+		set := branches[i]
+		if nullable {
+			nc := col.(*chunk.Nullable)
+			if set == nil {
+				nc.AppendNull()
+				return nil
+			}
+			if e := set(r, nc.Inner); e != nil {
+				return e
+			}
+			nc.MarkValue()
+			return nil
+		}
+		if set == nil {
+			appendDefault(def, col)
+			return nil
+		}
+		return set(r, col)
+	}, nil
+}
+
+// Units of the timestamp logical types, per second.
+func avroTimeUnit(l avro.LogicalType) int64 {
+	switch l {
+	case avro.TimestampMillis, avro.LocalTimestampMillis:
+		return 1e3
+	case avro.TimestampMicros, avro.LocalTimestampMicros:
+		return 1e6
+	}
+	return 0
+}
+
+// avroCompileScalar compiles a primitive, enum or fixed writer type into a
+// scalar column type.
+func avroCompileScalar(w avro.Schema, t *chunk.Type) (avroSetter, error) {
+	wt := w.Type()
+	isInt := wt == avro.Int
+	integer := wt == avro.Int || wt == avro.Long
+	logical := avroLogicalType(w)
+	switch t.Kind {
+	case chunk.KindInt8:
+		if wt == avro.Boolean {
+			return avroSetBoolInt[int8], nil
+		}
+		if integer {
+			return avroSetSigned[int8](math.MinInt8, math.MaxInt8, isInt), nil
+		}
+	case chunk.KindInt16:
+		if integer {
+			return avroSetSigned[int16](math.MinInt16, math.MaxInt16, isInt), nil
+		}
+	case chunk.KindInt32:
+		if integer {
+			return avroSetSigned[int32](math.MinInt32, math.MaxInt32, isInt), nil
+		}
+	case chunk.KindInt64:
+		if integer {
+			return avroSetSigned[int64](math.MinInt64, math.MaxInt64, isInt), nil
+		}
+	case chunk.KindUInt8:
+		if wt == avro.Boolean {
+			return avroSetBoolInt[uint8], nil
+		}
+		if integer {
+			return avroSetUnsigned[uint8](math.MaxUint8, isInt), nil
+		}
+	case chunk.KindUInt16:
+		if integer {
+			return avroSetUnsigned[uint16](math.MaxUint16, isInt), nil
+		}
+	case chunk.KindUInt32:
+		if integer {
+			return avroSetUnsigned[uint32](math.MaxUint32, isInt), nil
+		}
+	case chunk.KindUInt64:
+		if integer {
+			return avroSetUnsigned[uint64](math.MaxUint64, isInt), nil
+		}
+	case chunk.KindFloat32:
+		switch wt {
+		case avro.Float:
+			return avroSetFloatFloat32, nil
+		case avro.Double:
+			return avroSetDoubleFloat32, nil
+		case avro.Int, avro.Long:
+			return avroSetIntFloat[float32](isInt), nil
+		}
+	case chunk.KindFloat64:
+		switch wt {
+		case avro.Float:
+			return avroSetFloatFloat64, nil
+		case avro.Double:
+			return avroSetDoubleFloat64, nil
+		case avro.Int, avro.Long:
+			return avroSetIntFloat[float64](isInt), nil
+		}
+	case chunk.KindBool:
+		if wt == avro.Boolean {
+			return avroSetBool, nil
+		}
+	case chunk.KindDateTime:
+		if !integer {
+			break
+		}
+		if logical == avro.Date {
+			return avroSetDateTime(isInt, -86400, logical), nil
+		}
+		if u := avroTimeUnit(logical); u != 0 {
+			return avroSetDateTime(isInt, u, logical), nil
+		}
+		return nil, fmt.Errorf("%s cannot go into %s: want a timestamp or date logical type", avroTypeName(w), t.Name)
+	case chunk.KindDate:
+		if !integer {
+			break
+		}
+		if logical == avro.Date {
+			return avroSetDate(isInt, 0, logical), nil
+		}
+		if u := avroTimeUnit(logical); u != 0 {
+			return avroSetDate(isInt, u, logical), nil
+		}
+		return nil, fmt.Errorf("%s cannot go into %s: want a date or timestamp logical type", avroTypeName(w), t.Name)
+	case chunk.KindString:
+		switch wt {
+		case avro.String:
+			return avroSetString, nil
+		case avro.Bytes, avro.Fixed:
+			if d, ok := avroLogical(w).(*avro.DecimalLogicalSchema); ok {
+				return avroSetDecimal(avroFixedSize(w), d.Scale(), d.Scale(), 0), nil
+			}
+			if wt == avro.Fixed {
+				return avroSetFixed(avroFixedSize(w)), nil
+			}
+			return avroSetString, nil
+		case avro.Enum:
+			return avroSetEnum(w.(*avro.EnumSchema).Symbols(), nil), nil
+		}
+	case chunk.KindFixedString:
+		switch wt {
+		case avro.String, avro.Bytes:
+			return avroSetFixedString(t.Len), nil
+		case avro.Fixed:
+			if n := avroFixedSize(w); n > t.Len {
+				return nil, fmt.Errorf("%s is longer than %s", avroTypeName(w), t.Name)
+			}
+			return avroSetFixed(avroFixedSize(w)), nil
+		}
+	case chunk.KindUUID:
+		if wt == avro.String {
+			return avroSetUUID, nil
+		}
+	case chunk.KindEnum8, chunk.KindEnum16:
+		switch wt {
+		case avro.String:
+			return avroSetStringEnum(t.Enum), nil
+		case avro.Enum:
+			syms := w.(*avro.EnumSchema).Symbols()
+			ok := make([]bool, len(syms))
+			for i, s := range syms {
+				_, ok[i] = t.Enum[s]
+			}
+			return avroSetEnum(syms, ok), nil
+		}
+	case chunk.KindDecimal:
+		switch wt {
+		case avro.Bytes, avro.Fixed:
+			d, ok := avroLogical(w).(*avro.DecimalLogicalSchema)
+			if !ok {
+				return nil, fmt.Errorf("%s cannot go into %s: want a decimal logical type", avroTypeName(w), t.Name)
+			}
+			return avroSetDecimal(avroFixedSize(w), d.Scale(), t.Scale, t.Precision), nil
+		case avro.Int, avro.Long:
+			return avroSetIntDecimal(isInt, t.Scale, t.Precision), nil
+		}
+	}
+	return nil, avroCannot(w, t)
+}
+
+// avroFixedSize is the size of a fixed type, or -1 for bytes.
+func avroFixedSize(w avro.Schema) int {
+	if f, ok := w.(*avro.FixedSchema); ok {
+		return f.Size()
+	}
+	return -1
+}
+
+// avroInteger reads an int (32 bits) or a long.
+func (r *avroReader) integer(isInt bool) (int64, *Error) {
+	v, e := r.long()
+	if e == nil && isInt && (v < math.MinInt32 || v > math.MaxInt32) {
+		return 0, r.corrupt(fmt.Sprintf("int %d beyond 32 bits", v))
+	}
+	return v, e
+}
+
+func avroOutOfRange(v int64) *Error {
+	return &Error{Reason: ReasonOutOfRange, Err: fmt.Errorf("value %d out of range", v)}
+}
+
+func avroSetSigned[T int8 | int16 | int32 | int64](lo, hi int64, isInt bool) avroSetter {
+	return func(r *avroReader, col chunk.Column) *Error {
+		v, e := r.integer(isInt)
+		if e != nil {
+			return e
+		}
+		if v < lo || v > hi {
+			return avroOutOfRange(v)
+		}
+		col.(*chunk.Fixed[T]).Append(T(v))
+		return nil
+	}
+}
+
+func avroSetUnsigned[T uint8 | uint16 | uint32 | uint64](hi uint64, isInt bool) avroSetter {
+	return func(r *avroReader, col chunk.Column) *Error {
+		v, e := r.integer(isInt)
+		if e != nil {
+			return e
+		}
+		if v < 0 || uint64(v) > hi {
+			return avroOutOfRange(v)
+		}
+		col.(*chunk.Fixed[T]).Append(T(v))
+		return nil
+	}
+}
+
+func avroSetBoolInt[T int8 | uint8](r *avroReader, col chunk.Column) *Error {
+	v, e := r.boolean()
+	if e != nil {
+		return e
+	}
+	var x T
+	if v {
+		x = 1
+	}
+	col.(*chunk.Fixed[T]).Append(x)
+	return nil
+}
+
+func avroSetBool(r *avroReader, col chunk.Column) *Error {
+	v, e := r.boolean()
+	if e != nil {
+		return e
+	}
+	col.(*chunk.Fixed[bool]).Append(v)
+	return nil
+}
+
+func avroSetIntFloat[T float32 | float64](isInt bool) avroSetter {
+	return func(r *avroReader, col chunk.Column) *Error {
+		v, e := r.integer(isInt)
+		if e != nil {
+			return e
+		}
+		col.(*chunk.Fixed[T]).Append(T(v))
+		return nil
+	}
+}
+
+func avroSetFloatFloat32(r *avroReader, col chunk.Column) *Error {
+	v, e := r.float()
+	if e != nil {
+		return e
+	}
+	col.(*chunk.Fixed[float32]).Append(v)
+	return nil
+}
+
+func avroSetFloatFloat64(r *avroReader, col chunk.Column) *Error {
+	v, e := r.float()
+	if e != nil {
+		return e
+	}
+	col.(*chunk.Fixed[float64]).Append(float64(v))
+	return nil
+}
+
+func avroSetDoubleFloat64(r *avroReader, col chunk.Column) *Error {
+	v, e := r.double()
+	if e != nil {
+		return e
+	}
+	col.(*chunk.Fixed[float64]).Append(v)
+	return nil
+}
+
+func avroSetDoubleFloat32(r *avroReader, col chunk.Column) *Error {
+	v, e := r.double()
+	if e != nil {
+		return e
+	}
+	if math.Abs(v) > math.MaxFloat32 && !math.IsInf(v, 0) {
+		return &Error{Reason: ReasonOutOfRange, Err: fmt.Errorf("value %g out of range", v)}
+	}
+	col.(*chunk.Fixed[float32]).Append(float32(v))
+	return nil
+}
+
+// avroFloorDiv divides rounding toward negative infinity.
+func avroFloorDiv(v, d int64) int64 {
+	q := v / d
+	if v%d != 0 && v < 0 {
+		q--
+	}
+	return q
+}
+
+// avroSetDateTime converts a timestamp of unit per second, or for unit
+// -86400 a date in days, to DateTime seconds.
+func avroSetDateTime(isInt bool, unit int64, l avro.LogicalType) avroSetter {
+	return func(r *avroReader, col chunk.Column) *Error {
+		v, e := r.integer(isInt)
+		if e != nil {
+			return e
+		}
+		var sec int64
+		if unit < 0 {
+			if v < 0 || v > maxDateTime/86400+1 {
+				return avroTimeRange(v, l, notDateTime)
+			}
+			sec = v * 86400
+		} else {
+			sec = avroFloorDiv(v, unit)
+		}
+		if sec < 0 || sec > maxDateTime {
+			return avroTimeRange(v, l, notDateTime)
+		}
+		col.(*chunk.Fixed[int64]).Append(sec)
+		return nil
+	}
+}
+
+// avroSetDate converts a date (unit 0) or a timestamp of unit per second
+// to a Date.
+func avroSetDate(isInt bool, unit int64, l avro.LogicalType) avroSetter {
+	return func(r *avroReader, col chunk.Column) *Error {
+		v, e := r.integer(isInt)
+		if e != nil {
+			return e
+		}
+		days := v
+		if unit != 0 {
+			days = avroFloorDiv(avroFloorDiv(v, unit), 86400)
+		}
+		if days < 0 || days > maxDate {
+			return avroTimeRange(v, l, notDate)
+		}
+		col.(*chunk.Fixed[time.Time]).Append(time.Unix(days*86400, 0).UTC())
+		return nil
+	}
+}
+
+func avroTimeRange(v int64, l avro.LogicalType, what string) *Error {
+	return &Error{Reason: ReasonOutOfRange, Err: fmt.Errorf("value %d (%s) %s", v, l, what)}
+}
+
+func avroSetString(r *avroReader, col chunk.Column) *Error {
+	b, e := r.bytes()
+	if e != nil {
+		return e
+	}
+	col.(*chunk.Strings).Append(b)
+	return nil
+}
+
+func avroSetFixed(n int) avroSetter {
+	return func(r *avroReader, col chunk.Column) *Error {
+		b, e := r.fixed(n)
+		if e != nil {
+			return e
+		}
+		col.(*chunk.Strings).Append(b)
+		return nil
+	}
+}
+
+func avroSetFixedString(size int) avroSetter {
+	return func(r *avroReader, col chunk.Column) *Error {
+		b, e := r.bytes()
+		if e != nil {
+			return e
+		}
+		if len(b) > size {
+			return &Error{Reason: ReasonOutOfRange,
+				Err: fmt.Errorf("value %s is longer than %d bytes", avroShown(b), size)}
+		}
+		col.(*chunk.Strings).Append(b)
+		return nil
+	}
+}
+
+func avroSetUUID(r *avroReader, col chunk.Column) *Error {
+	b, e := r.bytes()
+	if e != nil {
+		return e
+	}
+	if !isUUID(b) {
+		return &Error{Reason: ReasonWrongType, Err: fmt.Errorf("value %s is not a UUID", avroShown(b))}
+	}
+	col.(*chunk.Strings).Append(b)
+	return nil
+}
+
+// avroSetEnum appends the symbol of an enum index; ok, when not nil,
+// says which symbols the column's Enum has.
+func avroSetEnum(syms []string, ok []bool) avroSetter {
+	return func(r *avroReader, col chunk.Column) *Error {
+		i, e := r.long()
+		if e != nil {
+			return e
+		}
+		if i < 0 || i >= int64(len(syms)) {
+			return r.corrupt(fmt.Sprintf("enum index %d of %d", i, len(syms)))
+		}
+		if ok != nil && !ok[i] {
+			return &Error{Reason: ReasonOutOfRange,
+				Err: fmt.Errorf("value %s is not a value of the enum", strconv.Quote(syms[i]))}
+		}
+		col.(*chunk.Strings).AppendString(syms[i])
+		return nil
+	}
+}
+
+func avroSetStringEnum(values map[string]int16) avroSetter {
+	return func(r *avroReader, col chunk.Column) *Error {
+		b, e := r.bytes()
+		if e != nil {
+			return e
+		}
+		if _, ok := values[string(b)]; !ok {
+			return &Error{Reason: ReasonOutOfRange,
+				Err: fmt.Errorf("value %s is not a value of the enum", avroShown(b))}
+		}
+		col.(*chunk.Strings).Append(b)
+		return nil
+	}
+}
+
+// avroSetArray reads an array's blocks into an Array column.
+func avroSetArray(elem avroSetter, elemMin int) avroSetter {
+	return func(r *avroReader, col chunk.Column) *Error {
+		a := col.(*chunk.Array)
+		for {
+			n, size, e := r.block(elemMin)
+			if e != nil {
+				return e
+			}
+			if n == 0 {
+				break
+			}
+			start := r.pos
+			for ; n > 0; n-- {
+				if e := elem(r, a.Inner); e != nil {
+					return e
+				}
+			}
+			if size >= 0 && int64(r.pos-start) != size {
+				return r.corrupt(fmt.Sprintf("array block of %d bytes holds %d", size, r.pos-start))
+			}
+		}
+		a.EndRow()
+		return nil
+	}
+}
+
+// avroSetDecimal converts a bytes (size < 0) or fixed decimal of scale
+// ws to decimal text of scale cs with at most prec digits (0: any).
+func avroSetDecimal(size, ws, cs, prec int) avroSetter {
+	return func(r *avroReader, col chunk.Column) *Error {
+		var b []byte
+		var e *Error
+		if size < 0 {
+			b, e = r.bytes()
+		} else {
+			b, e = r.fixed(size)
+		}
+		if e != nil {
+			return e
+		}
+		neg, ok := r.decimalDigits(b)
+		if ok {
+			r.text, ok = avroDecimalText(r.text[:0], neg, r.digits, ws, cs, prec)
+		}
+		if !ok {
+			return avroDecimalRange(r, b, ws, prec, cs)
+		}
+		col.(*chunk.Strings).Append(r.text)
+		return nil
+	}
+}
+
+func avroSetIntDecimal(isInt bool, cs, prec int) avroSetter {
+	return func(r *avroReader, col chunk.Column) *Error {
+		v, e := r.integer(isInt)
+		if e != nil {
+			return e
+		}
+		mag := uint64(v)
+		if v < 0 {
+			mag = -mag
+		}
+		r.digits = strconv.AppendUint(r.digits[:0], mag, 10)
+		var ok bool
+		r.text, ok = avroDecimalText(r.text[:0], v < 0, r.digits, 0, cs, prec)
+		if !ok {
+			return &Error{Reason: ReasonOutOfRange,
+				Err: fmt.Errorf("value %d has more digits than Decimal(%d, %d) holds", v, prec, cs)}
+		}
+		col.(*chunk.Strings).Append(r.text)
+		return nil
+	}
+}
+
+func avroDecimalRange(r *avroReader, b []byte, ws, prec, cs int) *Error {
+	neg, ok := r.decimalDigits(b)
+	if !ok {
+		return &Error{Reason: ReasonOutOfRange,
+			Err: fmt.Errorf("decimal value of %d bytes is longer than %d bytes", len(b), avroMaxDecimalBytes)}
+	}
+	t, _ := avroDecimalText(nil, neg, r.digits, ws, ws, 0)
+	return &Error{Reason: ReasonOutOfRange,
+		Err: fmt.Errorf("value %s has more digits than Decimal(%d, %d) holds", t, prec, cs)}
+}
+
+// avroMaxDecimalBytes bounds the unscaled value of a decimal (after
+// dropping redundant sign bytes): 64 bytes hold 154 digits, beyond any
+// ClickHouse Decimal.
+const avroMaxDecimalBytes = 64
+
+// decimalDigits puts the decimal digits of the magnitude of the
+// big-endian two's complement integer b in r.digits and returns its sign;
+// ok is false when b is longer than avroMaxDecimalBytes.
+func (r *avroReader) decimalDigits(b []byte) (neg, ok bool) {
+	if len(b) == 0 {
+		r.digits = append(r.digits[:0], '0')
+		return false, true
+	}
+	neg = b[0]&0x80 != 0
+	// Drop sign-extension bytes.
+	for len(b) > 1 && (b[0] == 0 && b[1]&0x80 == 0 || b[0] == 0xff && b[1]&0x80 != 0) {
+		b = b[1:]
+	}
+	if len(b) <= 8 {
+		var v uint64
+		if neg {
+			v = math.MaxUint64 // sign extension
+		}
+		for _, c := range b {
+			v = v<<8 | uint64(c)
+		}
+		if neg {
+			v = -v
+		}
+		r.digits = strconv.AppendUint(r.digits[:0], v, 10)
+		return neg, true
+	}
+	if len(b) > avroMaxDecimalBytes {
+		return neg, false
+	}
+	// The magnitude as big-endian 32-bit limbs, then repeated division by
+	// 1e9 for 9 digits at a time.
+	nl := (len(b) + 3) / 4
+	limbs := r.limbs[:0]
+	for i := 0; i < nl; i++ {
+		limbs = append(limbs, 0)
+	}
+	pad := nl*4 - len(b)
+	for i, c := range b {
+		j := pad + i
+		if neg {
+			c = ^c
+		}
+		limbs[j/4] |= uint32(c) << (8 * (3 - j%4))
+	}
+	if neg { // two's complement: the magnitude is ^b + 1 (fits: ^b < 2^(8*len(b)-1))
+		for i := nl - 1; i >= 0; i-- {
+			limbs[i]++
+			if limbs[i] != 0 {
+				break
+			}
+		}
+	}
+	chunks := r.chunks[:0]
+	for start := 0; start < nl; {
+		var rem uint64
+		for i := start; i < nl; i++ {
+			cur := rem<<32 | uint64(limbs[i])
+			limbs[i] = uint32(cur / 1e9)
+			rem = cur % 1e9
+		}
+		chunks = append(chunks, uint32(rem))
+		for start < nl && limbs[start] == 0 {
+			start++
+		}
+	}
+	d := r.digits[:0]
+	d = strconv.AppendUint(d, uint64(chunks[len(chunks)-1]), 10)
+	for i := len(chunks) - 2; i >= 0; i-- {
+		var nine [9]byte
+		v := chunks[i]
+		for k := 8; k >= 0; k-- {
+			nine[k] = byte('0' + v%10)
+			v /= 10
+		}
+		d = append(d, nine[:]...)
+	}
+	r.digits, r.limbs, r.chunks = d, limbs, chunks
+	return neg, true
+}
+
+// avroDecimalText appends to dst the decimal text of the unscaled value
+// whose magnitude has the decimal digits d (no leading zeros) and scale ws,
+// at scale cs: digits beyond cs are dropped. ok is false when the result
+// has more than prec significant digits (prec 0: unchecked).
+func avroDecimalText(dst []byte, neg bool, d []byte, ws, cs, prec int) ([]byte, bool) {
+	var zeros int // zeros appended to d
+	if cs < ws {
+		drop := ws - cs
+		if drop >= len(d) {
+			d = d[:0]
+		} else {
+			d = d[:len(d)-drop]
+		}
+	} else {
+		zeros = cs - ws
+	}
+	for len(d) > 0 && d[0] == '0' {
+		d = d[1:]
+	}
+	if len(d) == 0 {
+		zeros, neg = 0, false
+	}
+	n := len(d) + zeros // significant digits
+	if prec > 0 && n > prec {
+		return dst, false
+	}
+	if neg {
+		dst = append(dst, '-')
+	}
+	if n <= cs {
+		dst = append(dst, '0')
+		if cs > 0 {
+			dst = append(dst, '.')
+			for i := n; i < cs; i++ {
+				dst = append(dst, '0')
+			}
+		}
+		dst = append(dst, d...)
+		for i := 0; i < zeros; i++ {
+			dst = append(dst, '0')
+		}
+		return dst, true
+	}
+	intDigits := n - cs
+	for i := 0; i < n; i++ {
+		if i == intDigits {
+			dst = append(dst, '.')
+		}
+		if i < len(d) {
+			dst = append(dst, d[i])
+		} else {
+			dst = append(dst, '0')
+		}
+	}
+	return dst, true
+}
+
+// avroShown quotes a string value for messages, cut to maxShown bytes.
+func avroShown(b []byte) string {
+	if len(b) <= maxShown {
+		return strconv.Quote(string(b))
+	}
+	n := maxShown
+	for n > 0 && !utf8.RuneStart(b[n]) {
+		n--
+	}
+	return strconv.Quote(string(b[:n])) + "..."
+}
+
+// avroReader reads Avro binary encoding from buf.
+type avroReader struct {
+	buf []byte
+	pos int
+	// emptyLeft is how many more items that take no bytes the datum may
+	// hold (see avroMaxEmptyItems).
+	emptyLeft int64
+	// Scratch buffers of the decimal conversion.
+	digits, text []byte
+	limbs        []uint32
+	chunks       []uint32
+}
+
+func (r *avroReader) corrupt(what string) *Error {
+	return &Error{Reason: ReasonCorrupt, Err: fmt.Errorf("%s at byte %d", what, r.pos)}
+}
+
+func (r *avroReader) truncated() *Error {
+	return &Error{Reason: ReasonCorrupt, Err: fmt.Errorf("datum truncated at byte %d of %d", r.pos, len(r.buf))}
+}
+
+// long reads a zig-zag varint.
+func (r *avroReader) long() (int64, *Error) {
+	if i := r.pos; i < len(r.buf) && r.buf[i] < 0x80 {
+		u := uint64(r.buf[i])
+		r.pos = i + 1
+		return int64(u>>1) ^ -int64(u&1), nil
+	}
+	return r.longSlow()
+}
+
+func (r *avroReader) longSlow() (int64, *Error) {
+	var u uint64
+	for shift := uint(0); ; shift += 7 {
+		if r.pos >= len(r.buf) {
+			return 0, r.truncated()
+		}
+		c := r.buf[r.pos]
+		r.pos++
+		if shift == 63 && c > 1 {
+			return 0, r.corrupt("varint beyond 64 bits")
+		}
+		u |= uint64(c&0x7f) << shift
+		if c < 0x80 {
+			return int64(u>>1) ^ -int64(u&1), nil
+		}
+	}
+}
+
+func (r *avroReader) boolean() (bool, *Error) {
+	if r.pos >= len(r.buf) {
+		return false, r.truncated()
+	}
+	c := r.buf[r.pos]
+	if c > 1 {
+		return false, r.corrupt(fmt.Sprintf("boolean byte %d", c))
+	}
+	r.pos++
+	return c == 1, nil
+}
+
+func (r *avroReader) float() (float32, *Error) {
+	if len(r.buf)-r.pos < 4 {
+		return 0, r.truncated()
+	}
+	b := r.buf[r.pos : r.pos+4]
+	r.pos += 4
+	return math.Float32frombits(uint32(b[0]) | uint32(b[1])<<8 | uint32(b[2])<<16 | uint32(b[3])<<24), nil
+}
+
+func (r *avroReader) double() (float64, *Error) {
+	if len(r.buf)-r.pos < 8 {
+		return 0, r.truncated()
+	}
+	b := r.buf[r.pos : r.pos+8]
+	r.pos += 8
+	return math.Float64frombits(uint64(b[0]) | uint64(b[1])<<8 | uint64(b[2])<<16 | uint64(b[3])<<24 |
+		uint64(b[4])<<32 | uint64(b[5])<<40 | uint64(b[6])<<48 | uint64(b[7])<<56), nil
+}
+
+// bytes reads a length-prefixed bytes or string; the slice shares buf.
+func (r *avroReader) bytes() ([]byte, *Error) {
+	n, e := r.long()
+	if e != nil {
+		return nil, e
+	}
+	if n < 0 {
+		return nil, r.corrupt(fmt.Sprintf("negative length %d", n))
+	}
+	if n > int64(len(r.buf)-r.pos) {
+		return nil, r.truncated()
+	}
+	b := r.buf[r.pos : r.pos+int(n)]
+	r.pos += int(n)
+	return b, nil
+}
+
+func (r *avroReader) fixed(n int) ([]byte, *Error) {
+	if len(r.buf)-r.pos < n {
+		return nil, r.truncated()
+	}
+	b := r.buf[r.pos : r.pos+n]
+	r.pos += n
+	return b, nil
+}
+
+// avroMaxEmptyItems bounds the array and map items of a datum that take no
+// bytes (null, empty records), which the datum's length cannot bound.
+const avroMaxEmptyItems = 1 << 16
+
+// block reads an array or map block header: the item count (0 ends the
+// array or map) and, for a negative count, the block's byte size (-1
+// otherwise). A count larger than the bytes left can hold, at itemMin
+// bytes per item, is corrupt.
+func (r *avroReader) block(itemMin int) (n, size int64, e *Error) {
+	if n, e = r.long(); e != nil {
+		return 0, 0, e
+	}
+	size = -1
+	if n < 0 {
+		if n == math.MinInt64 {
+			return 0, 0, r.corrupt("block count out of range")
+		}
+		n = -n
+		if size, e = r.long(); e != nil {
+			return 0, 0, e
+		}
+		if size < 0 {
+			return 0, 0, r.corrupt(fmt.Sprintf("negative block size %d", size))
+		}
+		if size > int64(len(r.buf)-r.pos) {
+			return 0, 0, r.truncated()
+		}
+	}
+	left := int64(len(r.buf) - r.pos)
+	if itemMin > 0 && n > left/int64(itemMin) {
+		return 0, 0, r.corrupt(fmt.Sprintf("block of %d items in %d bytes", n, left))
+	}
+	if itemMin == 0 {
+		if n > r.emptyLeft {
+			return 0, 0, r.corrupt(fmt.Sprintf("more than %d items that take no bytes", avroMaxEmptyItems))
+		}
+		r.emptyLeft -= n
+	}
+	return n, size, nil
+}
+
+// avroSkip is the compiled form of a writer type for skipping its values.
+type avroSkip struct {
+	kind   avroKind
+	size   int         // fixed: its size; enum: its symbol count
+	min    int         // the fewest bytes a value takes
+	elem   *avroSkip   // array items, map values
+	fields []*avroSkip // record fields, union branches
+}
+
+type avroKind uint8
+
+const (
+	avroKindNull avroKind = iota
+	avroKindBoolean
+	avroKindVarint // int, long
+	avroKindEnum
+	avroKindFloat
+	avroKindDouble
+	avroKindBytes // bytes, string
+	avroKindFixed
+	avroKindArray
+	avroKindMap
+	avroKindRecord
+	avroKindUnion
+)
+
+// skip compiles the skipping of writer type w.
+func (b *avroBuilder) skip(w avro.Schema) *avroSkip {
+	w = avroDeref(w)
+	if s, ok := b.skips[w]; ok {
+		return s
+	}
+	s := &avroSkip{}
+	b.skips[w] = s // before the fields: records may refer to themselves
+	switch t := w.(type) {
+	case *avro.RecordSchema:
+		s.kind = avroKindRecord
+		for _, f := range t.Fields() {
+			s.fields = append(s.fields, b.skip(f.Type()))
+		}
+	case *avro.UnionSchema:
+		s.kind = avroKindUnion
+		for _, br := range t.Types() {
+			s.fields = append(s.fields, b.skip(br))
+		}
+	case *avro.ArraySchema:
+		s.kind, s.elem = avroKindArray, b.skip(t.Items())
+	case *avro.MapSchema:
+		s.kind, s.elem = avroKindMap, b.skip(t.Values())
+	case *avro.EnumSchema:
+		s.kind, s.size = avroKindEnum, len(t.Symbols())
+	case *avro.FixedSchema:
+		s.kind, s.size = avroKindFixed, t.Size()
+	default:
+		switch w.Type() {
+		case avro.Null:
+			s.kind = avroKindNull
+		case avro.Boolean:
+			s.kind = avroKindBoolean
+		case avro.Int, avro.Long:
+			s.kind = avroKindVarint
+		case avro.Float:
+			s.kind = avroKindFloat
+		case avro.Double:
+			s.kind = avroKindDouble
+		default:
+			s.kind = avroKindBytes
+		}
+	}
+	s.min = avroMinSize(w, nil)
+	return s
+}
+
+// avroMinSize returns the fewest bytes a value of w takes. A record met
+// again while its size is computed counts 0 (a lower bound).
+func avroMinSize(w avro.Schema, seen map[avro.Schema]bool) int {
+	w = avroDeref(w)
+	switch t := w.(type) {
+	case *avro.RecordSchema:
+		if seen[w] {
+			return 0
+		}
+		if seen == nil {
+			seen = make(map[avro.Schema]bool)
+		}
+		seen[w] = true
+		n := 0
+		for _, f := range t.Fields() {
+			n += avroMinSize(f.Type(), seen)
+		}
+		delete(seen, w)
+		return n
+	case *avro.FixedSchema:
+		return t.Size()
+	}
+	switch w.Type() {
+	case avro.Null:
+		return 0
+	case avro.Float:
+		return 4
+	case avro.Double:
+		return 8
+	}
+	return 1
+}
+
+// avroMaxDepth bounds the nesting of skipped values (recursive types).
+const avroMaxDepth = 1000
+
+// skip skips one value of s.
+func (r *avroReader) skip(s *avroSkip, depth int) *Error {
+	switch s.kind {
+	case avroKindNull:
+		return nil
+	case avroKindBoolean:
+		_, e := r.boolean()
+		return e
+	case avroKindVarint:
+		_, e := r.long()
+		return e
+	case avroKindEnum:
+		i, e := r.long()
+		if e == nil && (i < 0 || i >= int64(s.size)) {
+			return r.corrupt(fmt.Sprintf("enum index %d of %d", i, s.size))
+		}
+		return e
+	case avroKindFloat:
+		_, e := r.fixed(4)
+		return e
+	case avroKindDouble:
+		_, e := r.fixed(8)
+		return e
+	case avroKindBytes:
+		_, e := r.bytes()
+		return e
+	case avroKindFixed:
+		_, e := r.fixed(s.size)
+		return e
+	}
+	if depth >= avroMaxDepth {
+		return &Error{Reason: ReasonTooLarge, Err: fmt.Errorf("values nested deeper than %d at byte %d", avroMaxDepth, r.pos)}
+	}
+	switch s.kind {
+	case avroKindArray, avroKindMap:
+		itemMin := s.elem.min
+		if s.kind == avroKindMap {
+			itemMin++ // the key
+		}
+		for {
+			n, size, e := r.block(itemMin)
+			if e != nil {
+				return e
+			}
+			if n == 0 {
+				return nil
+			}
+			if size >= 0 {
+				r.pos += int(size)
+				continue
+			}
+			for ; n > 0; n-- {
+				if s.kind == avroKindMap {
+					if _, e := r.bytes(); e != nil {
+						return e
+					}
+				}
+				if e := r.skip(s.elem, depth+1); e != nil {
+					return e
+				}
+			}
+		}
+	case avroKindRecord:
+		for _, f := range s.fields {
+			if e := r.skip(f, depth+1); e != nil {
+				return e
+			}
+		}
+		return nil
+	case avroKindUnion:
+		i, e := r.long()
+		if e != nil {
+			return e
+		}
+		if i < 0 || i >= int64(len(s.fields)) {
+			return r.corrupt(fmt.Sprintf("union branch %d of %d", i, len(s.fields)))
+		}
+		return r.skip(s.fields[i], depth+1)
+	}
+	return nil
+}

@@ -1,0 +1,69 @@
+package decode
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/etl-project/etl/chunk"
+)
+
+func framingDecoder(t *testing.T, framing string) (*JSON, *chunk.Chunk) {
+	t.Helper()
+	typ, err := chunk.ParseType("UInt32")
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := &chunk.Schema{Names: []string{"n"}, Types: []*chunk.Type{typ}}
+	d, err := NewJSON(s, JSONOptions{Framing: framing})
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, err := chunk.New(s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return d, c
+}
+
+func values(c *chunk.Chunk) []uint32 { return c.Cols[0].(*chunk.Fixed[uint32]).Data }
+
+func TestFramingNDJSON(t *testing.T) {
+	d, c := framingDecoder(t, FramingNDJSON)
+	rows, err := d.Decode([]byte("{\"n\": 1}\n\n{\"n\": 2}\r\n{\"n\": 3}"), c)
+	if err != nil || rows != 3 || c.Rows != 3 {
+		t.Fatalf("rows %d, chunk rows %d, err %v", rows, c.Rows, err)
+	}
+	if v := values(c); v[0] != 1 || v[1] != 2 || v[2] != 3 {
+		t.Fatalf("values %v", v)
+	}
+	// A bad line takes back the whole record.
+	_, err = d.Decode([]byte("{\"n\": 4}\n{\"n\": -1}\n{\"n\": 5}"), c)
+	if err == nil || !strings.Contains(err.Error(), "line 2") || err.(*Error).Reason != ReasonOutOfRange {
+		t.Fatalf("err = %v, want out_of_range on line 2", err)
+	}
+	if c.Rows != 3 || len(values(c)) != 3 {
+		t.Fatalf("chunk changed by a failed record: rows %d, values %v", c.Rows, values(c))
+	}
+}
+
+func TestFramingArray(t *testing.T) {
+	d, c := framingDecoder(t, FramingArray)
+	rows, err := d.Decode([]byte(`[{"n": 7}, {"n": 8}]`), c)
+	if err != nil || rows != 2 || c.Rows != 2 {
+		t.Fatalf("rows %d, chunk rows %d, err %v", rows, c.Rows, err)
+	}
+	if rows, err := d.Decode([]byte(`[]`), c); err != nil || rows != 0 {
+		t.Fatalf("empty array: rows %d, err %v", rows, err)
+	}
+	for _, bad := range []string{`[{"n": 9}, 3]`, `{"n": 9}`, `[{"n": 9}, {"n": "x"}]`, `[{"n": 9}`} {
+		if _, err := d.Decode([]byte(bad), c); err == nil {
+			t.Errorf("%s: no error", bad)
+		}
+		if c.Rows != 2 || len(values(c)) != 2 {
+			t.Fatalf("%s: chunk changed by a failed record: rows %d", bad, c.Rows)
+		}
+	}
+	if _, err := NewJSON(c.Schema, JSONOptions{Framing: "csv"}); err == nil {
+		t.Fatal("unknown framing accepted")
+	}
+}
