@@ -67,3 +67,46 @@ func TestFramingArray(t *testing.T) {
 		t.Fatal("unknown framing accepted")
 	}
 }
+
+// TestNestedFields: a field "a.b" reads b inside the object a (or a
+// literal key "a.b" when the object has one); missing levels give the
+// column's default.
+func TestNestedFields(t *testing.T) {
+	u32, _ := chunk.ParseType("UInt32")
+	str, _ := chunk.ParseType("String")
+	nul, _ := chunk.ParseType("Nullable(String)")
+	s := &chunk.Schema{Names: []string{"id", "city", "zip"}, Types: []*chunk.Type{u32, str, nul}}
+	d, err := NewJSON(s, JSONOptions{Fields: []string{"id", "user.address.city", "user.zip"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, _ := chunk.New(s)
+	for _, rec := range []string{
+		`{"id": 1, "user": {"address": {"city": "Oslo"}, "zip": "0150"}}`,
+		`{"id": 2, "user": {"name": "x"}}`,
+		`{"id": 3}`,
+		`{"id": 4, "user.address.city": "Bergen", "user": {"zip": null}}`,
+	} {
+		if _, err := d.Decode([]byte(rec), c); err != nil {
+			t.Fatalf("%s: %v", rec, err)
+		}
+	}
+	cities := c.Cols[1].(*chunk.Strings)
+	want := []string{"Oslo", "", "", "Bergen"}
+	for i, w := range want {
+		if got := cities.Value(i); got != w {
+			t.Errorf("row %d city %q, want %q", i, got, w)
+		}
+	}
+	zips := c.Cols[2].(*chunk.Nullable)
+	if zips.Nulls[0] != 0 || zips.Inner.(*chunk.Strings).Value(0) != "0150" || zips.Nulls[1] != 1 || zips.Nulls[2] != 1 || zips.Nulls[3] != 1 {
+		t.Errorf("zips: nulls %v", zips.Nulls)
+	}
+	// A non-string value in a String column is kept as its JSON text.
+	if _, err := d.Decode([]byte(`{"id": 5, "user": {"address": {"city": 7}}}`), c); err != nil {
+		t.Fatal(err)
+	}
+	if got := cities.Value(4); got != "7" {
+		t.Errorf("city from a number: %q, want \"7\"", got)
+	}
+}

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"strings"
 	"time"
 	"unicode/utf8"
 
@@ -102,6 +103,7 @@ type JSON struct {
 	scratch     []byte
 	max         int
 	framing     string
+	nested      bool // some field is a path into nested objects ("a.b")
 	visitFn     func(key []byte, v *fastjson.Value)
 	lookupByGet bool // benchmarks only: Object.Get per column (first duplicate wins) instead of one Visit
 
@@ -116,6 +118,7 @@ type JSON struct {
 // colPlan is the compiled plan of one column.
 type colPlan struct {
 	field, name, typ string
+	path             []string // the field split at dots, when it has any
 	set              setter
 	def              defaulter
 }
@@ -177,6 +180,10 @@ func NewJSON(s *chunk.Schema, o JSONOptions) (*JSON, error) {
 			return nil, fmt.Errorf("decode: column %s: %w", s.Names[i], err)
 		}
 		d.cols[i] = colPlan{field: fields[i], name: s.Names[i], typ: t.Name, set: set, def: def}
+		if strings.Contains(fields[i], ".") {
+			d.cols[i].path = strings.Split(fields[i], ".")
+			d.nested = true
+		}
 		if d.fast != nil || i == 0 {
 			if f := compileFast(t); f != nil {
 				d.fast = append(d.fast, f)
@@ -197,7 +204,8 @@ func NewJSON(s *chunk.Schema, o JSONOptions) (*JSON, error) {
 		d.fields[fi] = append(d.fields[fi], i)
 	}
 	d.visitFn = d.visit
-	if len(d.fast) == len(d.cols) {
+	// The fast path reads flat objects only.
+	if len(d.fast) == len(d.cols) && !d.nested {
 		d.seen = make([]uint32, len(d.cols))
 	} else {
 		d.fast = nil
@@ -311,6 +319,17 @@ func (d *JSON) fromObject(o *fastjson.Object, c *chunk.Chunk) *Error {
 	} else {
 		d.next = 0
 		o.Visit(d.visitFn)
+	}
+	if d.nested {
+		// A field "a.b" is the key "a.b" itself when the object has it,
+		// else b inside the object a.
+		for i := range d.cols {
+			if path := d.cols[i].path; path != nil && d.slots[i] == nil {
+				if v := o.Get(path[0]); v != nil {
+					d.slots[i] = v.Get(path[1:]...)
+				}
+			}
+		}
 	}
 
 	rows := c.Rows
