@@ -44,7 +44,7 @@ func avroRecord(fields ...string) string {
 	return `{"type":"record","name":"R","fields":[` + strings.Join(parts, ",") + `]}`
 }
 
-func newAvro(t testing.TB, schema string, s *chunk.Schema, o AvroOptions) *Avro {
+func avroNew(t testing.TB, schema string, s *chunk.Schema, o AvroOptions) *Avro {
 	t.Helper()
 	a, err := NewAvro(schema, s, o)
 	if err != nil {
@@ -276,7 +276,7 @@ func TestAvroConversions(t *testing.T) {
 		schema := avroRecord(`v:` + tc.wtype)
 		datum := avroMarshal(t, schema, map[string]any{"v": tc.v})
 		s := schemaOf(t, "v "+tc.col)
-		a := newAvro(t, schema, s, AvroOptions{})
+		a := avroNew(t, schema, s, AvroOptions{})
 		c := newChunk(t, s)
 		rows, err := a.Decode(datum, c)
 		if cerr := checkConsistent(c); cerr != nil {
@@ -397,7 +397,7 @@ func TestAvroCompileErrors(t *testing.T) {
 func TestAvroErrorMessage(t *testing.T) {
 	schema := avroRecord(`id:"long"`, `amount:"long"`)
 	s := schemaOf(t, "id Int64", "amount UInt32")
-	a := newAvro(t, schema, s, AvroOptions{})
+	a := avroNew(t, schema, s, AvroOptions{})
 	c := newChunk(t, s)
 	_, err := a.Decode(avroMarshal(t, schema, map[string]any{"id": int64(1), "amount": int64(5000000000)}), c)
 	want := `field "amount" -> column amount (UInt32): value 5000000000 out of range`
@@ -421,7 +421,7 @@ func TestAvroNested(t *testing.T) {
 		schema := avroRecord(`first:"long"`, `a:`+outer, `o:`+order, `last:"string"`)
 		s := schemaOf(t, "first Int64", "ab String", "acd Int64", "ox Int32", "oy Nullable(String)",
 			"oy2 String", "ox2 Nullable(Int32)", "last String", "nope String", "none Int8")
-		a := newAvro(t, schema, s, AvroOptions{
+		a := avroNew(t, schema, s, AvroOptions{
 			Fields: []string{"first", "a.b", "a.c.d", "o.x", "o.y", "o.y", "o.x", "last", "a.c.nope", ""}})
 		c := newChunk(t, s)
 		for _, v := range []map[string]any{
@@ -467,7 +467,7 @@ func TestAvroSkipped(t *testing.T) {
 		`ra:{"type":"array","items":"S"}`, `y:"string"`, `m2:{"type":"map","values":"S"}`,
 		`n:"null"`, `z:["null","int"]`, `d:"double"`)
 	s := schemaOf(t, "x Int64", "y String", "z Nullable(Int32)")
-	a := newAvro(t, schema, s, AvroOptions{})
+	a := avroNew(t, schema, s, AvroOptions{})
 	sv := func(i int) map[string]any {
 		return map[string]any{"u": map[string]any{"double": float64(i)}, "m": map[string]any{"k": []int64{1, int64(i)}, "": []int64{}},
 			"e": "q", "f": [5]byte{1, 2, 3, 4, byte(i)}, "fl": float32(i), "b": true}
@@ -504,7 +504,7 @@ func TestAvroNegativeBlocks(t *testing.T) {
 	schema := avroRecord(`arr:{"type":"array","items":"long"}`, `m:{"type":"map","values":"string"}`,
 		`skipped:{"type":"array","items":"string"}`, `x:"long"`)
 	s := schemaOf(t, "arr Array(Int64)", "x Int64")
-	a := newAvro(t, schema, s, AvroOptions{})
+	a := avroNew(t, schema, s, AvroOptions{})
 	var d []byte
 	// arr: a block of -2 items in 2 bytes (1, -1), then a block of 1 (300), then the end.
 	d = avroLong(d, -2)
@@ -593,7 +593,7 @@ func avroRichValue(n int) map[string]any {
 // as corrupt, nothing panics, and the chunk is left as it was.
 func TestAvroTruncated(t *testing.T) {
 	s := schemaOf(t, avroRichColumns...)
-	a := newAvro(t, avroRich, s, AvroOptions{Fields: avroRichFields})
+	a := avroNew(t, avroRich, s, AvroOptions{Fields: avroRichFields})
 	for n := range 2 {
 		datum := avroMarshal(t, avroRich, avroRichValue(n))
 		c := newChunk(t, s)
@@ -624,7 +624,7 @@ func TestAvroTruncated(t *testing.T) {
 
 func TestAvroRich(t *testing.T) {
 	s := schemaOf(t, avroRichColumns...)
-	a := newAvro(t, avroRich, s, AvroOptions{Fields: avroRichFields})
+	a := avroNew(t, avroRich, s, AvroOptions{Fields: avroRichFields})
 	c := newChunk(t, s)
 	for n := range 2 {
 		if _, err := a.Decode(avroMarshal(t, avroRich, avroRichValue(n)), c); err != nil {
@@ -692,7 +692,7 @@ func TestAvroRecordErrors(t *testing.T) {
 		{"too large", good, 5, ReasonTooLarge},
 		{"at the limit", good, 6, ""},
 	} {
-		a := newAvro(t, schema, s, AvroOptions{MaxRecordBytes: tc.max})
+		a := avroNew(t, schema, s, AvroOptions{MaxRecordBytes: tc.max})
 		c := newChunk(t, s)
 		rows, err := a.Decode(tc.datum, c)
 		if cerr := checkConsistent(c); cerr != nil {
@@ -716,7 +716,7 @@ func TestAvroRecursive(t *testing.T) {
 	node := `{"type":"record","name":"Node","fields":[{"name":"v","type":"long"},{"name":"next","type":["null","Node"]}]}`
 	schema := avroRecord(`list:`+node, `x:"long"`)
 	s := schemaOf(t, "x Int64", "head Int64")
-	a := newAvro(t, schema, s, AvroOptions{Fields: []string{"x", "list.v"}})
+	a := avroNew(t, schema, s, AvroOptions{Fields: []string{"x", "list.v"}})
 	list := func(n int) []byte {
 		var d []byte
 		for i := range n {
@@ -750,7 +750,7 @@ func TestAvroDefaults(t *testing.T) {
 	cols := []string{"a Int64", "a2 Float64", "a3 Nullable(Int32)", "u UUID", "d Date", "e Enum8('q' = 5, 'p' = 3)",
 		"n Nullable(Int8)", "arr Array(String)", "dec Decimal(9, 2)", "s String", "none UInt8"}
 	s := schemaOf(t, cols...)
-	a := newAvro(t, schema, s, AvroOptions{Fields: []string{"a", "a", "a", "u", "d", "e", "n", "arr", "dec", "s", ""}})
+	a := avroNew(t, schema, s, AvroOptions{Fields: []string{"a", "a", "a", "u", "d", "e", "n", "arr", "dec", "s", ""}})
 	c := newChunk(t, s)
 	if _, err := a.Decode(avroMarshal(t, schema, map[string]any{"a": int64(-3)}), c); err != nil {
 		t.Fatal(err)
@@ -769,7 +769,7 @@ func TestAvroDefaults(t *testing.T) {
 }
 
 func TestAvroSchemaMismatchPanics(t *testing.T) {
-	a := newAvro(t, avroRecord(`a:"long"`), schemaOf(t, "a Int64"), AvroOptions{})
+	a := avroNew(t, avroRecord(`a:"long"`), schemaOf(t, "a Int64"), AvroOptions{})
 	defer func() {
 		if recover() == nil {
 			t.Error("no panic")
@@ -784,8 +784,8 @@ func TestAvroSchemaVersions(t *testing.T) {
 	v1 := `{"type":"record","name":"Ev","fields":[{"name":"a","type":"long"}]}`
 	v2 := `{"type":"record","name":"Ev","fields":[{"name":"b","type":"string"},{"name":"a","type":"long"}]}`
 	s := schemaOf(t, "a Int64", "b String")
-	a1 := newAvro(t, v1, s, AvroOptions{})
-	a2 := newAvro(t, v2, s, AvroOptions{})
+	a1 := avroNew(t, v1, s, AvroOptions{})
+	a2 := avroNew(t, v2, s, AvroOptions{})
 	c := newChunk(t, s)
 	if _, err := a1.Decode([]byte{4}, c); err != nil {
 		t.Fatal(err)
@@ -820,7 +820,7 @@ func FuzzAvro(f *testing.F) {
 	f.Add([]byte{})
 	f.Add([]byte{0x80})
 	s := schemaOf(f, cols...)
-	a := newAvro(f, schema, s, AvroOptions{Fields: fields, MaxRecordBytes: 1 << 16})
+	a := avroNew(f, schema, s, AvroOptions{Fields: fields, MaxRecordBytes: 1 << 16})
 	first := avroMarshal(f, schema, func() map[string]any {
 		v := avroRichValue(0)
 		v["list"] = map[string]any{"v": int64(9), "next": nil}
