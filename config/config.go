@@ -89,8 +89,9 @@ type SASL struct {
 // Decode selects the record format and what happens to records that
 // cannot be decoded.
 type Decode struct {
-	Format string `yaml:"format"` // json
+	Format string `yaml:"format"` // json | avro
 	JSON   JSON   `yaml:"json"`
+	Avro   Avro   `yaml:"avro"`
 	// OnError is dlq, skip or fail; empty means dlq when DLQ.Topic is set,
 	// else fail.
 	OnError string `yaml:"on_error"`
@@ -105,6 +106,26 @@ type JSON struct {
 	// Framing is single (one object per record), ndjson (one object per
 	// line) or array (an array of objects).
 	Framing string `yaml:"framing"`
+}
+
+// Avro configures the Avro decoder.
+type Avro struct {
+	// Framing is confluent (magic byte and registry schema id), raw (the
+	// datum alone, written with SchemaFile) or single_object (C3 01 and the
+	// schema's fingerprint).
+	Framing    string    `yaml:"framing"`
+	SchemaFile string    `yaml:"schema_file"`
+	Registry   *Registry `yaml:"registry,omitempty"`
+	// PrewarmSubjects are fetched from the registry at startup.
+	PrewarmSubjects  []string `yaml:"prewarm_subjects,omitempty"`
+	NegativeCacheTTL Duration `yaml:"negative_cache_ttl"`
+}
+
+// Registry is a Confluent schema registry.
+type Registry struct {
+	URL      string `yaml:"url"`
+	Username string `yaml:"username"`
+	Password Secret `yaml:"password"`
 }
 
 // DLQ is the dead-letter destination: a Kafka topic, on the source's
@@ -213,7 +234,8 @@ func Defaults() *Config {
 			RebalanceTimeout:       Duration(60 * time.Second),
 			FetchMaxWait:           Duration(500 * time.Millisecond),
 		}},
-		Decode: Decode{Format: "json", JSON: JSON{Framing: "single"}},
+		Decode: Decode{Format: "json", JSON: JSON{Framing: "single"},
+			Avro: Avro{Framing: "confluent", NegativeCacheTTL: Duration(time.Minute)}},
 		Sink: Sink{ClickHouse: &ClickHouse{
 			Database: "default",
 			User:     "default",

@@ -145,8 +145,13 @@ func TestParseErrors(t *testing.T) {
 		},
 		{
 			name: "decode format not allowed",
+			yaml: base + "decode: {format: protobuf}\n",
+			want: `pipeline.yaml:12:18: decode.format: must be one of json, avro; got "protobuf"`,
+		},
+		{
+			name: "avro confluent without a registry",
 			yaml: base + "decode: {format: avro}\n",
-			want: `pipeline.yaml:12:18: decode.format: must be one of json; got "avro"`,
+			want: `pipeline.yaml:12:1: decode.avro.registry.url: required key is missing`,
 		},
 		{
 			name: "low ratio not below high ratio",

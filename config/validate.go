@@ -110,7 +110,19 @@ var rules = []rule{
 	// Every supported mechanism authenticates a user name.
 	{path: "source.kafka.sasl.username", when: hasSASL, required: func(c *Config) bool { return c.Source.Kafka.SASL.Username != "" }},
 
-	{path: "decode.format", check: func(c *Config) string { return oneOf(c.Decode.Format, "json") }},
+	{path: "decode.format", check: func(c *Config) string { return oneOf(c.Decode.Format, "json", "avro") }},
+	{path: "decode.avro.framing", check: func(c *Config) string {
+		return oneOf(c.Decode.Avro.Framing, "confluent", "raw", "single_object")
+	}},
+	// Confluent framing names schemas by registry id; the other framings
+	// carry no id, so the schema comes from a file.
+	{path: "decode.avro.registry.url", when: func(c *Config) bool { return c.Decode.Format == "avro" && c.Decode.Avro.Framing == "confluent" },
+		required: func(c *Config) bool { return c.Decode.Avro.Registry != nil && c.Decode.Avro.Registry.URL != "" }},
+	{path: "decode.avro.schema_file", when: func(c *Config) bool { return c.Decode.Format == "avro" && c.Decode.Avro.Framing != "confluent" },
+		required: func(c *Config) bool { return c.Decode.Avro.SchemaFile != "" }},
+	{path: "decode.avro.negative_cache_ttl", check: func(c *Config) string {
+		return durRange(c.Decode.Avro.NegativeCacheTTL, Duration(time.Second), 24*hour)
+	}},
 	{path: "decode.json.framing", check: func(c *Config) string { return oneOf(c.Decode.JSON.Framing, "single", "ndjson", "array") }},
 	// Empty (a config built in code) means derived, as after loading.
 	{path: "decode.on_error", when: func(c *Config) bool { return c.Decode.OnError != "" }, check: func(c *Config) string {

@@ -37,6 +37,7 @@ type lane struct {
 	blocked   bool // its chunk was refused by a full shard queue
 	closed    bool // revoked or lost: drop everything
 	failed    bool // a record could not be decoded: process no further
+	waiting   bool // the next record waits for its schema to be fetched
 
 	// Owned by the worker running the lane.
 	cur    *chunk.Chunk // chunk being built

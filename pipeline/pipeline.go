@@ -22,6 +22,7 @@ import (
 	"github.com/etl-project/etl/config"
 	"github.com/etl-project/etl/decode"
 	"github.com/etl-project/etl/dlq"
+	"github.com/etl-project/etl/schemaregistry"
 	"github.com/etl-project/etl/sink/clickhouse"
 	"github.com/etl-project/etl/source/kafka"
 )
@@ -58,7 +59,12 @@ type Pipeline struct {
 
 	chunkTarget int
 	workers     int
-	onError     string      // decode.on_error
+	onError     string // decode.on_error
+	reg         prometheus.Registerer
+	registry    *schemaregistry.Client // Avro with confluent framing
+	avroSchema  string                 // Avro raw and single_object: the writer schema
+	waiters     sync.WaitGroup         // lanes waiting for a schema
+	stopWaiters chan struct{}
 	dlq         *dlq.Writer // when on_error is dlq
 	rejectLog   *logLimiter
 	chunks      chunkPool // emptied chunks, reused to keep their columns' capacity
@@ -99,6 +105,8 @@ func New(ctx context.Context, o Options) (*Pipeline, error) {
 		chunkTarget: int(cfg.Chunk.TargetBytes),
 		workers:     cfg.Pipeline.Workers,
 		onError:     cfg.Decode.OnError,
+		reg:         o.Registerer,
+		stopWaiters: make(chan struct{}),
 		rejectLog:   newLogLimiter(10, 10*time.Second),
 		m:           newMetrics(o.Registerer),
 	}
@@ -142,6 +150,12 @@ func New(ctx context.Context, o Options) (*Pipeline, error) {
 	if err != nil {
 		p.ch.Close()
 		return nil, fmt.Errorf("clickhouse: %w", err)
+	}
+	if cfg.Decode.Format == "avro" {
+		if err := p.setupAvro(ctx); err != nil {
+			p.ch.Close()
+			return nil, err
+		}
 	}
 	// Check once that the decoder can fill every column.
 	if _, err := p.newDecoder(); err != nil {
@@ -200,6 +214,9 @@ func New(ctx context.Context, o Options) (*Pipeline, error) {
 }
 
 func (p *Pipeline) newDecoder() (decode.Decoder, error) {
+	if p.cfg.Decode.Format == "avro" {
+		return p.newAvroDecoder()
+	}
 	d, err := decode.NewJSON(p.target.Schema, decode.JSONOptions{
 		Fields: p.target.Fields, MaxRecordBytes: int(p.cfg.Decode.MaxRecordBytes),
 		Framing: p.cfg.Decode.JSON.Framing,
@@ -320,8 +337,13 @@ func (p *Pipeline) Run(ctx context.Context) error {
 			<-sinkDone
 		}
 	}
+	close(p.stopWaiters)
+	p.waiters.Wait()
 	p.runq.close()
 	workers.Wait()
+	if p.registry != nil {
+		defer p.registry.Close()
+	}
 	stopController()
 	<-controllerDone
 	stopWatchdog()
@@ -401,7 +423,7 @@ func (p *Pipeline) drainLanes(ctx context.Context) bool {
 func (p *Pipeline) schedule(l *lane) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	if l.blocked || l.closed {
+	if l.blocked || l.closed || l.waiting {
 		return
 	}
 	switch l.state {
@@ -430,7 +452,7 @@ func (p *Pipeline) worker() {
 		l.mu.Unlock()
 		p.process(l, dec)
 		l.mu.Lock()
-		if !l.blocked && !l.failed && !l.closed && (l.rerun || l.head < len(l.recs)) {
+		if !l.blocked && !l.failed && !l.closed && !l.waiting && (l.rerun || l.head < len(l.recs)) {
 			l.state = laneQueued
 			p.runq.push(l)
 		} else {
@@ -491,6 +513,23 @@ func (p *Pipeline) process(l *lane, dec decode.Decoder) {
 				l.cur = c
 			}
 			rows, err := dec.Decode(r.Value, l.cur)
+			var pending *decode.SchemaPendingError
+			if errors.As(err, &pending) {
+				// The record waits for its schema: hand over what is
+				// decoded and park the lane until the fetch ends.
+				l.advance(n, bytes)
+				p.budget.Release(bytes)
+				if c := l.cur; c != nil && len(c.Spans) > 0 {
+					l.cur = nil
+					p.seal(c)
+					if !p.send(l, c) {
+						p.waitSchema(l, pending.Wait)
+						return
+					}
+				}
+				p.waitSchema(l, pending.Wait)
+				return
+			}
 			first := l.cursor
 			if first < 0 || first > r.Offset {
 				first = r.Offset

@@ -1,0 +1,122 @@
+package pipeline
+
+import (
+	"context"
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/hamba/avro/v2"
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/etl-project/etl/config"
+	"github.com/etl-project/etl/gen"
+	"github.com/etl-project/etl/schemaregistry"
+	"github.com/etl-project/etl/schemaregistry/registrytest"
+)
+
+const eventSchema = `{"type": "record", "name": "Event", "fields": [
+  {"name": "id", "type": "long"},
+  {"name": "ts", "type": {"type": "long", "logicalType": "timestamp-millis"}},
+  {"name": "user_id", "type": "long"},
+  {"name": "kind", "type": "string"},
+  {"name": "amount", "type": "double"},
+  {"name": "note", "type": ["null", "string"], "default": null}
+]}`
+
+type avroEvent struct {
+	ID     int64     `avro:"id"`
+	TS     time.Time `avro:"ts"`
+	UserID int64     `avro:"user_id"`
+	Kind   string    `avro:"kind"`
+	Amount float64   `avro:"amount"`
+	Note   *string   `avro:"note"`
+}
+
+// TestAvroConfluent: Confluent-framed Avro through a real registry (an
+// in-process HTTP server), broker and ClickHouse. The registry is down when
+// the pipeline starts: records wait for their schema (none is
+// dead-lettered for it) and arrive once it is back. A record naming an
+// unknown schema id and one with a wrong magic byte go to the dead-letter
+// topic with their reasons; every good record arrives with its values.
+func TestAvroConfluent(t *testing.T) {
+	kb, ch := setup(t)
+	kb.CreateTopic(t, "events.dlq", 1)
+	reg := registrytest.New(t)
+	id := reg.Register("events-value", eventSchema)
+	schema := avro.MustParse(eventSchema)
+
+	const n = 3000
+	raw := map[uint64][]byte{}
+	for i := uint64(0); i < n; i++ {
+		e := gen.Make(seed, i)
+		payload, err := avro.Marshal(schema, avroEvent{ID: int64(e.ID), TS: e.TS, UserID: int64(e.UserID), Kind: e.Kind, Amount: e.Amount, Note: e.Note})
+		if err != nil {
+			t.Fatal(err)
+		}
+		raw[i] = schemaregistry.AppendFrame(nil, id, payload)
+	}
+	raw[10] = schemaregistry.AppendFrame(nil, 9999, raw[10][5:]) // unknown schema id
+	raw[20] = append([]byte{1}, raw[20][1:]...)                  // wrong magic byte
+	produce(t, kb, 0, n, raw)
+
+	reg.SetDown(true)
+	cfg := testConfig(t, kb, ch, "avro")
+	cfg.Source.Kafka.Topics = []string{"events"}
+	cfg.Decode.Format = "avro"
+	cfg.Decode.Avro = config.Avro{Framing: "confluent", Registry: &config.Registry{URL: reg.URL()}, NegativeCacheTTL: config.Duration(time.Minute)}
+	cfg.Decode.OnError = "dlq"
+	cfg.Decode.DLQ = &config.DLQ{Topic: "events.dlq"}
+	p, err := New(context.Background(), Options{Config: cfg, Log: testLogger(t), Registerer: prometheus.NewRegistry()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- p.Run(ctx) }()
+	time.Sleep(2 * time.Second)
+	if got := ch.Count(t, "default.events"); got != 0 {
+		t.Fatalf("%d rows written while the registry was down", got)
+	}
+	reg.SetDown(false)
+	waitFor(t, "rows", time.Minute, func() bool { return ch.Count(t, "default.events") >= n-2 })
+	waitFor(t, "commits", 30*time.Second, func() bool {
+		c := kb.CommittedOffsets(t, "avro", "events")
+		return c[0]+c[1]+c[2] == n
+	})
+	cancel()
+	if err := <-done; err != nil {
+		t.Fatalf("Run: %v", err)
+	}
+	dead := readTopic(t, kb, "events.dlq", 2)
+	reasons := map[string]bool{}
+	for _, r := range dead {
+		for _, h := range r.Headers {
+			if h.Key == "etl.error.reason" {
+				reasons[string(h.Value)] = true
+			}
+		}
+	}
+	if !reasons["unknown_schema"] || !reasons["corrupt"] {
+		t.Fatalf("dead-letter reasons %v, want unknown_schema and corrupt", reasons)
+	}
+	// Values: compare a digest of every good row with the generator's.
+	var want float64
+	for i := uint64(0); i < n; i++ {
+		if i == 10 || i == 20 {
+			continue
+		}
+		e := gen.Make(seed, i)
+		want += float64(e.UserID) + float64(e.TS.Unix()%1000)
+	}
+	got := ch.Query(t, "SELECT count(), sum(user_id) + sum(toUnixTimestamp(ts) % 1000), countIf(note IS NULL) FROM default.events")
+	nulls := 0
+	for i := uint64(0); i < n; i++ {
+		if i != 10 && i != 20 && gen.Make(seed, i).Note == nil {
+			nulls++
+		}
+	}
+	if wantS := fmt.Sprintf("%d\t%.0f\t%d", n-2, want, nulls); got != wantS {
+		t.Fatalf("count, digest, nulls = %s, want %s", got, wantS)
+	}
+}

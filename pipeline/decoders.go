@@ -1,0 +1,97 @@
+package pipeline
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"time"
+
+	"github.com/etl-project/etl/decode"
+	"github.com/etl-project/etl/schemaregistry"
+)
+
+// setupAvro prepares what the Avro decoders share: the registry client
+// (confluent framing, with the configured subjects fetched at startup) or
+// the writer schema from schema_file.
+func (p *Pipeline) setupAvro(ctx context.Context) error {
+	a := p.cfg.Decode.Avro
+	if a.Framing != decode.FramingConfluent {
+		b, err := os.ReadFile(a.SchemaFile)
+		if err != nil {
+			return fmt.Errorf("decode.avro.schema_file: %w", err)
+		}
+		p.avroSchema = string(b)
+		return nil
+	}
+	r := a.Registry
+	reg, err := schemaregistry.New(schemaregistry.Options{
+		URL: r.URL, Username: r.Username, Password: r.Password.Value(),
+		NegativeCacheTTL: a.NegativeCacheTTL.D(), Registerer: p.reg, Log: p.log,
+	})
+	if err != nil {
+		return fmt.Errorf("decode.avro.registry: %w", err)
+	}
+	p.registry = reg
+	if len(a.PrewarmSubjects) > 0 {
+		pctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+		defer cancel()
+		if err := reg.Prewarm(pctx, a.PrewarmSubjects); err != nil {
+			// Not fatal: the schemas are fetched when records need them.
+			p.log.Warn("could not fetch every prewarm subject; their schemas will be fetched on demand", "err", err)
+		}
+	}
+	return nil
+}
+
+// newAvroDecoder returns one worker's Avro decoder.
+func (p *Pipeline) newAvroDecoder() (decode.Decoder, error) {
+	var src decode.SchemaSource
+	if p.registry != nil {
+		src = registrySource{p.registry}
+	}
+	d, err := decode.NewAvroFramed(p.cfg.Decode.Avro.Framing, p.avroSchema, src, p.target.Schema,
+		decode.AvroOptions{Fields: p.target.Fields, MaxRecordBytes: int(p.cfg.Decode.MaxRecordBytes)})
+	if err != nil {
+		return nil, fmt.Errorf("decode: %w", err)
+	}
+	return d, nil
+}
+
+// registrySource adapts the registry client to the decoder's SchemaSource.
+type registrySource struct{ c *schemaregistry.Client }
+
+func (r registrySource) Lookup(id int32) (string, error) {
+	s, err := r.c.Lookup(id)
+	switch {
+	case err == nil:
+		return s.Text, nil
+	case errors.Is(err, schemaregistry.ErrUnknownID):
+		return "", fmt.Errorf("%w: %v", decode.ErrSchemaUnknown, err)
+	default:
+		return "", fmt.Errorf("%w: %v", decode.ErrSchemaPending, err)
+	}
+}
+
+func (r registrySource) Wait(id int32) <-chan struct{} { return r.c.Wait(id) }
+
+// waitSchema parks l until the schema its next record needs has been
+// fetched (or the pipeline stops), then schedules it again. The record is
+// not consumed: it is decoded again after the wait.
+func (p *Pipeline) waitSchema(l *lane, ready <-chan struct{}) {
+	l.mu.Lock()
+	l.waiting = true
+	l.mu.Unlock()
+	p.waiters.Add(1)
+	go func() {
+		defer p.waiters.Done()
+		select {
+		case <-ready:
+		case <-p.stopWaiters:
+		}
+		l.mu.Lock()
+		l.waiting = false
+		l.mu.Unlock()
+		p.schedule(l)
+	}()
+}
