@@ -11,6 +11,7 @@ import (
 	"fmt"
 	"log/slog"
 	"os"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -60,6 +61,8 @@ type Options struct {
 // Source is a consumer-group member.
 type Source struct {
 	cl       *kgo.Client
+	ready    chan struct{} // closed by Run: the handler may be called from then on
+	runOnce  sync.Once
 	o        Options
 	log      *slog.Logger
 	metrics  *metrics
@@ -79,12 +82,14 @@ func (s *Source) LastPoll() time.Time {
 // no record arrives.
 const pollWait = time.Second
 
-// New builds the client. It does not contact the brokers until Run.
+// New builds the client. The client joins the group at once, but the
+// handler is not called before Run starts: a rebalance callback waits for
+// it, so the caller can finish building what the handler uses.
 func New(o Options) (*Source, error) {
 	if o.MaxPollRecords <= 0 {
 		o.MaxPollRecords = 10000
 	}
-	s := &Source{o: o, log: o.Log, metrics: newMetrics(o.Registerer)}
+	s := &Source{o: o, log: o.Log, metrics: newMetrics(o.Registerer), ready: make(chan struct{})}
 	opts, err := clientOpts(o.Config)
 	if err != nil {
 		return nil, err
@@ -95,13 +100,16 @@ func New(o Options) (*Source, error) {
 		kgo.DisableAutoCommit(),
 		kgo.BlockRebalanceOnPoll(),
 		kgo.OnPartitionsAssigned(func(ctx context.Context, _ *kgo.Client, p map[string][]int32) {
+			if !s.waitReady(ctx) {
+				return
+			}
 			s.metrics.rebalances.Inc()
 			s.metrics.assigned.Add(float64(count(p)))
 			s.log.Info("partitions assigned", "partitions", p)
 			o.Handler.Assigned(ctx, p)
 		}),
 		kgo.OnPartitionsRevoked(func(ctx context.Context, _ *kgo.Client, p map[string][]int32) {
-			if len(p) == 0 {
+			if len(p) == 0 || !s.waitReady(ctx) {
 				return
 			}
 			s.metrics.assigned.Sub(float64(count(p)))
@@ -109,7 +117,7 @@ func New(o Options) (*Source, error) {
 			o.Handler.Revoked(ctx, p)
 		}),
 		kgo.OnPartitionsLost(func(ctx context.Context, _ *kgo.Client, p map[string][]int32) {
-			if len(p) == 0 {
+			if len(p) == 0 || !s.waitReady(ctx) {
 				return
 			}
 			s.metrics.assigned.Sub(float64(count(p)))
@@ -212,10 +220,22 @@ func saslMechanism(c *config.SASL) (sasl.Mechanism, error) {
 	return nil, fmt.Errorf("source.kafka.sasl.mechanism: %q is not one of PLAIN, SCRAM-SHA-256, SCRAM-SHA-512", c.Mechanism)
 }
 
+// waitReady waits until Run has started; false when the client closed
+// first (nothing was handed to the handler, so there is nothing to do).
+func (s *Source) waitReady(ctx context.Context) bool {
+	select {
+	case <-s.ready:
+		return true
+	case <-ctx.Done():
+		return false
+	}
+}
+
 // Run is the poll loop: it polls, hands each partition's records to the
 // handler and allows rebalances between polls, until ctx is cancelled. It
 // never waits on the pipeline: backpressure acts by pausing partitions.
 func (s *Source) Run(ctx context.Context) error {
+	s.runOnce.Do(func() { close(s.ready) })
 	var lastErr time.Time
 	for {
 		start := time.Now()
