@@ -83,6 +83,7 @@ type Pipeline struct {
 
 	rowsWritten atomic.Int64
 	rowsDecoded atomic.Int64
+	decodeErrs  atomic.Int64
 }
 
 // New connects to ClickHouse, reads the target table and builds the source.
@@ -230,6 +231,7 @@ func (p *Pipeline) newDecoder() (decode.Decoder, error) {
 // Stats is a snapshot of the pipeline's progress.
 type Stats struct {
 	RowsDecoded, RowsWritten int64
+	DecodeErrors             int64 // records that could not be decoded
 	Lag                      int64
 	InflightBytes            int64
 	BudgetBytes              int64
@@ -239,7 +241,7 @@ type Stats struct {
 // Stats returns the pipeline's progress counters.
 func (p *Pipeline) Stats() Stats {
 	s := Stats{
-		RowsDecoded: p.rowsDecoded.Load(), RowsWritten: p.rowsWritten.Load(),
+		RowsDecoded: p.rowsDecoded.Load(), RowsWritten: p.rowsWritten.Load(), DecodeErrors: p.decodeErrs.Load(),
 		InflightBytes: p.budget.Inflight(), BudgetBytes: p.budget.Bytes(), PausedPartitions: p.pause.count(),
 	}
 	p.mu.RLock()
@@ -284,6 +286,17 @@ func (p *Pipeline) Run(ctx context.Context) error {
 	go func() {
 		defer close(controllerDone)
 		p.controller(ctlCtx)
+	}()
+
+	statusDone := make(chan struct{})
+	statusCtx, stopStatus := context.WithCancel(context.Background())
+	go func() {
+		defer close(statusDone)
+		p.statusLoop(statusCtx)
+	}()
+	defer func() {
+		stopStatus()
+		<-statusDone
 	}()
 
 	wdCtx, stopWatchdog := context.WithCancel(context.Background())
@@ -590,6 +603,7 @@ func (p *Pipeline) reject(l *lane, r *kgo.Record, err error) {
 		reason = string(de.Reason)
 	}
 	p.m.decodeErrors.WithLabelValues(reason).Inc()
+	p.decodeErrs.Add(1)
 	if p.rejectLog.Allow() {
 		p.log.Warn("record cannot be decoded", "on_error", p.onError,
 			"topic", r.Topic, "partition", r.Partition, "offset", r.Offset, "reason", reason, "err", err)
@@ -622,6 +636,7 @@ func (p *Pipeline) decodeFailed(l *lane, r *kgo.Record, err error, n int, bytes 
 		reason = string(de.Reason)
 	}
 	p.m.decodeErrors.WithLabelValues(reason).Inc()
+	p.decodeErrs.Add(1)
 	l.advance(n, bytes)
 	p.budget.Release(bytes)
 	if c := l.cur; c != nil && len(c.Spans) > 0 {
@@ -919,4 +934,34 @@ func (p *Pipeline) detach(parts kafka.Partitions) []*lane {
 		// A running or queued lane is dropped by its worker.
 	}
 	return out
+}
+
+// statusLoop logs one status line every log.status_interval: rows/s
+// decoded and written, lag, in-flight bytes against the budget, paused
+// partitions and decode errors since the last line.
+func (p *Pipeline) statusLoop(ctx context.Context) {
+	every := p.cfg.Log.StatusInterval.D()
+	if every <= 0 {
+		return
+	}
+	t := time.NewTicker(every)
+	defer t.Stop()
+	last, lastAt := p.Stats(), time.Now()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case now := <-t.C:
+			s := p.Stats()
+			secs := now.Sub(lastAt).Seconds()
+			p.log.Info("status",
+				"rows_in_per_s", int64(float64(s.RowsDecoded-last.RowsDecoded)/secs),
+				"rows_out_per_s", int64(float64(s.RowsWritten-last.RowsWritten)/secs),
+				"rows_written", s.RowsWritten, "lag", s.Lag,
+				"inflight_bytes", s.InflightBytes, "budget_bytes", s.BudgetBytes,
+				"paused_partitions", s.PausedPartitions,
+				"decode_errors", s.DecodeErrors-last.DecodeErrors)
+			last, lastAt = s, now
+		}
+	}
 }
