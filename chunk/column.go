@@ -289,8 +289,20 @@ func NewColumn(t *Type) (Column, error) {
 		return &Fixed[float64]{}, nil
 	case KindBool:
 		return &Fixed[bool]{}, nil
-	case KindDate:
+	case KindDate, KindDate32:
+		// Midnight UTC of the day; the driver takes []time.Time.
 		return &Fixed[time.Time]{}, nil
+	case KindDateTime64:
+		return &DateTime64{Precision: t.Precision}, nil
+	case KindIPv4:
+		// The address as a big-endian number (1.2.3.4 is 0x01020304).
+		return &Fixed[uint32]{}, nil
+	case KindIPv6:
+		return &Fixed[[16]byte]{}, nil
+	case KindInt128, KindUInt128:
+		return &BigInt{Words: 2, Signed: t.Kind == KindInt128}, nil
+	case KindInt256, KindUInt256:
+		return &BigInt{Words: 4, Signed: t.Kind == KindInt256}, nil
 	case KindDateTime:
 		// Seconds since the epoch; the driver converts []int64 for DateTime.
 		return &Fixed[int64]{}, nil

@@ -42,6 +42,14 @@ const (
 	KindNullable
 	KindArray
 	KindLowCardinality
+	KindDate32
+	KindDateTime64
+	KindIPv4
+	KindIPv6
+	KindInt128
+	KindInt256
+	KindUInt128
+	KindUInt256
 )
 
 var kindNames = map[string]Kind{
@@ -52,6 +60,8 @@ var kindNames = map[string]Kind{
 	"Date": KindDate, "DateTime": KindDateTime, "Enum8": KindEnum8, "Enum16": KindEnum16,
 	"Decimal": KindDecimal, "Decimal32": KindDecimal, "Decimal64": KindDecimal, "Decimal128": KindDecimal,
 	"Nullable": KindNullable, "Array": KindArray, "LowCardinality": KindLowCardinality,
+	"Date32": KindDate32, "DateTime64": KindDateTime64, "IPv4": KindIPv4, "IPv6": KindIPv6,
+	"Int128": KindInt128, "Int256": KindInt256, "UInt128": KindUInt128, "UInt256": KindUInt256,
 }
 
 // Type is a parsed ClickHouse column type.
@@ -63,9 +73,11 @@ type Type struct {
 	Elem *Type
 	// Len is N of FixedString(N).
 	Len int
-	// Precision and Scale of Decimal(P, S).
+	// Precision and Scale of Decimal(P, S); Precision is also P of
+	// DateTime64(P[, 'TZ']).
 	Precision, Scale int
-	// TZ is the time zone argument of DateTime('TZ'), if any.
+	// TZ is the time zone argument of DateTime('TZ') or
+	// DateTime64(P, 'TZ'), if any.
 	TZ string
 	// Enum maps the names of an Enum8/Enum16 to their values.
 	Enum map[string]int16
@@ -105,6 +117,19 @@ func ParseType(s string) (*Type, error) {
 	case KindDateTime:
 		if hasArgs {
 			t.TZ = strings.Trim(strings.TrimSpace(args), "'")
+		}
+	case KindDateTime64:
+		parts := splitArgs(args)
+		if len(parts) < 1 || len(parts) > 2 {
+			return nil, fmt.Errorf("type %q: want DateTime64(P[, 'TZ'])", s)
+		}
+		p, err := strconv.Atoi(parts[0])
+		if err != nil || p < 0 || p > 9 {
+			return nil, fmt.Errorf("type %q: bad precision", s)
+		}
+		t.Precision = p
+		if len(parts) == 2 {
+			t.TZ = strings.Trim(parts[1], "'")
 		}
 	case KindDecimal:
 		parts := splitArgs(args)

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"net/netip"
 	"strconv"
 	"strings"
 	"time"
@@ -52,6 +53,15 @@ type AvroOptions struct {
 //     within 1970-01-01T00:00:00Z..2106-02-07T06:28:15Z.
 //   - Date: an int with logical type date (days), or a timestamp as above
 //     (its UTC day); within 1970-01-01..2149-06-06.
+//   - Date32: as Date, within 1900-01-01..2299-12-31.
+//   - DateTime64(P): an int or long with logical type timestamp-millis,
+//     timestamp-micros, local-timestamp-millis, local-timestamp-micros or
+//     date, scaled to ticks of 10^-P seconds (rounded down); within
+//     1900-01-01T00:00:00Z..2262-04-11T23:47:16.854775807Z.
+//   - IPv4, IPv6: a string in the address's text form (an IPv4 address
+//     into IPv6 is stored IPv4-mapped); anything else is wrong_type.
+//   - Int128, Int256, UInt128, UInt256: int or long; a negative value into
+//     an unsigned type is out_of_range.
 //   - String: string, bytes, fixed (raw bytes), enum (the symbol); a bytes
 //     or fixed decimal gives its decimal text at the writer's scale.
 //   - FixedString(N): string, bytes, or fixed of at most N bytes; a longer
@@ -691,6 +701,41 @@ func avroCompileScalar(w avro.Schema, t *chunk.Type) (avroSetter, error) {
 			return avroSetDate(isInt, u, logical), nil
 		}
 		return nil, fmt.Errorf("%s cannot go into %s: want a date or timestamp logical type", avroTypeName(w), t.Name)
+	case chunk.KindDateTime64:
+		if !integer {
+			break
+		}
+		if logical == avro.Date {
+			return avroSetDateTime64(isInt, -86400, t.Precision, logical), nil
+		}
+		if u := avroTimeUnit(logical); u != 0 {
+			return avroSetDateTime64(isInt, u, t.Precision, logical), nil
+		}
+		return nil, fmt.Errorf("%s cannot go into %s: want a timestamp or date logical type", avroTypeName(w), t.Name)
+	case chunk.KindDate32:
+		if !integer {
+			break
+		}
+		if logical == avro.Date {
+			return avroSetDate32(isInt, 0, logical), nil
+		}
+		if u := avroTimeUnit(logical); u != 0 {
+			return avroSetDate32(isInt, u, logical), nil
+		}
+		return nil, fmt.Errorf("%s cannot go into %s: want a date or timestamp logical type", avroTypeName(w), t.Name)
+	case chunk.KindIPv4:
+		if wt == avro.String {
+			return avroSetIPv4, nil
+		}
+	case chunk.KindIPv6:
+		if wt == avro.String {
+			return avroSetIPv6, nil
+		}
+	case chunk.KindInt128, chunk.KindUInt128, chunk.KindInt256, chunk.KindUInt256:
+		if integer {
+			signed := t.Kind == chunk.KindInt128 || t.Kind == chunk.KindInt256
+			return avroSetBigInt(isInt, signed), nil
+		}
 	case chunk.KindString:
 		switch wt {
 		case avro.String:
@@ -1585,4 +1630,106 @@ func (r *avroReader) skip(s *avroSkip, depth int) *Error {
 		return r.skip(s.fields[i], depth+1)
 	}
 	return nil
+}
+
+// avroSetDateTime64 converts a timestamp of unit per second, or for unit
+// -86400 a date in days, to ticks of DateTime64(p), rounding down.
+func avroSetDateTime64(isInt bool, unit int64, p int, l avro.LogicalType) avroSetter {
+	lo, hi := dateTime64Range(p)
+	scale := pow10[p]
+	return func(r *avroReader, col chunk.Column) *Error {
+		v, e := r.integer(isInt)
+		if e != nil {
+			return e
+		}
+		var ticks int64
+		switch {
+		case unit < 0:
+			if v < lo/scale/86400 || v > hi/scale/86400 {
+				return avroTimeRange(v, l, notDateTime64)
+			}
+			ticks = v * 86400 * scale
+		case scale >= unit:
+			m := scale / unit
+			if v < lo/m || v > hi/m {
+				return avroTimeRange(v, l, notDateTime64)
+			}
+			ticks = v * m
+		default:
+			ticks = avroFloorDiv(v, unit/scale)
+		}
+		if ticks < lo || ticks > hi {
+			return avroTimeRange(v, l, notDateTime64)
+		}
+		col.(*chunk.DateTime64).Append(ticks)
+		return nil
+	}
+}
+
+// avroSetDate32 converts a date (unit 0) or a timestamp of unit per second
+// to a Date32.
+func avroSetDate32(isInt bool, unit int64, l avro.LogicalType) avroSetter {
+	return func(r *avroReader, col chunk.Column) *Error {
+		v, e := r.integer(isInt)
+		if e != nil {
+			return e
+		}
+		days := v
+		if unit != 0 {
+			days = avroFloorDiv(avroFloorDiv(v, unit), 86400)
+		}
+		if days < minDate32 || days > maxDate32 {
+			return avroTimeRange(v, l, notDate32)
+		}
+		col.(*chunk.Fixed[time.Time]).Append(time.Unix(days*86400, 0).UTC())
+		return nil
+	}
+}
+
+func avroSetIPv4(r *avroReader, col chunk.Column) *Error {
+	b, e := r.bytes()
+	if e != nil {
+		return e
+	}
+	a, err := netip.ParseAddr(string(b))
+	if err != nil || !a.Is4() {
+		return &Error{Reason: ReasonWrongType, Err: fmt.Errorf("value %s is not an IPv4 address", avroShown(b))}
+	}
+	col.(*chunk.Fixed[uint32]).Append(ipv4Number(a))
+	return nil
+}
+
+func avroSetIPv6(r *avroReader, col chunk.Column) *Error {
+	b, e := r.bytes()
+	if e != nil {
+		return e
+	}
+	a, err := netip.ParseAddr(string(b))
+	if err != nil || a.Zone() != "" {
+		return &Error{Reason: ReasonWrongType, Err: fmt.Errorf("value %s is not an IP address", avroShown(b))}
+	}
+	col.(*chunk.Fixed[[16]byte]).Append(a.As16())
+	return nil
+}
+
+// avroSetBigInt stores an int or long in a 128- or 256-bit column; a
+// negative value is out_of_range for the unsigned ones.
+func avroSetBigInt(isInt, signed bool) avroSetter {
+	return func(r *avroReader, col chunk.Column) *Error {
+		v, e := r.integer(isInt)
+		if e != nil {
+			return e
+		}
+		if !signed && v < 0 {
+			return avroOutOfRange(v)
+		}
+		var ext uint64
+		if v < 0 {
+			ext = math.MaxUint64
+		}
+		w := [4]uint64{uint64(v), ext, ext, ext}
+		c := col.(*chunk.BigInt)
+		c.Append(w[:c.Words])
+		return nil
+	}
 }

@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"math/bits"
+	"net/netip"
 	"strings"
 	"time"
 	"unicode/utf8"
@@ -69,6 +71,19 @@ const (
 //     The result must be within 1970-01-01T00:00:00Z..2106-02-07T06:28:15Z.
 //   - Date: as DateTime, then the UTC calendar day, which must be within
 //     1970-01-01..2149-06-06.
+//   - Date32: as Date, within 1900-01-01..2299-12-31; epoch numbers may
+//     be negative.
+//   - DateTime64(P): a date-time string, its fractional seconds kept to P
+//     digits (the rest dropped), or an epoch number (negative too) in
+//     seconds or, by the magnitude heuristic of DateTime, a finer unit,
+//     scaled to ticks of 10^-P seconds exactly and rounded down. The result
+//     must be within 1900-01-01T00:00:00Z..2262-04-11T23:47:16.854775807Z
+//     (the driver sends every value through nanoseconds since the epoch).
+//   - IPv4: a string in dotted form, or the address as a number.
+//   - IPv6: a string in any IPv6 form, or an IPv4 address (stored
+//     IPv4-mapped); zones are wrong_type.
+//   - Int128, Int256, UInt128, UInt256: as the narrower integers, exactly,
+//     without the booleans.
 //   - Array(T): a JSON array, each element converted as T; nested arrays
 //     work the same way.
 //   - Nullable(T): null, or a value converted as T.
@@ -438,6 +453,18 @@ func compile(t *chunk.Type) (setter, defaulter, error) {
 		return setDateTime, nil, nil
 	case chunk.KindDate:
 		return setDate, func(col chunk.Column) { col.(*chunk.Fixed[time.Time]).Append(defaultDate) }, nil
+	case chunk.KindDate32:
+		return setDate32, func(col chunk.Column) { col.(*chunk.Fixed[time.Time]).Append(defaultDate) }, nil
+	case chunk.KindDateTime64:
+		return setDateTime64(t.Precision), nil, nil
+	case chunk.KindIPv4:
+		return setIPv4, nil, nil
+	case chunk.KindIPv6:
+		return setIPv6, nil, nil
+	case chunk.KindInt128, chunk.KindUInt128:
+		return setBigInt(2, t.Kind == chunk.KindInt128), nil, nil
+	case chunk.KindInt256, chunk.KindUInt256:
+		return setBigInt(4, t.Kind == chunk.KindInt256), nil, nil
 	case chunk.KindNullable:
 		inner, _, err := compile(t.Elem)
 		if err != nil {
@@ -837,4 +864,286 @@ func shown(v *fastjson.Value) string {
 		n--
 	}
 	return string(b[:n]) + "..."
+}
+
+// Ranges of Date32 and DateTime64. DateTime64 ends where the driver, which
+// carries every value through nanoseconds since the epoch, can go no
+// further.
+const (
+	minDate32     = -25567 // 1900-01-01
+	maxDate32     = 120529 // 2299-12-31
+	minDateTime64 = -2208988800
+	maxDateTime64 = math.MaxInt64 / 1e9 // 2262-04-11T23:47:16Z, plus a fraction
+
+	notDate32     = "is not a date in 1900-01-01..2299-12-31"
+	notDateTime64 = "is not a date-time in 1900-01-01T00:00:00Z..2262-04-11T23:47:16.854775807Z"
+)
+
+// pow10 holds 10^0..10^9.
+var pow10 = [...]int64{1, 10, 100, 1e3, 1e4, 1e5, 1e6, 1e7, 1e8, 1e9}
+
+// dateTime64Range returns the smallest and largest ticks of DateTime64(p).
+func dateTime64Range(p int) (lo, hi int64) {
+	return minDateTime64 * pow10[p], math.MaxInt64 / pow10[9-p]
+}
+
+// unitDigits is log10 of epochUnit.
+func unitDigits(v float64) int {
+	switch epochUnit(v) {
+	case 1e9:
+		return 9
+	case 1e6:
+		return 6
+	case 1e3:
+		return 3
+	}
+	return 0
+}
+
+// epochTicks converts an epoch number (seconds or, by the magnitude
+// heuristic of epochSeconds, a finer unit; negative numbers too) to ticks of
+// 10^-p seconds, rounding down. ok is false when the result overflows int64.
+func epochTicks(n *number, p int) (int64, bool) {
+	f, ok := n.float(64)
+	if !ok {
+		return 0, false
+	}
+	e := n.exp - len(n.fp) + p - unitDigits(math.Abs(f))
+	nd := len(n.ip) + len(n.fp)
+	const limit = 1 << 63
+	var mag uint64
+	inexact := false
+	for i := 0; i < nd; i++ {
+		c := uint64(n.digit(i) - '0')
+		if e < 0 && i >= nd+e {
+			inexact = inexact || c != 0
+			continue
+		}
+		if mag > (limit-c)/10 {
+			return 0, false
+		}
+		mag = mag*10 + c
+	}
+	for ; e > 0 && mag != 0; e-- {
+		if mag > limit/10 {
+			return 0, false
+		}
+		mag *= 10
+	}
+	if !n.neg {
+		if mag > math.MaxInt64 {
+			return 0, false
+		}
+		return int64(mag), true
+	}
+	if inexact {
+		mag++
+	}
+	if mag > limit {
+		return 0, false
+	}
+	return int64(-mag), true
+}
+
+// ticksOf returns the ticks of 10^-p seconds since the epoch a date-time
+// string (fractional seconds kept to p digits, the rest dropped) or epoch
+// number holds, within [lo, hi] ticks; what describes the range in errors.
+func (d *JSON) ticksOf(v *fastjson.Value, p int, lo, hi int64, what string) (int64, *Error) {
+	var ticks int64
+	ok := false
+	switch v.Type() {
+	case fastjson.TypeString:
+		b, _ := v.StringBytes()
+		if n, isNum := parseNumber(b); isNum {
+			ticks, ok = epochTicks(&n, p)
+			break
+		}
+		sec, isTime := parseTime(b)
+		if !isTime {
+			break
+		}
+		// Bound the seconds first so the multiplication cannot overflow.
+		if sec < lo/pow10[p]-1 || sec > hi/pow10[p]+1 {
+			break
+		}
+		ticks, ok = sec*pow10[p], true
+		if len(b) > 20 && b[19] == '.' {
+			// parseTime checked the form: digits follow up to the zone.
+			frac := b[20:]
+			for i := 0; i < p; i++ {
+				if i < len(frac) && frac[i] >= '0' && frac[i] <= '9' {
+					ticks += int64(frac[i]-'0') * pow10[p-1-i]
+				} else {
+					break
+				}
+			}
+		}
+	case fastjson.TypeNumber:
+		n, e := d.numberOf(v)
+		if e != nil {
+			return 0, e
+		}
+		ticks, ok = epochTicks(&n, p)
+	default:
+		return 0, wrongType(v, "a date-time string or epoch number")
+	}
+	if !ok || ticks < lo || ticks > hi {
+		return 0, newError(ReasonOutOfRange, v, what)
+	}
+	return ticks, nil
+}
+
+func setDateTime64(p int) setter {
+	lo, hi := dateTime64Range(p)
+	return func(d *JSON, v *fastjson.Value, col chunk.Column) *Error {
+		t, e := d.ticksOf(v, p, lo, hi, notDateTime64)
+		if e != nil {
+			return e
+		}
+		col.(*chunk.DateTime64).Append(t)
+		return nil
+	}
+}
+
+func setDate32(d *JSON, v *fastjson.Value, col chunk.Column) *Error {
+	sec, e := d.ticksOf(v, 0, minDate32*86400, (maxDate32+1)*86400-1, notDate32)
+	if e != nil {
+		return e
+	}
+	days := sec / 86400
+	if sec%86400 < 0 {
+		days--
+	}
+	if days < minDate32 || days > maxDate32 {
+		return newError(ReasonOutOfRange, v, notDate32)
+	}
+	col.(*chunk.Fixed[time.Time]).Append(time.Unix(days*86400, 0).UTC())
+	return nil
+}
+
+// setIPv4 takes the dotted form, or the address as a number.
+func setIPv4(d *JSON, v *fastjson.Value, col chunk.Column) *Error {
+	if v.Type() == fastjson.TypeNumber {
+		n, e := d.numberOf(v)
+		if e != nil {
+			return e
+		}
+		x, r := n.unsigned(math.MaxUint32)
+		if e := intError(v, r); e != nil {
+			return e
+		}
+		col.(*chunk.Fixed[uint32]).Append(uint32(x))
+		return nil
+	}
+	b, e := stringOf(v)
+	if e != nil {
+		return e
+	}
+	a, err := netip.ParseAddr(string(b))
+	if err != nil || !a.Is4() {
+		return newError(ReasonWrongType, v, "is not an IPv4 address")
+	}
+	col.(*chunk.Fixed[uint32]).Append(ipv4Number(a))
+	return nil
+}
+
+func ipv4Number(a netip.Addr) uint32 {
+	b := a.As4()
+	return uint32(b[0])<<24 | uint32(b[1])<<16 | uint32(b[2])<<8 | uint32(b[3])
+}
+
+// setIPv6 takes any IPv6 text form; an IPv4 address gives its IPv4-mapped
+// form, as the server does.
+func setIPv6(d *JSON, v *fastjson.Value, col chunk.Column) *Error {
+	b, e := stringOf(v)
+	if e != nil {
+		return e
+	}
+	a, err := netip.ParseAddr(string(b))
+	if err != nil || a.Zone() != "" {
+		return newError(ReasonWrongType, v, "is not an IP address")
+	}
+	col.(*chunk.Fixed[[16]byte]).Append(a.As16())
+	return nil
+}
+
+// wide converts n to an integer of words 64-bit words, in two's complement
+// when signed, exactly as signed and unsigned do for 64 bits.
+func (n *number) wide(words int, signed bool) (w [4]uint64, r intResult) {
+	lo, hi := 0, len(n.ip)+len(n.fp)
+	e := n.exp - len(n.fp)
+	for lo < hi && n.digit(lo) == '0' {
+		lo++
+	}
+	for hi > lo && n.digit(hi-1) == '0' {
+		hi--
+		e++
+	}
+	if lo == hi {
+		return w, intOK
+	}
+	if e < 0 {
+		return w, intFraction
+	}
+	if hi-lo+e > 78 { // 2^256 has 78 digits
+		return w, intRange
+	}
+	mulAdd := func(m, c uint64) bool {
+		for i := 0; i < words; i++ {
+			h, l := bits.Mul64(w[i], m)
+			l, carry := bits.Add64(l, c, 0)
+			w[i], c = l, h+carry
+		}
+		return c == 0
+	}
+	for i := lo; i < hi; i++ {
+		if !mulAdd(10, uint64(n.digit(i)-'0')) {
+			return w, intRange
+		}
+	}
+	for ; e > 0; e-- {
+		if !mulAdd(10, 0) {
+			return w, intRange
+		}
+	}
+	top := w[words-1] >> 63
+	switch {
+	case !signed && n.neg:
+		return w, intRange // not zero: zero returned above
+	case signed && !n.neg && top != 0:
+		return w, intRange
+	case signed && n.neg && top != 0:
+		// Only -2^(bits-1) has its top bit set.
+		if w[words-1] != 1<<63 {
+			return w, intRange
+		}
+		for i := 0; i < words-1; i++ {
+			if w[i] != 0 {
+				return w, intRange
+			}
+		}
+	}
+	if n.neg {
+		var c uint64 = 1
+		for i := 0; i < words; i++ {
+			w[i], c = bits.Add64(^w[i], c, 0)
+		}
+	}
+	return w, intOK
+}
+
+// setBigInt takes a JSON number or a string holding one, exactly.
+func setBigInt(words int, signed bool) setter {
+	return func(d *JSON, v *fastjson.Value, col chunk.Column) *Error {
+		n, e := d.numberOf(v)
+		if e != nil {
+			return e
+		}
+		w, r := n.wide(words, signed)
+		if e := intError(v, r); e != nil {
+			return e
+		}
+		col.(*chunk.BigInt).Append(w[:words])
+		return nil
+	}
 }

@@ -91,7 +91,11 @@ func Produce(ctx context.Context, cl *kgo.Client, o ProduceOptions) (uint64, err
 loop:
 	for i := uint64(0); o.Count == 0 || i < o.Count; i++ {
 		if o.Rate > 0 {
-			due := start.Add(time.Duration(float64(i) / float64(o.Rate) * float64(time.Second)))
+			offset := time.Duration(float64(i) / float64(o.Rate) * float64(time.Second))
+			if o.Duration > 0 && offset > o.Duration {
+				break // due after the run ends, whatever the timers say
+			}
+			due := start.Add(offset)
 			if wait := time.Until(due); wait > 0 {
 				pace.Reset(wait)
 				select {

@@ -1,0 +1,168 @@
+package chunk
+
+import (
+	"math/big"
+	"time"
+)
+
+// DateTime64 is a DateTime64(P) column: ticks of 10^-P seconds since the
+// epoch, UTC.
+//
+// The driver reads []int64 as milliseconds whatever the precision, so
+// Driver returns the ticks themselves for P = 3 and []time.Time otherwise.
+// The driver carries every value through nanoseconds since the epoch, so
+// only 1677-09-21T00:12:43.145224192Z..2262-04-11T23:47:16.854775807Z can
+// be sent; decoders keep to that.
+type DateTime64 struct {
+	Fixed[int64]
+	// Precision is P, 0 to 9.
+	Precision int
+}
+
+// Time returns row i as a time.Time in UTC.
+func (c *DateTime64) Time(i int) time.Time {
+	return ticksTime(c.Data[i], c.Precision)
+}
+
+func ticksTime(v int64, p int) time.Time {
+	scale := int64(1)
+	for range p {
+		scale *= 10
+	}
+	sec, frac := v/scale, v%scale
+	if frac < 0 {
+		sec, frac = sec-1, frac+scale
+	}
+	return time.Unix(sec, frac*(1e9/scale)).UTC()
+}
+
+func (c *DateTime64) times() []time.Time {
+	out := make([]time.Time, len(c.Data))
+	for i, v := range c.Data {
+		out[i] = ticksTime(v, c.Precision)
+	}
+	return out
+}
+
+// Driver implements Column.
+func (c *DateTime64) Driver() any {
+	if c.Precision == 3 {
+		return c.Data
+	}
+	return c.times()
+}
+
+func (c *DateTime64) pointers(nulls []uint8) any {
+	t := c.times()
+	out := make([]*time.Time, len(t))
+	for i := range t {
+		if nulls[i] == 0 {
+			out[i] = &t[i]
+		}
+	}
+	return out
+}
+
+func (c *DateTime64) slices(ends []int) any {
+	t := c.times()
+	out := make([][]time.Time, len(ends))
+	start := 0
+	for i, end := range ends {
+		out[i] = t[start:end:end]
+		start = end
+	}
+	return out
+}
+
+// BigInt is an Int128, UInt128, Int256 or UInt256 column: each value is
+// Words little-endian 64-bit words of two's complement.
+type BigInt struct {
+	// Words is 2 for the 128-bit types, 4 for the 256-bit ones.
+	Words int
+	// Signed is true for Int128 and Int256.
+	Signed bool
+	Data   []uint64
+}
+
+// Append appends one value given as its little-endian words (len Words).
+func (c *BigInt) Append(words []uint64) { c.Data = append(c.Data, words[:c.Words]...) }
+
+// Len implements Column.
+func (c *BigInt) Len() int { return len(c.Data) / c.Words }
+
+// Size implements Column.
+func (c *BigInt) Size() int { return 8 * len(c.Data) }
+
+// AppendDefault implements Column.
+func (c *BigInt) AppendDefault() {
+	for range c.Words {
+		c.Data = append(c.Data, 0)
+	}
+}
+
+// Truncate implements Column.
+func (c *BigInt) Truncate(n int) { c.Data = c.Data[:n*c.Words] }
+
+// Big returns row i as a big.Int.
+func (c *BigInt) Big(i int) *big.Int {
+	var v big.Int
+	c.set(&v, i)
+	return &v
+}
+
+// set sets v to row i.
+func (c *BigInt) set(v *big.Int, i int) {
+	w := c.Data[i*c.Words : (i+1)*c.Words]
+	neg := c.Signed && w[c.Words-1]>>63 != 0
+	words := make([]big.Word, 0, c.Words*(64/bitsPerWord))
+	for _, x := range w {
+		if neg {
+			x = ^x // |v| = ^w + 1
+		}
+		for k := 0; k < 64; k += bitsPerWord {
+			words = append(words, big.Word(x>>k))
+		}
+	}
+	v.SetBits(words)
+	if neg {
+		v.Add(v, bigOne)
+		v.Neg(v)
+	}
+}
+
+const bitsPerWord = 32 << (^big.Word(0) >> 63)
+
+var bigOne = big.NewInt(1)
+
+func (c *BigInt) bigs() []big.Int {
+	out := make([]big.Int, c.Len())
+	for i := range out {
+		c.set(&out[i], i)
+	}
+	return out
+}
+
+// Driver implements Column: a []big.Int, built on each call.
+func (c *BigInt) Driver() any { return c.bigs() }
+
+func (c *BigInt) pointers(nulls []uint8) any {
+	b := c.bigs()
+	out := make([]*big.Int, len(b))
+	for i := range b {
+		if nulls[i] == 0 {
+			out[i] = &b[i]
+		}
+	}
+	return out
+}
+
+func (c *BigInt) slices(ends []int) any {
+	b := c.bigs()
+	out := make([][]big.Int, len(ends))
+	start := 0
+	for i, end := range ends {
+		out[i] = b[start:end:end]
+		start = end
+	}
+	return out
+}
