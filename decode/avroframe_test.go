@@ -1,0 +1,141 @@
+package decode
+
+import (
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"testing"
+
+	"github.com/hamba/avro/v2"
+
+	"github.com/etl-project/etl/chunk"
+)
+
+// mapSource serves schemas from a map; ids in pending are not there yet.
+type mapSource struct {
+	schemas map[int32]string
+	pending map[int32]chan struct{}
+}
+
+func (m mapSource) Lookup(id int32) (string, error) {
+	if s, ok := m.schemas[id]; ok {
+		return s, nil
+	}
+	if _, ok := m.pending[id]; ok {
+		return "", fmt.Errorf("%w: fetching", ErrSchemaPending)
+	}
+	return "", fmt.Errorf("%w: %d", ErrSchemaUnknown, id)
+}
+
+func (m mapSource) Wait(id int32) <-chan struct{} { return m.pending[id] }
+
+func confluent(t *testing.T, id int32, schema string, v any) []byte {
+	t.Helper()
+	b, err := avro.Marshal(avro.MustParse(schema), v)
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := []byte{0, 0, 0, 0, 0}
+	binary.BigEndian.PutUint32(out[1:], uint32(id))
+	return append(out, b...)
+}
+
+// TestAvroFramedEvolution: records from a v1 and a v2 writer schema,
+// interleaved in one stream, each decode with their own writer schema into
+// the same columns; a field v1 lacks takes the column default.
+func TestAvroFramedEvolution(t *testing.T) {
+	v1 := `{"type":"record","name":"E","fields":[{"name":"id","type":"long"},{"name":"name","type":"string"}]}`
+	v2 := `{"type":"record","name":"E","fields":[{"name":"id","type":"long"},{"name":"score","type":["null","double"],"default":null},{"name":"name","type":"string"},{"name":"extra","type":{"type":"map","values":"string"}}]}`
+	u64, _ := chunk.ParseType("UInt64")
+	str, _ := chunk.ParseType("String")
+	f64, _ := chunk.ParseType("Nullable(Float64)")
+	s := &chunk.Schema{Names: []string{"id", "name", "score"}, Types: []*chunk.Type{u64, str, f64}}
+	src := mapSource{schemas: map[int32]string{1: v1, 2: v2}, pending: map[int32]chan struct{}{3: make(chan struct{})}}
+	d, err := NewAvroFramed(FramingConfluent, "", src, s, AvroOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, _ := chunk.New(s)
+	score := 2.5
+	recs := [][]byte{
+		confluent(t, 1, v1, map[string]any{"id": int64(1), "name": "a"}),
+		confluent(t, 2, v2, map[string]any{"id": int64(2), "score": &score, "name": "b", "extra": map[string]any{"k": "v"}}),
+		confluent(t, 1, v1, map[string]any{"id": int64(3), "name": "c"}),
+		confluent(t, 2, v2, map[string]any{"id": int64(4), "score": nil, "name": "d", "extra": map[string]any{}}),
+	}
+	for i, r := range recs {
+		if _, err := d.Decode(r, c); err != nil {
+			t.Fatalf("record %d: %v", i, err)
+		}
+	}
+	ids := c.Cols[0].(*chunk.Fixed[uint64]).Data
+	names := c.Cols[1].(*chunk.Strings)
+	scores := c.Cols[2].(*chunk.Nullable)
+	for i, want := range []struct {
+		id    uint64
+		name  string
+		null  uint8
+		score float64
+	}{{1, "a", 1, 0}, {2, "b", 0, 2.5}, {3, "c", 1, 0}, {4, "d", 1, 0}} {
+		got := scores.Inner.(*chunk.Fixed[float64]).Data[i]
+		if ids[i] != want.id || names.Value(i) != want.name || scores.Nulls[i] != want.null || (want.null == 0 && got != want.score) {
+			t.Errorf("row %d: id %d name %q null %d score %v; want %+v", i, ids[i], names.Value(i), scores.Nulls[i], got, want)
+		}
+	}
+
+	// A pending schema id: the record is not decoded, and the error says
+	// when to retry.
+	var pe *SchemaPendingError
+	if _, err := d.Decode(confluent(t, 3, v1, map[string]any{"id": int64(5), "name": "e"}), c); !errors.As(err, &pe) || pe.ID != 3 || pe.Wait == nil {
+		t.Fatalf("pending schema: err = %v", err)
+	}
+	// An unknown id and a bad frame are decode errors with their reasons.
+	var de *Error
+	if _, err := d.Decode(confluent(t, 7, v1, map[string]any{"id": int64(6), "name": "f"}), c); !errors.As(err, &de) || de.Reason != ReasonUnknownSchema {
+		t.Fatalf("unknown id: err = %v", err)
+	}
+	for _, bad := range [][]byte{{0, 0, 0}, {5, 0, 0, 0, 1, 2}} {
+		if _, err := d.Decode(bad, c); !errors.As(err, &de) || de.Reason != ReasonCorrupt {
+			t.Fatalf("bad frame %v: err = %v", bad, err)
+		}
+	}
+	if c.Rows != 4 {
+		t.Fatalf("%d rows after failed records, want 4", c.Rows)
+	}
+}
+
+// TestAvroSingleObject: the single-object header must carry the configured
+// schema's fingerprint.
+func TestAvroSingleObject(t *testing.T) {
+	v1 := `{"type":"record","name":"E","fields":[{"name":"id","type":"long"}]}`
+	other := `{"type":"record","name":"F","fields":[{"name":"id","type":"long"}]}`
+	u64, _ := chunk.ParseType("UInt64")
+	s := &chunk.Schema{Names: []string{"id"}, Types: []*chunk.Type{u64}}
+	d, err := NewAvroFramed(FramingSingleObject, v1, nil, s, AvroOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	frame := func(schema string, id int64) []byte {
+		sc := avro.MustParse(schema)
+		fp, err := sc.FingerprintUsing(avro.CRC64AvroLE)
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, _ := avro.Marshal(sc, map[string]any{"id": id})
+		return append(append([]byte{0xC3, 0x01}, fp...), b...)
+	}
+	c, _ := chunk.New(s)
+	if _, err := d.Decode(frame(v1, 42), c); err != nil {
+		t.Fatal(err)
+	}
+	if got := c.Cols[0].(*chunk.Fixed[uint64]).Data[0]; got != 42 {
+		t.Fatalf("id %d", got)
+	}
+	var de *Error
+	if _, err := d.Decode(frame(other, 1), c); !errors.As(err, &de) || de.Reason != ReasonUnknownSchema {
+		t.Fatalf("other schema's fingerprint: err = %v", err)
+	}
+	if _, err := d.Decode([]byte{0xC3, 0x02, 1}, c); !errors.As(err, &de) || de.Reason != ReasonCorrupt {
+		t.Fatalf("bad header: err = %v", err)
+	}
+}
