@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"os"
 	"strings"
 
 	"github.com/twmb/franz-go/pkg/kadm"
@@ -77,8 +78,23 @@ func Check(ctx context.Context, cfg *config.Config) ([]string, error) {
 		}
 		report = append(report, fmt.Sprintf("  column %s %s <- field %s", name, target.Schema.Types[i].Name, field))
 	}
-	if _, err := decode.NewJSON(target.Schema, decode.JSONOptions{Fields: target.Fields}); err != nil {
-		problems = append(problems, fmt.Errorf("decode: %w", err))
+	switch a := cfg.Decode.Avro; {
+	case cfg.Decode.Format != "avro":
+		if _, err := decode.NewJSON(target.Schema, decode.JSONOptions{Fields: target.Fields}); err != nil {
+			problems = append(problems, fmt.Errorf("decode: %w", err))
+		}
+	case a.Framing != decode.FramingConfluent:
+		// The writer schema is known: check that it fills the columns.
+		text, err := os.ReadFile(a.SchemaFile)
+		if err != nil {
+			problems = append(problems, fmt.Errorf("decode.avro.schema_file: %w", err))
+		} else if _, err := decode.NewAvro(string(text), target.Schema, decode.AvroOptions{Fields: target.Fields}); err != nil {
+			problems = append(problems, fmt.Errorf("decode.avro.schema_file %s: %w", a.SchemaFile, err))
+		} else {
+			report = append(report, fmt.Sprintf("avro: schema %s fills the table's columns", a.SchemaFile))
+		}
+	default:
+		report = append(report, "avro: writer schemas come from the registry and are checked as records name them")
 	}
 	return report, errors.Join(problems...)
 }
