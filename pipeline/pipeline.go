@@ -87,7 +87,8 @@ type Pipeline struct {
 }
 
 // New connects to ClickHouse, reads the target table and builds the source.
-// It does not join the consumer group until Run.
+// The consumer joins its group right away, but partitions are taken on only
+// once Run starts.
 func New(ctx context.Context, o Options) (*Pipeline, error) {
 	cfg := o.Config
 	log := o.Log
@@ -274,37 +275,10 @@ func (p *Pipeline) Run(ctx context.Context) error {
 		}()
 	}
 
-	commitCtx, stopCommitter := context.WithCancel(context.Background())
-	committerDone := make(chan struct{})
-	go func() {
-		defer close(committerDone)
-		p.committer(commitCtx)
-	}()
-
-	ctlCtx, stopController := context.WithCancel(context.Background())
-	controllerDone := make(chan struct{})
-	go func() {
-		defer close(controllerDone)
-		p.controller(ctlCtx)
-	}()
-
-	statusDone := make(chan struct{})
-	statusCtx, stopStatus := context.WithCancel(context.Background())
-	go func() {
-		defer close(statusDone)
-		p.statusLoop(statusCtx)
-	}()
-	defer func() {
-		stopStatus()
-		<-statusDone
-	}()
-
-	wdCtx, stopWatchdog := context.WithCancel(context.Background())
-	watchdogDone := make(chan struct{})
-	go func() {
-		defer close(watchdogDone)
-		p.watchdog(wdCtx)
-	}()
+	stopCommitter := background(p.committer)
+	stopController := background(p.controller)
+	stopWatchdog := background(p.watchdog)
+	defer background(p.statusLoop)()
 
 	srcCtx, stopSource := context.WithCancel(context.Background())
 	srcDone := make(chan error, 1)
@@ -358,11 +332,8 @@ func (p *Pipeline) Run(ctx context.Context) error {
 		defer p.registry.Close()
 	}
 	stopController()
-	<-controllerDone
 	stopWatchdog()
-	<-watchdogDone
 	stopCommitter()
-	<-committerDone
 
 	// Wait for dead-letter writes still in flight (their offsets commit
 	// only once acknowledged), then commit what is durable and leave the
@@ -391,6 +362,21 @@ func (p *Pipeline) Run(ctx context.Context) error {
 		return ErrDrainTimeout
 	}
 	return nil
+}
+
+// background runs fn in a goroutine until the returned stop function is
+// called; stop cancels fn's context and waits for fn to return.
+func background(fn func(ctx context.Context)) (stop func()) {
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		fn(ctx)
+	}()
+	return func() {
+		cancel()
+		<-done
+	}
 }
 
 // fail reports a fatal error once; Run stops the pipeline.
