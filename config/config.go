@@ -113,9 +113,13 @@ type Avro struct {
 	// Framing is confluent (magic byte and registry schema id), raw (the
 	// datum alone, written with SchemaFile) or single_object (C3 01 and the
 	// schema's fingerprint).
-	Framing    string    `yaml:"framing"`
-	SchemaFile string    `yaml:"schema_file"`
-	Registry   *Registry `yaml:"registry,omitempty"`
+	Framing    string `yaml:"framing"`
+	SchemaFile string `yaml:"schema_file"`
+	// ReaderSchema is a file holding the reader schema (or the schema's
+	// JSON itself, when it starts with "{"): records of every writer schema
+	// are resolved to it.
+	ReaderSchema string    `yaml:"reader_schema"`
+	Registry     *Registry `yaml:"registry,omitempty"`
 	// PrewarmSubjects are fetched from the registry at startup.
 	PrewarmSubjects  []string `yaml:"prewarm_subjects,omitempty"`
 	NegativeCacheTTL Duration `yaml:"negative_cache_ttl"`

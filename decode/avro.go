@@ -25,6 +25,12 @@ type AvroOptions struct {
 	// MaxRecordBytes rejects longer datums as ReasonTooLarge without
 	// decoding them; 0 means unlimited.
 	MaxRecordBytes int
+	// ReaderSchema, when set, is the schema writers' records are resolved
+	// to: Fields name the reader's fields; a writer field that is a reader
+	// field or one of its aliases fills it; writer fields the reader lacks
+	// are ignored; reader fields the writer lacks take the reader's
+	// default (the column's own default when it has none).
+	ReaderSchema string
 }
 
 // Avro decodes Avro binary datums of one writer schema (a record), one
@@ -130,10 +136,12 @@ type avroOptional struct {
 	cols      []avroDefault
 }
 
-// avroDefault is a column that gets its default.
+// avroDefault is a column that gets its default: the reader schema's,
+// when there is one, else the column's.
 type avroDefault struct {
-	col int
-	def defaulter
+	col    int
+	def    defaulter
+	reader *readerDefault
 }
 
 // avroSetter reads one value of the writer type it was compiled for and
@@ -157,6 +165,17 @@ func NewAvro(writerSchema string, s *chunk.Schema, o AvroOptions) (*Avro, error)
 	}
 	if o.MaxRecordBytes < 0 {
 		return nil, fmt.Errorf("decode: negative MaxRecordBytes %d", o.MaxRecordBytes)
+	}
+	var view *readerView
+	if o.ReaderSchema != "" {
+		v, err := newReaderView(o.ReaderSchema)
+		if err != nil {
+			return nil, err
+		}
+		view = v
+		if writerSchema, _, err = view.rewriteWriter(writerSchema); err != nil {
+			return nil, err
+		}
 	}
 	// A cache of its own: named types of other schemas (other versions of
 	// the same record) must neither leak in nor be overwritten.
@@ -209,9 +228,20 @@ func NewAvro(writerSchema string, s *chunk.Schema, o AvroOptions) (*Avro, error)
 		return nil, fmt.Errorf("decode: avro writer schema does not fit the table:\n%w", errors.Join(b.errs...))
 	}
 	for i := range s.Types {
-		if !b.used[i] {
-			a.missing = append(a.missing, avroDefault{col: i, def: b.defs[i]})
+		if b.used[i] {
+			continue
 		}
+		d := avroDefault{col: i, def: b.defs[i]}
+		if view != nil {
+			if def, ok := view.defaults[fields[i]]; ok {
+				rd, err := newReaderDefault(s.Types[i], def)
+				if err != nil {
+					return nil, fmt.Errorf("decode: reader default of field %q for column %s (%s): %w", fields[i], s.Names[i], s.Types[i].Name, err)
+				}
+				d.reader = rd
+			}
+		}
+		a.missing = append(a.missing, d)
 	}
 	return a, nil
 }
@@ -243,6 +273,11 @@ func (a *Avro) Decode(payload []byte, c *chunk.Chunk) (int, error) {
 	}
 	a.r.buf = nil
 	for _, m := range a.missing {
+		if m.reader != nil {
+			// Checked at compile time: the default fits the column.
+			_ = m.reader.set(m.reader.jd, m.reader.val, c.Cols[m.col])
+			continue
+		}
 		appendDefault(m.def, c.Cols[m.col])
 	}
 	c.Rows++

@@ -139,3 +139,60 @@ func TestAvroSingleObject(t *testing.T) {
 		t.Fatalf("bad header: err = %v", err)
 	}
 }
+
+// TestAvroReaderSchema: v1 and v2 writers resolved to a reader schema:
+// fields the writer lacks take the reader's defaults, a writer field found
+// by a reader alias fills the reader's field, and writer fields the reader
+// lacks are ignored even when a column has their name.
+func TestAvroReaderSchema(t *testing.T) {
+	v1 := `{"type":"record","name":"E","fields":[{"name":"id","type":"int"},{"name":"name","type":"string"}]}`
+	v2 := `{"type":"record","name":"E","fields":[{"name":"id","type":"long"},{"name":"name","type":"string"},{"name":"score","type":"double"},{"name":"legacy","type":"string"}]}`
+	reader := `{"type":"record","name":"E","fields":[
+	  {"name":"id","type":"long"},
+	  {"name":"title","type":"string","aliases":["name"]},
+	  {"name":"score","type":"double","default":1.5},
+	  {"name":"country","type":"string","default":"NO"},
+	  {"name":"note","type":["null","string"],"default":null}]}`
+	u64, _ := chunk.ParseType("UInt64")
+	str, _ := chunk.ParseType("String")
+	f64, _ := chunk.ParseType("Float64")
+	ns, _ := chunk.ParseType("Nullable(String)")
+	s := &chunk.Schema{Names: []string{"id", "title", "score", "country", "note", "legacy"}, Types: []*chunk.Type{u64, str, f64, str, ns, str}}
+	src := mapSource{schemas: map[int32]string{1: v1, 2: v2}}
+	d, err := NewAvroFramed(FramingConfluent, "", src, s, AvroOptions{ReaderSchema: reader})
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, _ := chunk.New(s)
+	for i, r := range [][]byte{
+		confluent(t, 1, v1, map[string]any{"id": 1, "name": "a"}),
+		confluent(t, 2, v2, map[string]any{"id": int64(2), "name": "b", "score": 9.0, "legacy": "x"}),
+	} {
+		if _, err := d.Decode(r, c); err != nil {
+			t.Fatalf("record %d: %v", i, err)
+		}
+	}
+	ids := c.Cols[0].(*chunk.Fixed[uint64]).Data
+	titles, countries, legacy := c.Cols[1].(*chunk.Strings), c.Cols[3].(*chunk.Strings), c.Cols[5].(*chunk.Strings)
+	scores := c.Cols[2].(*chunk.Fixed[float64]).Data
+	notes := c.Cols[4].(*chunk.Nullable)
+	for i, want := range []struct {
+		id           uint64
+		title        string
+		score        float64
+		country, leg string
+	}{{1, "a", 1.5, "NO", ""}, {2, "b", 9, "NO", ""}} {
+		if ids[i] != want.id || titles.Value(i) != want.title || scores[i] != want.score || countries.Value(i) != want.country || legacy.Value(i) != want.leg || notes.Nulls[i] != 1 {
+			t.Errorf("row %d: id %d title %q score %v country %q legacy %q note null %d; want %+v",
+				i, ids[i], titles.Value(i), scores[i], countries.Value(i), legacy.Value(i), notes.Nulls[i], want)
+		}
+	}
+	// A reader default that cannot go into its column is refused when the
+	// plan is built.
+	bad := `{"type":"record","name":"E","fields":[{"name":"id","type":"long"},{"name":"country","type":"string","default":"NO"}]}`
+	u8, _ := chunk.ParseType("UInt8")
+	s2 := &chunk.Schema{Names: []string{"id", "country"}, Types: []*chunk.Type{u64, u8}}
+	if _, err := NewAvro(v1, s2, AvroOptions{ReaderSchema: bad}); err == nil {
+		t.Fatal("a string default for a UInt8 column was accepted")
+	}
+}

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"strings"
 	"time"
 
 	"github.com/etl-project/etl/decode"
@@ -16,6 +17,17 @@ import (
 // the writer schema from schema_file.
 func (p *Pipeline) setupAvro(ctx context.Context) error {
 	a := p.cfg.Decode.Avro
+	if rs := a.ReaderSchema; rs != "" {
+		if strings.HasPrefix(strings.TrimSpace(rs), "{") {
+			p.readerSchema = rs
+		} else {
+			b, err := os.ReadFile(rs)
+			if err != nil {
+				return fmt.Errorf("decode.avro.reader_schema: %w", err)
+			}
+			p.readerSchema = string(b)
+		}
+	}
 	if a.Framing != decode.FramingConfluent {
 		b, err := os.ReadFile(a.SchemaFile)
 		if err != nil {
@@ -51,7 +63,7 @@ func (p *Pipeline) newAvroDecoder() (decode.Decoder, error) {
 		src = registrySource{p.registry}
 	}
 	d, err := decode.NewAvroFramed(p.cfg.Decode.Avro.Framing, p.avroSchema, src, p.target.Schema,
-		decode.AvroOptions{Fields: p.target.Fields, MaxRecordBytes: int(p.cfg.Decode.MaxRecordBytes)})
+		decode.AvroOptions{Fields: p.target.Fields, MaxRecordBytes: int(p.cfg.Decode.MaxRecordBytes), ReaderSchema: p.readerSchema})
 	if err != nil {
 		return nil, fmt.Errorf("decode: %w", err)
 	}

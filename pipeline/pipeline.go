@@ -57,17 +57,18 @@ type Pipeline struct {
 	pause   *pauser
 	m       *metrics
 
-	chunkTarget int
-	workers     int
-	onError     string // decode.on_error
-	reg         prometheus.Registerer
-	registry    *schemaregistry.Client // Avro with confluent framing
-	avroSchema  string                 // Avro raw and single_object: the writer schema
-	waiters     sync.WaitGroup         // lanes waiting for a schema
-	stopWaiters chan struct{}
-	dlq         *dlq.Writer // when on_error is dlq
-	rejectLog   *logLimiter
-	chunks      chunkPool // emptied chunks, reused to keep their columns' capacity
+	chunkTarget  int
+	workers      int
+	onError      string // decode.on_error
+	reg          prometheus.Registerer
+	registry     *schemaregistry.Client // Avro with confluent framing
+	avroSchema   string                 // Avro raw and single_object: the writer schema
+	readerSchema string                 // Avro: the reader schema, if any
+	waiters      sync.WaitGroup         // lanes waiting for a schema
+	stopWaiters  chan struct{}
+	dlq          *dlq.Writer // when on_error is dlq
+	rejectLog    *logLimiter
+	chunks       chunkPool // emptied chunks, reused to keep their columns' capacity
 
 	mu    sync.RWMutex
 	lanes map[TopicPartition]*lane
