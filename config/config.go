@@ -106,6 +106,8 @@ type JSON struct {
 	// Framing is single (one object per record), ndjson (one object per
 	// line) or array (an array of objects).
 	Framing string `yaml:"framing"`
+	// TimeLayout is a Go time layout tried first for date-time strings.
+	TimeLayout string `yaml:"time_layout"`
 }
 
 // Avro configures the Avro decoder.

@@ -214,7 +214,7 @@ func fastDateTime(d *JSON, t token, text []byte, col chunk.Column) bool {
 		if n, isNum := parseNumber(text); isNum {
 			sec, ok = epochSeconds(&n)
 		} else {
-			sec, ok = parseTime(text)
+			sec, ok = d.timeText(text)
 		}
 	case tokNumber:
 		if u, plain := plainUint(text); plain {

@@ -3,6 +3,7 @@ package decode
 import (
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/etl-project/etl/chunk"
 )
@@ -108,5 +109,41 @@ func TestNestedFields(t *testing.T) {
 	}
 	if got := cities.Value(4); got != "7" {
 		t.Errorf("city from a number: %q, want \"7\"", got)
+	}
+}
+
+// TestTimeLayout: a configured layout is tried first for DateTime,
+// DateTime64 and Date strings; RFC 3339 and epoch numbers still work.
+func TestTimeLayout(t *testing.T) {
+	dt, _ := chunk.ParseType("DateTime")
+	dt64, _ := chunk.ParseType("DateTime64(3)")
+	date, _ := chunk.ParseType("Date")
+	s := &chunk.Schema{Names: []string{"a", "b", "c"}, Types: []*chunk.Type{dt, dt64, date}}
+	d, err := NewJSON(s, JSONOptions{TimeLayout: "02/01/2006 15:04:05.000"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, _ := chunk.New(s)
+	for _, rec := range []string{
+		`{"a": "29/11/2026 10:30:00.000", "b": "29/11/2026 10:30:00.250", "c": "29/11/2026 23:59:59.999"}`,
+		`{"a": "2026-11-29T10:30:00Z", "b": 1795948200250, "c": "2026-11-29"}`,
+	} {
+		if _, err := d.Decode([]byte(rec), c); err != nil {
+			t.Fatalf("%s: %v", rec, err)
+		}
+	}
+	secs := c.Cols[0].(*chunk.Fixed[int64]).Data
+	if secs[0] != 1795948200 || secs[1] != 1795948200 {
+		t.Errorf("DateTime seconds %v, want 1795948200 twice", secs)
+	}
+	if got := c.Cols[1].(*chunk.DateTime64).Data; got[0] != 1795948200250 || got[1] != 1795948200250 {
+		t.Errorf("DateTime64 ticks %v, want 1795948200250 twice", got)
+	}
+	days := c.Cols[2].(*chunk.Fixed[time.Time]).Data
+	if !days[0].Equal(time.Date(2026, 11, 29, 0, 0, 0, 0, time.UTC)) || !days[1].Equal(days[0]) {
+		t.Errorf("dates %v", days)
+	}
+	if _, err := d.Decode([]byte(`{"a": "29-11-2026"}`), c); err == nil {
+		t.Error("a string in neither the layout nor RFC 3339 was accepted")
 	}
 }

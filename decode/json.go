@@ -25,6 +25,10 @@ type JSONOptions struct {
 	// MaxRecordBytes rejects longer record values as ReasonTooLarge
 	// without parsing them; 0 means unlimited.
 	MaxRecordBytes int
+	// TimeLayout, when set, is a Go time layout tried first for DateTime,
+	// DateTime64 and Date strings (a layout without a zone means UTC);
+	// RFC 3339 and epoch numbers are still accepted.
+	TimeLayout string
 	// Framing is how rows sit in one record value: FramingSingle (one
 	// object, the default), FramingNDJSON (one object per line, blank lines
 	// ignored) or FramingArray (a JSON array of objects).
@@ -118,6 +122,7 @@ type JSON struct {
 	scratch     []byte
 	max         int
 	framing     string
+	layout      string
 	nested      bool // some field is a path into nested objects ("a.b")
 	visitFn     func(key []byte, v *fastjson.Value)
 	lookupByGet bool // benchmarks only: Object.Get per column (first duplicate wins) instead of one Visit
@@ -185,6 +190,7 @@ func NewJSON(s *chunk.Schema, o JSONOptions) (*JSON, error) {
 		slots:   make([]*fastjson.Value, len(s.Types)),
 		max:     o.MaxRecordBytes,
 		framing: o.Framing,
+		layout:  o.TimeLayout,
 	}
 	for i, t := range s.Types {
 		if _, err := chunk.NewColumn(t); err != nil {
@@ -742,7 +748,7 @@ func (d *JSON) timeOf(v *fastjson.Value, what string) (int64, *Error) {
 		if n, isNum := parseNumber(b); isNum {
 			sec, ok = epochSeconds(&n)
 		} else {
-			sec, ok = parseTime(b)
+			sec, ok = d.timeText(b)
 		}
 	case fastjson.TypeNumber:
 		n, e := d.numberOf(v)
@@ -958,6 +964,16 @@ func (d *JSON) ticksOf(v *fastjson.Value, p int, lo, hi int64, what string) (int
 			ticks, ok = epochTicks(&n, p)
 			break
 		}
+		if d.layout != "" {
+			if t, err := time.Parse(d.layout, string(b)); err == nil {
+				sec := t.Unix()
+				if sec < lo/pow10[p]-1 || sec > hi/pow10[p]+1 {
+					break
+				}
+				ticks, ok = sec*pow10[p]+int64(t.Nanosecond())/pow10[9-p], true
+				break
+			}
+		}
 		sec, isTime := parseTime(b)
 		if !isTime {
 			break
@@ -1146,4 +1162,15 @@ func setBigInt(words int, signed bool) setter {
 		col.(*chunk.BigInt).Append(w[:words])
 		return nil
 	}
+}
+
+// timeText reads a date-time string: with the configured layout first,
+// then as RFC 3339 or ClickHouse's "YYYY-MM-DD hh:mm:ss".
+func (d *JSON) timeText(b []byte) (int64, bool) {
+	if d.layout != "" {
+		if t, err := time.Parse(d.layout, string(b)); err == nil {
+			return t.Unix(), true
+		}
+	}
+	return parseTime(b)
 }

@@ -222,7 +222,7 @@ func (p *Pipeline) newDecoder() (decode.Decoder, error) {
 	}
 	d, err := decode.NewJSON(p.target.Schema, decode.JSONOptions{
 		Fields: p.target.Fields, MaxRecordBytes: int(p.cfg.Decode.MaxRecordBytes),
-		Framing: p.cfg.Decode.JSON.Framing,
+		Framing: p.cfg.Decode.JSON.Framing, TimeLayout: p.cfg.Decode.JSON.TimeLayout,
 	})
 	if err != nil {
 		return nil, fmt.Errorf("decode: %w", err)
