@@ -132,6 +132,9 @@ type Registry struct {
 	URL      string `yaml:"url"`
 	Username string `yaml:"username"`
 	Password Secret `yaml:"password"`
+	// TLS configures HTTPS to the registry (an https URL with no tls
+	// section uses the system's roots).
+	TLS *TLS `yaml:"tls,omitempty"`
 }
 
 // DLQ is the dead-letter destination: a Kafka topic, on the source's

@@ -2,6 +2,7 @@ package pipeline
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"os"
@@ -37,8 +38,15 @@ func (p *Pipeline) setupAvro(ctx context.Context) error {
 		return nil
 	}
 	r := a.Registry
+	var tc *tls.Config
+	if r.TLS != nil && r.TLS.Enabled {
+		var err error
+		if tc, err = r.TLS.Config("decode.avro.registry.tls"); err != nil {
+			return err
+		}
+	}
 	reg, err := schemaregistry.New(schemaregistry.Options{
-		URL: r.URL, Username: r.Username, Password: r.Password.Value(),
+		URL: r.URL, Username: r.Username, Password: r.Password.Value(), TLS: tc,
 		NegativeCacheTTL: a.NegativeCacheTTL.D(), Registerer: p.reg, Log: p.log,
 	})
 	if err != nil {

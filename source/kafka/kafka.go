@@ -5,12 +5,9 @@ package kafka
 
 import (
 	"context"
-	"crypto/tls"
-	"crypto/x509"
 	"errors"
 	"fmt"
 	"log/slog"
-	"os"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -165,7 +162,7 @@ func clientOpts(c *config.Kafka) ([]kgo.Opt, error) {
 		opts = append(opts, kgo.ClientID(c.ClientID))
 	}
 	if c.TLS != nil && c.TLS.Enabled {
-		tc, err := tlsConfig(c.TLS)
+		tc, err := c.TLS.Config("source.kafka.tls")
 		if err != nil {
 			return nil, err
 		}
@@ -184,29 +181,6 @@ func clientOpts(c *config.Kafka) ([]kgo.Opt, error) {
 // ClientOpts returns the connection options of c for other clients of the
 // same cluster (producers, admin).
 func ClientOpts(c *config.Kafka) ([]kgo.Opt, error) { return clientOpts(c) }
-
-func tlsConfig(c *config.TLS) (*tls.Config, error) {
-	tc := &tls.Config{MinVersion: tls.VersionTLS12, ServerName: c.ServerName, InsecureSkipVerify: c.InsecureSkipVerify} //nolint:gosec // the user's explicit choice
-	if c.CAFile != "" {
-		pem, err := os.ReadFile(c.CAFile)
-		if err != nil {
-			return nil, fmt.Errorf("source.kafka.tls.ca_file: %w", err)
-		}
-		pool := x509.NewCertPool()
-		if !pool.AppendCertsFromPEM(pem) {
-			return nil, fmt.Errorf("source.kafka.tls.ca_file: no certificate found in %s", c.CAFile)
-		}
-		tc.RootCAs = pool
-	}
-	if c.CertFile != "" || c.KeyFile != "" {
-		cert, err := tls.LoadX509KeyPair(c.CertFile, c.KeyFile)
-		if err != nil {
-			return nil, fmt.Errorf("source.kafka.tls.cert_file/key_file: %w", err)
-		}
-		tc.Certificates = []tls.Certificate{cert}
-	}
-	return tc, nil
-}
 
 func saslMechanism(c *config.SASL) (sasl.Mechanism, error) {
 	switch c.Mechanism {
