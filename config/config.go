@@ -90,8 +90,11 @@ type SASL struct {
 // cannot be decoded.
 type Decode struct {
 	Format string `yaml:"format"` // json | avro
-	JSON   JSON   `yaml:"json"`
-	Avro   Avro   `yaml:"avro"`
+	// ValidateSchema is off, names or full: how strictly an Avro writer
+	// schema must match the table.
+	ValidateSchema string `yaml:"validate_schema"`
+	JSON           JSON   `yaml:"json"`
+	Avro           Avro   `yaml:"avro"`
 	// OnError is dlq, skip or fail; empty means dlq when DLQ.Topic is set,
 	// else fail.
 	OnError string `yaml:"on_error"`
@@ -243,7 +246,7 @@ func Defaults() *Config {
 			RebalanceTimeout:       Duration(60 * time.Second),
 			FetchMaxWait:           Duration(500 * time.Millisecond),
 		}},
-		Decode: Decode{Format: "json", JSON: JSON{Framing: "single"},
+		Decode: Decode{Format: "json", ValidateSchema: "off", JSON: JSON{Framing: "single"},
 			Avro: Avro{Framing: "confluent", NegativeCacheTTL: Duration(time.Minute)}},
 		Sink: Sink{ClickHouse: &ClickHouse{
 			Database: "default",

@@ -111,6 +111,7 @@ var rules = []rule{
 	{path: "source.kafka.sasl.username", when: hasSASL, required: func(c *Config) bool { return c.Source.Kafka.SASL.Username != "" }},
 
 	{path: "decode.format", check: func(c *Config) string { return oneOf(c.Decode.Format, "json", "avro") }},
+	{path: "decode.validate_schema", check: func(c *Config) string { return oneOf(c.Decode.ValidateSchema, "off", "names", "full") }},
 	{path: "decode.avro.framing", check: func(c *Config) string {
 		return oneOf(c.Decode.Avro.Framing, "confluent", "raw", "single_object")
 	}},

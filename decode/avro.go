@@ -25,6 +25,15 @@ type AvroOptions struct {
 	// MaxRecordBytes rejects longer datums as ReasonTooLarge without
 	// decoding them; 0 means unlimited.
 	MaxRecordBytes int
+	// Validate is how strictly a writer schema must match the table:
+	// ValidateOff (or ""): writer fields with no column are skipped and
+	// columns no field fills get their defaults; ValidateNames: every
+	// writer field must have a column; ValidateFull: also every column must
+	// be filled by a writer field (or the reader schema's default), unless
+	// it is Nullable. A field whose type cannot go into its column is
+	// refused at every level. A refused schema fails NewAvro, listing every
+	// mismatch at once.
+	Validate string
 	// ReaderSchema, when set, is the schema writers' records are resolved
 	// to: Fields name the reader's fields; a writer field that is a reader
 	// field or one of its aliases fills it; writer fields the reader lacks
@@ -226,6 +235,9 @@ func NewAvro(writerSchema string, s *chunk.Schema, o AvroOptions) (*Avro, error)
 	a.steps = b.record(rec, "")
 	if len(b.errs) > 0 {
 		return nil, fmt.Errorf("decode: avro writer schema does not fit the table:\n%w", errors.Join(b.errs...))
+	}
+	if mismatches := b.validate(o.Validate, rec, fields, view); len(mismatches) > 0 {
+		return nil, &Error{Reason: ReasonSchemaMismatch, Err: fmt.Errorf("decode: avro writer schema does not match the table (validate_schema %s):\n%w", o.Validate, errors.Join(mismatches...))}
 	}
 	for i := range s.Types {
 		if b.used[i] {
@@ -1767,4 +1779,47 @@ func avroSetBigInt(isInt, signed bool) avroSetter {
 		c.Append(w[:c.Words])
 		return nil
 	}
+}
+
+// Levels of AvroOptions.Validate.
+const (
+	ValidateOff   = "off"
+	ValidateNames = "names"
+	ValidateFull  = "full"
+)
+
+// ReasonSchemaMismatch: the record's writer schema does not match the
+// table as strictly as validate_schema asks.
+const ReasonSchemaMismatch Reason = "schema_mismatch"
+
+// validate lists the mismatches between the writer's top-level fields and
+// the table's columns that level does not allow.
+func (b *avroBuilder) validate(level string, rec *avro.RecordSchema, fields []string, view *readerView) []error {
+	if level != ValidateNames && level != ValidateFull {
+		return nil
+	}
+	var out []error
+	for _, f := range rec.Fields() {
+		name := f.Name()
+		if strings.HasPrefix(name, "etl_ignored_") {
+			continue // not in the reader schema: ignored on purpose
+		}
+		if len(b.byPath[name]) == 0 && !b.prefixes[name] {
+			out = append(out, fmt.Errorf("field %q has no column", name))
+		}
+	}
+	if level == ValidateFull {
+		for i, t := range b.s.Types {
+			if b.used[i] || t.Kind == chunk.KindNullable || fields[i] == "" {
+				continue
+			}
+			if view != nil {
+				if _, ok := view.defaults[fields[i]]; ok {
+					continue
+				}
+			}
+			out = append(out, fmt.Errorf("column %s (%s) is filled by no field", b.s.Names[i], t.Name))
+		}
+	}
+	return out
 }

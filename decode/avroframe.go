@@ -147,7 +147,12 @@ func (a *AvroFramed) Decode(value []byte, c *chunk.Chunk) (int, error) {
 		a.plans[id] = p
 	}
 	if p.err != nil {
-		return 0, &Error{Reason: ReasonWrongType, Err: p.err}
+		reason := ReasonWrongType
+		var de *Error
+		if errors.As(p.err, &de) {
+			reason = de.Reason
+		}
+		return 0, &Error{Reason: reason, Err: p.err}
 	}
 	return p.dec.Decode(value[5:], c)
 }

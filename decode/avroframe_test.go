@@ -4,6 +4,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"strings"
 	"testing"
 
 	"github.com/hamba/avro/v2"
@@ -194,5 +195,38 @@ func TestAvroReaderSchema(t *testing.T) {
 	s2 := &chunk.Schema{Names: []string{"id", "country"}, Types: []*chunk.Type{u64, u8}}
 	if _, err := NewAvro(v1, s2, AvroOptions{ReaderSchema: bad}); err == nil {
 		t.Fatal("a string default for a UInt8 column was accepted")
+	}
+}
+
+// TestAvroValidateSchema: names refuses a writer field without a column,
+// full also a non-Nullable column no field fills; every mismatch is listed
+// at once, and at run time the schema's records fail with reason
+// schema_mismatch.
+func TestAvroValidateSchema(t *testing.T) {
+	w := `{"type":"record","name":"E","fields":[{"name":"id","type":"long"},{"name":"extra1","type":"string"},{"name":"extra2","type":"int"}]}`
+	u64, _ := chunk.ParseType("UInt64")
+	str, _ := chunk.ParseType("String")
+	ns, _ := chunk.ParseType("Nullable(String)")
+	s := &chunk.Schema{Names: []string{"id", "city", "note"}, Types: []*chunk.Type{u64, str, ns}}
+	if _, err := NewAvro(w, s, AvroOptions{Validate: ValidateOff}); err != nil {
+		t.Fatalf("off: %v", err)
+	}
+	_, err := NewAvro(w, s, AvroOptions{Validate: ValidateNames})
+	if err == nil || !strings.Contains(err.Error(), `field "extra1" has no column`) || !strings.Contains(err.Error(), `field "extra2" has no column`) || strings.Contains(err.Error(), "city") {
+		t.Fatalf("names: %v", err)
+	}
+	_, err = NewAvro(w, s, AvroOptions{Validate: ValidateFull})
+	if err == nil || !strings.Contains(err.Error(), "column city (String) is filled by no field") || strings.Contains(err.Error(), "column note") {
+		t.Fatalf("full: %v", err)
+	}
+	// At run time: the records of a refused schema id fail with the reason.
+	d, err := NewAvroFramed(FramingConfluent, "", mapSource{schemas: map[int32]string{1: w}}, s, AvroOptions{Validate: ValidateNames})
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, _ := chunk.New(s)
+	var de *Error
+	if _, err := d.Decode(confluent(t, 1, w, map[string]any{"id": int64(1), "extra1": "x", "extra2": 2}), c); !errors.As(err, &de) || de.Reason != ReasonSchemaMismatch {
+		t.Fatalf("run time: %v", err)
 	}
 }

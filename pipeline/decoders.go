@@ -71,7 +71,8 @@ func (p *Pipeline) newAvroDecoder() (decode.Decoder, error) {
 		src = registrySource{p.registry}
 	}
 	d, err := decode.NewAvroFramed(p.cfg.Decode.Avro.Framing, p.avroSchema, src, p.target.Schema,
-		decode.AvroOptions{Fields: p.target.Fields, MaxRecordBytes: int(p.cfg.Decode.MaxRecordBytes), ReaderSchema: p.readerSchema})
+		decode.AvroOptions{Fields: p.target.Fields, MaxRecordBytes: int(p.cfg.Decode.MaxRecordBytes), ReaderSchema: p.readerSchema,
+			Validate: p.cfg.Decode.ValidateSchema})
 	if err != nil {
 		return nil, fmt.Errorf("decode: %w", err)
 	}
