@@ -162,18 +162,9 @@ type avroSetter func(r *avroReader, col chunk.Column) *Error
 // schema JSON text, a record) into chunks of schema s. Every field whose
 // type cannot go into its column is reported, in one error.
 func NewAvro(writerSchema string, s *chunk.Schema, o AvroOptions) (*Avro, error) {
-	if len(s.Names) != len(s.Types) {
-		return nil, fmt.Errorf("decode: schema has %d names and %d types", len(s.Names), len(s.Types))
-	}
-	fields := o.Fields
-	if fields == nil {
-		fields = s.Names
-	}
-	if len(fields) != len(s.Types) {
-		return nil, fmt.Errorf("decode: %d fields for %d columns", len(fields), len(s.Types))
-	}
-	if o.MaxRecordBytes < 0 {
-		return nil, fmt.Errorf("decode: negative MaxRecordBytes %d", o.MaxRecordBytes)
+	fields, err := columnFields(s, o.Fields, o.MaxRecordBytes)
+	if err != nil {
+		return nil, err
 	}
 	var view *readerView
 	if o.ReaderSchema != "" {
@@ -267,8 +258,7 @@ func (a *Avro) Decode(payload []byte, c *chunk.Chunk) (int, error) {
 		a.checkSchema(c)
 	}
 	if a.max > 0 && len(payload) > a.max {
-		return 0, &Error{Reason: ReasonTooLarge,
-			Err: fmt.Errorf("%d bytes exceed the limit of %d", len(payload), a.max)}
+		return 0, tooLarge(len(payload), a.max)
 	}
 	rows := c.Rows
 	a.r.buf, a.r.pos, a.r.emptyLeft = payload, 0, avroMaxEmptyItems

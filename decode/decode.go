@@ -65,3 +65,26 @@ type Decoder interface {
 	// back to its row count before the call) and err is *Error.
 	Decode(value []byte, c *chunk.Chunk) (rows int, err error)
 }
+
+// columnFields checks the options both decoders share and returns the
+// source field of each column: fields, or the column names when nil.
+func columnFields(s *chunk.Schema, fields []string, maxRecordBytes int) ([]string, error) {
+	if len(s.Names) != len(s.Types) {
+		return nil, fmt.Errorf("decode: schema has %d names and %d types", len(s.Names), len(s.Types))
+	}
+	if fields == nil {
+		fields = s.Names
+	}
+	if len(fields) != len(s.Types) {
+		return nil, fmt.Errorf("decode: %d fields for %d columns", len(fields), len(s.Types))
+	}
+	if maxRecordBytes < 0 {
+		return nil, fmt.Errorf("decode: negative MaxRecordBytes %d", maxRecordBytes)
+	}
+	return fields, nil
+}
+
+// tooLarge is the error for a record value over the configured limit.
+func tooLarge(n, limit int) *Error {
+	return &Error{Reason: ReasonTooLarge, Err: fmt.Errorf("%d bytes exceed the limit of %d", n, limit)}
+}

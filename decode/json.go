@@ -170,18 +170,9 @@ func NewJSON(s *chunk.Schema, o JSONOptions) (*JSON, error) {
 	default:
 		return nil, fmt.Errorf("decode: JSON framing %q is not one of single, ndjson, array", o.Framing)
 	}
-	if len(s.Names) != len(s.Types) {
-		return nil, fmt.Errorf("decode: schema has %d names and %d types", len(s.Names), len(s.Types))
-	}
-	fields := o.Fields
-	if fields == nil {
-		fields = s.Names
-	}
-	if len(fields) != len(s.Types) {
-		return nil, fmt.Errorf("decode: %d fields for %d columns", len(fields), len(s.Types))
-	}
-	if o.MaxRecordBytes < 0 {
-		return nil, fmt.Errorf("decode: negative MaxRecordBytes %d", o.MaxRecordBytes)
+	fields, err := columnFields(s, o.Fields, o.MaxRecordBytes)
+	if err != nil {
+		return nil, err
 	}
 	d := &JSON{
 		schema:  s,
@@ -245,8 +236,7 @@ func (d *JSON) Decode(value []byte, c *chunk.Chunk) (int, error) {
 		d.checkSchema(c)
 	}
 	if d.max > 0 && len(value) > d.max {
-		return 0, &Error{Reason: ReasonTooLarge,
-			Err: fmt.Errorf("%d bytes exceed the limit of %d", len(value), d.max)}
+		return 0, tooLarge(len(value), d.max)
 	}
 	switch d.framing {
 	case FramingNDJSON:
@@ -1086,15 +1076,7 @@ func setIPv6(d *JSON, v *fastjson.Value, col chunk.Column) *Error {
 // wide converts n to an integer of words 64-bit words, in two's complement
 // when signed, exactly as signed and unsigned do for 64 bits.
 func (n *number) wide(words int, signed bool) (w [4]uint64, r intResult) {
-	lo, hi := 0, len(n.ip)+len(n.fp)
-	e := n.exp - len(n.fp)
-	for lo < hi && n.digit(lo) == '0' {
-		lo++
-	}
-	for hi > lo && n.digit(hi-1) == '0' {
-		hi--
-		e++
-	}
+	lo, hi, e := n.significant()
 	if lo == hi {
 		return w, intOK
 	}

@@ -92,15 +92,7 @@ func (n *number) digit(i int) byte {
 // nonzero fractional part; overflow is true when |n| > MaxUint64. Forms like
 // 1e3 and 10.0 are integral.
 func (n *number) magnitude() (mag uint64, integral, overflow bool) {
-	lo, hi := 0, len(n.ip)+len(n.fp)
-	e := n.exp - len(n.fp)
-	for lo < hi && n.digit(lo) == '0' {
-		lo++
-	}
-	for hi > lo && n.digit(hi-1) == '0' {
-		hi--
-		e++
-	}
+	lo, hi, e := n.significant()
 	if lo == hi {
 		return 0, true, false
 	}
@@ -181,4 +173,19 @@ func (n *number) unsigned(hi uint64) (uint64, intResult) {
 func (n *number) float(bitSize int) (float64, bool) {
 	f, err := strconv.ParseFloat(unsafe.String(unsafe.SliceData(n.text), len(n.text)), bitSize)
 	return f, err == nil
+}
+
+// significant returns the digits of n without leading and trailing zeros,
+// as the range [lo, hi) of n.digit, and the power of ten of the last one.
+func (n *number) significant() (lo, hi, e int) {
+	lo, hi = 0, len(n.ip)+len(n.fp)
+	e = n.exp - len(n.fp)
+	for lo < hi && n.digit(lo) == '0' {
+		lo++
+	}
+	for hi > lo && n.digit(hi-1) == '0' {
+		hi--
+		e++
+	}
+	return lo, hi, e
 }

@@ -512,7 +512,7 @@ func (p *Pipeline) process(l *lane, dec decode.Decoder) {
 				}
 				l.cur = c
 			}
-			rows, err := dec.Decode(r.Value, l.cur)
+			_, err := dec.Decode(r.Value, l.cur)
 			var pending *decode.SchemaPendingError
 			if errors.As(err, &pending) {
 				// The record waits for its schema: hand over what is
@@ -547,7 +547,6 @@ func (p *Pipeline) process(l *lane, dec decode.Decoder) {
 				}
 				p.reject(l, r, err)
 			} else {
-				p.rowsDecoded.Add(int64(rows))
 				l.cur.AddRange(l.tp.Topic, l.tp.Partition, l.epoch, first, r.Offset+1)
 			}
 			l.cursor = r.Offset + 1
@@ -651,9 +650,11 @@ func (p *Pipeline) newChunk() (*chunk.Chunk, error) {
 	return chunk.New(p.target.Schema)
 }
 
-// seal counts a finished chunk against the budget.
+// seal counts a finished chunk against the budget and its rows as
+// decoded (once per chunk, off the per-record path).
 func (p *Pipeline) seal(c *chunk.Chunk) {
 	p.budget.Add(int64(c.Measure()))
+	p.rowsDecoded.Add(int64(c.Rows))
 }
 
 // send hands a sealed chunk to the shard queue without blocking. When the
