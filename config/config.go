@@ -172,8 +172,12 @@ type ClickHouse struct {
 	Inflight      Inflight       `yaml:"inflight"`
 	DialTimeout   Duration       `yaml:"dial_timeout"`
 	InsertTimeout Duration       `yaml:"insert_timeout"`
-	Retry         Retry          `yaml:"retry"`
-	Compression   string         `yaml:"compression"` // none | lz4 | zstd
+	// DescribeInterval is how often the table's columns are read again to
+	// follow ALTER TABLE; 0 reads them only at startup, on a new writer
+	// schema and after an insert names a column the table lacks.
+	DescribeInterval Duration `yaml:"describe_interval"`
+	Retry            Retry    `yaml:"retry"`
+	Compression      string   `yaml:"compression"` // none | lz4 | zstd
 }
 
 // Batch bounds one INSERT.
@@ -256,10 +260,11 @@ func Defaults() *Config {
 				MaxBytes: 64 * MiB,
 				Linger:   Duration(time.Second),
 			},
-			QueueCapacity: 8,
-			Inflight:      Inflight{MaxPerShard: 2},
-			DialTimeout:   Duration(5 * time.Second),
-			InsertTimeout: Duration(60 * time.Second),
+			QueueCapacity:    8,
+			Inflight:         Inflight{MaxPerShard: 2},
+			DialTimeout:      Duration(5 * time.Second),
+			InsertTimeout:    Duration(60 * time.Second),
+			DescribeInterval: Duration(time.Minute),
 			Retry: Retry{
 				InitialBackoff: Duration(100 * time.Millisecond),
 				MaxBackoff:     Duration(30 * time.Second),

@@ -180,6 +180,14 @@ var rules = []rule{
 	{path: "sink.clickhouse.insert_timeout", when: hasClickHouse, check: func(c *Config) string {
 		return durRange(c.Sink.ClickHouse.InsertTimeout, sec, hour)
 	}},
+	// Reading the columns more than once a second loads the server for
+	// nothing; 0 turns the periodic read off.
+	{path: "sink.clickhouse.describe_interval", when: hasClickHouse, check: func(c *Config) string {
+		if c.Sink.ClickHouse.DescribeInterval == 0 {
+			return ""
+		}
+		return durRange(c.Sink.ClickHouse.DescribeInterval, sec, 24*hour)
+	}},
 	// Zero backoff would hammer a failing server; the first retry should
 	// come within a minute.
 	{path: "sink.clickhouse.retry.initial_backoff", when: hasClickHouse, check: func(c *Config) string {

@@ -11,6 +11,7 @@ import (
 
 	"github.com/etl-project/etl/decode"
 	"github.com/etl-project/etl/schemaregistry"
+	"github.com/etl-project/etl/sink/clickhouse"
 )
 
 // setupAvro prepares what the Avro decoders share: the registry client
@@ -64,14 +65,14 @@ func (p *Pipeline) setupAvro(ctx context.Context) error {
 	return nil
 }
 
-// newAvroDecoder returns one worker's Avro decoder.
-func (p *Pipeline) newAvroDecoder() (decode.Decoder, error) {
+// newAvroDecoder returns one worker's Avro decoder for target t.
+func (p *Pipeline) newAvroDecoder(t *clickhouse.Target) (decode.Decoder, error) {
 	var src decode.SchemaSource
 	if p.registry != nil {
-		src = registrySource{p.registry}
+		src = registrySource{p.registry, p}
 	}
-	d, err := decode.NewAvroFramed(p.cfg.Decode.Avro.Framing, p.avroSchema, src, p.target.Schema,
-		decode.AvroOptions{Fields: p.target.Fields, MaxRecordBytes: int(p.cfg.Decode.MaxRecordBytes), ReaderSchema: p.readerSchema,
+	d, err := decode.NewAvroFramed(p.cfg.Decode.Avro.Framing, p.avroSchema, src, t.Schema,
+		decode.AvroOptions{Fields: t.Fields, MaxRecordBytes: int(p.cfg.Decode.MaxRecordBytes), ReaderSchema: p.readerSchema,
 			Validate: p.cfg.Decode.ValidateSchema})
 	if err != nil {
 		return nil, fmt.Errorf("decode: %w", err)
@@ -80,12 +81,22 @@ func (p *Pipeline) newAvroDecoder() (decode.Decoder, error) {
 }
 
 // registrySource adapts the registry client to the decoder's SchemaSource.
-type registrySource struct{ c *schemaregistry.Client }
+// The first time a schema id is served, the table's columns are read again
+// before any record of it is decoded, so a column added for a new field
+// (ALTER TABLE ... ADD COLUMN before the producers moved on) is filled from
+// the first record that carries it.
+type registrySource struct {
+	c *schemaregistry.Client
+	p *Pipeline
+}
 
 func (r registrySource) Lookup(id int32) (string, error) {
 	s, err := r.c.Lookup(id)
 	switch {
 	case err == nil:
+		if !r.p.schemaSeen(id) {
+			return "", fmt.Errorf("%w: schema id %d is new: reading the table's columns again", decode.ErrSchemaPending, id)
+		}
 		return s.Text, nil
 	case errors.Is(err, schemaregistry.ErrUnknownID):
 		return "", fmt.Errorf("%w: %v", decode.ErrSchemaUnknown, err)
@@ -94,7 +105,12 @@ func (r registrySource) Lookup(id int32) (string, error) {
 	}
 }
 
-func (r registrySource) Wait(id int32) <-chan struct{} { return r.c.Wait(id) }
+func (r registrySource) Wait(id int32) <-chan struct{} {
+	if ch := r.p.schemaDescribed(id); ch != nil {
+		return ch
+	}
+	return r.c.Wait(id)
+}
 
 // waitSchema parks l until the schema its next record needs has been
 // fetched (or the pipeline stops), then schedules it again. The record is

@@ -11,6 +11,7 @@ type metrics struct {
 	commits      prometheus.Counter
 	lag          *prometheus.GaugeVec
 	watermarkAge prometheus.Gauge
+	tableChanges prometheus.Counter
 }
 
 func newMetrics(reg prometheus.Registerer) *metrics {
@@ -35,9 +36,13 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 			Name: "etl_checkpoint_watermark_age_seconds",
 			Help: "Longest time a partition with records in flight has gone without its committable watermark moving (0 when nothing is in flight).",
 		}),
+		tableChanges: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "etl_sink_table_changes_total",
+			Help: "Times the target table's insertable columns were found changed (ALTER TABLE) and followed.",
+		}),
 	}
 	if reg != nil {
-		reg.MustRegister(m.lanesPaused, m.decodeErrors, m.commits, m.lag, m.watermarkAge)
+		reg.MustRegister(m.lanesPaused, m.decodeErrors, m.commits, m.lag, m.watermarkAge, m.tableChanges)
 	}
 	return m
 }

@@ -47,7 +47,7 @@ type Pipeline struct {
 	log     *slog.Logger
 	src     *kafka.Source
 	ch      *clickhouse.Client
-	target  *clickhouse.Target
+	target  atomic.Pointer[clickhouse.Target] // the table's current columns (table.go)
 	shard   *clickhouse.Shard
 	queue   enqueuer // the shard's queue; a test double in unit tests
 	budget  *backpressure.Budget
@@ -82,6 +82,12 @@ type Pipeline struct {
 	healthMu sync.Mutex
 	stalled  []Stalled
 
+	describeMu    sync.Mutex // one read of the table's columns at a time
+	describeReqMu sync.Mutex
+	describeReq   chan struct{}
+	describeNext  chan struct{}           // closed after the next read of the columns
+	schemaIDs     map[int32]chan struct{} // Avro schema ids: closed once the table was read for them
+
 	rowsWritten atomic.Int64
 	rowsDecoded atomic.Int64
 	decodeErrs  atomic.Int64
@@ -112,6 +118,8 @@ func New(ctx context.Context, o Options) (*Pipeline, error) {
 		stopWaiters: make(chan struct{}),
 		rejectLog:   newLogLimiter(10, 10*time.Second),
 		m:           newMetrics(o.Registerer),
+		describeReq: make(chan struct{}, 1),
+		schemaIDs:   map[int32]chan struct{}{},
 	}
 	if p.workers <= 0 {
 		p.workers = runtime.GOMAXPROCS(0)
@@ -149,11 +157,12 @@ func New(ctx context.Context, o Options) (*Pipeline, error) {
 	if err != nil {
 		return nil, fmt.Errorf("clickhouse: %w", err)
 	}
-	p.target, err = p.ch.Plan(ctx)
+	target, err := p.ch.Plan(ctx)
 	if err != nil {
 		p.ch.Close()
 		return nil, fmt.Errorf("clickhouse: %w", err)
 	}
+	p.target.Store(target)
 	if cfg.Decode.Format == "avro" {
 		if err := p.setupAvro(ctx); err != nil {
 			p.ch.Close()
@@ -161,12 +170,12 @@ func New(ctx context.Context, o Options) (*Pipeline, error) {
 		}
 	}
 	// Check once that the decoder can fill every column.
-	if _, err := p.newDecoder(); err != nil {
+	if _, err := p.newDecoder(target); err != nil {
 		p.ch.Close()
 		return nil, err
 	}
 	p.shard = clickhouse.NewShard(clickhouse.ShardOptions{
-		Name: "0", Client: p.ch, Target: p.target,
+		Name: "0", Client: p.ch, Target: target, Refresh: p.describeNow,
 		QueueCapacity: chc.QueueCapacity,
 		MaxRows:       chc.Batch.MaxRows, MaxBytes: int(chc.Batch.MaxBytes), Linger: chc.Batch.Linger.D(),
 		MaxInflight:    chc.Inflight.MaxPerShard,
@@ -211,23 +220,9 @@ func New(ctx context.Context, o Options) (*Pipeline, error) {
 			Help: "Acknowledged offset ranges held above the committable watermarks (gaps left by slow or failed batches).",
 		}, func() float64 { return float64(p.tracker.PendingRanges()) }))
 	}
-	log.Info("pipeline ready", "table", p.target.Name(), "columns", p.target.Schema.Names,
+	log.Info("pipeline ready", "table", target.Name(), "columns", target.Schema.Names,
 		"server", p.ch.ServerVersion(), "workers", p.workers, "budget_bytes", budgetBytes)
 	return p, nil
-}
-
-func (p *Pipeline) newDecoder() (decode.Decoder, error) {
-	if p.cfg.Decode.Format == "avro" {
-		return p.newAvroDecoder()
-	}
-	d, err := decode.NewJSON(p.target.Schema, decode.JSONOptions{
-		Fields: p.target.Fields, MaxRecordBytes: int(p.cfg.Decode.MaxRecordBytes),
-		Framing: p.cfg.Decode.JSON.Framing, TimeLayout: p.cfg.Decode.JSON.TimeLayout,
-	})
-	if err != nil {
-		return nil, fmt.Errorf("decode: %w", err)
-	}
-	return d, nil
 }
 
 // Stats is a snapshot of the pipeline's progress.
@@ -279,6 +274,7 @@ func (p *Pipeline) Run(ctx context.Context) error {
 	stopCommitter := background(p.committer)
 	stopController := background(p.controller)
 	stopWatchdog := background(p.watchdog)
+	stopDescriber := background(p.describer)
 	defer background(p.statusLoop)()
 
 	srcCtx, stopSource := context.WithCancel(context.Background())
@@ -334,6 +330,7 @@ func (p *Pipeline) Run(ctx context.Context) error {
 	}
 	stopController()
 	stopWatchdog()
+	stopDescriber()
 	stopCommitter()
 
 	// Wait for dead-letter writes still in flight (their offsets commit
@@ -437,14 +434,18 @@ func (p *Pipeline) schedule(l *lane) {
 
 // worker runs lanes from the run queue until it is closed.
 func (p *Pipeline) worker() {
-	dec, err := p.newDecoder()
-	if err != nil {
-		p.fail(err)
-		return
-	}
+	var dec *boundDecoder
 	for {
 		l := p.runq.pop()
 		if l == nil {
+			return
+		}
+		var err error
+		if dec, err = p.bind(dec); err != nil {
+			l.mu.Lock()
+			l.state = laneIdle
+			l.mu.Unlock()
+			p.fail(err)
 			return
 		}
 		l.mu.Lock()
@@ -470,7 +471,7 @@ const recordsPerStep = 512
 // full chunk to the shard queue. When the queue refuses a chunk, the chunk
 // is parked as the resume point and the lane blocks: records already
 // decoded are never decoded again.
-func (p *Pipeline) process(l *lane, dec decode.Decoder) {
+func (p *Pipeline) process(l *lane, dec *boundDecoder) {
 	l.mu.Lock()
 	closed := l.closed
 	l.mu.Unlock()
@@ -483,6 +484,16 @@ func (p *Pipeline) process(l *lane, dec decode.Decoder) {
 			return
 		}
 		l.parked = nil
+	}
+	if c := l.cur; c != nil && c.Schema != dec.target.Schema {
+		// The table's columns changed: the open chunk goes out as built.
+		l.cur = nil
+		if len(c.Spans) > 0 {
+			p.seal(c)
+			if !p.send(l, c) {
+				return
+			}
+		}
 	}
 	for {
 		recs, ok := l.pending(recordsPerStep)
@@ -505,7 +516,7 @@ func (p *Pipeline) process(l *lane, dec decode.Decoder) {
 		n := 0
 		for _, r := range recs {
 			if l.cur == nil {
-				c, err := p.newChunk()
+				c, err := p.newChunk(dec.target)
 				if err != nil {
 					p.fail(err)
 					return
@@ -643,11 +654,11 @@ func (p *Pipeline) decodeFailed(l *lane, r *kgo.Record, err error, n int, bytes 
 }
 
 // newChunk returns an empty chunk, reusing an acknowledged one when it can.
-func (p *Pipeline) newChunk() (*chunk.Chunk, error) {
-	if c := p.chunks.get(); c != nil {
+func (p *Pipeline) newChunk(t *clickhouse.Target) (*chunk.Chunk, error) {
+	if c := p.chunks.get(); c != nil && c.Schema == t.Schema {
 		return c, nil
 	}
-	return chunk.New(p.target.Schema)
+	return chunk.New(t.Schema)
 }
 
 // seal counts a finished chunk against the budget and its rows as

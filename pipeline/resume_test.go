@@ -59,7 +59,7 @@ type nopSource struct{ paused, resumed int }
 // newBarePipeline builds a pipeline without servers: one JSON decoder for
 // gen's schema, a budget that never pauses, the given source for pauses and
 // chunks of chunkTarget bytes. The caller sets p.queue.
-func newBarePipeline(tb testing.TB, src partitionPauser, chunkTarget int) (*Pipeline, decode.Decoder) {
+func newBarePipeline(tb testing.TB, src partitionPauser, chunkTarget int) (*Pipeline, *boundDecoder) {
 	tb.Helper()
 	schema, err := gen.Schema()
 	if err != nil {
@@ -81,14 +81,15 @@ func newBarePipeline(tb testing.TB, src partitionPauser, chunkTarget int) (*Pipe
 		rejectLog:   newLogLimiter(10, time.Second),
 		m:           newMetrics(nil),
 		budget:      budget,
-		target:      &clickhouse.Target{Schema: schema},
 	}
+	target := &clickhouse.Target{Schema: schema}
+	p.target.Store(target)
 	p.pause = newPauser(src, prometheus.NewGauge(prometheus.GaugeOpts{Name: "etl_test_paused"}))
 	dec, err := decode.NewJSON(schema, decode.JSONOptions{})
 	if err != nil {
 		tb.Fatal(err)
 	}
-	return p, dec
+	return p, &boundDecoder{dec, target}
 }
 
 func (s *nopSource) Pause(kafka.Partitions)  { s.paused++ }
@@ -103,7 +104,8 @@ func TestResumePoint(t *testing.T) {
 	q := &gateQueue{}
 	p, jd := newBarePipeline(t, src, 2048) // a few dozen rows per chunk
 	p.queue = q
-	dec := &countingDecoder{Decoder: jd, seen: map[string]int{}}
+	cd := &countingDecoder{Decoder: jd.Decoder, seen: map[string]int{}}
+	dec := &boundDecoder{cd, jd.target}
 
 	tp := TopicPartition{"events", 0}
 	h := (*handler)(p)
@@ -159,7 +161,7 @@ func TestResumePoint(t *testing.T) {
 		t.Fatal("the queue never refused: the test proves nothing")
 	}
 	for i := uint64(0); i < n; i++ {
-		if c := dec.seen[string(recs[i].Value)]; c != 1 {
+		if c := cd.seen[string(recs[i].Value)]; c != 1 {
 			t.Fatalf("record %d decoded %d times", i, c)
 		}
 	}

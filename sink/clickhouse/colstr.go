@@ -54,7 +54,7 @@ func hintStrings(t *Target, chunks []*chunk.Chunk) {
 		}
 		var h strHint
 		for _, ch := range chunks {
-			s := stringsOf(ch.Cols[i])
+			s := stringsOf(ch.Cols[t.col(i)])
 			if s == nil {
 				h = strHint{}
 				break

@@ -69,6 +69,13 @@ var permanentCodes = map[int32]string{
 	516: "AUTHENTICATION_FAILED",
 }
 
+// missingColumn reports whether err says the statement names a column the
+// table lacks.
+func missingColumn(err error) bool {
+	code, ok := exceptionCode(err)
+	return ok && (code == 16 || code == 8 || code == 10 || code == 47)
+}
+
 // Permanent reports whether err means the batch can never be inserted as it
 // is, so retrying is pointless: a server exception whose code is in
 // permanentCodes, a value the driver cannot convert to the column's type, a

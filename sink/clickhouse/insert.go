@@ -74,7 +74,7 @@ func (c *Client) Insert(ctx context.Context, t *Target, chunks []*chunk.Chunk) (
 			if ch.Rows == 0 {
 				continue
 			}
-			if err := bc.Append(ch.Cols[i].Driver()); err != nil {
+			if err := bc.Append(ch.Cols[t.col(i)].Driver()); err != nil {
 				_ = batch.Abort()
 				return &InsertError{
 					Table: name, Column: col, Type: t.Schema.Types[i].Name,
@@ -92,9 +92,13 @@ func (c *Client) Insert(ctx context.Context, t *Target, chunks []*chunk.Chunk) (
 // checkChunks makes sure every chunk was built for t's schema, so a mix-up
 // is a clear error and not an index panic or a column shifted by one.
 func checkChunks(t *Target, chunks []*chunk.Chunk) error {
-	n := len(t.Schema.Names)
+	built := t.Schema
+	if t.From != nil {
+		built = t.From
+	}
+	n := len(built.Names)
 	for k, ch := range chunks {
-		if ch.Schema != t.Schema && (ch.Schema == nil || !slices.Equal(ch.Schema.Names, t.Schema.Names)) {
+		if ch.Schema != built && (ch.Schema == nil || !slices.Equal(ch.Schema.Names, built.Names)) {
 			return &mismatchError{fmt.Sprintf("chunk %d (source %s) was not built for the target's columns", k, spansString(ch.Spans))}
 		}
 		if len(ch.Cols) != n {
@@ -103,7 +107,7 @@ func checkChunks(t *Target, chunks []*chunk.Chunk) error {
 		for i, col := range ch.Cols {
 			if col.Len() != ch.Rows {
 				return &mismatchError{fmt.Sprintf("chunk %d (source %s): column %s has %d rows, the chunk %d",
-					k, spansString(ch.Spans), t.Schema.Names[i], col.Len(), ch.Rows)}
+					k, spansString(ch.Spans), built.Names[i], col.Len(), ch.Rows)}
 			}
 		}
 	}

@@ -31,6 +31,7 @@ const (
 	reasonBytes  = "bytes"
 	reasonLinger = "linger"
 	reasonDrain  = "drain"
+	reasonSchema = "schema"
 )
 
 // NewMetrics creates the sink's metrics with constLabels on every series and
@@ -66,7 +67,7 @@ func NewMetrics(reg prometheus.Registerer, constLabels prometheus.Labels) *Metri
 			Buckets: prometheus.ExponentialBuckets(4096, 4, 10), // 4 KiB .. 1 GiB
 		}, shard),
 		flushes: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "etl_sink_flushes_total", Help: "Batches closed, by reason (rows, bytes, linger, drain).", ConstLabels: constLabels,
+			Name: "etl_sink_flushes_total", Help: "Batches closed, by reason (rows, bytes, linger, drain, schema).", ConstLabels: constLabels,
 		}, []string{"shard", "reason"}),
 		insertDuration: prometheus.NewHistogramVec(prometheus.HistogramOpts{
 			Name: "etl_sink_insert_duration_seconds", Help: "Duration of one insert attempt, by outcome (ok, error).", ConstLabels: constLabels,
@@ -139,6 +140,7 @@ func (m *Metrics) forShard(shard string) *shardMetrics {
 			reasonBytes:  m.flushes.WithLabelValues(shard, reasonBytes),
 			reasonLinger: m.flushes.WithLabelValues(shard, reasonLinger),
 			reasonDrain:  m.flushes.WithLabelValues(shard, reasonDrain),
+			reasonSchema: m.flushes.WithLabelValues(shard, reasonSchema),
 		},
 		durationOK:  m.insertDuration.WithLabelValues(shard, "ok"),
 		durationErr: m.insertDuration.WithLabelValues(shard, "error"),

@@ -31,6 +31,77 @@ type Target struct {
 	Fields []string
 	// Query is INSERT INTO `db`.`table` (`a`, `b`, ...).
 	Query string
+	// From, when set, is the schema of the chunks this target inserts and
+	// Source[i] the chunk column holding Schema column i: a projection that
+	// writes chunks built for an earlier version of the table (see
+	// Project). When From is nil the chunks are built for Schema.
+	From   *chunk.Schema
+	Source []int
+}
+
+// col is the chunk column holding target column i.
+func (t *Target) col(i int) int {
+	if t.Source == nil {
+		return i
+	}
+	return t.Source[i]
+}
+
+// Same reports whether t and u insert the same columns with the same types
+// from the same fields.
+func (t *Target) Same(u *Target) bool {
+	if t.Query != u.Query || len(t.Fields) != len(u.Fields) {
+		return false
+	}
+	for i := range t.Fields {
+		if t.Fields[i] != u.Fields[i] || t.Schema.Types[i].Name != u.Schema.Types[i].Name {
+			return false
+		}
+	}
+	return true
+}
+
+// Project returns the target that inserts chunks built for old into the
+// table as live describes it: the columns of old that live still has (by
+// name), in old's order. dropped lists old's columns that live lacks; their
+// values are not written. A column whose type changed is kept: the server
+// converts it or refuses the insert. The result is nil when no column is
+// left.
+func Project(old, live *Target) (t *Target, dropped []string) {
+	has := make(map[string]bool, len(live.Schema.Names))
+	for _, n := range live.Schema.Names {
+		has[n] = true
+	}
+	t = &Target{Database: old.Database, Table: old.Table, Schema: &chunk.Schema{}, From: old.Schema}
+	if old.From != nil {
+		t.From = old.From
+	}
+	var q strings.Builder
+	q.WriteString("INSERT INTO ")
+	q.WriteString(quoteIdent(old.Database))
+	q.WriteByte('.')
+	q.WriteString(quoteIdent(old.Table))
+	q.WriteString(" (")
+	for i, n := range old.Schema.Names {
+		if !has[n] {
+			dropped = append(dropped, n)
+			continue
+		}
+		if len(t.Fields) > 0 {
+			q.WriteString(", ")
+		}
+		q.WriteString(quoteIdent(n))
+		t.Schema.Names = append(t.Schema.Names, n)
+		t.Schema.Types = append(t.Schema.Types, old.Schema.Types[i])
+		t.Fields = append(t.Fields, old.Fields[i])
+		t.Source = append(t.Source, old.col(i))
+	}
+	if len(t.Fields) == 0 {
+		return nil, dropped
+	}
+	q.WriteByte(')')
+	t.Query = q.String()
+	return t, dropped
 }
 
 // Name is db.table, as errors and logs name it.

@@ -56,6 +56,12 @@ type ShardOptions struct {
 	// Budget, when set, counts the bytes the driver holds while an insert
 	// attempt runs (its encoded copy of the batch) as in flight.
 	Budget Budget
+	// Refresh, when set, reads the table's columns again and returns the
+	// current target. The shard calls it when an insert names a column the
+	// table no longer has (ALTER TABLE ... DROP COLUMN under a running
+	// pipeline) and retries the batch with the columns the table still
+	// has.
+	Refresh func(ctx context.Context) (*Target, error)
 }
 
 // Budget is the in-flight byte counter the shard reports the driver's
@@ -90,6 +96,12 @@ type Shard struct {
 	// failed is set, OnDone is never called again.
 	ackMu  sync.Mutex
 	failed bool
+
+	// targets maps a chunk schema to the target that inserts its chunks:
+	// the initial one, those added by AddTarget when the table changed,
+	// and projections of older ones.
+	tmu     sync.Mutex
+	targets map[*chunk.Schema]*Target
 }
 
 // NewShard returns a shard; call Run to start it.
@@ -124,10 +136,14 @@ func NewShard(o ShardOptions) *Shard {
 		attrs = append(attrs, slog.String("table", o.Target.Name()))
 	}
 	s := &Shard{
-		o:     o,
-		log:   log.With(attrs...),
-		m:     o.Metrics.forShard(o.Name),
-		queue: make(chan *chunk.Chunk, o.QueueCapacity),
+		o:       o,
+		log:     log.With(attrs...),
+		m:       o.Metrics.forShard(o.Name),
+		queue:   make(chan *chunk.Chunk, o.QueueCapacity),
+		targets: map[*chunk.Schema]*Target{},
+	}
+	if o.Target != nil {
+		s.targets[o.Target.Schema] = o.Target
 	}
 	s.m.queueCapacity.Set(float64(o.QueueCapacity))
 	s.m.queueDepth.Set(0)
@@ -163,6 +179,49 @@ func (s *Shard) TryEnqueue(c *chunk.Chunk) bool {
 	}
 	s.m.queueFull.Inc()
 	return false
+}
+
+// AddTarget registers t as the target of chunks built for t.Schema, after
+// the table's columns changed. Chunks built for an earlier target are still
+// inserted with it (or its projection, see Refresh).
+func (s *Shard) AddTarget(t *Target) {
+	s.tmu.Lock()
+	defer s.tmu.Unlock()
+	s.targets[t.Schema] = t
+}
+
+// targetFor returns the target of chunks built for schema.
+func (s *Shard) targetFor(schema *chunk.Schema) *Target {
+	s.tmu.Lock()
+	defer s.tmu.Unlock()
+	if t := s.targets[schema]; t != nil {
+		return t
+	}
+	return s.o.Target
+}
+
+// reproject re-reads the table after an insert of b named a column the
+// table lacks, and re-targets the chunks of b's schema at the columns the
+// table still has. It reports whether the batch should be tried again.
+func (s *Shard) reproject(ctx context.Context, old *Target) bool {
+	if s.o.Refresh == nil {
+		return false
+	}
+	live, err := s.o.Refresh(ctx)
+	if err != nil {
+		s.log.Warn("could not read the table's columns again", slog.Any("error", err))
+		return false
+	}
+	t, dropped := Project(old, live)
+	if t == nil || len(dropped) == 0 {
+		return false
+	}
+	s.log.Warn("the table no longer has some columns the batch was built for: inserting it without them",
+		slog.Any("dropped", dropped))
+	s.tmu.Lock()
+	s.targets[t.From] = t
+	s.tmu.Unlock()
+	return true
 }
 
 // QueueLen is the number of chunks waiting in the queue.
@@ -276,6 +335,10 @@ func (s *Shard) Run(ctx context.Context) error {
 			}
 			s.m.queueDepth.Set(float64(len(s.queue)))
 			s.spaceIfFull()
+			if len(cur.chunks) > 0 && cur.chunks[0].Schema != c.Schema {
+				// The table changed: one insert names one set of columns.
+				dispatch(reasonSchema)
+			}
 			if len(cur.chunks) == 0 && s.o.Linger > 0 {
 				if linger == nil {
 					linger = time.NewTimer(s.o.Linger)
@@ -326,12 +389,14 @@ func (s *Shard) spaceIfFull() {
 // success. It returns nil, ctx.Err() when ctx ends, or the *InsertError that
 // ends the shard.
 func (s *Shard) insert(ctx context.Context, b *batch) error {
+	reprojected := false
 	for attempt := 1; ; attempt++ {
 		start := time.Now()
 		if s.o.Budget != nil {
 			s.o.Budget.Add(int64(b.bytes))
 		}
-		err := s.o.Client.Insert(ctx, s.o.Target, b.chunks)
+		target := s.targetFor(b.chunks[0].Schema)
+		err := s.o.Client.Insert(ctx, target, b.chunks)
 		if s.o.Budget != nil {
 			s.o.Budget.Release(int64(b.bytes))
 		}
@@ -352,7 +417,11 @@ func (s *Shard) insert(ctx context.Context, b *batch) error {
 		s.m.durationErr.Observe(elapsed)
 		var ie *InsertError
 		if !errors.As(err, &ie) {
-			ie = &InsertError{Table: s.o.Target.Name(), Err: err}
+			ie = &InsertError{Table: target.Name(), Err: err}
+		}
+		if missingColumn(err) && !reprojected && s.reproject(ctx, target) {
+			reprojected = true
+			continue
 		}
 		if Permanent(err) {
 			ie.Attempts = attempt

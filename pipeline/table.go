@@ -1,0 +1,218 @@
+package pipeline
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"time"
+
+	"github.com/etl-project/etl/decode"
+	"github.com/etl-project/etl/sink/clickhouse"
+)
+
+// The target table's columns are read at startup and again:
+//   - every sink.clickhouse.describe_interval (ALTER TABLE under a running
+//     pipeline),
+//   - the first time an Avro schema id is served (a new writer schema often
+//     comes with a new column), before any record of it is decoded,
+//   - when an insert names a column the table no longer has (the shard
+//     calls describeNow and re-targets the batch at the columns left).
+//
+// A changed table gets a new Target. Workers rebuild their decoders for it
+// before the next lane they run, and seal the lane's open chunk first: a
+// chunk is built for exactly one target, and the shard never mixes chunks
+// of two targets in one insert. Chunks already built for the old target are
+// inserted with it.
+
+// boundDecoder is a worker's decoder with the target it fills chunks for.
+type boundDecoder struct {
+	decode.Decoder
+	target *clickhouse.Target
+}
+
+// newDecoder returns a decoder filling chunks for target t.
+func (p *Pipeline) newDecoder(t *clickhouse.Target) (decode.Decoder, error) {
+	if p.cfg.Decode.Format == "avro" {
+		return p.newAvroDecoder(t)
+	}
+	d, err := decode.NewJSON(t.Schema, decode.JSONOptions{
+		Fields: t.Fields, MaxRecordBytes: int(p.cfg.Decode.MaxRecordBytes),
+		Framing: p.cfg.Decode.JSON.Framing, TimeLayout: p.cfg.Decode.JSON.TimeLayout,
+	})
+	if err != nil {
+		return nil, fmt.Errorf("decode: %w", err)
+	}
+	return d, nil
+}
+
+// bind returns dec if it fills chunks for the current target, else a new
+// decoder for it.
+func (p *Pipeline) bind(dec *boundDecoder) (*boundDecoder, error) {
+	t := p.target.Load()
+	if dec != nil && dec.target == t {
+		return dec, nil
+	}
+	d, err := p.newDecoder(t)
+	if err != nil {
+		return nil, err
+	}
+	return &boundDecoder{d, t}, nil
+}
+
+// refreshTarget reads the table's columns and, when they changed, installs
+// the new target. It returns the live table's target (even when records
+// cannot fill it and the previous target stays in use).
+func (p *Pipeline) refreshTarget(ctx context.Context) (*clickhouse.Target, error) {
+	p.describeMu.Lock()
+	defer p.describeMu.Unlock()
+	cur := p.target.Load()
+	live, err := p.ch.Plan(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("read the columns of %s again: %w", cur.Name(), err)
+	}
+	if live.Same(cur) {
+		return cur, nil
+	}
+	added, removed := diffColumns(cur, live)
+	if _, err := p.newDecoder(live); err != nil {
+		p.log.Error("the table's columns changed but records cannot fill them: keeping the previous columns",
+			"table", cur.Name(), "added", added, "removed", removed, "err", err)
+		return live, err
+	}
+	p.shard.AddTarget(live)
+	p.target.Store(live)
+	p.m.tableChanges.Inc()
+	p.log.Info("the table's columns changed: following them", "table", live.Name(),
+		"added", added, "removed", removed, "columns", live.Schema.Names)
+	return live, nil
+}
+
+// diffColumns lists the columns live inserts that cur does not, and those
+// cur inserts that live does not (a column whose type changed is in both).
+func diffColumns(cur, live *clickhouse.Target) (added, removed []string) {
+	key := func(t *clickhouse.Target, i int) string { return t.Schema.Names[i] + " " + t.Schema.Types[i].Name }
+	var a, b []string
+	for i := range cur.Schema.Names {
+		a = append(a, key(cur, i))
+	}
+	for i := range live.Schema.Names {
+		b = append(b, key(live, i))
+	}
+	for _, k := range b {
+		if !slices.Contains(a, k) {
+			added = append(added, k)
+		}
+	}
+	for _, k := range a {
+		if !slices.Contains(b, k) {
+			removed = append(removed, k)
+		}
+	}
+	return added, removed
+}
+
+// describeNow reads the table's columns at once; the shard calls it when an
+// insert names a column the table lacks.
+func (p *Pipeline) describeNow(ctx context.Context) (*clickhouse.Target, error) {
+	return p.refreshTarget(ctx)
+}
+
+// requestDescribe asks the describer for a read of the table's columns that
+// starts after this call; the channel closes when it has finished.
+func (p *Pipeline) requestDescribe() chan struct{} {
+	p.describeReqMu.Lock()
+	if p.describeNext == nil {
+		p.describeNext = make(chan struct{})
+	}
+	ch := p.describeNext
+	p.describeReqMu.Unlock()
+	select {
+	case p.describeReq <- struct{}{}:
+	default:
+	}
+	return ch
+}
+
+// describer reads the table's columns every describe_interval and on
+// request.
+func (p *Pipeline) describer(ctx context.Context) {
+	var tick <-chan time.Time
+	if every := p.cfg.Sink.ClickHouse.DescribeInterval.D(); every > 0 {
+		t := time.NewTicker(every)
+		defer t.Stop()
+		tick = t.C
+	}
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-tick:
+		case <-p.describeReq:
+		}
+		p.describeReqMu.Lock()
+		done := p.describeNext
+		p.describeNext = nil
+		p.describeReqMu.Unlock()
+		for {
+			dctx, cancel := context.WithTimeout(ctx, p.cfg.Sink.ClickHouse.DialTimeout.D()+10*time.Second)
+			_, err := p.refreshTarget(dctx)
+			cancel()
+			if err == nil || done == nil || ctx.Err() != nil {
+				if err != nil && ctx.Err() == nil {
+					p.log.Warn("could not read the table's columns again; keeping the current ones", "err", err)
+				}
+				break
+			}
+			// Records wait for this read: retry until it succeeds.
+			p.log.Warn("could not read the table's columns again; records of a new schema wait for them", "err", err)
+			select {
+			case <-ctx.Done():
+			case <-time.After(time.Second):
+			}
+		}
+		if done != nil {
+			close(done)
+		}
+	}
+}
+
+// schemaSeen reports whether the table's columns were read since schema id
+// was first served. The first call for an id requests that read.
+func (p *Pipeline) schemaSeen(id int32) bool {
+	p.describeReqMu.Lock()
+	ch, ok := p.schemaIDs[id]
+	p.describeReqMu.Unlock()
+	if !ok {
+		ch = p.requestDescribe()
+		p.describeReqMu.Lock()
+		if prev, ok := p.schemaIDs[id]; ok {
+			ch = prev
+		} else {
+			p.schemaIDs[id] = ch
+		}
+		p.describeReqMu.Unlock()
+	}
+	select {
+	case <-ch:
+		return true
+	default:
+		return false
+	}
+}
+
+// schemaDescribed returns the channel that closes once the table has been
+// read for schema id, or nil when that read is done or was never asked for.
+func (p *Pipeline) schemaDescribed(id int32) <-chan struct{} {
+	p.describeReqMu.Lock()
+	ch, ok := p.schemaIDs[id]
+	p.describeReqMu.Unlock()
+	if !ok {
+		return nil
+	}
+	select {
+	case <-ch:
+		return nil
+	default:
+		return ch
+	}
+}
