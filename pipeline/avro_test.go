@@ -37,7 +37,7 @@ type avroEvent struct {
 // in-process HTTP server), broker and ClickHouse. The registry is down when
 // the pipeline starts: records wait for their schema (none is
 // dead-lettered for it) and arrive once it is back. A record naming an
-// unknown schema id and one with a wrong magic byte go to the dead-letter
+// unknown schema id, one with a wrong magic byte and a truncated datum go to the dead-letter
 // topic with their reasons; every good record arrives with its values.
 func TestAvroConfluent(t *testing.T) {
 	kb, ch := setup(t)
@@ -58,6 +58,7 @@ func TestAvroConfluent(t *testing.T) {
 	}
 	raw[10] = schemaregistry.AppendFrame(nil, 9999, raw[10][5:]) // unknown schema id
 	raw[20] = append([]byte{1}, raw[20][1:]...)                  // wrong magic byte
+	raw[30] = raw[30][:len(raw[30])-4]                           // truncated datum
 	produce(t, kb, 0, n, raw)
 
 	reg.SetDown(true)
@@ -79,7 +80,7 @@ func TestAvroConfluent(t *testing.T) {
 		t.Fatalf("%d rows written while the registry was down", got)
 	}
 	reg.SetDown(false)
-	waitFor(t, "rows", time.Minute, func() bool { return ch.Count(t, "default.events") >= n-2 })
+	waitFor(t, "rows", time.Minute, func() bool { return ch.Count(t, "default.events") >= n-3 })
 	waitFor(t, "commits", 30*time.Second, func() bool {
 		c := kb.CommittedOffsets(t, "avro", "events")
 		return c[0]+c[1]+c[2] == n
@@ -88,35 +89,38 @@ func TestAvroConfluent(t *testing.T) {
 	if err := <-done; err != nil {
 		t.Fatalf("Run: %v", err)
 	}
-	dead := readTopic(t, kb, "events.dlq", 2)
-	reasons := map[string]bool{}
+	dead := readTopic(t, kb, "events.dlq", 3)
+	reasons := map[string]string{}
 	for _, r := range dead {
 		for _, h := range r.Headers {
 			if h.Key == "etl.error.reason" {
-				reasons[string(h.Value)] = true
+				reasons[fmt.Sprint(r.Value[len(r.Value)-1] == raw[30][len(raw[30])-1] && len(r.Value) == len(raw[30]), "/", r.Value[0])] = string(h.Value)
 			}
 		}
 	}
-	if !reasons["unknown_schema"] || !reasons["corrupt"] {
-		t.Fatalf("dead-letter reasons %v, want unknown_schema and corrupt", reasons)
+	// By record: the wrong magic byte starts with 1; of the two with magic
+	// 0, the truncated one has raw[30]'s length and last byte.
+	want := map[string]string{"false/1": "corrupt", "false/0": "unknown_schema", "true/0": "corrupt"}
+	if fmt.Sprint(reasons) != fmt.Sprint(want) {
+		t.Fatalf("dead-letter reasons %v, want %v", reasons, want)
 	}
 	// Values: compare a digest of every good row with the generator's.
-	var want float64
+	var digest float64
 	for i := uint64(0); i < n; i++ {
-		if i == 10 || i == 20 {
+		if i == 10 || i == 20 || i == 30 {
 			continue
 		}
 		e := gen.Make(seed, i)
-		want += float64(e.UserID) + float64(e.TS.Unix()%1000)
+		digest += float64(e.UserID) + float64(e.TS.Unix()%1000)
 	}
 	got := ch.Query(t, "SELECT count(), sum(user_id) + sum(toUnixTimestamp(ts) % 1000), countIf(note IS NULL) FROM default.events")
 	nulls := 0
 	for i := uint64(0); i < n; i++ {
-		if i != 10 && i != 20 && gen.Make(seed, i).Note == nil {
+		if i != 10 && i != 20 && i != 30 && gen.Make(seed, i).Note == nil {
 			nulls++
 		}
 	}
-	if wantS := fmt.Sprintf("%d\t%.0f\t%d", n-2, want, nulls); got != wantS {
+	if wantS := fmt.Sprintf("%d\t%.0f\t%d", n-3, digest, nulls); got != wantS {
 		t.Fatalf("count, digest, nulls = %s, want %s", got, wantS)
 	}
 }
