@@ -31,8 +31,18 @@ type Chunk struct {
 	Rows   int
 	Spans  []Span
 	// Tag is opaque to the chunk: the pipeline keeps its bookkeeping here.
-	Tag  any
-	size int
+	Tag any
+	// Oldest is the earliest source record timestamp among the chunk's
+	// records, in Unix milliseconds (0: none), for the end-to-end latency.
+	Oldest int64
+	size   int
+}
+
+// NoteTime lowers Oldest to ms, a record's timestamp in Unix milliseconds.
+func (c *Chunk) NoteTime(ms int64) {
+	if ms > 0 && (c.Oldest == 0 || ms < c.Oldest) {
+		c.Oldest = ms
+	}
 }
 
 // New returns an empty chunk for schema s.
@@ -71,6 +81,7 @@ func (c *Chunk) Reset() {
 	c.Truncate(0)
 	c.Spans = c.Spans[:0]
 	c.Tag = nil
+	c.Oldest = 0
 	c.size = 0
 }
 

@@ -227,6 +227,8 @@ const MetricsOff = "off"
 // Metrics configures the Prometheus endpoint.
 type Metrics struct {
 	Listen string `yaml:"listen"` // host:port, or "off"
+	// Pprof serves /debug/pprof on the same listener.
+	Pprof bool `yaml:"pprof"`
 }
 
 // Log configures logging.

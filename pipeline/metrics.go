@@ -1,6 +1,10 @@
 package pipeline
 
-import "github.com/prometheus/client_golang/prometheus"
+import (
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/etl-project/etl/decode"
+)
 
 // metrics are the pipeline's own metrics, built once from the injected
 // registerer; label values are resolved when a lane is created, never per
@@ -12,9 +16,37 @@ type metrics struct {
 	lag          *prometheus.GaugeVec
 	watermarkAge prometheus.Gauge
 	tableChanges prometheus.Counter
+	state        *prometheus.GaugeVec
+	e2eLatency   prometheus.Histogram
+}
+
+// Pipeline states, the values of etl_pipeline_state's state label.
+const (
+	stateStarting = "starting"
+	stateRunning  = "running"
+	stateDraining = "draining"
+	stateStalled  = "stalled"
+	stateStopped  = "stopped"
+)
+
+var states = []string{stateStarting, stateRunning, stateDraining, stateStalled, stateStopped}
+
+// components returns the registerer of each component: reg with the
+// pipeline and component labels. With a nil reg every one is nil.
+func components(reg prometheus.Registerer, pipeline string) func(component string) prometheus.Registerer {
+	return func(component string) prometheus.Registerer {
+		if reg == nil {
+			return nil
+		}
+		return prometheus.WrapRegistererWith(prometheus.Labels{"pipeline": pipeline, "component": component}, reg)
+	}
 }
 
 func newMetrics(reg prometheus.Registerer) *metrics {
+	return newComponentMetrics(func(string) prometheus.Registerer { return reg })
+}
+
+func newComponentMetrics(component func(string) prometheus.Registerer) *metrics {
 	m := &metrics{
 		lanesPaused: prometheus.NewGauge(prometheus.GaugeOpts{
 			Name: "etl_backpressure_paused",
@@ -40,9 +72,34 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 			Name: "etl_sink_table_changes_total",
 			Help: "Times the target table's insertable columns were found changed (ALTER TABLE) and followed.",
 		}),
+		state: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+			Name: "etl_pipeline_state",
+			Help: "1 for the pipeline's current state (starting, running, draining, stalled, stopped), 0 for the others.",
+		}, []string{"state"}),
+		e2eLatency: prometheus.NewHistogram(prometheus.HistogramOpts{
+			Name:    "etl_e2e_latency_seconds",
+			Help:    "Per chunk: from the Kafka timestamp of its oldest record to the insert that made it durable.",
+			Buckets: prometheus.ExponentialBuckets(0.01, 2.5, 14),
+		}),
 	}
-	if reg != nil {
-		reg.MustRegister(m.lanesPaused, m.decodeErrors, m.commits, m.lag, m.watermarkAge, m.tableChanges)
+	for _, st := range states {
+		m.state.WithLabelValues(st)
 	}
+	m.state.WithLabelValues(stateStarting).Set(1)
+	for _, r := range []decode.Reason{decode.ReasonCorrupt, decode.ReasonWrongType, decode.ReasonOutOfRange,
+		decode.ReasonTooLarge, decode.ReasonUnknownSchema, decode.ReasonSchemaMismatch} {
+		m.decodeErrors.WithLabelValues(string(r))
+	}
+	register := func(name string, cs ...prometheus.Collector) {
+		if reg := component(name); reg != nil {
+			reg.MustRegister(cs...)
+		}
+	}
+	register("backpressure", m.lanesPaused)
+	register("decode", m.decodeErrors)
+	register("checkpoint", m.commits, m.watermarkAge)
+	register("source", m.lag)
+	register("sink", m.tableChanges)
+	register("pipeline", m.state, m.e2eLatency)
 	return m
 }

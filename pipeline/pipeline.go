@@ -60,7 +60,7 @@ type Pipeline struct {
 	chunkTarget  int
 	workers      int
 	onError      string // decode.on_error
-	reg          prometheus.Registerer
+	component    func(name string) prometheus.Registerer // the registerer of each component (metrics.go)
 	registry     *schemaregistry.Client // Avro with confluent framing
 	avroSchema   string                 // Avro raw and single_object: the writer schema
 	readerSchema string                 // Avro: the reader schema, if any
@@ -88,6 +88,13 @@ type Pipeline struct {
 	describeNext  chan struct{}           // closed after the next read of the columns
 	schemaIDs     map[int32]chan struct{} // Avro schema ids: closed once the table was read for them
 
+	state    atomic.Value // string: the base state (starting, running, draining, stopped)
+	assigned atomic.Bool  // an assignment was received from the group
+	readyMu  sync.Mutex
+	readyAt  time.Time // when ready/readyMsg were last checked
+	ready    bool
+	readyMsg string
+
 	rowsWritten atomic.Int64
 	rowsDecoded atomic.Int64
 	decodeErrs  atomic.Int64
@@ -114,10 +121,10 @@ func New(ctx context.Context, o Options) (*Pipeline, error) {
 		chunkTarget: int(cfg.Chunk.TargetBytes),
 		workers:     cfg.Pipeline.Workers,
 		onError:     cfg.Decode.OnError,
-		reg:         o.Registerer,
 		stopWaiters: make(chan struct{}),
 		rejectLog:   newLogLimiter(10, 10*time.Second),
-		m:           newMetrics(o.Registerer),
+		m:           newComponentMetrics(components(o.Registerer, cfg.Pipeline.Name)),
+		component:   components(o.Registerer, cfg.Pipeline.Name),
 		describeReq: make(chan struct{}, 1),
 		schemaIDs:   map[int32]chan struct{}{},
 	}
@@ -143,7 +150,7 @@ func New(ctx context.Context, o Options) (*Pipeline, error) {
 	var err error
 	p.budget, err = backpressure.New(backpressure.Options{
 		Bytes: budgetBytes, HighRatio: cfg.Backpressure.HighRatio, LowRatio: cfg.Backpressure.LowRatio,
-		MinPause: cfg.Backpressure.MinPause.D(), Registerer: o.Registerer,
+		MinPause: cfg.Backpressure.MinPause.D(), Registerer: p.component("backpressure"),
 	})
 	if err != nil {
 		return nil, fmt.Errorf("backpressure: %w", err)
@@ -184,7 +191,7 @@ func New(ctx context.Context, o Options) (*Pipeline, error) {
 		OnSpace: p.wakeBlocked,
 		Budget:  p.budget,
 		Log:     log,
-		Metrics: clickhouse.NewMetrics(o.Registerer, nil),
+		Metrics: clickhouse.NewMetrics(p.component("sink"), nil),
 	})
 
 	p.queue = p.shard
@@ -198,7 +205,7 @@ func New(ctx context.Context, o Options) (*Pipeline, error) {
 		if b := cfg.Decode.DLQ.Brokers; len(b) > 0 {
 			kopts = append(kopts, kgo.SeedBrokers(b...))
 		}
-		p.dlq, err = dlq.New(dlq.Options{Topic: cfg.Decode.DLQ.Topic, Pipeline: cfg.Pipeline.Name, Opts: kopts, Registerer: o.Registerer})
+		p.dlq, err = dlq.New(dlq.Options{Topic: cfg.Decode.DLQ.Topic, Pipeline: cfg.Pipeline.Name, Opts: kopts, Registerer: p.component("dlq")})
 		if err != nil {
 			p.ch.Close()
 			return nil, err
@@ -207,15 +214,15 @@ func New(ctx context.Context, o Options) (*Pipeline, error) {
 
 	p.src, err = kafka.New(kafka.Options{
 		Config: cfg.Source.Kafka, Pipeline: cfg.Pipeline.Name, Handler: (*handler)(p), Log: log,
-		Registerer: o.Registerer,
+		Registerer: p.component("source"), CommitRegisterer: p.component("checkpoint"),
 	})
 	if err != nil {
 		p.ch.Close()
 		return nil, err
 	}
 	p.pause = newPauser(p.src, p.m.lanesPaused)
-	if o.Registerer != nil {
-		o.Registerer.MustRegister(prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+	if reg := p.component("checkpoint"); reg != nil {
+		reg.MustRegister(prometheus.NewGaugeFunc(prometheus.GaugeOpts{
 			Name: "etl_checkpoint_pending_ranges",
 			Help: "Acknowledged offset ranges held above the committable watermarks (gaps left by slow or failed batches).",
 		}, func() float64 { return float64(p.tracker.PendingRanges()) }))
@@ -256,6 +263,8 @@ func (p *Pipeline) Stats() Stats {
 // finish in time, or the fatal error.
 func (p *Pipeline) Run(ctx context.Context) error {
 	defer p.ch.Close()
+	p.setState(stateRunning)
+	defer p.setState(stateStopped)
 
 	sinkCtx, hardStop := context.WithCancel(context.Background())
 	defer hardStop()
@@ -298,6 +307,7 @@ func (p *Pipeline) Run(ctx context.Context) error {
 		p.log.Error("stopping on sink error", "err", fatal)
 	}
 	p.closing.Store(true)
+	p.setState(stateDraining)
 	stopSource()
 	<-srcDone
 
@@ -308,6 +318,7 @@ func (p *Pipeline) Run(ctx context.Context) error {
 		// Decode what was fetched and hand every chunk to the sink.
 		if !p.drainLanes(drainCtx) {
 			drained = false
+			p.log.Warn("drain: lanes still busy at the drain timeout")
 		}
 		p.shard.Close()
 		select {
@@ -502,9 +513,17 @@ func (p *Pipeline) process(l *lane, dec *boundDecoder) {
 			return
 		}
 		if len(recs) == 0 {
-			// Nothing more fetched: hand over the partial chunk.
-			if c := l.cur; c != nil && len(c.Spans) > 0 {
+			// Nothing more fetched: hand over the partial chunk. A chunk
+			// that covers nothing (its only records were rejected, each
+			// acknowledged on its own) goes back to the free list, so the
+			// lane is idle.
+			if c := l.cur; c != nil {
 				l.cur = nil
+				if len(c.Spans) == 0 {
+					c.Reset()
+					p.chunks.put(c)
+					return
+				}
 				p.seal(c)
 				if !p.send(l, c) {
 					return
@@ -559,6 +578,7 @@ func (p *Pipeline) process(l *lane, dec *boundDecoder) {
 				p.reject(l, r, err)
 			} else {
 				l.cur.AddRange(l.tp.Topic, l.tp.Partition, l.epoch, first, r.Offset+1)
+				l.cur.NoteTime(r.Timestamp.UnixMilli())
 			}
 			l.cursor = r.Offset + 1
 			n++
@@ -758,7 +778,11 @@ func (p *Pipeline) committer(ctx context.Context) {
 // processAcks moves acknowledged chunks into the tracker and releases their
 // budget.
 func (p *Pipeline) processAcks() {
+	now := time.Now().UnixMilli()
 	for _, c := range p.acks.take() {
+		if c.Oldest > 0 && c.Rows > 0 {
+			p.m.e2eLatency.Observe(float64(max(now-c.Oldest, 0)) / 1000)
+		}
 		for _, s := range c.Spans {
 			p.tracker.Ack(TopicPartition{s.Topic, s.Partition}, s.Epoch, s.First, s.Next)
 		}
@@ -812,6 +836,7 @@ type handler Pipeline
 
 func (h *handler) Assigned(_ context.Context, parts kafka.Partitions) {
 	p := (*Pipeline)(h)
+	p.assigned.Store(true)
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	for topic, ps := range parts {

@@ -194,9 +194,10 @@ func TestDecodeFailureStopsSafely(t *testing.T) {
 	}
 }
 
-// TestPermanentInsertError: a column dropped from the table while the
-// pipeline runs makes the insert fail for good: Run returns an error naming
-// the table, and no offset past the failed batch is committed.
+// TestPermanentInsertError: a column whose type changed under the pipeline
+// to one its values do not fit (String to an Enum8 lacking them) makes the
+// insert fail for good: Run returns an error naming the table and the
+// column, and no offset past the failed batch is committed.
 func TestPermanentInsertError(t *testing.T) {
 	kb, ch := setup(t)
 	const n = 2000
@@ -205,8 +206,9 @@ func TestPermanentInsertError(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	// The plan was made with the column; drop it before anything runs.
-	ch.Exec(t, "ALTER TABLE default.events DROP COLUMN note")
+	// The plan was made with the column as String; change it before
+	// anything runs.
+	ch.Exec(t, "ALTER TABLE default.events MODIFY COLUMN kind Enum8('none' = 1)")
 	done := make(chan error, 1)
 	go func() { done <- p.Run(context.Background()) }()
 	var runErr error
@@ -215,7 +217,7 @@ func TestPermanentInsertError(t *testing.T) {
 	case <-time.After(time.Minute):
 		t.Fatal("pipeline did not stop on the permanent error")
 	}
-	if runErr == nil || !strings.Contains(runErr.Error(), "default.events") || !strings.Contains(runErr.Error(), "note") {
+	if runErr == nil || !strings.Contains(runErr.Error(), "default.events") || !strings.Contains(runErr.Error(), "kind") {
 		t.Fatalf("Run error = %v, want it to name the table and the column", runErr)
 	}
 	if c := kb.CommittedOffsets(t, "permanent", "events"); len(c) != 0 {

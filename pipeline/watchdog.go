@@ -77,6 +77,7 @@ func (p *Pipeline) checkStalls(now time.Time) {
 	was := len(p.stalled)
 	p.stalled = stalled
 	p.healthMu.Unlock()
+	p.updateState()
 	if len(stalled) > 0 && was == 0 {
 		p.log.Error("partitions stalled: records in flight but nothing became durable",
 			"stalled_fail_after", limit, "partitions", stallString(stalled))
@@ -113,3 +114,65 @@ func (p *Pipeline) Health() (bool, string) {
 // pollStaleAfter is how long the poll loop may go without returning before
 // Health reports it; the loop returns from every poll within a second.
 const pollStaleAfter = 30 * time.Second
+
+// setState sets the pipeline's base state (starting, running, draining,
+// stopped) and updates etl_pipeline_state.
+func (p *Pipeline) setState(st string) {
+	p.state.Store(st)
+	p.updateState()
+}
+
+// updateState sets etl_pipeline_state to the current state: stalled while
+// running with a stalled partition, else the base state.
+func (p *Pipeline) updateState() {
+	st, _ := p.state.Load().(string)
+	if st == "" {
+		st = stateStarting
+	}
+	p.healthMu.Lock()
+	if st == stateRunning && len(p.stalled) > 0 {
+		st = stateStalled
+	}
+	p.healthMu.Unlock()
+	for _, s := range states {
+		v := 0.0
+		if s == st {
+			v = 1
+		}
+		p.m.state.WithLabelValues(s).Set(v)
+	}
+}
+
+// readyEvery bounds how often Ready asks ClickHouse: probes may come more
+// often.
+const readyEvery = 2 * time.Second
+
+// Ready reports whether the pipeline can take traffic: it received a
+// partition assignment from the consumer group (possibly empty, when the
+// group has more members than partitions) and ClickHouse answers. The
+// message says what is missing.
+func (p *Pipeline) Ready(ctx context.Context) (bool, string) {
+	if st, _ := p.state.Load().(string); st != stateRunning {
+		if st == "" {
+			st = stateStarting
+		}
+		return false, "pipeline is " + st
+	}
+	if !p.assigned.Load() {
+		return false, "no partition assignment received from the consumer group yet"
+	}
+	p.readyMu.Lock()
+	defer p.readyMu.Unlock()
+	if time.Since(p.readyAt) < readyEvery {
+		return p.ready, p.readyMsg
+	}
+	pctx, cancel := context.WithTimeout(ctx, readyEvery)
+	defer cancel()
+	if err := p.ch.Ping(pctx); err != nil {
+		p.ready, p.readyMsg = false, "clickhouse does not answer: "+err.Error()
+	} else {
+		p.ready, p.readyMsg = true, "ok"
+	}
+	p.readyAt = time.Now()
+	return p.ready, p.readyMsg
+}

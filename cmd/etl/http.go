@@ -6,6 +6,8 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"net/http/pprof"
+	"runtime"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -24,7 +26,8 @@ func newRegistry(cfg *config.Config) *prometheus.Registry {
 	info := prometheus.NewGauge(prometheus.GaugeOpts{
 		Name:        "etl_pipeline_info",
 		Help:        "Always 1; labels name the pipeline and the etl version.",
-		ConstLabels: prometheus.Labels{"pipeline": cfg.Pipeline.Name, "version": version},
+		ConstLabels: prometheus.Labels{"pipeline": cfg.Pipeline.Name, "version": version, "go_version": runtime.Version(),
+			"decode_format": cfg.Decode.Format, "table": cfg.Sink.ClickHouse.Table},
 	})
 	info.Set(1)
 	reg.MustRegister(info)
@@ -39,8 +42,9 @@ func (s *httpServer) Close() {
 	}
 }
 
-// startHTTP serves /metrics and /healthz on listen ("off" disables it).
-func startHTTP(listen string, reg *prometheus.Registry, p *pipeline.Pipeline, log *slog.Logger) (*httpServer, error) {
+// startHTTP serves /metrics, /healthz, /readyz and, when enabled,
+// /debug/pprof on listen ("off" disables it).
+func startHTTP(listen string, withPprof bool, reg *prometheus.Registry, p *pipeline.Pipeline, log *slog.Logger) (*httpServer, error) {
 	if listen == "" || listen == "off" {
 		return &httpServer{}, nil
 	}
@@ -55,6 +59,22 @@ func startHTTP(listen string, reg *prometheus.Registry, p *pipeline.Pipeline, lo
 		}
 		fmt.Fprintln(w, msg)
 	})
+	// /readyz: an assignment was received from the consumer group and
+	// ClickHouse answers; 503 with what is missing otherwise.
+	mux.HandleFunc("/readyz", func(w http.ResponseWriter, r *http.Request) {
+		ok, msg := p.Ready(r.Context())
+		if !ok {
+			w.WriteHeader(http.StatusServiceUnavailable)
+		}
+		fmt.Fprintln(w, msg)
+	})
+	if withPprof {
+		mux.HandleFunc("/debug/pprof/", pprof.Index)
+		mux.HandleFunc("/debug/pprof/cmdline", pprof.Cmdline)
+		mux.HandleFunc("/debug/pprof/profile", pprof.Profile)
+		mux.HandleFunc("/debug/pprof/symbol", pprof.Symbol)
+		mux.HandleFunc("/debug/pprof/trace", pprof.Trace)
+	}
 	ln, err := net.Listen("tcp", listen)
 	if err != nil {
 		return nil, fmt.Errorf("metrics.listen %s: %w", listen, err)

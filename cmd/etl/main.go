@@ -113,7 +113,7 @@ func runPipeline(args []string, stdout, stderr io.Writer) int {
 		return exitFailed
 	}
 	setMemoryLimit(p.Stats().BudgetBytes, log)
-	srv, err := startHTTP(cfg.Metrics.Listen, reg, p, log)
+	srv, err := startHTTP(cfg.Metrics.Listen, cfg.Metrics.Pprof, reg, p, log)
 	if err != nil {
 		log.Error("cannot start the metrics server", "err", err)
 		return exitFailed

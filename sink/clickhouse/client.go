@@ -136,6 +136,14 @@ func Connect(ctx context.Context, o Options, log *slog.Logger) (*Client, error) 
 	return c, nil
 }
 
+// Ping checks that the server answers.
+func (c *Client) Ping(ctx context.Context) error {
+	if err := c.conn.Ping(ctx); err != nil {
+		return fmt.Errorf("clickhouse %v: %w", c.opts.Addr, err)
+	}
+	return nil
+}
+
 // ServerVersion is the server's version as major.minor.patch.
 func (c *Client) ServerVersion() string { return c.version }
 

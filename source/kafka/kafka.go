@@ -51,6 +51,9 @@ type Options struct {
 	Log      *slog.Logger
 	// Registerer receives the source's metrics; nil registers nothing.
 	Registerer prometheus.Registerer
+	// CommitRegisterer receives etl_checkpoint_commit_errors_total
+	// (default Registerer).
+	CommitRegisterer prometheus.Registerer
 	// MaxPollRecords bounds the records one poll returns.
 	MaxPollRecords int
 }
@@ -86,7 +89,7 @@ func New(o Options) (*Source, error) {
 	if o.MaxPollRecords <= 0 {
 		o.MaxPollRecords = 10000
 	}
-	s := &Source{o: o, log: o.Log, metrics: newMetrics(o.Registerer), ready: make(chan struct{})}
+	s := &Source{o: o, log: o.Log, metrics: newMetrics(o.Registerer, o.CommitRegisterer), ready: make(chan struct{})}
 	opts, err := clientOpts(o.Config)
 	if err != nil {
 		return nil, err
@@ -318,7 +321,7 @@ type metrics struct {
 	pollSeconds                                           prometheus.Histogram
 }
 
-func newMetrics(reg prometheus.Registerer) *metrics {
+func newMetrics(reg, commitReg prometheus.Registerer) *metrics {
 	m := &metrics{
 		records:      prometheus.NewCounter(prometheus.CounterOpts{Name: "etl_source_records_total", Help: "Records fetched from Kafka."}),
 		bytes:        prometheus.NewCounter(prometheus.CounterOpts{Name: "etl_source_bytes_total", Help: "Key and value bytes fetched from Kafka."}),
@@ -332,7 +335,11 @@ func newMetrics(reg prometheus.Registerer) *metrics {
 		}),
 	}
 	if reg != nil {
-		reg.MustRegister(m.records, m.bytes, m.fetchErrors, m.rebalances, m.commitErrors, m.assigned, m.pollSeconds)
+		reg.MustRegister(m.records, m.bytes, m.fetchErrors, m.rebalances, m.assigned, m.pollSeconds)
+		if commitReg == nil {
+			commitReg = reg
+		}
+		commitReg.MustRegister(m.commitErrors)
 	}
 	return m
 }

@@ -111,7 +111,7 @@ sink:
     retry: {initial_backoff: 100ms, max_backoff: 1s}
 checkpoint: {commit_interval: 500ms, drain_timeout: 20s}
 metrics: {listen: "off"}
-log: {level: info, format: text}
+log: {level: ${ETL_TEST_LOG_LEVEL:-info}, format: text}
 %s`, e.kb.Addr(), topic, group, e.ch.TCPAddr(), extra)
 	p := filepath.Join(e.t.TempDir(), "pipeline.yaml")
 	if err := os.WriteFile(p, []byte(y), 0o644); err != nil {
