@@ -917,6 +917,8 @@ func (h *handler) Revoked(ctx context.Context, parts kafka.Partitions) {
 	for _, l := range lanes {
 		p.tracker.Remove(l.tp, l.epoch)
 	}
+	// From here on nothing is committed for these partitions.
+	p.log.Info("revoked partitions released", "partitions", parts)
 }
 
 func (h *handler) Lost(_ context.Context, parts kafka.Partitions) {

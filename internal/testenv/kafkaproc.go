@@ -65,6 +65,13 @@ type BrokerProcess struct {
 // restart keeps records and committed offsets. It is stopped when t ends.
 func KafkaProcess(t testing.TB, partitions int, topics ...string) *BrokerProcess {
 	t.Helper()
+	return KafkaCluster(t, 1, partitions, topics...)
+}
+
+// KafkaCluster is KafkaProcess with brokers brokers in the one process,
+// each on its own free port; partition leadership is spread over them.
+func KafkaCluster(t testing.TB, brokers, partitions int, topics ...string) *BrokerProcess {
+	t.Helper()
 	bp := &BrokerProcess{
 		bin:        Build(t, "./cmd/devbroker"),
 		dataDir:    t.TempDir(),
@@ -72,7 +79,11 @@ func KafkaProcess(t testing.TB, partitions int, topics ...string) *BrokerProcess
 		topics:     strings.Join(topics, ","),
 		partitions: partitions,
 	}
-	bp.Broker = &Broker{addrs: []string{net.JoinHostPort("127.0.0.1", strconv.Itoa(bp.port))}}
+	addrs := []string{net.JoinHostPort("127.0.0.1", strconv.Itoa(bp.port))}
+	for len(addrs) < brokers {
+		addrs = append(addrs, net.JoinHostPort("127.0.0.1", strconv.Itoa(FreePort(t))))
+	}
+	bp.Broker = &Broker{addrs: addrs}
 	bp.Start(t)
 	t.Cleanup(func() {
 		bp.Broker.close()
@@ -89,24 +100,26 @@ func (bp *BrokerProcess) Start(t testing.TB) {
 		t.Fatalf("testenv: %v", err)
 	}
 	bp.log = f
-	bp.cmd = exec.Command(bp.bin, "-listen", bp.Addr(), "-topics", bp.topics,
+	bp.cmd = exec.Command(bp.bin, "-listen", strings.Join(bp.Addrs(), ","), "-topics", bp.topics,
 		"-partitions", strconv.Itoa(bp.partitions), "-data-dir", bp.dataDir)
 	bp.cmd.Stdout, bp.cmd.Stderr = f, f
 	if err := bp.cmd.Start(); err != nil {
 		t.Fatalf("testenv: start devbroker: %v", err)
 	}
 	deadline := time.Now().Add(15 * time.Second)
-	for {
-		c, err := net.DialTimeout("tcp", bp.Addr(), 200*time.Millisecond)
-		if err == nil {
-			c.Close()
-			return
+	for _, addr := range bp.Addrs() {
+		for {
+			c, err := net.DialTimeout("tcp", addr, 200*time.Millisecond)
+			if err == nil {
+				c.Close()
+				break
+			}
+			if time.Now().After(deadline) {
+				b, _ := os.ReadFile(f.Name())
+				t.Fatalf("testenv: devbroker did not listen on %s: %v\n%s", addr, err, b)
+			}
+			time.Sleep(20 * time.Millisecond)
 		}
-		if time.Now().After(deadline) {
-			b, _ := os.ReadFile(f.Name())
-			t.Fatalf("testenv: devbroker did not listen on %s: %v\n%s", bp.Addr(), err, b)
-		}
-		time.Sleep(20 * time.Millisecond)
 	}
 }
 
