@@ -59,12 +59,12 @@ type Pipeline struct {
 
 	chunkTarget  int
 	workers      int
-	onError      string // decode.on_error
+	onError      string                                  // decode.on_error
 	component    func(name string) prometheus.Registerer // the registerer of each component (metrics.go)
-	registry     *schemaregistry.Client // Avro with confluent framing
-	avroSchema   string                 // Avro raw and single_object: the writer schema
-	readerSchema string                 // Avro: the reader schema, if any
-	waiters      sync.WaitGroup         // lanes waiting for a schema
+	registry     *schemaregistry.Client                  // Avro with confluent framing
+	avroSchema   string                                  // Avro raw and single_object: the writer schema
+	readerSchema string                                  // Avro: the reader schema, if any
+	waiters      sync.WaitGroup                          // lanes waiting for a schema
 	stopWaiters  chan struct{}
 	dlq          *dlq.Writer // when on_error is dlq
 	rejectLog    *logLimiter

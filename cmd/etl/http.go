@@ -24,8 +24,8 @@ func newRegistry(cfg *config.Config) *prometheus.Registry {
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	info := prometheus.NewGauge(prometheus.GaugeOpts{
-		Name:        "etl_pipeline_info",
-		Help:        "Always 1; labels name the pipeline and the etl version.",
+		Name: "etl_pipeline_info",
+		Help: "Always 1; labels name the pipeline and the etl version.",
 		ConstLabels: prometheus.Labels{"pipeline": cfg.Pipeline.Name, "version": version, "go_version": runtime.Version(),
 			"decode_format": cfg.Decode.Format, "table": cfg.Sink.ClickHouse.Table},
 	})
