@@ -310,6 +310,8 @@ func NewColumn(t *Type) (Column, error) {
 		return &Strings{}, nil
 	case KindLowCardinality:
 		return NewColumn(t.Elem)
+	case KindTuple, KindMap:
+		return newComposite(t)
 	case KindNullable:
 		inner, err := NewColumn(t.Elem)
 		if err != nil {

@@ -50,6 +50,8 @@ const (
 	KindInt256
 	KindUInt128
 	KindUInt256
+	KindMap
+	KindTuple
 )
 
 var kindNames = map[string]Kind{
@@ -62,6 +64,10 @@ var kindNames = map[string]Kind{
 	"Nullable": KindNullable, "Array": KindArray, "LowCardinality": KindLowCardinality,
 	"Date32": KindDate32, "DateTime64": KindDateTime64, "IPv4": KindIPv4, "IPv6": KindIPv6,
 	"Int128": KindInt128, "Int256": KindInt256, "UInt128": KindUInt128, "UInt256": KindUInt256,
+	"Map": KindMap, "Tuple": KindTuple,
+	// Nested(a T, b U) (a table created with flatten_nested = 0) is
+	// Array(Tuple(a T, b U)) with its own name.
+	"Nested": KindArray,
 }
 
 // Type is a parsed ClickHouse column type.
@@ -69,8 +75,16 @@ type Type struct {
 	Kind Kind
 	// Name is the type as the server spells it, e.g. "Nullable(Int64)".
 	Name string
-	// Elem is the inner type of Nullable, Array and LowCardinality.
+	// Elem is the inner type of Nullable, Array and LowCardinality, and V
+	// of Map(K, V).
 	Elem *Type
+	// Key is K of Map(K, V).
+	Key *Type
+	// Elems are the element types of Tuple(T1, T2, ...).
+	Elems []*Type
+	// ElemNames are the element names of a named tuple, Tuple(a T1, b T2),
+	// and nil for an unnamed one.
+	ElemNames []string
 	// Len is N of FixedString(N).
 	Len int
 	// Precision and Scale of Decimal(P, S); Precision is also P of
@@ -98,7 +112,40 @@ func ParseType(s string) (*Type, error) {
 		return nil, fmt.Errorf("type %q is not supported", s)
 	}
 	t := &Type{Kind: kind, Name: s}
+	if name == "Nested" {
+		if !hasArgs {
+			return nil, fmt.Errorf("type %q: missing elements", s)
+		}
+		elem, err := parseTuple("Tuple("+args+")", args)
+		if err != nil {
+			return nil, err
+		}
+		if elem.ElemNames == nil {
+			return nil, fmt.Errorf("type %q: want Nested(name Type, ...)", s)
+		}
+		t.Elem = elem
+		return t, nil
+	}
 	switch kind {
+	case KindMap:
+		parts := splitArgs(args)
+		if len(parts) != 2 {
+			return nil, fmt.Errorf("type %q: want Map(K, V)", s)
+		}
+		key, err := ParseType(parts[0])
+		if err != nil {
+			return nil, err
+		}
+		val, err := ParseType(parts[1])
+		if err != nil {
+			return nil, err
+		}
+		t.Key, t.Elem = key, val
+	case KindTuple:
+		if !hasArgs {
+			return nil, fmt.Errorf("type %q: missing elements", s)
+		}
+		return parseTuple(s, args)
 	case KindNullable, KindArray, KindLowCardinality:
 		if !hasArgs {
 			return nil, fmt.Errorf("type %q: missing inner type", s)
@@ -173,17 +220,75 @@ func ParseType(s string) (*Type, error) {
 	return t, nil
 }
 
+// parseTuple parses the elements args of the tuple type s: all of them
+// "name Type" (a named tuple) or none.
+func parseTuple(s, args string) (*Type, error) {
+	t := &Type{Kind: KindTuple, Name: s}
+	parts := splitArgs(args)
+	if len(parts) == 0 {
+		return nil, fmt.Errorf("type %q: missing elements", s)
+	}
+	named := 0
+	for _, p := range parts {
+		name, typ := splitElemName(p)
+		et, err := ParseType(typ)
+		if err != nil {
+			return nil, err
+		}
+		if name != "" {
+			named++
+		}
+		t.Elems = append(t.Elems, et)
+		t.ElemNames = append(t.ElemNames, name)
+	}
+	switch named {
+	case 0:
+		t.ElemNames = nil
+	case len(parts):
+	default:
+		return nil, fmt.Errorf("type %q: either every element is named or none", s)
+	}
+	return t, nil
+}
+
+// splitElemName splits a tuple element "name Type" (name possibly in
+// backquotes) into its name and type; an element without a name ("Type",
+// "Nullable(Int32)", "Decimal(9, 2)") gives "".
+func splitElemName(p string) (name, typ string) {
+	if strings.HasPrefix(p, "`") {
+		for i := 1; i < len(p); i++ {
+			switch p[i] {
+			case '\\':
+				i++
+			case '`':
+				n := strings.NewReplacer("\\`", "`", "\\\\", "\\").Replace(p[1:i])
+				return n, strings.TrimSpace(p[i+1:])
+			}
+		}
+		return "", p
+	}
+	sp := strings.IndexByte(p, ' ')
+	if par := strings.IndexByte(p, '('); sp > 0 && (par < 0 || sp < par) {
+		return p[:sp], strings.TrimSpace(p[sp+1:])
+	}
+	return "", p
+}
+
 // splitArgs splits a type's argument list on top-level commas.
 func splitArgs(s string) []string {
 	var out []string
-	depth, start, quoted := 0, 0, false
+	depth, start := 0, 0
+	var quote byte // the quote character of the quoted text we are in, if any
 	for i := 0; i < len(s); i++ {
 		switch c := s[i]; {
-		case c == '\\' && quoted:
+		case c == '\\' && quote != 0:
 			i++
-		case c == '\'':
-			quoted = !quoted
-		case quoted:
+		case quote != 0:
+			if c == quote {
+				quote = 0
+			}
+		case c == '\'' || c == '`':
+			quote = c
 		case c == '(':
 			depth++
 		case c == ')':

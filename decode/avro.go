@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"math"
 	"net/netip"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -99,8 +100,26 @@ type AvroOptions struct {
 // lacks, for a column with no field, and for the columns read from the
 // fields of a nested record in a [null, record] union that is null.
 //
-// Maps, records and any field no column reads are skipped. Whole records
-// and maps cannot go into a column.
+//   - Map(K, V): a map, each value converted as V, in the writer's order.
+//     K is String (or LowCardinality(String)) or an integer type, whose
+//     keys are parsed from their text like the JSON decoder's numeric
+//     strings: a key that is not a number is wrong_type, one outside K's
+//     range out_of_range.
+//   - Tuple(T1, ..., Tn): a record, its fields in order into the elements
+//     (the counts must agree); into a named tuple, fields by name (fields
+//     the tuple lacks are skipped, elements the record lacks get their
+//     default).
+//   - Nested: the Array columns n.a, n.b, ... of a Nested structure n take,
+//     from an array of records n (or a [null, array] union, null giving
+//     empty arrays), field a, b, ... of each record: one element per record
+//     in every column, the element type's default where a record lacks the
+//     field. Arrays of records inside those records cannot feed columns.
+//     The arrays of one Nested structure must end up of equal lengths
+//     (out_of_range otherwise), whatever fields fill them.
+//
+// Maps, records and any field no column reads are skipped. A whole record
+// goes only into a Tuple column (or its fields into columns of their own);
+// a map only into a Map column.
 //
 // A datum that ends early, holds a malformed varint, a negative or too
 // long length, a union branch or enum index out of range, a boolean other
@@ -115,6 +134,8 @@ type Avro struct {
 	types   []string // column types as the server spells them
 	steps   []avroStep
 	missing []avroDefault // columns no writer field feeds
+	fields  []string      // the field path of each column
+	groups  []nestedGroup // Nested structures whose arrays must have equal lengths
 	max     int
 	r       avroReader
 }
@@ -122,12 +143,31 @@ type Avro struct {
 var _ Decoder = (*Avro)(nil)
 
 // avroStep is one writer field of the record (or of a nested record,
-// inlined) in writer order. Exactly one of skip, targets and opt is set.
+// inlined) in writer order. Exactly one of skip, targets, opt, nest and
+// peek is set.
 type avroStep struct {
 	path    string
 	skip    *avroSkip
 	targets []avroTarget
 	opt     *avroOptional
+	nest    *avroNested
+	// peek decodes the field into its columns and goes back to its start:
+	// the next steps read the same field again (a record that goes into
+	// Tuple columns and whose fields feed columns of their own).
+	peek []avroTarget
+}
+
+// avroNested is an array of records whose fields feed the Array columns
+// of a Nested structure (field x of the records of array n into column
+// n.x): per record, its steps, which append to the columns' elements, and
+// the element default of every column the records lack; at the end of the
+// array, a row for every column.
+type avroNested struct {
+	null, arr int64 // union branches of a [null, array] union; null is -1 for an array
+	itemMin   int
+	steps     []avroStep
+	fill      []avroDefault
+	cols      []int
 }
 
 // avroTarget is one column a field is decoded into.
@@ -191,6 +231,8 @@ func NewAvro(writerSchema string, s *chunk.Schema, o AvroOptions) (*Avro, error)
 		schema: s,
 		names:  s.Names,
 		types:  make([]string, len(s.Types)),
+		fields: fields,
+		groups: nestedGroups(s),
 		max:    o.MaxRecordBytes,
 	}
 	b := &avroBuilder{
@@ -282,6 +324,12 @@ func (a *Avro) Decode(payload []byte, c *chunk.Chunk) (int, error) {
 		}
 		appendDefault(m.def, c.Cols[m.col])
 	}
+	if a.groups != nil {
+		if ci, e := checkNested(a.groups, c); e != nil {
+			c.Truncate(rows)
+			return 0, a.fieldError(e, a.fields[ci], ci)
+		}
+	}
 	c.Rows++
 	return 1, nil
 }
@@ -306,6 +354,20 @@ func (a *Avro) run(steps []avroStep, c *chunk.Chunk) *Error {
 			if e := a.optional(st, c); e != nil {
 				return e
 			}
+		case st.nest != nil:
+			if e := a.nested(st, c); e != nil {
+				return e
+			}
+		case st.peek != nil:
+			start := r.pos
+			for j := range st.peek {
+				r.pos = start
+				t := &st.peek[j]
+				if e := t.set(r, c.Cols[t.col]); e != nil {
+					return a.fieldError(e, st.path, t.col)
+				}
+			}
+			r.pos = start
 		default:
 			// One field into several columns: decode it once per column.
 			start := r.pos
@@ -340,6 +402,58 @@ func (a *Avro) optional(st *avroStep, c *chunk.Chunk) *Error {
 	return &Error{Reason: ReasonCorrupt, Err: fmt.Errorf("field %q: union branch %d of 2 at byte %d", st.path, i, a.r.pos)}
 }
 
+// nested reads an array of records into the Array columns of a Nested
+// structure.
+func (a *Avro) nested(st *avroStep, c *chunk.Chunk) *Error {
+	o := st.nest
+	r := &a.r
+	if o.null >= 0 {
+		i, e := r.long()
+		if e != nil {
+			e.Err = fmt.Errorf("field %q: %w", st.path, e.Err)
+			return e
+		}
+		switch i {
+		case o.null:
+			for _, ci := range o.cols {
+				c.Cols[ci].(*chunk.Array).EndRow()
+			}
+			return nil
+		case o.arr:
+		default:
+			return &Error{Reason: ReasonCorrupt, Err: fmt.Errorf("field %q: union branch %d of 2 at byte %d", st.path, i, r.pos)}
+		}
+	}
+	for {
+		n, size, e := r.block(o.itemMin)
+		if e != nil {
+			e.Err = fmt.Errorf("field %q: %w", st.path, e.Err)
+			return e
+		}
+		if n == 0 {
+			break
+		}
+		start := r.pos
+		for ; n > 0; n-- {
+			if e := a.run(o.steps, c); e != nil {
+				return e
+			}
+			for _, f := range o.fill {
+				appendDefault(f.def, c.Cols[f.col])
+			}
+		}
+		if size >= 0 && int64(r.pos-start) != size {
+			e := r.corrupt(fmt.Sprintf("array block of %d bytes holds %d", size, r.pos-start))
+			e.Err = fmt.Errorf("field %q: %w", st.path, e.Err)
+			return e
+		}
+	}
+	for _, ci := range o.cols {
+		c.Cols[ci].(*chunk.Array).EndRow()
+	}
+	return nil
+}
+
 func (a *Avro) fieldError(e *Error, path string, col int) *Error {
 	e.Field, e.Column, e.Type = path, a.names[col], a.types[col]
 	return e
@@ -364,6 +478,19 @@ type avroBuilder struct {
 	used     []bool // column fed by a writer field
 	skips    map[avro.Schema]*avroSkip
 	errs     []error
+	// elem > 0 while compiling the records of an array that feeds a
+	// Nested structure.
+	elem int
+	// unfed are columns of Nested structures that no field of the
+	// records feeds (validate_schema full lists them).
+	unfed []avroUnfed
+}
+
+// avroUnfed is a column of a Nested structure fed by array, whose
+// records have no field for it.
+type avroUnfed struct {
+	col   int
+	array string
 }
 
 // record returns the steps of the fields of rec, whose path is prefix
@@ -379,49 +506,187 @@ func (b *avroBuilder) record(rec *avro.RecordSchema, prefix string) []avroStep {
 		for _, ci := range cols {
 			b.used[ci] = true
 		}
-		switch {
-		case sub != nil:
+		if sub != nil {
+			// A record goes into Tuple columns, or its fields feed columns
+			// of their own ("a.b"), or both.
+			var tuples []int
 			for _, ci := range cols {
-				b.fail(path, ft, ci, errors.New("a whole record cannot go into a column; address its fields as "+strconv.Quote(path+".name")))
-			}
-			if !under {
-				steps = append(steps, avroStep{path: path, skip: b.skip(ft)})
-				continue
-			}
-			inner := b.record(sub, path+".")
-			if null < 0 {
-				steps = append(steps, inner...)
-				continue
-			}
-			o := &avroOptional{null: null, rec: recIdx, steps: inner}
-			avroCollectCols(inner, func(ci int) { o.cols = append(o.cols, avroDefault{col: ci, def: b.defs[ci]}) })
-			steps = append(steps, avroStep{path: path, opt: o})
-		default:
-			if under {
-				for ci, p := range b.fieldPaths() {
-					if strings.HasPrefix(p, path+".") {
-						b.used[ci] = true
-						b.fail(p, ft, ci, fmt.Errorf("field %q is %s, not a record", path, avroTypeName(ft)))
-					}
+				switch t := b.target(ci); {
+				case t == nil:
+					// Not an Array, inside the records of an array:
+					// nested reported it.
+				case t.Base().Kind == chunk.KindTuple:
+					tuples = append(tuples, ci)
+				default:
+					b.fail(path, ft, ci, errors.New("a whole record cannot go into a column other than a Tuple; address its fields as "+strconv.Quote(path+".name")))
 				}
 			}
-			if len(cols) == 0 {
-				steps = append(steps, avroStep{path: path, skip: b.skip(ft)})
-				continue
-			}
-			st := avroStep{path: path}
-			for _, ci := range cols {
-				set, err := avroCompile(ft, b.s.Types[ci])
-				if err != nil {
-					b.fail(path, ft, ci, err)
+			if len(tuples) > 0 {
+				st := b.fieldStep(path, ft, tuples)
+				if !under {
+					steps = append(steps, st)
 					continue
 				}
-				st.targets = append(st.targets, avroTarget{col: ci, set: set})
+				steps = append(steps, avroStep{path: path, peek: st.targets})
 			}
-			steps = append(steps, st)
+			switch {
+			case !under:
+				steps = append(steps, avroStep{path: path, skip: b.skip(ft)})
+			default:
+				inner := b.record(sub, path+".")
+				if null < 0 {
+					steps = append(steps, inner...)
+					break
+				}
+				o := &avroOptional{null: null, rec: recIdx, steps: inner}
+				avroCollectCols(inner, func(ci int) { o.cols = append(o.cols, avroDefault{col: ci, def: b.def(ci)}) })
+				steps = append(steps, avroStep{path: path, opt: o})
+			}
+			continue
 		}
+		if under {
+			if arr, an, ai := avroArrayOfRecords(ft); arr != nil {
+				// A Nested structure: columns path.x take field x of
+				// every record of the array (and columns named path
+				// take the array itself).
+				if len(cols) > 0 {
+					steps = append(steps, avroStep{path: path, peek: b.fieldStep(path, ft, cols).targets})
+				}
+				steps = append(steps, b.nested(path, ft, arr, an, ai))
+				continue
+			}
+			for ci, p := range b.fieldPaths() {
+				if strings.HasPrefix(p, path+".") {
+					b.used[ci] = true
+					b.fail(p, ft, ci, fmt.Errorf("field %q is %s, not a record or an array of records", path, avroTypeName(ft)))
+				}
+			}
+		}
+		if len(cols) == 0 {
+			steps = append(steps, avroStep{path: path, skip: b.skip(ft)})
+			continue
+		}
+		steps = append(steps, b.fieldStep(path, ft, cols))
 	}
 	return steps
+}
+
+// fieldStep compiles the step of a field that goes into columns cols.
+func (b *avroBuilder) fieldStep(path string, ft avro.Schema, cols []int) avroStep {
+	st := avroStep{path: path}
+	for _, ci := range cols {
+		t := b.target(ci)
+		if t == nil {
+			continue // not an Array, inside the records of an array: nested reported it
+		}
+		set, err := avroCompile(ft, t)
+		if err != nil {
+			b.fail(path, ft, ci, err)
+			continue
+		}
+		if b.elem > 0 {
+			elem := set
+			set = func(r *avroReader, col chunk.Column) *Error { return elem(r, col.(*chunk.Array).Inner) }
+		}
+		st.targets = append(st.targets, avroTarget{col: ci, set: set})
+	}
+	return st
+}
+
+// target is the type a field's values go into for column ci: the column's
+// type or, inside the records of an array that feeds a Nested structure,
+// the column's element type (nil when the column is not an Array).
+func (b *avroBuilder) target(ci int) *chunk.Type {
+	t := b.s.Types[ci]
+	if b.elem == 0 {
+		return t
+	}
+	if t.Kind != chunk.KindArray {
+		return nil
+	}
+	return t.Elem
+}
+
+// def is the default for column ci where a value is missing: the column's
+// or, inside the records of an array, one element of the column's type
+// (appended to the Array's elements).
+func (b *avroBuilder) def(ci int) defaulter {
+	if b.elem == 0 {
+		return b.defs[ci]
+	}
+	return b.elemDef(ci)
+}
+
+func (b *avroBuilder) elemDef(ci int) defaulter {
+	t := b.s.Types[ci]
+	if t.Kind != chunk.KindArray {
+		return func(chunk.Column) {} // refused when compiled
+	}
+	_, def, _ := compile(t.Elem) // compiled with the column before
+	return func(col chunk.Column) { appendDefault(def, col.(*chunk.Array).Inner) }
+}
+
+// nested compiles the step of field path, an array of records rec (or a
+// [null, array] union: null and arr are the branches, null -1 without),
+// whose records' fields feed the Array columns path.x.
+func (b *avroBuilder) nested(path string, ft avro.Schema, rec *avro.RecordSchema, null, arr int64) avroStep {
+	var group []int
+	for ci, p := range b.fieldPaths() {
+		if !strings.HasPrefix(p, path+".") {
+			continue
+		}
+		b.used[ci] = true
+		switch {
+		case b.elem > 0:
+			b.fail(p, ft, ci, fmt.Errorf("field %q is an array of records inside the records of an array: their fields cannot feed columns", path))
+		case b.s.Types[ci].Kind != chunk.KindArray:
+			b.fail(p, ft, ci, fmt.Errorf("field %q is %s: the columns its records' fields feed must be Arrays", path, avroTypeName(ft)))
+		default:
+			group = append(group, ci)
+		}
+	}
+	if b.elem > 0 {
+		return avroStep{path: path, skip: b.skip(ft)}
+	}
+	b.elem++
+	inner := b.record(rec, path+".")
+	b.elem--
+	fed := make(map[int]bool)
+	avroCollectCols(inner, func(ci int) { fed[ci] = true })
+	o := &avroNested{null: null, arr: arr, itemMin: avroMinSize(rec, nil), steps: inner, cols: group}
+	for _, ci := range group {
+		if !fed[ci] {
+			o.fill = append(o.fill, avroDefault{col: ci, def: b.elemDef(ci)})
+			b.unfed = append(b.unfed, avroUnfed{col: ci, array: path})
+		}
+	}
+	return avroStep{path: path, nest: o}
+}
+
+// avroArrayOfRecords returns the record of the items of s, an array of
+// records or a [null, array of records] union, with the union's branch
+// indices of null and the array (null is -1 for a plain array); rec is
+// nil when s is neither.
+func avroArrayOfRecords(s avro.Schema) (rec *avro.RecordSchema, null, idx int64) {
+	items := func(s avro.Schema) *avro.RecordSchema {
+		if a, ok := avroDeref(s).(*avro.ArraySchema); ok {
+			r, _ := avroDeref(a.Items()).(*avro.RecordSchema)
+			return r
+		}
+		return nil
+	}
+	if r := items(s); r != nil {
+		return r, -1, 0
+	}
+	u, ok := s.(*avro.UnionSchema)
+	if !ok || !u.Nullable() {
+		return nil, -1, 0
+	}
+	n, t := u.Indices()
+	if r := items(u.Types()[t]); r != nil {
+		return r, int64(n), int64(t)
+	}
+	return nil, -1, 0
 }
 
 // fieldPaths returns the field path of each column ("" for none).
@@ -446,8 +711,16 @@ func avroCollectCols(steps []avroStep, f func(int)) {
 		for _, t := range st.targets {
 			f(t.col)
 		}
+		for _, t := range st.peek {
+			f(t.col)
+		}
 		if st.opt != nil {
 			avroCollectCols(st.opt.steps, f)
+		}
+		if st.nest != nil {
+			for _, ci := range st.nest.cols {
+				f(ci)
+			}
 		}
 	}
 }
@@ -567,6 +840,26 @@ func avroCompile(w avro.Schema, t *chunk.Type) (avroSetter, error) {
 			return nil, err
 		}
 		return avroSetArray(elem, avroMinSize(aw.Items(), nil)), nil
+	case chunk.KindTuple:
+		rec, ok := w.(*avro.RecordSchema)
+		if !ok {
+			return nil, avroCannot(w, t)
+		}
+		return avroCompileTuple(rec, t)
+	case chunk.KindMap:
+		mw, ok := w.(*avro.MapSchema)
+		if !ok {
+			return nil, avroCannot(w, t)
+		}
+		key, err := avroMapKey(t.Key)
+		if err != nil {
+			return nil, fmt.Errorf("%s cannot go into %s: %w", avroTypeName(w), t.Name, err)
+		}
+		val, err := avroCompile(mw.Values(), t.Elem)
+		if err != nil {
+			return nil, err
+		}
+		return avroSetMap(key, val, 1+avroMinSize(mw.Values(), nil)), nil
 	}
 	switch w.(type) {
 	case *avro.RecordSchema, *avro.MapSchema, *avro.ArraySchema:
@@ -1810,6 +2103,206 @@ func (b *avroBuilder) validate(level string, rec *avro.RecordSchema, fields []st
 			}
 			out = append(out, fmt.Errorf("column %s (%s) is filled by no field", b.s.Names[i], t.Name))
 		}
+		for _, u := range b.unfed {
+			out = append(out, fmt.Errorf("column %s (%s) is filled by no field of the records of %q", b.s.Names[u.col], b.s.Types[u.col].Name, u.array))
+		}
 	}
 	return out
+}
+
+// avroTupleOp is one field of a record read into a tuple: into element
+// elem with set, or skipped.
+type avroTupleOp struct {
+	elem int
+	set  avroSetter
+	skip *avroSkip
+}
+
+// avroCompileTuple compiles a record into a Tuple: its fields in order
+// into the elements of an unnamed tuple (the counts must agree), or by
+// name into a named tuple's (fields the tuple lacks are skipped, elements
+// the record lacks get their default).
+func avroCompileTuple(rec *avro.RecordSchema, t *chunk.Type) (avroSetter, error) {
+	fields := rec.Fields()
+	names := t.ElemNames
+	if names == nil && len(fields) != len(t.Elems) {
+		return nil, fmt.Errorf("%s has %d fields, %s has %d elements", avroTypeName(rec), len(fields), t.Name, len(t.Elems))
+	}
+	var (
+		ops    []avroTupleOp
+		errs   []error
+		filled = make([]bool, len(t.Elems))
+		skips  *avroBuilder
+	)
+	for i, f := range fields {
+		j := i
+		if names != nil {
+			if j = slices.Index(names, f.Name()); j < 0 {
+				if skips == nil {
+					skips = &avroBuilder{skips: make(map[avro.Schema]*avroSkip)}
+				}
+				ops = append(ops, avroTupleOp{skip: skips.skip(f.Type())})
+				continue
+			}
+		}
+		set, err := avroCompile(f.Type(), t.Elems[j])
+		if err != nil {
+			errs = append(errs, fmt.Errorf("field %q -> %s: %w", f.Name(), tupleLabel(names, j), err))
+			continue
+		}
+		ops = append(ops, avroTupleOp{elem: j, set: set})
+		filled[j] = true
+	}
+	if len(errs) > 0 {
+		return nil, errors.Join(errs...)
+	}
+	var missing []avroDefault
+	for j, ok := range filled {
+		if !ok {
+			_, def, err := compile(t.Elems[j])
+			if err != nil {
+				return nil, err
+			}
+			missing = append(missing, avroDefault{col: j, def: def})
+		}
+	}
+	return func(r *avroReader, col chunk.Column) *Error {
+		tc := col.(*chunk.Tuple)
+		for i := range ops {
+			op := &ops[i]
+			if op.skip != nil {
+				if e := r.skip(op.skip, 0); e != nil {
+					return e
+				}
+				continue
+			}
+			if e := op.set(r, tc.Elems[op.elem]); e != nil {
+				e.Err = fmt.Errorf("%s: %w", tupleLabel(names, op.elem), e.Err)
+				return e
+			}
+		}
+		for _, m := range missing {
+			appendDefault(m.def, tc.Elems[m.col])
+		}
+		tc.EndRow()
+		return nil
+	}, nil
+}
+
+// avroKeySetter appends an Avro map key (a string) to a map's key column.
+type avroKeySetter func(key []byte, col chunk.Column) *Error
+
+// avroMapKey returns the setter of map keys into key type t: String (or
+// LowCardinality(String)), or an integer type parsed from the key's text.
+func avroMapKey(t *chunk.Type) (avroKeySetter, error) {
+	t = t.Base()
+	switch t.Kind {
+	case chunk.KindString:
+		return func(key []byte, col chunk.Column) *Error {
+			col.(*chunk.Strings).Append(key)
+			return nil
+		}, nil
+	case chunk.KindInt8:
+		return avroKeySigned[int8](math.MinInt8, math.MaxInt8), nil
+	case chunk.KindInt16:
+		return avroKeySigned[int16](math.MinInt16, math.MaxInt16), nil
+	case chunk.KindInt32:
+		return avroKeySigned[int32](math.MinInt32, math.MaxInt32), nil
+	case chunk.KindInt64:
+		return avroKeySigned[int64](math.MinInt64, math.MaxInt64), nil
+	case chunk.KindUInt8:
+		return avroKeyUnsigned[uint8](math.MaxUint8), nil
+	case chunk.KindUInt16:
+		return avroKeyUnsigned[uint16](math.MaxUint16), nil
+	case chunk.KindUInt32:
+		return avroKeyUnsigned[uint32](math.MaxUint32), nil
+	case chunk.KindUInt64:
+		return avroKeyUnsigned[uint64](math.MaxUint64), nil
+	}
+	return nil, fmt.Errorf("map keys are strings: the key type must be String or an integer type, not %s", t.Name)
+}
+
+// avroKeyNumber parses a map key as a number (as the JSON decoder parses
+// numeric strings); a key that is not one is wrong_type.
+func avroKeyNumber(key []byte) (number, *Error) {
+	n, ok := parseNumber(key)
+	if !ok {
+		return n, &Error{Reason: ReasonWrongType, Err: fmt.Errorf("map key %s is not a number", avroShown(key))}
+	}
+	return n, nil
+}
+
+func avroKeyError(key []byte, r intResult) *Error {
+	switch r {
+	case intFraction:
+		return &Error{Reason: ReasonWrongType, Err: fmt.Errorf("map key %s is not an integer", avroShown(key))}
+	case intRange:
+		return &Error{Reason: ReasonOutOfRange, Err: fmt.Errorf("map key %s out of range", avroShown(key))}
+	}
+	return nil
+}
+
+func avroKeySigned[T int8 | int16 | int32 | int64](lo, hi int64) avroKeySetter {
+	return func(key []byte, col chunk.Column) *Error {
+		n, e := avroKeyNumber(key)
+		if e != nil {
+			return e
+		}
+		v, r := n.signed(lo, hi)
+		if e := avroKeyError(key, r); e != nil {
+			return e
+		}
+		col.(*chunk.Fixed[T]).Append(T(v))
+		return nil
+	}
+}
+
+func avroKeyUnsigned[T uint8 | uint16 | uint32 | uint64](hi uint64) avroKeySetter {
+	return func(key []byte, col chunk.Column) *Error {
+		n, e := avroKeyNumber(key)
+		if e != nil {
+			return e
+		}
+		v, r := n.unsigned(hi)
+		if e := avroKeyError(key, r); e != nil {
+			return e
+		}
+		col.(*chunk.Fixed[T]).Append(T(v))
+		return nil
+	}
+}
+
+// avroSetMap reads a map's blocks into a Map column, entries in order.
+func avroSetMap(key avroKeySetter, val avroSetter, itemMin int) avroSetter {
+	return func(r *avroReader, col chunk.Column) *Error {
+		m := col.(*chunk.Map)
+		for {
+			n, size, e := r.block(itemMin)
+			if e != nil {
+				return e
+			}
+			if n == 0 {
+				break
+			}
+			start := r.pos
+			for ; n > 0; n-- {
+				k, e := r.bytes()
+				if e != nil {
+					return e
+				}
+				if e := key(k, m.Keys); e != nil {
+					return e
+				}
+				if e := val(r, m.Values); e != nil {
+					e.Err = fmt.Errorf("map value of key %s: %w", avroShown(k), e.Err)
+					return e
+				}
+			}
+			if size >= 0 && int64(r.pos-start) != size {
+				return r.corrupt(fmt.Sprintf("map block of %d bytes holds %d", size, r.pos-start))
+			}
+		}
+		m.EndRow()
+		return nil
+	}
 }

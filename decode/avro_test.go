@@ -803,16 +803,27 @@ func TestAvroSchemaVersions(t *testing.T) {
 // columns, and a failure leaves the chunk as it was.
 func FuzzAvro(f *testing.F) {
 	node := `{"type":"record","name":"Node","fields":[{"name":"v","type":"long"},{"name":"next","type":["null","Node"]}]}`
+	// An array of records feeding a Nested structure ns, maps into Map
+	// columns, records into tuples.
+	nest := `{"type":"array","items":{"type":"record","name":"NE","fields":[{"name":"a","type":"int"},{"name":"b","type":["null","string"]},` +
+		`{"name":"mp","type":{"type":"map","values":"int"}}]}}`
 	schema := avroRecord(append(avroRichTypes[:len(avroRichTypes):len(avroRichTypes)],
-		`list:`+node, `nulls:{"type":"array","items":"null"}`, `dl:{"type":"array","items":`+avroDecFixed16+`}`)...)
+		`list:`+node, `nulls:{"type":"array","items":"null"}`, `dl:{"type":"array","items":`+avroDecFixed16+`}`, `nest:`+nest)...)
 	cols := append(avroRichColumns[:len(avroRichColumns):len(avroRichColumns)],
-		"head Int64", "nulls Array(Nullable(UInt8))", "dl Array(Decimal(20, 3))", "e2 Enum8('y' = 1)", "u1b String")
-	fields := append(avroRichFields[:len(avroRichFields):len(avroRichFields)], "list.v", "nulls", "dl", "e", "u1")
+		"head Int64", "nulls Array(Nullable(UInt8))", "dl Array(Decimal(20, 3))", "e2 Enum8('y' = 1)", "u1b String",
+		"ns.a Array(Int8)", "ns.b Array(String)", "ns.mp Array(Map(UInt8, Int16))", "ns.z Array(UInt8)",
+		"mm Map(String, String)", "skt Tuple(a Array(Float64), u Nullable(String))", "ot Tuple(Int64, Map(String, UInt8))")
+	fields := append(avroRichFields[:len(avroRichFields):len(avroRichFields)], "list.v", "nulls", "dl", "e", "u1",
+		"nest.a", "nest.b", "nest.mp", "nest.z", "m", "sk", "o")
 	for n := range 4 {
 		v := avroRichValue(n)
 		v["list"] = map[string]any{"v": int64(n), "next": map[string]any{"Node": map[string]any{"v": int64(1), "next": nil}}}
 		v["nulls"] = make([]any, n)
 		v["dl"] = []*big.Rat{avroDec(int64(n)-2, 2), avroBigDec("-12345678901234567890.12")}
+		v["nest"] = make([]map[string]any, n)
+		for i := range n {
+			v["nest"].([]map[string]any)[i] = map[string]any{"a": int32(i * 100), "b": nil, "mp": map[string]any{"7": int32(-i)}}
+		}
 		d := avroMarshal(f, schema, v)
 		f.Add(d)
 		f.Add(d[:len(d)/2])
@@ -826,6 +837,7 @@ func FuzzAvro(f *testing.F) {
 		v["list"] = map[string]any{"v": int64(9), "next": nil}
 		v["nulls"] = []any{nil}
 		v["dl"] = []*big.Rat{}
+		v["nest"] = []map[string]any{{"a": int32(1), "b": "x", "mp": map[string]any{}}}
 		return v
 	}())
 	f.Fuzz(func(t *testing.T, datum []byte) {

@@ -8,6 +8,7 @@ package decode
 
 import (
 	"fmt"
+	"strings"
 
 	"github.com/etl-project/etl/chunk"
 )
@@ -25,7 +26,8 @@ const (
 	ReasonWrongType Reason = "wrong_type"
 	// ReasonOutOfRange: a number outside the column's range, a date or time
 	// that is malformed or outside the column's range, a string longer than
-	// a FixedString, a name or number that is not one of an Enum's.
+	// a FixedString, a name or number that is not one of an Enum's, arrays
+	// of one Nested structure with different lengths.
 	ReasonOutOfRange Reason = "out_of_range"
 	// ReasonTooLarge: the record is larger than the configured maximum.
 	ReasonTooLarge Reason = "too_large"
@@ -87,4 +89,76 @@ func columnFields(s *chunk.Schema, fields []string, maxRecordBytes int) ([]strin
 // tooLarge is the error for a record value over the configured limit.
 func tooLarge(n, limit int) *Error {
 	return &Error{Reason: ReasonTooLarge, Err: fmt.Errorf("%d bytes exceed the limit of %d", n, limit)}
+}
+
+// nestedGroup is the columns of one Nested structure n as the table
+// describes it: Array columns named n.a, n.b, ... The server refuses a
+// block whose arrays of one row have different lengths, so every decoder
+// checks them after a row.
+type nestedGroup struct {
+	name string
+	cols []int
+}
+
+// nestedGroups returns the Nested structures of s that have more than one
+// column, grouped as ClickHouse groups them: by the name before the first
+// dot, among the Array columns.
+func nestedGroups(s *chunk.Schema) []nestedGroup {
+	var out []nestedGroup
+	at := map[string]int{}
+	for i, name := range s.Names {
+		dot := strings.IndexByte(name, '.')
+		if dot <= 0 || s.Types[i].Kind != chunk.KindArray {
+			continue
+		}
+		n := name[:dot]
+		g, ok := at[n]
+		if !ok {
+			g = len(out)
+			at[n] = g
+			out = append(out, nestedGroup{name: n})
+		}
+		out[g].cols = append(out[g].cols, i)
+	}
+	kept := out[:0]
+	for _, g := range out {
+		if len(g.cols) > 1 {
+			kept = append(kept, g)
+		}
+	}
+	if len(kept) == 0 {
+		return nil
+	}
+	return kept
+}
+
+// lastRowLen is the number of elements in the last row of an Array column.
+func lastRowLen(a *chunk.Array) int {
+	n := len(a.Ends)
+	if n == 0 {
+		return 0
+	}
+	if n == 1 {
+		return a.Ends[0]
+	}
+	return a.Ends[n-1] - a.Ends[n-2]
+}
+
+// checkNested checks that the row just appended to c has arrays of equal
+// length in every Nested group. It returns the offending column and the
+// out_of_range error (with Reason and Err set), or -1 and nil.
+func checkNested(groups []nestedGroup, c *chunk.Chunk) (int, *Error) {
+	for gi := range groups {
+		g := &groups[gi]
+		first := c.Cols[g.cols[0]].(*chunk.Array)
+		want := lastRowLen(first)
+		for _, ci := range g.cols[1:] {
+			if got := lastRowLen(c.Cols[ci].(*chunk.Array)); got != want {
+				return ci, &Error{Reason: ReasonOutOfRange, Err: fmt.Errorf(
+					"array of %d elements, but column %s has %d: the arrays of Nested %s must have equal lengths",
+					got, c.Schema.Names[g.cols[0]], want, g.name)}
+			}
+		}
+	}
+	return -1, nil
 }

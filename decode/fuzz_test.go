@@ -15,10 +15,13 @@ var fuzzColumns = []string{
 	"k Enum16('big' = 1000)", "l DateTime", "m Date", "n Nullable(Int16)",
 	"o Array(Nullable(String))", "p Array(Array(UInt8))", "q LowCardinality(Nullable(String))",
 	"r Array(Date)", "s Nullable(DateTime)",
+	"t Tuple(Int8, Nullable(String))", "u Map(String, Int16)", "v Tuple(a UInt8, b Array(String))",
+	"w.a Array(Int32)", "w.b Array(String)", "x Map(UInt8, Tuple(Int8, Map(String, UInt8)))",
 }
 
 var fuzzFields = []string{
 	"a", "a", "b", "c", "d", "e", "f", "g", "h", "i", "j", "k", "l", "m", "n", "o", "p", "q", "r", "s",
+	"t", "u", "v", "w.a", "w.b", "x",
 }
 
 func FuzzJSON(f *testing.F) {
@@ -36,6 +39,10 @@ func FuzzJSON(f *testing.F) {
 			`"q":"lc","r":["2026-01-01",0],"s":"2026-11-29T10:00:00+01:00"}`,
 		`{"p":[[1],[2,300]]}`, `{"o":[1,{"a":[]}],"p":[[1],"x"]}`, `{"a":"\u0031"}`,
 		`{"f":"\ud800"}`, `{"l":1e400}`, `{"i":-0.001e-3}`, `{"a":true,"a":false}`, `[]`, `{"a":`,
+		// Tuples, maps and a Nested structure w.
+		`{"t":[1,"x"],"u":{"k":1,"k":-2},"v":{"a":3,"b":["y"]},"w":[{"a":1,"b":"p"},{"b":"q"},null],"x":{"7":[1,{"i":2}]}}`,
+		`{"t":[1],"u":{"k":"x"},"v":[1,2],"w":[1],"x":{"256":null}}`, `{"t":null,"u":[],"v":{},"w":{"a":[1],"b":[]}}`,
+		`{"w.a":[1,2],"w.b":["x","y"]}`, `{"w.a":[1,2],"w.b":["x"]}`, `{"w":[{"a":"1e400"}],"x":{"1":[1,{"\u0000":255}]}}`,
 	}
 	for _, s := range seeds {
 		f.Add([]byte(s))
@@ -49,7 +56,7 @@ func FuzzJSON(f *testing.F) {
 	if err != nil {
 		f.Fatal(err)
 	}
-	good := []byte(`{"a":1,"o":["x",null],"p":[[1,2]],"s":5}`)
+	good := []byte(`{"a":1,"o":["x",null],"p":[[1,2]],"s":5,"t":[2,null],"u":{"a":1},"w":[{"a":3}],"x":{"9":[1,{}]}}`)
 	f.Fuzz(func(t *testing.T, value []byte) {
 		c := newChunk(t, s)
 		if _, err := d.Decode(good, c); err != nil {

@@ -59,6 +59,22 @@ func render(col chunk.Column, i int) string {
 			parts = append(parts, render(c.Inner, j))
 		}
 		return "[" + strings.Join(parts, ",") + "]"
+	case *chunk.Map:
+		start := 0
+		if i > 0 {
+			start = c.Ends[i-1]
+		}
+		parts := make([]string, 0, c.Ends[i]-start)
+		for j := start; j < c.Ends[i]; j++ {
+			parts = append(parts, render(c.Keys, j)+":"+render(c.Values, j))
+		}
+		return "{" + strings.Join(parts, ",") + "}"
+	case *chunk.Tuple:
+		parts := make([]string, len(c.Elems))
+		for j, e := range c.Elems {
+			parts[j] = render(e, i)
+		}
+		return "(" + strings.Join(parts, ",") + ")"
 	case *chunk.Fixed[time.Time]:
 		return c.Data[i].Format("2006-01-02")
 	}
@@ -88,6 +104,14 @@ func lengths(col chunk.Column) string {
 		return fmt.Sprintf("nullable(%d,%s)", len(c.Nulls), lengths(c.Inner))
 	case *chunk.Array:
 		return fmt.Sprintf("array(%d,%s)", len(c.Ends), lengths(c.Inner))
+	case *chunk.Map:
+		return fmt.Sprintf("map(%d,%s,%s)", len(c.Ends), lengths(c.Keys), lengths(c.Values))
+	case *chunk.Tuple:
+		parts := make([]string, len(c.Elems))
+		for j, e := range c.Elems {
+			parts[j] = lengths(e)
+		}
+		return fmt.Sprintf("tuple(%d,%s)", c.Len(), strings.Join(parts, ","))
 	}
 	return fmt.Sprintf("fixed(%d)", col.Len())
 }
@@ -126,6 +150,27 @@ func checkColumn(col chunk.Column) error {
 			return fmt.Errorf("array: %d elements, ends say %d", c.Inner.Len(), want)
 		}
 		return checkColumn(c.Inner)
+	case *chunk.Map:
+		want := 0
+		if n := len(c.Ends); n > 0 {
+			want = c.Ends[n-1]
+		}
+		if c.Keys.Len() != want || c.Values.Len() != want {
+			return fmt.Errorf("map: %d keys, %d values, ends say %d", c.Keys.Len(), c.Values.Len(), want)
+		}
+		if err := checkColumn(c.Keys); err != nil {
+			return err
+		}
+		return checkColumn(c.Values)
+	case *chunk.Tuple:
+		for j, e := range c.Elems {
+			if e.Len() != c.Len() {
+				return fmt.Errorf("tuple: element %d has %d rows, the tuple %d", j, e.Len(), c.Len())
+			}
+			if err := checkColumn(e); err != nil {
+				return err
+			}
+		}
 	}
 	return nil
 }

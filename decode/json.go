@@ -91,6 +91,22 @@ const (
 //   - Array(T): a JSON array, each element converted as T; nested arrays
 //     work the same way.
 //   - Nullable(T): null, or a value converted as T.
+//   - Map(K, V): a JSON object, in its order (a key that appears twice is
+//     kept twice, as the server keeps it). Each key is converted as K from
+//     a JSON string: String takes it as it is, the integer types parse it
+//     (out_of_range outside K's range), Date a date string, and so on.
+//     Each value is converted as V (null gives V's default).
+//   - Tuple(T1, ..., Tn): a JSON array of exactly n values, converted in
+//     order. A named tuple, Tuple(a T1, b T2), also takes an object: each
+//     element from the field of its name (a missing field gives the
+//     element's default; other fields are ignored).
+//   - Nested: a field path "n.a" into an Array column, where n is an array
+//     of objects, gives field a of each of its elements (a null element or
+//     a missing field gives the element type's default), so the columns
+//     n.a, n.b, ... of a Nested structure n fill from one array of objects.
+//     The arrays of the columns of one Nested structure (the Array columns
+//     named n.x) must have equal lengths in every row, whatever fields
+//     fill them; out_of_range otherwise.
 //
 // Date-time strings are RFC 3339 with or without fractional seconds and
 // zone, "T", "t" or " " between date and time (so ClickHouse's
@@ -123,7 +139,10 @@ type JSON struct {
 	max         int
 	framing     string
 	layout      string
-	nested      bool // some field is a path into nested objects ("a.b")
+	nested      bool           // some field is a path into nested objects ("a.b")
+	rest        [][]string     // per column: the path left below an array of objects (Nested), or nil
+	groups      []nestedGroup  // Nested structures whose arrays must have equal lengths
+	arena       fastjson.Arena // map keys as string values, for key types other than strings
 	visitFn     func(key []byte, v *fastjson.Value)
 	lookupByGet bool // benchmarks only: Object.Get per column (first duplicate wins) instead of one Visit
 
@@ -141,6 +160,11 @@ type colPlan struct {
 	path             []string // the field split at dots, when it has any
 	set              setter
 	def              defaulter
+	// For an Array(T) column with a path: T's setter and default, used
+	// when the path meets an array of objects (a Nested structure: column
+	// n.a takes field a of every element of n).
+	elemSet setter
+	elemDef defaulter
 }
 
 // setter appends a non-null value v to col, whose concrete type matches
@@ -195,6 +219,9 @@ func NewJSON(s *chunk.Schema, o JSONOptions) (*JSON, error) {
 		if strings.Contains(fields[i], ".") {
 			d.cols[i].path = strings.Split(fields[i], ".")
 			d.nested = true
+			if t.Kind == chunk.KindArray {
+				d.cols[i].elemSet, d.cols[i].elemDef, _ = compile(t.Elem) // cannot fail: compile(t) compiled it
+			}
 		}
 		if d.fast != nil || i == 0 {
 			if f := compileFast(t); f != nil {
@@ -216,6 +243,10 @@ func NewJSON(s *chunk.Schema, o JSONOptions) (*JSON, error) {
 		d.fields[fi] = append(d.fields[fi], i)
 	}
 	d.visitFn = d.visit
+	d.groups = nestedGroups(s)
+	if d.nested {
+		d.rest = make([][]string, len(d.cols))
+	}
 	// The fast path reads flat objects only.
 	if len(d.fast) == len(d.cols) && !d.nested {
 		d.seen = make([]uint32, len(d.cols))
@@ -333,12 +364,12 @@ func (d *JSON) fromObject(o *fastjson.Object, c *chunk.Chunk) *Error {
 	}
 	if d.nested {
 		// A field "a.b" is the key "a.b" itself when the object has it,
-		// else b inside the object a.
+		// else b inside the object a; into an Array column, when a is an
+		// array of objects, b of each of its elements.
+		clear(d.rest)
 		for i := range d.cols {
 			if path := d.cols[i].path; path != nil && d.slots[i] == nil {
-				if v := o.Get(path[0]); v != nil {
-					d.slots[i] = v.Get(path[1:]...)
-				}
+				d.slots[i] = d.lookup(o, i, path)
 			}
 		}
 	}
@@ -351,14 +382,79 @@ func (d *JSON) fromObject(o *fastjson.Object, c *chunk.Chunk) *Error {
 			appendDefault(d.cols[i].def, col)
 			continue
 		}
-		if e := d.cols[i].set(d, sv, col); e != nil {
+		var e *Error
+		if d.rest != nil && d.rest[i] != nil {
+			e = d.setElems(&d.cols[i], sv, d.rest[i], col)
+		} else {
+			e = d.cols[i].set(d, sv, col)
+		}
+		if e != nil {
 			c.Truncate(rows)
 			p := &d.cols[i]
 			e.Field, e.Column, e.Type = p.field, p.name, p.typ
 			return e
 		}
 	}
+	if d.groups != nil {
+		if ci, e := checkNested(d.groups, c); e != nil {
+			c.Truncate(rows)
+			p := &d.cols[ci]
+			e.Field, e.Column, e.Type = p.field, p.name, p.typ
+			return e
+		}
+	}
 	c.Rows++
+	return nil
+}
+
+// lookup returns the value of column i's field path in o. For an Array
+// column whose path meets an array before its end, it returns that array
+// and sets d.rest[i] to the rest of the path.
+func (d *JSON) lookup(o *fastjson.Object, i int, path []string) *fastjson.Value {
+	v := o.Get(path[0])
+	if d.cols[i].elemSet == nil {
+		if v == nil {
+			return nil
+		}
+		return v.Get(path[1:]...)
+	}
+	for j := 1; v != nil && j < len(path); j++ {
+		if v.Type() == fastjson.TypeArray {
+			d.rest[i] = path[j:]
+			return v
+		}
+		v = v.Get(path[j])
+	}
+	return v
+}
+
+// setElems appends to an Array column the value at path rest of every
+// element of arr, an array of objects (null elements, and elements that
+// lack the field, give the element type's default).
+func (d *JSON) setElems(p *colPlan, arr *fastjson.Value, rest []string, col chunk.Column) *Error {
+	a := col.(*chunk.Array)
+	items, _ := arr.Array()
+	for k, it := range items {
+		var ev *fastjson.Value
+		switch it.Type() {
+		case fastjson.TypeObject:
+			ev = it.Get(rest...)
+		case fastjson.TypeNull:
+		default:
+			e := wrongType(it, "an object")
+			e.Err = fmt.Errorf("element %d of the array: %w", k, e.Err)
+			return e
+		}
+		if ev == nil || ev.Type() == fastjson.TypeNull {
+			appendDefault(p.elemDef, a.Inner)
+			continue
+		}
+		if e := p.elemSet(d, ev, a.Inner); e != nil {
+			e.Err = fmt.Errorf("element %d of the array: %w", k, e.Err)
+			return e
+		}
+	}
+	a.EndRow()
 	return nil
 }
 
@@ -473,8 +569,171 @@ func compile(t *chunk.Type) (setter, defaulter, error) {
 			return nil, nil, err
 		}
 		return setArray(elem, elemDef), nil, nil
+	case chunk.KindTuple:
+		n := len(t.Elems)
+		sets, defs := make([]setter, n), make([]defaulter, n)
+		for i, et := range t.Elems {
+			var err error
+			if sets[i], defs[i], err = compile(et); err != nil {
+				return nil, nil, err
+			}
+		}
+		return setTuple(t.ElemNames, sets, defs), tupleDefault(defs), nil
+	case chunk.KindMap:
+		key, err := compileMapKey(t.Key)
+		if err != nil {
+			return nil, nil, err
+		}
+		val, valDef, err := compile(t.Elem)
+		if err != nil {
+			return nil, nil, err
+		}
+		m := &jsonMap{key: key, val: val, valDef: valDef}
+		m.visitFn = m.visit
+		return m.set, nil, nil
 	}
 	return nil, nil, fmt.Errorf("type %s cannot be decoded from JSON", t.Name)
+}
+
+// tupleLabel names element i of a tuple in messages: its name, or its
+// position from 1 as ClickHouse counts them.
+func tupleLabel(names []string, i int) string {
+	if names != nil {
+		return fmt.Sprintf("tuple element %q", names[i])
+	}
+	return fmt.Sprintf("tuple element %d", i+1)
+}
+
+// setTuple takes a JSON array of the tuple's elements in order or, for a
+// named tuple, an object whose fields are the elements (missing ones get
+// their default, others are ignored).
+func setTuple(names []string, sets []setter, defs []defaulter) setter {
+	want := "an array"
+	if names != nil {
+		want = "an array or an object"
+	}
+	return func(d *JSON, v *fastjson.Value, col chunk.Column) *Error {
+		tc := col.(*chunk.Tuple)
+		switch v.Type() {
+		case fastjson.TypeArray:
+			items, _ := v.Array()
+			if len(items) != len(sets) {
+				return newError(ReasonWrongType, v, fmt.Sprintf("has %d elements, want %d", len(items), len(sets)))
+			}
+			for i, it := range items {
+				if e := setElem(d, sets[i], defs[i], it, tc.Elems[i]); e != nil {
+					e.Err = fmt.Errorf("%s: %w", tupleLabel(names, i), e.Err)
+					return e
+				}
+			}
+		case fastjson.TypeObject:
+			if names == nil {
+				return wrongType(v, want)
+			}
+			o, _ := v.Object()
+			for i, name := range names {
+				if e := setElem(d, sets[i], defs[i], o.Get(name), tc.Elems[i]); e != nil {
+					e.Err = fmt.Errorf("%s: %w", tupleLabel(names, i), e.Err)
+					return e
+				}
+			}
+		default:
+			return wrongType(v, want)
+		}
+		tc.EndRow()
+		return nil
+	}
+}
+
+// setElem appends v (nil when missing) to an element column.
+func setElem(d *JSON, set setter, def defaulter, v *fastjson.Value, col chunk.Column) *Error {
+	if v == nil || v.Type() == fastjson.TypeNull {
+		appendDefault(def, col)
+		return nil
+	}
+	return set(d, v, col)
+}
+
+func tupleDefault(defs []defaulter) defaulter {
+	return func(col chunk.Column) {
+		tc := col.(*chunk.Tuple)
+		for i, def := range defs {
+			appendDefault(def, tc.Elems[i])
+		}
+		tc.EndRow()
+	}
+}
+
+// mapKeySetter appends a JSON object key to a map's key column.
+type mapKeySetter func(d *JSON, key []byte, col chunk.Column) *Error
+
+// compileMapKey returns the setter of object keys into key type t: the
+// key itself for String, else the key as a JSON string converted as t
+// (a number for the integer types, a date for Date, ...).
+func compileMapKey(t *chunk.Type) (mapKeySetter, error) {
+	t = t.Base()
+	switch t.Kind {
+	case chunk.KindString:
+		return func(d *JSON, key []byte, col chunk.Column) *Error {
+			col.(*chunk.Strings).Append(key)
+			return nil
+		}, nil
+	case chunk.KindNullable, chunk.KindArray, chunk.KindMap, chunk.KindTuple:
+		return nil, fmt.Errorf("map key type %s is not supported", t.Name)
+	}
+	set, _, err := compile(t)
+	if err != nil {
+		return nil, err
+	}
+	return func(d *JSON, key []byte, col chunk.Column) *Error {
+		d.arena.Reset()
+		return set(d, d.arena.NewStringBytes(key), col)
+	}, nil
+}
+
+// jsonMap decodes a JSON object into a Map column. Object.Visit takes a
+// callback, so the state of the visit lives here (a Map's setter is never
+// re-entered: a value of a map is never the same map type).
+type jsonMap struct {
+	key     mapKeySetter
+	val     setter
+	valDef  defaulter
+	visitFn func(key []byte, v *fastjson.Value)
+	// During a visit:
+	d   *JSON
+	m   *chunk.Map
+	err *Error
+}
+
+func (s *jsonMap) set(d *JSON, v *fastjson.Value, col chunk.Column) *Error {
+	o, err := v.Object()
+	if err != nil {
+		return wrongType(v, "an object")
+	}
+	s.d, s.m, s.err = d, col.(*chunk.Map), nil
+	o.Visit(s.visitFn)
+	m, e := s.m, s.err
+	s.d, s.m, s.err = nil, nil, nil
+	if e != nil {
+		return e
+	}
+	m.EndRow()
+	return nil
+}
+
+func (s *jsonMap) visit(key []byte, v *fastjson.Value) {
+	if s.err != nil {
+		return
+	}
+	if e := s.key(s.d, key, s.m.Keys); e != nil {
+		e.Err = fmt.Errorf("map key %s: %w", avroShown(key), e.Err)
+		s.err = e
+		return
+	}
+	if e := setElem(s.d, s.val, s.valDef, v, s.m.Values); e != nil {
+		e.Err = fmt.Errorf("map value of key %s: %w", avroShown(key), e.Err)
+		s.err = e
+	}
 }
 
 func defaultText(s string) defaulter {

@@ -189,6 +189,13 @@ func (c *Client) Plan(ctx context.Context) (*Target, error) {
 // only the mapped columns are inserted, in table order; naming a column the
 // table lacks, or one that cannot be inserted, is an error. A column whose
 // type the encoder does not support is an error naming column and type.
+//
+// A Nested structure n of the table is described as one Array column per
+// element, n.a, n.b, ...; by default column n.a is fed by field path "n.a",
+// which the decoders read as field a of every element of an array of
+// objects (records) n. A mapping may name the structure itself, as if it
+// were a column: n: items feeds n.a from "items.a", n.b from "items.b",
+// and so on (a mapping of one of its columns wins).
 func Plan(db, table string, cols []ColumnInfo, explicit map[string]string) (*Target, error) {
 	name := db + "." + table
 	if err := checkIdent(db); err != nil {
@@ -198,13 +205,20 @@ func Plan(db, table string, cols []ColumnInfo, explicit map[string]string) (*Tar
 		return nil, fmt.Errorf("plan insert into %s: table: %w", name, err)
 	}
 	byName := make(map[string]ColumnInfo, len(cols))
+	nested := make(map[string]bool)
 	for _, c := range cols {
 		byName[c.Name] = c
+		if n, ok := nestedName(c); ok {
+			nested[n] = true
+		}
 	}
 	if len(explicit) > 0 {
 		var missing []string
 		for col := range explicit {
 			ci, ok := byName[col]
+			if !ok && nested[col] {
+				continue // a Nested structure: its columns are mapped below
+			}
 			if !ok {
 				missing = append(missing, col)
 				continue
@@ -233,6 +247,11 @@ func Plan(db, table string, cols []ColumnInfo, explicit map[string]string) (*Tar
 		field := c.Name
 		if len(explicit) > 0 {
 			f, ok := explicit[c.Name]
+			if n, isNested := nestedName(c); !ok && isNested && byName[n].Name == "" {
+				if g, mapped := explicit[n]; mapped {
+					f, ok = g+c.Name[len(n):], true
+				}
+			}
 			if !ok {
 				continue
 			}
@@ -264,6 +283,17 @@ func Plan(db, table string, cols []ColumnInfo, explicit map[string]string) (*Tar
 	q.WriteByte(')')
 	t.Query = q.String()
 	return t, nil
+}
+
+// nestedName returns n when c is a column n.x of a Nested structure: an
+// Array column whose name has a dot (the server groups such columns by the
+// name before the first dot, and requires equal array lengths in a row).
+func nestedName(c ColumnInfo) (string, bool) {
+	dot := strings.IndexByte(c.Name, '.')
+	if dot <= 0 || !strings.HasPrefix(c.Type, "Array(") {
+		return "", false
+	}
+	return c.Name[:dot], true
 }
 
 func insertable(c ColumnInfo) bool {

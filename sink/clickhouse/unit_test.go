@@ -58,8 +58,8 @@ func TestPlanPure(t *testing.T) {
 	if err == nil || !strings.Contains(err.Error(), "MATERIALIZED") {
 		t.Errorf("materialized mapped column: err = %v", err)
 	}
-	_, err = Plan("db", "events", append(cols, ColumnInfo{Name: "m", Type: "Map(String, UInt64)"}), nil)
-	if err == nil || !strings.Contains(err.Error(), "column m") || !strings.Contains(err.Error(), "Map(String, UInt64)") {
+	_, err = Plan("db", "events", append(cols, ColumnInfo{Name: "m", Type: "Variant(String, UInt64)"}), nil)
+	if err == nil || !strings.Contains(err.Error(), "column m") || !strings.Contains(err.Error(), "Variant(String, UInt64)") {
 		t.Errorf("unsupported type: err = %v", err)
 	}
 	_, err = Plan("db", "events", []ColumnInfo{{Name: "a`b", Type: "UInt8"}}, nil)
