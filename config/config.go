@@ -15,6 +15,7 @@ import (
 	"os"
 	"reflect"
 	"regexp"
+	"sort"
 	"strconv"
 	"strings"
 	"time"
@@ -24,15 +25,20 @@ import (
 
 // Config is the whole configuration file.
 type Config struct {
-	Pipeline     Pipeline     `yaml:"pipeline"`
-	Source       Source       `yaml:"source"`
-	Decode       Decode       `yaml:"decode"`
-	Sink         Sink         `yaml:"sink"`
-	Chunk        Chunk        `yaml:"chunk"`
-	Backpressure Backpressure `yaml:"backpressure"`
-	Checkpoint   Checkpoint   `yaml:"checkpoint"`
-	Metrics      Metrics      `yaml:"metrics"`
-	Log          Log          `yaml:"log"`
+	Pipeline  Pipeline `yaml:"pipeline"`
+	Source    Source   `yaml:"source"`
+	Decode    Decode   `yaml:"decode"`
+	Transform []Step   `yaml:"transform,omitempty"`
+	Sink      Sink     `yaml:"sink"`
+	// Sinks are named sinks, beside or instead of Sink; route steps name
+	// them. After Parse, Sinks holds every sink: the single sink form
+	// appears as the sink named "default".
+	Sinks        map[string]*Sink `yaml:"sinks,omitempty"`
+	Chunk        Chunk            `yaml:"chunk"`
+	Backpressure Backpressure     `yaml:"backpressure"`
+	Checkpoint   Checkpoint       `yaml:"checkpoint"`
+	Metrics      Metrics          `yaml:"metrics"`
+	Log          Log              `yaml:"log"`
 }
 
 // Pipeline names the pipeline and sizes its worker pool.
@@ -102,6 +108,65 @@ type Decode struct {
 	// MaxRecordBytes rejects larger record values (reason too_large); 0
 	// means no limit.
 	MaxRecordBytes ByteSize `yaml:"max_record_bytes"`
+	// Fields declares the ClickHouse type of source fields that no target
+	// column gives a type to (fields only transform expressions read).
+	Fields map[string]string `yaml:"fields,omitempty"`
+}
+
+// Pos is a position in the configuration file, for errors about a value
+// that only a later stage can check (an expression, a column type).
+type Pos struct {
+	File         string
+	Line, Column int
+}
+
+// String is file:line:col.
+func (p Pos) String() string { return fmt.Sprintf("%s:%d:%d", p.File, p.Line, p.Column) }
+
+// Expr is an expression of a transform step with its position in the file.
+type Expr struct {
+	Text string
+	Pos  Pos
+}
+
+// Assignment is one field of a set step.
+type Assignment struct {
+	Field string
+	Expr  Expr
+}
+
+// Step is one transform step; exactly one of its keys is set.
+type Step struct {
+	// Flatten names an array field: each element becomes a row, with the
+	// element's fields addressable as <field>.<name> beside the parent's.
+	Flatten string `yaml:"flatten"`
+	// Filter keeps the row when the expression is true.
+	Filter *Expr `yaml:"filter"`
+	// Set derives or overwrites fields, in order.
+	Set []Assignment `yaml:"set"`
+	// Rename renames fields (old: new).
+	Rename map[string]string `yaml:"rename"`
+	// Drop removes fields.
+	Drop []string `yaml:"drop"`
+	// Route sends the row to one named sink.
+	Route *Route `yaml:"route"`
+	// Pos is where the step starts.
+	Pos Pos `yaml:"-"`
+}
+
+// Route sends each row to the sink of the first rule whose expression is
+// true; rows no rule matches follow Unmatched.
+type Route struct {
+	Rules []RouteRule `yaml:"rules"`
+	// Unmatched is skip, fail or a sink name.
+	Unmatched string `yaml:"unmatched"`
+}
+
+// RouteRule is one rule of a route step.
+type RouteRule struct {
+	When *Expr  `yaml:"when"`
+	Sink string `yaml:"sink"`
+	Pos  Pos    `yaml:"-"`
 }
 
 // JSON configures the JSON decoder.
@@ -178,6 +243,74 @@ type ClickHouse struct {
 	DescribeInterval Duration `yaml:"describe_interval"`
 	Retry            Retry    `yaml:"retry"`
 	Compression      string   `yaml:"compression"` // none | lz4 | zstd
+	// Shards lists the cluster's shards, each with its replicas; Addr is
+	// shorthand for one shard whose replicas are the addresses.
+	Shards   []Shard  `yaml:"shards,omitempty"`
+	Sharding Sharding `yaml:"sharding"`
+	// DistributedCheck names a cluster of system.clusters whose shard
+	// order and weights must match Shards at startup.
+	DistributedCheck string  `yaml:"distributed_check"`
+	Breaker          Breaker `yaml:"breaker"`
+}
+
+// ShardList is the sink's shards: Shards, or one shard of weight 1 whose
+// replicas are Addr.
+func (ch *ClickHouse) ShardList() []Shard {
+	if len(ch.Shards) > 0 {
+		return ch.Shards
+	}
+	return []Shard{{Weight: 1, Replicas: ch.Addr}}
+}
+
+// NamedSink is a sink with its name.
+type NamedSink struct {
+	Name       string
+	ClickHouse *ClickHouse
+}
+
+// SinkList returns every sink in name order: the sinks of Sinks, or the
+// single sink of Sink named "default".
+func (c *Config) SinkList() []NamedSink {
+	if len(c.Sinks) == 0 {
+		return []NamedSink{{Name: DefaultSink, ClickHouse: c.Sink.ClickHouse}}
+	}
+	out := make([]NamedSink, 0, len(c.Sinks))
+	for name, s := range c.Sinks {
+		out = append(out, NamedSink{Name: name, ClickHouse: s.ClickHouse})
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
+	return out
+}
+
+// DefaultSink is the name of the sink of the single sink form.
+const DefaultSink = "default"
+
+func (s *Sink) setDefaults() { s.ClickHouse = Defaults().Sink.ClickHouse }
+
+// Shard is one ClickHouse shard.
+type Shard struct {
+	Weight   int      `yaml:"weight"`
+	Replicas []string `yaml:"replicas"`
+}
+
+func (s *Shard) setDefaults() { s.Weight = 1 }
+
+// Sharding chooses the shard of each row.
+type Sharding struct {
+	// By is partition (a Kafka partition's rows all go to one shard) or
+	// key (xxHash64 of Column, modulo the sum of weights).
+	By     string `yaml:"by"`
+	Column string `yaml:"column"`
+}
+
+// Breaker is each replica's circuit breaker.
+type Breaker struct {
+	// FailureThreshold consecutive failed inserts open the breaker.
+	FailureThreshold int `yaml:"failure_threshold"`
+	// OpenFor is how long an open breaker refuses inserts.
+	OpenFor Duration `yaml:"open_for"`
+	// HalfOpenProbes successful inserts close a half-open breaker.
+	HalfOpenProbes int `yaml:"half_open_probes"`
 }
 
 // Batch bounds one INSERT.
@@ -272,6 +405,8 @@ func Defaults() *Config {
 				MaxBackoff:     Duration(30 * time.Second),
 			},
 			Compression: "lz4",
+			Sharding:    Sharding{By: "partition"},
+			Breaker:     Breaker{FailureThreshold: 3, OpenFor: Duration(30 * time.Second), HalfOpenProbes: 1},
 		}},
 		Chunk: Chunk{TargetBytes: 64 * KiB},
 		Backpressure: Backpressure{
@@ -304,6 +439,16 @@ func finish(c *Config) {
 	}
 	if ch := c.Sink.ClickHouse; ch != nil {
 		ch.Addr = splitList(ch.Addr)
+	}
+	for _, s := range c.Sinks {
+		if s != nil && s.ClickHouse != nil {
+			s.ClickHouse.Addr = splitList(s.ClickHouse.Addr)
+		}
+	}
+	for i := range c.Transform {
+		if r := c.Transform[i].Route; r != nil && r.Unmatched == "" {
+			r.Unmatched = "fail"
+		}
 	}
 	if d := c.Decode.DLQ; d != nil {
 		d.Brokers = splitList(d.Brokers)

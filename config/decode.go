@@ -44,9 +44,16 @@ func (d *decoder) fail(n *yaml.Node, path, format string, args ...any) {
 }
 
 var (
-	durationType = reflect.TypeFor[Duration]()
-	byteSizeType = reflect.TypeFor[ByteSize]()
+	durationType    = reflect.TypeFor[Duration]()
+	byteSizeType    = reflect.TypeFor[ByteSize]()
+	exprType        = reflect.TypeFor[Expr]()
+	posType         = reflect.TypeFor[Pos]()
+	assignmentsType = reflect.TypeFor[[]Assignment]()
 )
+
+// defaulter is a list element or map value that starts from defaults
+// rather than zero before it is decoded.
+type defaulter interface{ setDefaults() }
 
 // knownTags are the scalar tags yaml.v3 resolves; explicit custom tags
 // such as !foo are rejected.
@@ -71,6 +78,21 @@ func (d *decoder) decode(n *yaml.Node, v reflect.Value, path string) {
 	}
 
 	switch v.Type() {
+	case exprType, reflect.PointerTo(exprType):
+		if n.Kind != yaml.ScalarNode || n.Value == "" {
+			d.fail(n, path, "expected an expression (a string), got %s", describe(n))
+			return
+		}
+		e := Expr{Text: n.Value, Pos: d.pos(n)}
+		if v.Kind() == reflect.Pointer {
+			v.Set(reflect.ValueOf(&e))
+		} else {
+			v.Set(reflect.ValueOf(e))
+		}
+		return
+	case assignmentsType:
+		d.decodeAssignments(n, v, path)
+		return
 	case durationType:
 		if x, msg := parseDuration(n); msg != "" {
 			d.fail(n, path, "%s", msg)
@@ -150,9 +172,16 @@ func (d *decoder) decodeStruct(n *yaml.Node, v reflect.Value, path string) {
 		return
 	}
 	t := v.Type()
-	names := make([]string, t.NumField())
-	for i := range names {
-		names[i] = yamlName(t.Field(i))
+	names := make([]string, 0, t.NumField())
+	index := make([]int, 0, t.NumField())
+	for i := range t.NumField() {
+		f := t.Field(i)
+		if f.Type == posType && yamlName(f) == "-" {
+			v.Field(i).Set(reflect.ValueOf(d.pos(n)))
+			continue
+		}
+		names = append(names, yamlName(f))
+		index = append(index, i)
 	}
 	seen := map[string]int{}
 	forEachPair(n, func(k, val *yaml.Node) {
@@ -169,7 +198,7 @@ func (d *decoder) decodeStruct(n *yaml.Node, v reflect.Value, path string) {
 		idx := -1
 		for i, name := range names {
 			if name == k.Value {
-				idx = i
+				idx = index[i]
 				break
 			}
 		}
@@ -196,6 +225,10 @@ func (d *decoder) decodeList(n *yaml.Node, v reflect.Value, path string) {
 	for i, item := range n.Content {
 		p := fmt.Sprintf("%s[%d]", path, i)
 		e := reflect.New(v.Type().Elem()).Elem()
+		if df, ok := e.Addr().Interface().(defaulter); ok {
+			df.setDefaults()
+		}
+		d.keys[p] = mark{item.Line, item.Column}
 		d.decode(item, e, p)
 		if e.Kind() == reflect.String && e.String() == "" && !d.bad[p] {
 			d.fail(item, p, "must not be empty")
@@ -231,6 +264,15 @@ func (d *decoder) decodeMap(n *yaml.Node, v reflect.Value, path string) {
 		}
 		d.vals[child] = mark{val.Line, val.Column}
 		var x any
+		if et := v.Type().Elem(); et.Kind() == reflect.Pointer && et.Elem().Kind() == reflect.Struct {
+			e := reflect.New(et.Elem())
+			if df, ok := e.Interface().(defaulter); ok {
+				df.setDefaults()
+			}
+			d.decode(val, e.Elem(), child)
+			out.SetMapIndex(reflect.ValueOf(k.Value), e)
+			return
+		}
 		if v.Type().Elem().Kind() == reflect.Interface {
 			var ok bool
 			if x, ok = scalarValue(val); !ok {
@@ -327,4 +369,38 @@ func editDistance(a, b string) int {
 		prev, cur = cur, prev
 	}
 	return prev[len(b)]
+}
+
+// pos is n's position in the file.
+func (d *decoder) pos(n *yaml.Node) Pos { return Pos{File: d.file, Line: n.Line, Column: n.Column} }
+
+// decodeAssignments decodes a set step's mapping (field: expression),
+// keeping the order of the file: later assignments may read earlier ones.
+func (d *decoder) decodeAssignments(n *yaml.Node, v reflect.Value, path string) {
+	if n.Kind != yaml.MappingNode {
+		d.fail(n, path, "expected a mapping of field: expression, got %s", describe(n))
+		return
+	}
+	var out []Assignment
+	seen := map[string]int{}
+	forEachPair(n, func(k, val *yaml.Node) {
+		if k.Kind != yaml.ScalarNode || k.Value == "" {
+			d.fail(k, path, "keys must be non-empty field names, got %s", describe(k))
+			return
+		}
+		child := joinPath(path, k.Value)
+		if line, dup := seen[k.Value]; dup {
+			d.add(k.Line, k.Column, child, fmt.Sprintf("duplicate key %q (first defined at line %d)", k.Value, line))
+			return
+		}
+		seen[k.Value] = k.Line
+		d.keys[child] = mark{k.Line, k.Column}
+		d.vals[child] = mark{val.Line, val.Column}
+		if val.Kind != yaml.ScalarNode || val.Value == "" {
+			d.fail(val, child, "expected an expression (a string), got %s", describe(val))
+			return
+		}
+		out = append(out, Assignment{Field: k.Value, Expr: Expr{Text: val.Value, Pos: d.pos(val)}})
+	})
+	v.Set(reflect.ValueOf(out))
 }

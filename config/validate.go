@@ -140,7 +140,52 @@ var rules = []rule{
 	}},
 
 	{path: "sink.clickhouse", required: hasClickHouse},
-	{path: "sink.clickhouse.addr", when: hasClickHouse, required: func(c *Config) bool { return len(c.Sink.ClickHouse.Addr) > 0 }},
+	{path: "sink.clickhouse.addr", when: func(c *Config) bool { return hasClickHouse(c) && len(c.Sink.ClickHouse.Shards) == 0 },
+		required: func(c *Config) bool { return len(c.Sink.ClickHouse.Addr) > 0 }},
+	{path: "sink.clickhouse.shards", when: func(c *Config) bool { return hasClickHouse(c) && len(c.Sink.ClickHouse.Shards) > 0 }, check: func(c *Config) string {
+		ch := c.Sink.ClickHouse
+		if len(ch.Addr) > 0 {
+			return "set addr (one shard) or shards, not both"
+		}
+		for i, sh := range ch.Shards {
+			if sh.Weight < 1 || sh.Weight > 1000 {
+				return fmt.Sprintf("shard %d: weight must be 1..1000, got %d", i, sh.Weight)
+			}
+			if len(sh.Replicas) == 0 {
+				return fmt.Sprintf("shard %d: replicas must list at least one host:port", i)
+			}
+			for _, r := range sh.Replicas {
+				if _, _, err := net.SplitHostPort(r); err != nil {
+					return fmt.Sprintf("shard %d: replica %q is not host:port", i, r)
+				}
+			}
+		}
+		return ""
+	}},
+	{path: "sink.clickhouse.sharding.by", when: hasClickHouse, check: func(c *Config) string {
+		return oneOf(c.Sink.ClickHouse.Sharding.By, "partition", "key")
+	}},
+	{path: "sink.clickhouse.sharding.column", when: hasClickHouse, deps: []string{"sink.clickhouse.sharding.by"}, check: func(c *Config) string {
+		sh := c.Sink.ClickHouse.Sharding
+		switch {
+		case sh.By == "key" && sh.Column == "":
+			return "required with sharding.by: key"
+		case sh.By != "key" && sh.Column != "":
+			return "only used with sharding.by: key"
+		}
+		return ""
+	}},
+	{path: "sink.clickhouse.breaker.failure_threshold", when: hasClickHouse, check: func(c *Config) string {
+		return intRange(c.Sink.ClickHouse.Breaker.FailureThreshold, 1, 1000)
+	}},
+	// An open breaker shorter than 100ms probes a dead replica in a tight
+	// loop; longer than an hour keeps a recovered one out of use.
+	{path: "sink.clickhouse.breaker.open_for", when: hasClickHouse, check: func(c *Config) string {
+		return durRange(c.Sink.ClickHouse.Breaker.OpenFor, 100*msec, hour)
+	}},
+	{path: "sink.clickhouse.breaker.half_open_probes", when: hasClickHouse, check: func(c *Config) string {
+		return intRange(c.Sink.ClickHouse.Breaker.HalfOpenProbes, 1, 100)
+	}},
 	{path: "sink.clickhouse.table", when: hasClickHouse, required: func(c *Config) bool { return c.Sink.ClickHouse.Table != "" }},
 	{path: "sink.clickhouse.database", when: hasClickHouse, check: func(c *Config) string { return nonEmpty(c.Sink.ClickHouse.Database) }},
 	{path: "sink.clickhouse.user", when: hasClickHouse, check: func(c *Config) string { return nonEmpty(c.Sink.ClickHouse.User) }},
@@ -301,31 +346,155 @@ func validate(c *Config, d *decoder) []*Error {
 		}
 		return false
 	}
-	for _, r := range rules {
-		if (r.when != nil && !r.when(c)) || skip(r.path) {
-			continue
+	// apply runs r on c; rename maps the rule's path to the path the
+	// problem is reported at (the same but for named sinks).
+	apply := func(r rule, c *Config, rename func(string) string) {
+		path := rename(r.path)
+		if (r.when != nil && !r.when(c)) || skip(path) {
+			return
 		}
-		if anyOf(r.deps, skip) {
-			continue
+		for _, dep := range r.deps {
+			if skip(rename(dep)) {
+				return
+			}
 		}
 		if r.required != nil {
 			switch {
-			case d != nil && !d.present(r.path):
-				add(d.keyMark(parentPath(r.path)), r.path, "required key is missing")
+			case d != nil && !d.present(path):
+				add(d.keyMark(parentPath(path)), path, "required key is missing")
 			case !r.required(c):
 				msg := "must not be empty"
 				if d == nil {
 					msg = "is required"
 				}
-				add(d.valMark(r.path), r.path, msg)
+				add(d.valMark(path), path, msg)
 			}
-			continue
+			return
 		}
 		if msg := r.check(c); msg != "" {
-			add(d.valMark(r.path), r.path, msg)
+			add(d.valMark(path), path, msg)
+		}
+	}
+	same := func(p string) string { return p }
+	named := len(c.Sinks) > 0
+	if named && d != nil && d.present("sink") {
+		add(d.keyMark("sink"), "sink", "set sink (one sink) or sinks (named sinks), not both")
+	}
+	for _, r := range rules {
+		if strings.HasPrefix(r.path, "sink.clickhouse") && named {
+			continue
+		}
+		apply(r, c, same)
+	}
+	for _, ns := range c.SinkList() {
+		if !named {
+			break
+		}
+		if !sinkName.MatchString(ns.Name) {
+			add(d.keyMark("sinks."+ns.Name), "sinks."+ns.Name, "sink names are letters, digits, _ and -")
+			continue
+		}
+		cc := *c
+		cc.Sink = Sink{ClickHouse: ns.ClickHouse}
+		prefix := "sinks." + ns.Name + ".clickhouse"
+		for _, r := range rules {
+			if strings.HasPrefix(r.path, "sink.clickhouse") {
+				apply(r, &cc, func(p string) string { return prefix + strings.TrimPrefix(p, "sink.clickhouse") })
+			}
+		}
+	}
+	for i, st := range c.Transform {
+		if !badUnder(d, fmt.Sprintf("transform[%d]", i)) {
+			validateStep(c, i, st, d, add)
 		}
 	}
 	return errs
+}
+
+// badUnder reports whether a value at path or below failed to decode.
+func badUnder(d *decoder, path string) bool {
+	if d == nil {
+		return false
+	}
+	for p := range d.bad {
+		if p == path || strings.HasPrefix(p, path+".") || strings.HasPrefix(p, path+"[") {
+			return true
+		}
+	}
+	return false
+}
+
+var sinkName = regexp.MustCompile(`^[A-Za-z0-9_-]+$`)
+
+// validateStep checks the shape of transform step i: exactly one key, and
+// route rules naming sinks that exist. Expressions are checked when the
+// chain is compiled, against the fields and the columns.
+func validateStep(c *Config, i int, st Step, d *decoder, add func(mark, string, string)) {
+	path := fmt.Sprintf("transform[%d]", i)
+	var set []string
+	if st.Flatten != "" {
+		set = append(set, "flatten")
+	}
+	if st.Filter != nil {
+		set = append(set, "filter")
+	}
+	if len(st.Set) > 0 {
+		set = append(set, "set")
+	}
+	if len(st.Rename) > 0 {
+		set = append(set, "rename")
+	}
+	if len(st.Drop) > 0 {
+		set = append(set, "drop")
+	}
+	if st.Route != nil {
+		set = append(set, "route")
+	}
+	if len(set) != 1 {
+		msg := "a step sets exactly one of flatten, filter, set, rename, drop, route"
+		if len(set) > 1 {
+			msg += "; this one sets " + strings.Join(set, ", ")
+		}
+		add(d.keyMark(path), path, msg)
+		return
+	}
+	r := st.Route
+	if r == nil {
+		return
+	}
+	exists := func(name string) bool {
+		for _, ns := range c.SinkList() {
+			if ns.Name == name {
+				return true
+			}
+		}
+		return false
+	}
+	names := func() string {
+		var out []string
+		for _, ns := range c.SinkList() {
+			out = append(out, ns.Name)
+		}
+		return strings.Join(out, ", ")
+	}
+	if len(r.Rules) == 0 {
+		add(d.keyMark(path+".route"), path+".route.rules", "required: at least one rule {when, sink}")
+	}
+	for j, rr := range r.Rules {
+		rp := fmt.Sprintf("%s.route.rules[%d]", path, j)
+		switch {
+		case rr.When == nil:
+			add(d.keyMark(rp), rp+".when", "required key is missing")
+		case rr.Sink == "":
+			add(d.keyMark(rp), rp+".sink", "required key is missing")
+		case !exists(rr.Sink):
+			add(d.valMark(rp+".sink"), rp+".sink", fmt.Sprintf("no sink named %q; sinks: %s", rr.Sink, names()))
+		}
+	}
+	if u := r.Unmatched; u != "skip" && u != "fail" && !exists(u) {
+		add(d.valMark(path+".route.unmatched"), path+".route.unmatched",
+			fmt.Sprintf("must be skip, fail or a sink name (%s); got %q", names(), u))
+	}
 }
 
 func anyOf(paths []string, f func(string) bool) bool {
