@@ -5,7 +5,7 @@ LDFLAGS   := -s -w -X main.version=$(VERSION)
 BIN       := bin
 DEMO_DIR  ?= .demo
 
-.PHONY: all build test test-short vet fmt demo demo-stop bench clean
+.PHONY: all build test test-short vet fmt check-deploy demo demo-stop bench clean
 
 all: build
 
@@ -13,9 +13,10 @@ build:
 	$(GO) build -ldflags "$(LDFLAGS)" -o $(BIN)/etl ./cmd/etl
 	$(GO) build -o $(BIN)/devbroker ./cmd/devbroker
 
-# Everything: formatting, vet, unit tests and the integration tests against
-# a real ClickHouse and a real broker, with the race detector.
-test: vet
+# Everything: formatting, vet, the deployment files' checks, unit tests and
+# the integration tests against a real ClickHouse and a real broker, with
+# the race detector.
+test: vet check-deploy
 	@unformatted=$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go')); \
 	  if [ -n "$$unformatted" ]; then echo "gofmt would change: $$unformatted"; exit 1; fi
 	$(GO) test -race -count=1 -timeout 25m ./...
@@ -25,6 +26,11 @@ test-short: vet
 
 vet:
 	$(GO) vet ./...
+
+# Alert rules (promtool), the Grafana dashboard and the Kubernetes
+# manifests, offline.
+check-deploy:
+	scripts/check-deploy.sh
 
 fmt:
 	gofmt -w $$(git ls-files '*.go')
