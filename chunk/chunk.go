@@ -32,6 +32,8 @@ type Chunk struct {
 	Spans  []Span
 	// Tag is opaque to the chunk: the pipeline keeps its bookkeeping here.
 	Tag any
+	// Dest is where the chunk goes: the pipeline's index of a sink's shard.
+	Dest int
 	// Oldest is the earliest source record timestamp among the chunk's
 	// records, in Unix milliseconds (0: none), for the end-to-end latency.
 	Oldest int64

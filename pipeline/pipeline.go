@@ -46,10 +46,9 @@ type Pipeline struct {
 	cfg     *config.Config
 	log     *slog.Logger
 	src     *kafka.Source
-	ch      *clickhouse.Client
-	target  atomic.Pointer[clickhouse.Target] // the table's current columns (table.go)
-	shard   *clickhouse.Shard
-	queue   enqueuer // the shard's queue; a test double in unit tests
+	sinks   []*sinkState        // every sink, in name order (sinks.go)
+	dests   []*clickhouse.Shard // every shard of every sink; chunk.Dest indexes it
+	queue   enqueuer            // routes chunks to dests; a test double in unit tests
 	budget  *backpressure.Budget
 	tracker *Tracker
 	runq    *runQueue
@@ -131,8 +130,12 @@ func New(ctx context.Context, o Options) (*Pipeline, error) {
 	if p.workers <= 0 {
 		p.workers = runtime.GOMAXPROCS(0)
 	}
+	shards := 0
+	for _, ns := range cfg.SinkList() {
+		shards += len(ns.ClickHouse.ShardList())
+	}
 	sizing := backpressure.Sizing{
-		Shards: 1, MaxInflightPerShard: chc.Inflight.MaxPerShard, QueueCapacity: chc.QueueCapacity,
+		Shards: shards, MaxInflightPerShard: chc.Inflight.MaxPerShard, QueueCapacity: chc.QueueCapacity,
 		BatchMaxBytes: int64(chc.Batch.MaxBytes), ChunkTargetBytes: int64(cfg.Chunk.TargetBytes),
 		LowRatio: cfg.Backpressure.LowRatio,
 	}
@@ -156,50 +159,31 @@ func New(ctx context.Context, o Options) (*Pipeline, error) {
 		return nil, fmt.Errorf("backpressure: %w", err)
 	}
 
-	p.ch, err = clickhouse.Connect(ctx, clickhouse.Options{
-		Addr: chc.Addr, Database: chc.Database, Table: chc.Table, User: chc.User, Password: chc.Password.Value(),
-		DialTimeout: chc.DialTimeout.D(), InsertTimeout: chc.InsertTimeout.D(), Settings: chc.Settings,
-		Compression: chc.Compression, Columns: chc.Columns,
-	}, log)
-	if err != nil {
-		return nil, fmt.Errorf("clickhouse: %w", err)
+	if err := p.openSinks(ctx); err != nil {
+		p.closeSinks()
+		return nil, err
 	}
-	target, err := p.ch.Plan(ctx)
-	if err != nil {
-		p.ch.Close()
-		return nil, fmt.Errorf("clickhouse: %w", err)
+	target := p.sinks[0].target.Load()
+	if err := p.checkSupported(); err != nil {
+		p.closeSinks()
+		return nil, err
 	}
-	p.target.Store(target)
 	if cfg.Decode.Format == "avro" {
 		if err := p.setupAvro(ctx); err != nil {
-			p.ch.Close()
+			p.closeSinks()
 			return nil, err
 		}
 	}
 	// Check once that the decoder can fill every column.
 	if _, err := p.newDecoder(target); err != nil {
-		p.ch.Close()
+		p.closeSinks()
 		return nil, err
 	}
-	p.shard = clickhouse.NewShard(clickhouse.ShardOptions{
-		Name: "0", Client: p.ch, Target: target, Refresh: p.describeNow,
-		QueueCapacity: chc.QueueCapacity,
-		MaxRows:       chc.Batch.MaxRows, MaxBytes: int(chc.Batch.MaxBytes), Linger: chc.Batch.Linger.D(),
-		MaxInflight:    chc.Inflight.MaxPerShard,
-		InitialBackoff: chc.Retry.InitialBackoff.D(), MaxBackoff: chc.Retry.MaxBackoff.D(), MaxAttempts: chc.Retry.MaxAttempts,
-		OnDone:  p.acks.push,
-		OnSpace: p.wakeBlocked,
-		Budget:  p.budget,
-		Log:     log,
-		Metrics: clickhouse.NewMetrics(p.component("sink"), nil),
-	})
-
-	p.queue = p.shard
 
 	if p.onError == onErrorDLQ {
 		kopts, err := kafka.ClientOpts(cfg.Source.Kafka)
 		if err != nil {
-			p.ch.Close()
+			p.closeSinks()
 			return nil, err
 		}
 		if b := cfg.Decode.DLQ.Brokers; len(b) > 0 {
@@ -207,7 +191,7 @@ func New(ctx context.Context, o Options) (*Pipeline, error) {
 		}
 		p.dlq, err = dlq.New(dlq.Options{Topic: cfg.Decode.DLQ.Topic, Pipeline: cfg.Pipeline.Name, Opts: kopts, Registerer: p.component("dlq")})
 		if err != nil {
-			p.ch.Close()
+			p.closeSinks()
 			return nil, err
 		}
 	}
@@ -217,7 +201,7 @@ func New(ctx context.Context, o Options) (*Pipeline, error) {
 		Registerer: p.component("source"), CommitRegisterer: p.component("checkpoint"),
 	})
 	if err != nil {
-		p.ch.Close()
+		p.closeSinks()
 		return nil, err
 	}
 	p.pause = newPauser(p.src, p.m.lanesPaused)
@@ -227,8 +211,11 @@ func New(ctx context.Context, o Options) (*Pipeline, error) {
 			Help: "Acknowledged offset ranges held above the committable watermarks (gaps left by slow or failed batches).",
 		}, func() float64 { return float64(p.tracker.PendingRanges()) }))
 	}
-	log.Info("pipeline ready", "table", target.Name(), "columns", target.Schema.Names,
-		"server", p.ch.ServerVersion(), "workers", p.workers, "budget_bytes", budgetBytes)
+	for _, sk := range p.sinks {
+		t := sk.target.Load()
+		log.Info("sink ready", "sink", sk.name, "table", t.Name(), "columns", t.Schema.Names, "shards", len(sk.shards))
+	}
+	log.Info("pipeline ready", "workers", p.workers, "budget_bytes", budgetBytes)
 	return p, nil
 }
 
@@ -262,14 +249,17 @@ func (p *Pipeline) Stats() Stats {
 // nil after a complete graceful stop, ErrDrainTimeout when the drain did not
 // finish in time, or the fatal error.
 func (p *Pipeline) Run(ctx context.Context) error {
-	defer p.ch.Close()
+	defer p.closeSinks()
 	p.setState(stateRunning)
 	defer p.setState(stateStopped)
 
 	sinkCtx, hardStop := context.WithCancel(context.Background())
 	defer hardStop()
-	sinkDone := make(chan error, 1)
-	go func() { sinkDone <- p.shard.Run(sinkCtx) }()
+	sinkDone := make(chan error, len(p.dests))
+	for _, sh := range p.dests {
+		go func() { sinkDone <- sh.Run(sinkCtx) }()
+	}
+	sinksLeft := len(p.dests)
 
 	var workers sync.WaitGroup
 	for i := 0; i < p.workers; i++ {
@@ -300,6 +290,7 @@ func (p *Pipeline) Run(ctx context.Context) error {
 		p.log.Error("stopping on error", "err", fatal)
 	case sinkErr = <-sinkDone:
 		sinkReturned = true
+		sinksLeft--
 		fatal = sinkErr
 		if fatal == nil {
 			fatal = errors.New("sink stopped unexpectedly")
@@ -315,12 +306,16 @@ func (p *Pipeline) Run(ctx context.Context) error {
 	defer cancelDrain()
 	drained := true
 	if !sinkReturned {
-		// Decode what was fetched and hand every chunk to the sink.
+		// Decode what was fetched and hand every chunk to the sinks.
 		if !p.drainLanes(drainCtx) {
 			drained = false
 			p.log.Warn("drain: lanes still busy at the drain timeout")
 		}
-		p.shard.Close()
+	}
+	for _, sh := range p.dests {
+		sh.Close()
+	}
+	for ; sinksLeft > 0; sinksLeft-- {
 		select {
 		case sinkErr = <-sinkDone:
 			if sinkErr != nil && fatal == nil {
@@ -329,7 +324,10 @@ func (p *Pipeline) Run(ctx context.Context) error {
 		case <-drainCtx.Done():
 			drained = false
 			hardStop()
-			<-sinkDone
+			for ; sinksLeft > 0; sinksLeft-- {
+				<-sinkDone
+			}
+			sinksLeft = 1 // leave the outer loop
 		}
 	}
 	close(p.stopWaiters)
@@ -540,6 +538,7 @@ func (p *Pipeline) process(l *lane, dec *boundDecoder) {
 					p.fail(err)
 					return
 				}
+				c.Dest = l.dest
 				l.cur = c
 			}
 			_, err := dec.Decode(r.Value, l.cur)
@@ -679,6 +678,13 @@ func (p *Pipeline) newChunk(t *clickhouse.Target) (*chunk.Chunk, error) {
 		return c, nil
 	}
 	return chunk.New(t.Schema)
+}
+
+// closeSinks closes every replica's connections.
+func (p *Pipeline) closeSinks() {
+	for _, s := range p.sinks {
+		s.closeClients()
+	}
 }
 
 // seal counts a finished chunk against the budget and its rows as
@@ -844,6 +850,10 @@ func (h *handler) Assigned(_ context.Context, parts kafka.Partitions) {
 			tp := TopicPartition{topic, part}
 			epoch := p.tracker.Assign(tp)
 			l := newLane(tp, epoch, p.m.lag.WithLabelValues(topic, strconv.Itoa(int(part))))
+			if len(p.sinks) > 0 {
+				s := p.sinks[0]
+				l.dest = s.dest0 + s.shardOfPartition(part)
+			}
 			p.lanes[tp] = l
 			p.pause.assign(tp)
 		}

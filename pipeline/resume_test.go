@@ -83,7 +83,9 @@ func newBarePipeline(tb testing.TB, src partitionPauser, chunkTarget int) (*Pipe
 		budget:      budget,
 	}
 	target := &clickhouse.Target{Schema: schema}
-	p.target.Store(target)
+	sk := &sinkState{name: "default"}
+	sk.target.Store(target)
+	p.sinks = []*sinkState{sk}
 	p.pause = newPauser(src, prometheus.NewGauge(prometheus.GaugeOpts{Name: "etl_test_paused"}))
 	dec, err := decode.NewJSON(schema, decode.JSONOptions{})
 	if err != nil {

@@ -48,7 +48,7 @@ func (p *Pipeline) newDecoder(t *clickhouse.Target) (decode.Decoder, error) {
 // bind returns dec if it fills chunks for the current target, else a new
 // decoder for it.
 func (p *Pipeline) bind(dec *boundDecoder) (*boundDecoder, error) {
-	t := p.target.Load()
+	t := p.sinks[0].target.Load()
 	if dec != nil && dec.target == t {
 		return dec, nil
 	}
@@ -59,32 +59,47 @@ func (p *Pipeline) bind(dec *boundDecoder) (*boundDecoder, error) {
 	return &boundDecoder{d, t}, nil
 }
 
-// refreshTarget reads the table's columns and, when they changed, installs
-// the new target. It returns the live table's target (even when records
-// cannot fill it and the previous target stays in use).
-func (p *Pipeline) refreshTarget(ctx context.Context) (*clickhouse.Target, error) {
+// refreshTarget reads sink s's table and, when its columns changed,
+// installs the new target. It returns the live table's target (even when
+// records cannot fill it and the previous target stays in use).
+func (p *Pipeline) refreshTarget(ctx context.Context, s *sinkState) (*clickhouse.Target, error) {
 	p.describeMu.Lock()
 	defer p.describeMu.Unlock()
-	cur := p.target.Load()
-	live, err := p.ch.Plan(ctx)
+	cur := s.target.Load()
+	live, err := s.plan(ctx)
 	if err != nil {
-		return nil, fmt.Errorf("read the columns of %s again: %w", cur.Name(), err)
+		return nil, fmt.Errorf("sink %s: read the columns of %s again: %w", s.name, cur.Name(), err)
 	}
 	if live.Same(cur) {
 		return cur, nil
 	}
 	added, removed := diffColumns(cur, live)
-	if _, err := p.newDecoder(live); err != nil {
-		p.log.Error("the table's columns changed but records cannot fill them: keeping the previous columns",
-			"table", cur.Name(), "added", added, "removed", removed, "err", err)
-		return live, err
+	if s == p.sinks[0] {
+		if _, err := p.newDecoder(live); err != nil {
+			p.log.Error("the table's columns changed but records cannot fill them: keeping the previous columns",
+				"sink", s.name, "table", cur.Name(), "added", added, "removed", removed, "err", err)
+			return live, err
+		}
 	}
-	p.shard.AddTarget(live)
-	p.target.Store(live)
+	for _, sh := range s.shards {
+		sh.AddTarget(live)
+	}
+	s.target.Store(live)
 	p.m.tableChanges.Inc()
-	p.log.Info("the table's columns changed: following them", "table", live.Name(),
+	p.log.Info("the table's columns changed: following them", "sink", s.name, "table", live.Name(),
 		"added", added, "removed", removed, "columns", live.Schema.Names)
 	return live, nil
+}
+
+// refreshAll reads every sink's table; it returns the first error.
+func (p *Pipeline) refreshAll(ctx context.Context) error {
+	var first error
+	for _, s := range p.sinks {
+		if _, err := p.refreshTarget(ctx, s); err != nil && first == nil {
+			first = err
+		}
+	}
+	return first
 }
 
 // diffColumns lists the columns live inserts that cur does not, and those
@@ -109,12 +124,6 @@ func diffColumns(cur, live *clickhouse.Target) (added, removed []string) {
 		}
 	}
 	return added, removed
-}
-
-// describeNow reads the table's columns at once; the shard calls it when an
-// insert names a column the table lacks.
-func (p *Pipeline) describeNow(ctx context.Context) (*clickhouse.Target, error) {
-	return p.refreshTarget(ctx)
 }
 
 // requestDescribe asks the describer for a read of the table's columns that
@@ -155,7 +164,7 @@ func (p *Pipeline) describer(ctx context.Context) {
 		p.describeReqMu.Unlock()
 		for {
 			dctx, cancel := context.WithTimeout(ctx, p.cfg.Sink.ClickHouse.DialTimeout.D()+10*time.Second)
-			_, err := p.refreshTarget(dctx)
+			err := p.refreshAll(dctx)
 			cancel()
 			if err == nil || done == nil || ctx.Err() != nil {
 				if err != nil && ctx.Err() == nil {

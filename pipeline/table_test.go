@@ -70,7 +70,7 @@ func TestTableAddColumn(t *testing.T) {
 	if got := ch.Query(t, "SELECT id, kind FROM default.events WHERE id >= 1000 ORDER BY id"); got != kindsFrom(1000, 2000) {
 		t.Fatalf("kind of the rows after the ALTER differs from the generated records:\n%.300s", got)
 	}
-	if got := p.target.Load().Schema.Names; !strings.Contains(strings.Join(got, ","), "kind") {
+	if got := p.sinks[0].target.Load().Schema.Names; !strings.Contains(strings.Join(got, ","), "kind") {
 		t.Fatalf("target columns %v lack kind", got)
 	}
 }
@@ -101,7 +101,7 @@ func TestTableDropColumn(t *testing.T) {
 	if n := testutil.ToFloat64(p.m.tableChanges); n != 1 {
 		t.Fatalf("etl_sink_table_changes_total = %v, want 1", n)
 	}
-	if got := strings.Join(p.target.Load().Schema.Names, ","); strings.Contains(got, "amount") {
+	if got := strings.Join(p.sinks[0].target.Load().Schema.Names, ","); strings.Contains(got, "amount") {
 		t.Fatalf("target still inserts amount: %s", got)
 	}
 }

@@ -168,10 +168,19 @@ func (p *Pipeline) Ready(ctx context.Context) (bool, string) {
 	}
 	pctx, cancel := context.WithTimeout(ctx, readyEvery)
 	defer cancel()
-	if err := p.ch.Ping(pctx); err != nil {
-		p.ready, p.readyMsg = false, "clickhouse does not answer: "+err.Error()
-	} else {
-		p.ready, p.readyMsg = true, "ok"
+	p.ready, p.readyMsg = true, "ok"
+	var down []string
+	for _, s := range p.sinks {
+		for _, cs := range s.clients {
+			for _, c := range cs {
+				if err := c.Ping(pctx); err != nil {
+					down = append(down, err.Error())
+				}
+			}
+		}
+	}
+	if len(down) > 0 {
+		p.ready, p.readyMsg = false, "clickhouse does not answer: "+strings.Join(down, "; ")
 	}
 	p.readyAt = time.Now()
 	return p.ready, p.readyMsg

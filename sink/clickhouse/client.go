@@ -49,6 +49,10 @@ type Options struct {
 	// name. Non-empty means only the listed columns are inserted (the others
 	// take their DEFAULT), in table order.
 	Columns map[string]string
+	// Lazy returns a client even when the server does not answer the
+	// first ping (a replica that is down at startup); Database must be
+	// set. Its breaker and retries deal with it once inserts start.
+	Lazy bool
 	// MaxOpenConns caps the pool. Zero means the driver's default (10).
 	// Size it to at least the sum of MaxInflight over the shards using this
 	// client plus one.
@@ -111,6 +115,11 @@ func Connect(ctx context.Context, o Options, log *slog.Logger) (*Client, error) 
 	}
 	c := &Client{conn: conn, log: log, opts: o, settings: settings}
 	if err := conn.Ping(ctx); err != nil {
+		if _, isServer := exceptionCode(err); o.Lazy && o.Database != "" && !isServer {
+			log.Warn("clickhouse does not answer; inserts will try it again", slog.Any("addr", o.Addr), slog.Any("error", err))
+			c.db = o.Database
+			return c, nil
+		}
 		_ = conn.Close()
 		if code, ok := exceptionCode(err); ok && code == codeUnknownDatabase {
 			return nil, fmt.Errorf("clickhouse %v: database %s does not exist: %w", o.Addr, o.Database, err)
@@ -135,6 +144,9 @@ func Connect(ctx context.Context, o Options, log *slog.Logger) (*Client, error) 
 		slog.String("table", c.TableName()), slog.String("compression", method.String()))
 	return c, nil
 }
+
+// Addr names the client's server(s), for logs and metric labels.
+func (c *Client) Addr() string { return strings.Join(c.opts.Addr, ",") }
 
 // Ping checks that the server answers.
 func (c *Client) Ping(ctx context.Context) error {

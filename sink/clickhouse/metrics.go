@@ -23,6 +23,9 @@ type Metrics struct {
 	retries        *prometheus.CounterVec
 	errors         *prometheus.CounterVec
 	inflight       *prometheus.GaugeVec
+	replicaHealthy *prometheus.GaugeVec
+	replicaErrors  *prometheus.CounterVec
+	breakerOpens   *prometheus.CounterVec
 }
 
 // Flush reasons: why a batch was closed.
@@ -72,7 +75,7 @@ func NewMetrics(reg prometheus.Registerer, constLabels prometheus.Labels) *Metri
 		insertDuration: prometheus.NewHistogramVec(prometheus.HistogramOpts{
 			Name: "etl_sink_insert_duration_seconds", Help: "Duration of one insert attempt, by outcome (ok, error).", ConstLabels: constLabels,
 			Buckets: prometheus.ExponentialBuckets(0.005, 2, 14), // 5 ms .. 41 s
-		}, []string{"shard", "outcome"}),
+		}, []string{"shard", "replica", "outcome"}),
 		retries: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "etl_sink_retries_total", Help: "Insert attempts retried after a transient error.", ConstLabels: constLabels,
 		}, shard),
@@ -82,6 +85,15 @@ func NewMetrics(reg prometheus.Registerer, constLabels prometheus.Labels) *Metri
 		inflight: prometheus.NewGaugeVec(prometheus.GaugeOpts{
 			Name: "etl_sink_inflight_batches", Help: "Insert batches in flight (including those waiting to retry).", ConstLabels: constLabels,
 		}, shard),
+		replicaHealthy: prometheus.NewGaugeVec(prometheus.GaugeOpts{
+			Name: "etl_sink_replica_healthy", Help: "1 while the replica's circuit breaker is closed, 0 while it is open or half-open.", ConstLabels: constLabels,
+		}, []string{"shard", "replica"}),
+		replicaErrors: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "etl_sink_replica_errors_total", Help: "Insert attempts that failed on the replica (transient errors).", ConstLabels: constLabels,
+		}, []string{"shard", "replica"}),
+		breakerOpens: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "etl_sink_breaker_opens_total", Help: "Times the replica's circuit breaker opened.", ConstLabels: constLabels,
+		}, []string{"shard", "replica"}),
 	}
 	if reg == nil {
 		return m
@@ -98,6 +110,9 @@ func NewMetrics(reg prometheus.Registerer, constLabels prometheus.Labels) *Metri
 	m.retries = register(reg, m.retries)
 	m.errors = register(reg, m.errors)
 	m.inflight = register(reg, m.inflight)
+	m.replicaHealthy = register(reg, m.replicaHealthy)
+	m.replicaErrors = register(reg, m.replicaErrors)
+	m.breakerOpens = register(reg, m.breakerOpens)
 	return m
 }
 
@@ -120,7 +135,6 @@ type shardMetrics struct {
 	queueFull, records, bytes, retries  prometheus.Counter
 	batchRows, batchBytes               prometheus.Observer
 	flush                               map[string]prometheus.Counter
-	durationOK, durationErr             prometheus.Observer
 	transient, permanent                prometheus.Counter
 }
 
@@ -142,9 +156,7 @@ func (m *Metrics) forShard(shard string) *shardMetrics {
 			reasonDrain:  m.flushes.WithLabelValues(shard, reasonDrain),
 			reasonSchema: m.flushes.WithLabelValues(shard, reasonSchema),
 		},
-		durationOK:  m.insertDuration.WithLabelValues(shard, "ok"),
-		durationErr: m.insertDuration.WithLabelValues(shard, "error"),
-		transient:   m.errors.WithLabelValues(shard, "transient"),
-		permanent:   m.errors.WithLabelValues(shard, "permanent"),
+		transient: m.errors.WithLabelValues(shard, "transient"),
+		permanent: m.errors.WithLabelValues(shard, "permanent"),
 	}
 }

@@ -10,15 +10,23 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
+
 	"github.com/etl-project/etl/chunk"
 )
 
 // ShardOptions configures a Shard.
 type ShardOptions struct {
 	// Name is the shard's label in metrics and logs, e.g. "0".
-	Name   string
-	Client *Client
-	Target *Target
+	Name string
+	// Replicas are the shard's replicas, tried in order: a batch goes to
+	// the first replica whose breaker is closed (or half-open), and a
+	// batch that fails there is retried on the next one. Client is
+	// shorthand for a single replica.
+	Replicas []*Client
+	Client   *Client
+	Breaker  BreakerOptions
+	Target   *Target
 	// QueueCapacity bounds the queue of chunks between the producers and
 	// the batching loop (default 1).
 	QueueCapacity int
@@ -102,6 +110,18 @@ type Shard struct {
 	// and projections of older ones.
 	tmu     sync.Mutex
 	targets map[*chunk.Schema]*Target
+
+	replicas []*replica
+	cur      atomic.Int64 // index of the replica inserts go to first
+}
+
+// replica is one replica of the shard with its breaker and metrics.
+type replica struct {
+	name          string
+	c             *Client
+	br            *breaker
+	errs          prometheus.Counter
+	durOK, durErr prometheus.Observer
 }
 
 // NewShard returns a shard; call Run to start it.
@@ -144,6 +164,19 @@ func NewShard(o ShardOptions) *Shard {
 	}
 	if o.Target != nil {
 		s.targets[o.Target.Schema] = o.Target
+	}
+	clients := o.Replicas
+	if len(clients) == 0 && o.Client != nil {
+		clients = []*Client{o.Client}
+	}
+	for _, c := range clients {
+		name := c.Addr()
+		s.replicas = append(s.replicas, &replica{
+			name: name, c: c,
+			br:    newBreaker(o.Breaker, o.Metrics.replicaHealthy.WithLabelValues(o.Name, name), o.Metrics.breakerOpens.WithLabelValues(o.Name, name)),
+			errs:  o.Metrics.replicaErrors.WithLabelValues(o.Name, name),
+			durOK: o.Metrics.insertDuration.WithLabelValues(o.Name, name, "ok"), durErr: o.Metrics.insertDuration.WithLabelValues(o.Name, name, "error"),
+		})
 	}
 	s.m.queueCapacity.Set(float64(o.QueueCapacity))
 	s.m.queueDepth.Set(0)
@@ -255,8 +288,8 @@ type batch struct {
 // permanent error, or MaxAttempts transient ones). Every goroutine it starts
 // has ended when it returns. Run may be called once.
 func (s *Shard) Run(ctx context.Context) error {
-	if s.o.Client == nil || s.o.Target == nil {
-		return fmt.Errorf("clickhouse shard %s: Client and Target are required", s.o.Name)
+	if len(s.replicas) == 0 || s.o.Target == nil {
+		return fmt.Errorf("clickhouse shard %s: a replica and Target are required", s.o.Name)
 	}
 	if !s.running.CompareAndSwap(false, true) {
 		return fmt.Errorf("clickhouse shard %s: Run called twice", s.o.Name)
@@ -385,28 +418,95 @@ func (s *Shard) spaceIfFull() {
 	}
 }
 
-// insert inserts b, retrying transient errors, and acknowledges it on
-// success. It returns nil, ctx.Err() when ctx ends, or the *InsertError that
-// ends the shard.
+// Clients are the shard's replicas.
+func (s *Shard) Clients() []*Client {
+	out := make([]*Client, len(s.replicas))
+	for i, r := range s.replicas {
+		out[i] = r.c
+	}
+	return out
+}
+
+// pick returns the replica the next attempt goes to: the current one, or
+// the next in order whose breaker lets inserts through; nil when every
+// breaker is open.
+func (s *Shard) pick() *replica {
+	n := len(s.replicas)
+	start := int(s.cur.Load())
+	for i := range n {
+		k := (start + i) % n
+		if s.replicas[k].br.allow() {
+			if i > 0 {
+				s.cur.Store(int64(k))
+			}
+			return s.replicas[k]
+		}
+	}
+	return nil
+}
+
+// reopens is how long until the first open breaker lets inserts through.
+func (s *Shard) reopens() time.Duration {
+	var first time.Time
+	for _, r := range s.replicas {
+		if u := r.br.until(); !u.IsZero() && (first.IsZero() || u.Before(first)) {
+			first = u
+		}
+	}
+	return max(time.Until(first), time.Millisecond)
+}
+
+// moveOn makes the replica after r the current one.
+func (s *Shard) moveOn(r *replica) {
+	for i, x := range s.replicas {
+		if x == r {
+			s.cur.CompareAndSwap(int64(i), int64((i+1)%len(s.replicas)))
+			return
+		}
+	}
+}
+
+// insert inserts b, retrying transient errors on the next healthy replica
+// at once and, once every replica has failed it, after a backoff; it
+// acknowledges b on success. It returns nil, ctx.Err() when ctx ends, or the
+// *InsertError that ends the shard. While every replica's breaker is open
+// it waits: the queue fills and the producers see backpressure.
 func (s *Shard) insert(ctx context.Context, b *batch) error {
 	reprojected := false
+	tried := 0 // replicas that failed this batch since the last backoff
+	waitedOpen := false
 	for attempt := 1; ; attempt++ {
+		r := s.pick()
+		if r == nil {
+			wait := s.reopens()
+			if !waitedOpen {
+				s.log.Warn("every replica's circuit breaker is open: waiting", slog.Duration("for", wait), slog.Int("rows", b.rows))
+				waitedOpen = true
+			}
+			attempt--
+			if !sleep(ctx, wait) {
+				return ctx.Err()
+			}
+			continue
+		}
+		waitedOpen = false
 		start := time.Now()
 		if s.o.Budget != nil {
 			s.o.Budget.Add(int64(b.bytes))
 		}
 		target := s.targetFor(b.chunks[0].Schema)
-		err := s.o.Client.Insert(ctx, target, b.chunks)
+		err := r.c.Insert(ctx, target, b.chunks)
 		if s.o.Budget != nil {
 			s.o.Budget.Release(int64(b.bytes))
 		}
 		elapsed := time.Since(start).Seconds()
 		if err == nil {
-			s.m.durationOK.Observe(elapsed)
+			r.durOK.Observe(elapsed)
+			r.br.success()
 			s.m.records.Add(float64(b.rows))
 			s.m.bytes.Add(float64(b.bytes))
 			if attempt > 1 {
-				s.log.Info("insert succeeded after retries", slog.Int("attempt", attempt), slog.Int("rows", b.rows))
+				s.log.Info("insert succeeded after retries", slog.Int("attempt", attempt), slog.String("replica", r.name), slog.Int("rows", b.rows))
 			}
 			s.ack(b.chunks)
 			return nil
@@ -414,7 +514,7 @@ func (s *Shard) insert(ctx context.Context, b *batch) error {
 		if ctx.Err() != nil {
 			return ctx.Err()
 		}
-		s.m.durationErr.Observe(elapsed)
+		r.durErr.Observe(elapsed)
 		var ie *InsertError
 		if !errors.As(err, &ie) {
 			ie = &InsertError{Table: target.Name(), Err: err}
@@ -424,14 +524,21 @@ func (s *Shard) insert(ctx context.Context, b *batch) error {
 			continue
 		}
 		if Permanent(err) {
+			// The data does not fit the table: no replica would take it,
+			// and it says nothing about the replica's health.
 			ie.Attempts = attempt
 			s.m.permanent.Inc()
 			s.fail()
-			s.log.Error("insert failed permanently", slog.Int("attempt", attempt),
+			s.log.Error("insert failed permanently", slog.Int("attempt", attempt), slog.String("replica", r.name),
 				slog.Int("rows", b.rows), slog.Int("chunks", len(b.chunks)), slog.Any("error", ie))
 			return ie
 		}
 		s.m.transient.Inc()
+		r.errs.Inc()
+		if r.br.failure() {
+			s.log.Warn("replica circuit breaker opened", slog.String("replica", r.name), slog.Duration("open_for", r.br.o.OpenFor), slog.Any("error", err))
+		}
+		s.moveOn(r)
 		if s.o.MaxAttempts > 0 && attempt >= s.o.MaxAttempts {
 			ie.Attempts = attempt
 			s.fail()
@@ -439,17 +546,32 @@ func (s *Shard) insert(ctx context.Context, b *batch) error {
 				slog.Int("rows", b.rows), slog.Int("chunks", len(b.chunks)), slog.Any("error", ie))
 			return ie
 		}
+		s.m.retries.Inc()
+		tried++
+		if tried < len(s.replicas) {
+			s.log.Warn("insert failed, retrying on the next replica", slog.Int("attempt", attempt),
+				slog.String("replica", r.name), slog.Int("rows", b.rows), slog.Any("error", err))
+			continue
+		}
+		tried = 0
 		wait := s.backoff(attempt)
 		s.log.Warn("insert failed, retrying", slog.Int("attempt", attempt), slog.Duration("backoff", wait),
-			slog.Int("rows", b.rows), slog.Any("error", err))
-		s.m.retries.Inc()
-		t := time.NewTimer(wait)
-		select {
-		case <-ctx.Done():
-			t.Stop()
+			slog.String("replica", r.name), slog.Int("rows", b.rows), slog.Any("error", err))
+		if !sleep(ctx, wait) {
 			return ctx.Err()
-		case <-t.C:
 		}
+	}
+}
+
+// sleep waits d or until ctx ends; it reports whether d passed.
+func sleep(ctx context.Context, d time.Duration) bool {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return false
+	case <-t.C:
+		return true
 	}
 }
 

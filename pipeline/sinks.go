@@ -1,0 +1,183 @@
+package pipeline
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strconv"
+	"sync/atomic"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/etl-project/etl/chunk"
+	"github.com/etl-project/etl/config"
+	"github.com/etl-project/etl/sink/clickhouse"
+)
+
+// sinkState is one named sink: a client per replica of each shard, the
+// table's current target, and one shard worker per shard.
+type sinkState struct {
+	name    string
+	cfg     *config.ClickHouse
+	clients [][]*clickhouse.Client // [shard][replica]
+	target  atomic.Pointer[clickhouse.Target]
+	shards  []*clickhouse.Shard
+	weights []int
+	dest0   int // index of shards[0] in Pipeline.dests
+}
+
+// openSinks connects to every replica of every sink (a replica that does
+// not answer yet is kept: its breaker deals with it), reads each table from
+// the first replica that answers and builds the shard workers.
+func (p *Pipeline) openSinks(ctx context.Context) error {
+	for _, ns := range p.cfg.SinkList() {
+		chc := ns.ClickHouse
+		s := &sinkState{name: ns.Name, cfg: chc}
+		p.sinks = append(p.sinks, s)
+		for i, sh := range chc.ShardList() {
+			s.weights = append(s.weights, sh.Weight)
+			var cs []*clickhouse.Client
+			for _, addr := range sh.Replicas {
+				c, err := clickhouse.Connect(ctx, clickhouse.Options{
+					Addr: []string{addr}, Database: chc.Database, Table: chc.Table, User: chc.User, Password: chc.Password.Value(),
+					DialTimeout: chc.DialTimeout.D(), InsertTimeout: chc.InsertTimeout.D(), Settings: chc.Settings,
+					Compression: chc.Compression, Columns: chc.Columns, Lazy: true,
+					MaxOpenConns: chc.Inflight.MaxPerShard + 2,
+				}, p.log.With("sink", s.name, "shard", i))
+				if err != nil {
+					return fmt.Errorf("sink %s: shard %d: replica %s: %w", s.name, i, addr, err)
+				}
+				cs = append(cs, c)
+			}
+			s.clients = append(s.clients, cs)
+		}
+		t, err := s.plan(ctx)
+		if err != nil {
+			return fmt.Errorf("sink %s: %w", s.name, err)
+		}
+		s.target.Store(t)
+		if chc.DistributedCheck != "" {
+			if err := s.checkCluster(ctx); err != nil {
+				return fmt.Errorf("sink %s: sink.clickhouse.distributed_check: %w", s.name, err)
+			}
+		}
+	}
+	for _, s := range p.sinks {
+		s.dest0 = len(p.dests)
+		metrics := clickhouse.NewMetrics(p.component("sink"), prometheus.Labels{"sink": s.name})
+		for i, cs := range s.clients {
+			sh := clickhouse.NewShard(clickhouse.ShardOptions{
+				Name: strconv.Itoa(i), Replicas: cs, Target: s.target.Load(),
+				Breaker: clickhouse.BreakerOptions{FailureThreshold: s.cfg.Breaker.FailureThreshold,
+					OpenFor: s.cfg.Breaker.OpenFor.D(), HalfOpenProbes: s.cfg.Breaker.HalfOpenProbes},
+				Refresh:       func(ctx context.Context) (*clickhouse.Target, error) { return p.refreshTarget(ctx, s) },
+				QueueCapacity: s.cfg.QueueCapacity,
+				MaxRows:       s.cfg.Batch.MaxRows, MaxBytes: int(s.cfg.Batch.MaxBytes), Linger: s.cfg.Batch.Linger.D(),
+				MaxInflight:    s.cfg.Inflight.MaxPerShard,
+				InitialBackoff: s.cfg.Retry.InitialBackoff.D(), MaxBackoff: s.cfg.Retry.MaxBackoff.D(), MaxAttempts: s.cfg.Retry.MaxAttempts,
+				OnDone:  p.acks.push,
+				OnSpace: p.wakeBlocked,
+				Budget:  p.budget,
+				Log:     p.log.With("sink", s.name),
+				Metrics: metrics,
+			})
+			s.shards = append(s.shards, sh)
+			p.dests = append(p.dests, sh)
+		}
+	}
+	p.queue = destRouter(p.dests)
+	return nil
+}
+
+// plan reads the table from the first replica that answers. A server that
+// answers with an error (no such table, a type the encoder lacks) decides.
+func (s *sinkState) plan(ctx context.Context) (*clickhouse.Target, error) {
+	var errs []error
+	for _, cs := range s.clients {
+		for _, c := range cs {
+			t, err := c.Plan(ctx)
+			if err == nil {
+				return t, nil
+			}
+			if clickhouse.ServerAnswered(err) {
+				return nil, err
+			}
+			errs = append(errs, err)
+		}
+	}
+	return nil, fmt.Errorf("no replica answered: %w", errors.Join(errs...))
+}
+
+// closeClients closes every replica's connections.
+func (s *sinkState) closeClients() {
+	for _, cs := range s.clients {
+		for _, c := range cs {
+			_ = c.Close()
+		}
+	}
+}
+
+// shardOfPartition is the shard that takes every row of a partition with
+// sharding by partition.
+func (s *sinkState) shardOfPartition(partition int32) int {
+	return clickhouse.ShardOf(uint64(partition), s.weights)
+}
+
+// destRouter hands each chunk to the shard queue its Dest names.
+type destRouter []*clickhouse.Shard
+
+func (r destRouter) TryEnqueue(c *chunk.Chunk) bool { return r[c.Dest].TryEnqueue(c) }
+
+// checkCluster verifies sink.clickhouse.distributed_check: the cluster's
+// shards, in order, have the configured weights and replicas, so a
+// Distributed table over it with the same sharding key finds each row on
+// the shard the pipeline chose.
+func (s *sinkState) checkCluster(ctx context.Context) error {
+	name := s.cfg.DistributedCheck
+	var shards []clickhouse.ClusterShard
+	var err error
+	for _, cs := range s.clients {
+		for _, c := range cs {
+			if shards, err = c.ClusterShards(ctx, name); err == nil || clickhouse.ServerAnswered(err) {
+				break
+			}
+		}
+		if err == nil || clickhouse.ServerAnswered(err) {
+			break
+		}
+	}
+	if err != nil {
+		return err
+	}
+	want := s.cfg.ShardList()
+	if len(shards) != len(want) {
+		return fmt.Errorf("cluster %q has %d shards, sink.clickhouse lists %d", name, len(shards), len(want))
+	}
+	for i, sh := range shards {
+		if int(sh.Weight) != want[i].Weight {
+			return fmt.Errorf("cluster %q shard %d has weight %d, sink.clickhouse shard %d has %d", name, sh.Num, sh.Weight, i, want[i].Weight)
+		}
+		for _, r := range want[i].Replicas {
+			found := false
+			for _, x := range sh.Replicas {
+				found = found || x == r
+			}
+			if !found {
+				return fmt.Errorf("cluster %q shard %d (replicas %v) does not hold replica %s of sink.clickhouse shard %d: the shard order differs", name, sh.Num, sh.Replicas, r, i)
+			}
+		}
+	}
+	return nil
+}
+
+// checkSupported refuses configurations whose rows cannot be decoded
+// straight into one sink's chunks until the transform path handles them.
+func (p *Pipeline) checkSupported() error {
+	if len(p.cfg.Transform) > 0 || len(p.sinks) > 1 {
+		return errors.New("transform steps and several sinks are not supported yet")
+	}
+	if p.sinks[0].cfg.Sharding.By == "key" {
+		return errors.New("sink.clickhouse.sharding.by: key is not supported yet")
+	}
+	return nil
+}
