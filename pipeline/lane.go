@@ -23,7 +23,7 @@ const (
 // worker owns a lane at a time, so the partition's records are decoded and
 // handed to the sink in offset order.
 type lane struct {
-	dest int // the shard its chunks go to (sharding by partition)
+	dest  int // the shard its chunks go to (sharding by partition)
 	tp    TopicPartition
 	epoch uint64
 	lag   prometheus.Gauge
