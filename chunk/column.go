@@ -19,7 +19,10 @@ type Column interface {
 	Len() int
 	// Size is the number of bytes the column's buffers hold.
 	Size() int
-	// AppendDefault appends the type's zero value.
+	// AppendDefault appends the column's default: the table's DEFAULT
+	// value when the column was built for a type carrying one (see
+	// Type.SetDefault), else the type's zero value (NULL for a Nullable,
+	// an empty array, map or string).
 	AppendDefault()
 	// Driver returns the column as a slice for the driver's Append.
 	Driver() any
@@ -42,6 +45,7 @@ type slicer interface {
 // Fixed is a column of fixed-size values of Go type T.
 type Fixed[T any] struct {
 	Data []T
+	def  T // AppendDefault's value
 }
 
 // Append appends one value.
@@ -57,10 +61,7 @@ func (c *Fixed[T]) Size() int {
 }
 
 // AppendDefault implements Column.
-func (c *Fixed[T]) AppendDefault() {
-	var zero T
-	c.Data = append(c.Data, zero)
-}
+func (c *Fixed[T]) AppendDefault() { c.Data = append(c.Data, c.def) }
 
 // Driver implements Column.
 func (c *Fixed[T]) Driver() any { return c.Data }
@@ -93,6 +94,7 @@ type Strings struct {
 	Buf  []byte
 	Ends []int
 	view []string
+	def  []byte // AppendDefault's value
 }
 
 // Append appends one value, copying it.
@@ -114,7 +116,10 @@ func (c *Strings) Len() int { return len(c.Ends) }
 func (c *Strings) Size() int { return len(c.Buf) + 8*len(c.Ends) }
 
 // AppendDefault implements Column.
-func (c *Strings) AppendDefault() { c.Ends = append(c.Ends, len(c.Buf)) }
+func (c *Strings) AppendDefault() {
+	c.Buf = append(c.Buf, c.def...)
+	c.Ends = append(c.Ends, len(c.Buf))
+}
 
 // Truncate implements Column.
 func (c *Strings) Truncate(n int) {
@@ -188,6 +193,7 @@ func (c *Strings) slices(ends []int) any {
 type Nullable struct {
 	Inner Column
 	Nulls []uint8
+	tmpl  *Nullable // the one-row default, nil for NULL
 }
 
 // AppendNull appends a NULL.
@@ -205,8 +211,15 @@ func (c *Nullable) Len() int { return len(c.Nulls) }
 // Size implements Column.
 func (c *Nullable) Size() int { return c.Inner.Size() + len(c.Nulls) }
 
-// AppendDefault implements Column: the default of a Nullable is NULL.
-func (c *Nullable) AppendDefault() { c.AppendNull() }
+// AppendDefault implements Column: NULL, unless the table's DEFAULT
+// gives a value.
+func (c *Nullable) AppendDefault() {
+	if c.tmpl != nil {
+		c.appendRows(c.tmpl, 0, 1)
+		return
+	}
+	c.AppendNull()
+}
 
 // Truncate implements Column.
 func (c *Nullable) Truncate(n int) { c.Inner.Truncate(n); c.Nulls = c.Nulls[:n] }
@@ -222,6 +235,7 @@ func (c *Nullable) slices(ends []int) any {
 type Array struct {
 	Inner Column
 	Ends  []int
+	tmpl  *Array // the one-row default, nil for an empty array
 }
 
 // EndRow closes the current row after its elements were appended to Inner.
@@ -233,8 +247,15 @@ func (c *Array) Len() int { return len(c.Ends) }
 // Size implements Column.
 func (c *Array) Size() int { return c.Inner.Size() + 8*len(c.Ends) }
 
-// AppendDefault implements Column: an empty array.
-func (c *Array) AppendDefault() { c.EndRow() }
+// AppendDefault implements Column: an empty array, unless the table's
+// DEFAULT gives elements.
+func (c *Array) AppendDefault() {
+	if c.tmpl != nil {
+		c.appendRows(c.tmpl, 0, 1)
+		return
+	}
+	c.EndRow()
+}
 
 // Truncate implements Column.
 func (c *Array) Truncate(n int) {
@@ -264,8 +285,18 @@ func sliceReflect(v any, ends []int) any {
 	return out.Interface()
 }
 
-// NewColumn returns an empty column for type t.
+// NewColumn returns an empty column for type t. When t carries a default
+// (Type.SetDefault), the column's AppendDefault appends it.
 func NewColumn(t *Type) (Column, error) {
+	c, err := newColumn(t)
+	if err != nil || t.def == nil {
+		return c, err
+	}
+	c.(defaulted).setDefault(t.def)
+	return c, nil
+}
+
+func newColumn(t *Type) (Column, error) {
 	switch t.Kind {
 	case KindInt8:
 		return &Fixed[int8]{}, nil

@@ -94,6 +94,7 @@ type Tuple struct {
 	Elems []Column
 	types []*Type
 	rows  int
+	tmpl  *Tuple // the one-row default, nil for each element's default
 }
 
 // EndRow counts the row whose elements were just appended.
@@ -111,8 +112,13 @@ func (c *Tuple) Size() int {
 	return n
 }
 
-// AppendDefault implements Column: each element's AppendDefault.
+// AppendDefault implements Column: each element's AppendDefault, unless
+// the table's DEFAULT gives the tuple.
 func (c *Tuple) AppendDefault() {
+	if c.tmpl != nil {
+		c.appendRows(c.tmpl, 0, 1)
+		return
+	}
 	for _, e := range c.Elems {
 		e.AppendDefault()
 	}
@@ -177,6 +183,7 @@ type Map struct {
 	Ends         []int
 	keyType      *Type
 	valueType    *Type
+	tmpl         *Map // the one-row default, nil for an empty map
 }
 
 // EndRow closes the current row after its keys and values were appended.
@@ -188,8 +195,15 @@ func (c *Map) Len() int { return len(c.Ends) }
 // Size implements Column.
 func (c *Map) Size() int { return c.Keys.Size() + c.Values.Size() + 8*len(c.Ends) }
 
-// AppendDefault implements Column: an empty map.
-func (c *Map) AppendDefault() { c.EndRow() }
+// AppendDefault implements Column: an empty map, unless the table's
+// DEFAULT gives entries.
+func (c *Map) AppendDefault() {
+	if c.tmpl != nil {
+		c.appendRows(c.tmpl, 0, 1)
+		return
+	}
+	c.EndRow()
+}
 
 // Truncate implements Column; it also drops the entries of a partly
 // appended row.

@@ -95,6 +95,10 @@ type Type struct {
 	TZ string
 	// Enum maps the names of an Enum8/Enum16 to their values.
 	Enum map[string]int16
+
+	// def is the table column's DEFAULT value as a one-row column of this
+	// type (SetDefault), or nil.
+	def Column
 }
 
 // ParseType parses a ClickHouse type name as DESCRIBE TABLE prints it.

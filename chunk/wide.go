@@ -82,6 +82,7 @@ type BigInt struct {
 	// Signed is true for Int128 and Int256.
 	Signed bool
 	Data   []uint64
+	def    []uint64 // AppendDefault's words, nil for zero
 }
 
 // Append appends one value given as its little-endian words (len Words).
@@ -95,6 +96,10 @@ func (c *BigInt) Size() int { return 8 * len(c.Data) }
 
 // AppendDefault implements Column.
 func (c *BigInt) AppendDefault() {
+	if c.def != nil {
+		c.Data = append(c.Data, c.def...)
+		return
+	}
 	for range c.Words {
 		c.Data = append(c.Data, 0)
 	}

@@ -36,10 +36,11 @@ type AvroOptions struct {
 	// mismatch at once.
 	Validate string
 	// ReaderSchema, when set, is the schema writers' records are resolved
-	// to: Fields name the reader's fields; a writer field that is a reader
-	// field or one of its aliases fills it; writer fields the reader lacks
-	// are ignored; reader fields the writer lacks take the reader's
-	// default (the column's own default when it has none).
+	// to, at every level of nesting (see avroreader.go): Fields name the
+	// reader's fields; a writer field that is a reader field or one of its
+	// aliases fills it; writer fields the reader lacks are ignored; reader
+	// fields the writer lacks take the reader's default (the column's own
+	// default when it has none).
 	ReaderSchema string
 }
 
@@ -96,9 +97,12 @@ type AvroOptions struct {
 //
 // A union of null and other types into a column that is not Nullable gives
 // the column's default for null: the same defaults as the JSON decoder's
-// (see JSON). The same holds for a column whose field the writer schema
-// lacks, for a column with no field, and for the columns read from the
-// fields of a nested record in a [null, record] union that is null.
+// (see JSON), the table's DEFAULT when the plan computed one. The same
+// holds for a column whose field the writer schema lacks (and the reader
+// schema, if any, gives no default), for a column with no field, and for
+// the columns read from the fields of a nested record in a [null, record]
+// union that is null. A null into a Nullable column is NULL whatever the
+// DEFAULT.
 //
 //   - Map(K, V): a map, each value converted as V, in the writer's order.
 //     K is String (or LowCardinality(String)) or an integer type, whose
@@ -143,14 +147,15 @@ type Avro struct {
 var _ Decoder = (*Avro)(nil)
 
 // avroStep is one writer field of the record (or of a nested record,
-// inlined) in writer order. Exactly one of skip, targets, opt, nest and
-// peek is set.
+// inlined) in writer order, or the default of a reader field the writer
+// lacks. Exactly one of skip, targets, opt, nest, peek and fill is set.
 type avroStep struct {
 	path    string
 	skip    *avroSkip
 	targets []avroTarget
 	opt     *avroOptional
 	nest    *avroNested
+	fill    *avroFill
 	// peek decodes the field into its columns and goes back to its start:
 	// the next steps read the same field again (a record that goes into
 	// Tuple columns and whose fields feed columns of their own).
@@ -185,12 +190,12 @@ type avroOptional struct {
 	cols      []avroDefault
 }
 
-// avroDefault is a column that gets its default: the reader schema's,
-// when there is one, else the column's.
+// avroDefault is a column (or tuple element) that gets its default: the
+// reader schema's (konst), when there is one, else the column's.
 type avroDefault struct {
-	col    int
-	def    defaulter
-	reader *readerDefault
+	col   int
+	def   defaulter
+	konst *avroConst
 }
 
 // avroSetter reads one value of the writer type it was compiled for and
@@ -206,15 +211,15 @@ func NewAvro(writerSchema string, s *chunk.Schema, o AvroOptions) (*Avro, error)
 	if err != nil {
 		return nil, err
 	}
-	var view *readerView
+	var reader *avro.RecordSchema
 	if o.ReaderSchema != "" {
-		v, err := newReaderView(o.ReaderSchema)
+		rs, err := avro.ParseWithCache(o.ReaderSchema, "", &avro.SchemaCache{})
 		if err != nil {
-			return nil, err
+			return nil, fmt.Errorf("decode: avro reader schema: %w", err)
 		}
-		view = v
-		if writerSchema, _, err = view.rewriteWriter(writerSchema); err != nil {
-			return nil, err
+		var ok bool
+		if reader, ok = avroDeref(rs).(*avro.RecordSchema); !ok {
+			return nil, fmt.Errorf("decode: avro reader schema is %s, want a record", avroTypeName(rs))
 		}
 	}
 	// A cache of its own: named types of other schemas (other versions of
@@ -265,28 +270,17 @@ func NewAvro(writerSchema string, s *chunk.Schema, o AvroOptions) (*Avro, error)
 			}
 		}
 	}
-	a.steps = b.record(rec, "")
+	a.steps = b.record(rec, reader, "")
 	if len(b.errs) > 0 {
 		return nil, fmt.Errorf("decode: avro writer schema does not fit the table:\n%w", errors.Join(b.errs...))
 	}
-	if mismatches := b.validate(o.Validate, rec, fields, view); len(mismatches) > 0 {
+	if mismatches := b.validate(o.Validate, rec, reader, fields); len(mismatches) > 0 {
 		return nil, &Error{Reason: ReasonSchemaMismatch, Err: fmt.Errorf("decode: avro writer schema does not match the table (validate_schema %s):\n%w", o.Validate, errors.Join(mismatches...))}
 	}
 	for i := range s.Types {
-		if b.used[i] {
-			continue
+		if !b.used[i] {
+			a.missing = append(a.missing, avroDefault{col: i, def: b.defs[i]})
 		}
-		d := avroDefault{col: i, def: b.defs[i]}
-		if view != nil {
-			if def, ok := view.defaults[fields[i]]; ok {
-				rd, err := newReaderDefault(s.Types[i], def)
-				if err != nil {
-					return nil, fmt.Errorf("decode: reader default of field %q for column %s (%s): %w", fields[i], s.Names[i], s.Types[i].Name, err)
-				}
-				d.reader = rd
-			}
-		}
-		a.missing = append(a.missing, d)
 	}
 	return a, nil
 }
@@ -317,11 +311,6 @@ func (a *Avro) Decode(payload []byte, c *chunk.Chunk) (int, error) {
 	}
 	a.r.buf = nil
 	for _, m := range a.missing {
-		if m.reader != nil {
-			// Checked at compile time: the default fits the column.
-			_ = m.reader.set(m.reader.jd, m.reader.val, c.Cols[m.col])
-			continue
-		}
 		appendDefault(m.def, c.Cols[m.col])
 	}
 	if a.groups != nil {
@@ -368,6 +357,16 @@ func (a *Avro) run(steps []avroStep, c *chunk.Chunk) *Error {
 				}
 			}
 			r.pos = start
+		case st.fill != nil:
+			// A reader default: decode its encoding, then go back to the
+			// datum.
+			buf, pos, left := r.buf, r.pos, r.emptyLeft
+			r.buf, r.pos, r.emptyLeft = st.fill.data, 0, avroMaxEmptyItems
+			e := a.run(st.fill.steps, c)
+			r.buf, r.pos, r.emptyLeft = buf, pos, left
+			if e != nil {
+				return e
+			}
 		default:
 			// One field into several columns: decode it once per column.
 			start := r.pos
@@ -494,12 +493,27 @@ type avroUnfed struct {
 }
 
 // record returns the steps of the fields of rec, whose path is prefix
-// ("" or "a.b.").
-func (b *avroBuilder) record(rec *avro.RecordSchema, prefix string) []avroStep {
+// ("" or "a.b."), resolved to reader record rr when it is not nil.
+func (b *avroBuilder) record(rec, rr *avro.RecordSchema, prefix string) []avroStep {
 	var steps []avroStep
-	for _, f := range rec.Fields() {
-		path := prefix + f.Name()
-		ft := avroDeref(f.Type())
+	var resolved []*avro.Field
+	if rr != nil {
+		resolved = avroResolve(rec, rr)
+	}
+	for fi, f := range rec.Fields() {
+		name, ft := f.Name(), avroDeref(f.Type())
+		var rt avro.Schema // the reader's type of the field
+		if rr != nil {
+			rf := resolved[fi]
+			if rf == nil {
+				// The reader lacks it: ignored, even where a column has
+				// its name.
+				steps = append(steps, avroStep{path: prefix + name, skip: b.skip(ft)})
+				continue
+			}
+			name, rt = rf.Name(), rf.Type()
+		}
+		path := prefix + name
 		cols := b.byPath[path]
 		under := b.prefixes[path]
 		sub, null, recIdx := avroRecordOf(ft)
@@ -522,7 +536,7 @@ func (b *avroBuilder) record(rec *avro.RecordSchema, prefix string) []avroStep {
 				}
 			}
 			if len(tuples) > 0 {
-				st := b.fieldStep(path, ft, tuples)
+				st := b.fieldStep(path, ft, rt, tuples)
 				if !under {
 					steps = append(steps, st)
 					continue
@@ -533,7 +547,7 @@ func (b *avroBuilder) record(rec *avro.RecordSchema, prefix string) []avroStep {
 			case !under:
 				steps = append(steps, avroStep{path: path, skip: b.skip(ft)})
 			default:
-				inner := b.record(sub, path+".")
+				inner := b.record(sub, avroReaderRecord(sub, rt), path+".")
 				if null < 0 {
 					steps = append(steps, inner...)
 					break
@@ -550,9 +564,9 @@ func (b *avroBuilder) record(rec *avro.RecordSchema, prefix string) []avroStep {
 				// every record of the array (and columns named path
 				// take the array itself).
 				if len(cols) > 0 {
-					steps = append(steps, avroStep{path: path, peek: b.fieldStep(path, ft, cols).targets})
+					steps = append(steps, avroStep{path: path, peek: b.fieldStep(path, ft, rt, cols).targets})
 				}
-				steps = append(steps, b.nested(path, ft, arr, an, ai))
+				steps = append(steps, b.nested(path, ft, rt, arr, an, ai))
 				continue
 			}
 			for ci, p := range b.fieldPaths() {
@@ -566,20 +580,36 @@ func (b *avroBuilder) record(rec *avro.RecordSchema, prefix string) []avroStep {
 			steps = append(steps, avroStep{path: path, skip: b.skip(ft)})
 			continue
 		}
-		steps = append(steps, b.fieldStep(path, ft, cols))
+		steps = append(steps, b.fieldStep(path, ft, rt, cols))
+	}
+	if rr != nil {
+		// Reader fields the writer lacks take the reader's default.
+		have := make(map[*avro.Field]bool, len(resolved))
+		for _, rf := range resolved {
+			have[rf] = true
+		}
+		for _, rf := range rr.Fields() {
+			if have[rf] || !rf.HasDefault() {
+				continue
+			}
+			if st, ok := b.readerDefault(prefix, rf); ok {
+				steps = append(steps, st)
+			}
+		}
 	}
 	return steps
 }
 
-// fieldStep compiles the step of a field that goes into columns cols.
-func (b *avroBuilder) fieldStep(path string, ft avro.Schema, cols []int) avroStep {
+// fieldStep compiles the step of a field of writer type ft (and reader
+// type rt, nil without a reader schema) that goes into columns cols.
+func (b *avroBuilder) fieldStep(path string, ft, rt avro.Schema, cols []int) avroStep {
 	st := avroStep{path: path}
 	for _, ci := range cols {
 		t := b.target(ci)
 		if t == nil {
 			continue // not an Array, inside the records of an array: nested reported it
 		}
-		set, err := avroCompile(ft, t)
+		set, err := avroCompile(ft, rt, t)
 		if err != nil {
 			b.fail(path, ft, ci, err)
 			continue
@@ -628,8 +658,9 @@ func (b *avroBuilder) elemDef(ci int) defaulter {
 
 // nested compiles the step of field path, an array of records rec (or a
 // [null, array] union: null and arr are the branches, null -1 without),
-// whose records' fields feed the Array columns path.x.
-func (b *avroBuilder) nested(path string, ft avro.Schema, rec *avro.RecordSchema, null, arr int64) avroStep {
+// whose records' fields feed the Array columns path.x; rt is the reader's
+// type of the field (nil without a reader schema).
+func (b *avroBuilder) nested(path string, ft, rt avro.Schema, rec *avro.RecordSchema, null, arr int64) avroStep {
 	var group []int
 	for ci, p := range b.fieldPaths() {
 		if !strings.HasPrefix(p, path+".") {
@@ -648,8 +679,18 @@ func (b *avroBuilder) nested(path string, ft avro.Schema, rec *avro.RecordSchema
 	if b.elem > 0 {
 		return avroStep{path: path, skip: b.skip(ft)}
 	}
+	var rr *avro.RecordSchema
+	if rt != nil {
+		wt := ft
+		if null >= 0 {
+			wt = ft.(*avro.UnionSchema).Types()[arr]
+		}
+		if wa, ok := avroDeref(wt).(*avro.ArraySchema); ok {
+			rr = avroReaderRecord(rec, avroReaderItems(wa, rt))
+		}
+	}
 	b.elem++
-	inner := b.record(rec, path+".")
+	inner := b.record(rec, rr, path+".")
 	b.elem--
 	fed := make(map[int]bool)
 	avroCollectCols(inner, func(ci int) { fed[ci] = true })
@@ -721,6 +762,9 @@ func avroCollectCols(steps []avroStep, f func(int)) {
 			for _, ci := range st.nest.cols {
 				f(ci)
 			}
+		}
+		if st.fill != nil {
+			avroCollectCols(st.fill.steps, f)
 		}
 	}
 }
@@ -798,18 +842,31 @@ func avroTypeName(s avro.Schema) string {
 	return string(s.Type())
 }
 
-// avroCompile returns the setter of writer type w into column type t.
-func avroCompile(w avro.Schema, t *chunk.Type) (avroSetter, error) {
+// avroCompile returns the setter of writer type w into column type t; r
+// is the reader's type paired with w (nil without a reader schema), which
+// records (into Tuples) at any depth are resolved to.
+func avroCompile(w, r avro.Schema, t *chunk.Type) (avroSetter, error) {
 	w = avroDeref(w)
+	r = avroPair(w, r)
+	hasDef := t.HasDefault()
 	t = t.Base()
 	if u, ok := w.(*avro.UnionSchema); ok {
-		return avroCompileUnion(u, t)
+		return avroCompileUnion(u, r, t, hasDef)
 	}
 	if w.Type() == avro.Null {
 		// Nothing to read: NULL for Nullable, else the default.
+		if t.Kind == chunk.KindNullable {
+			return func(r *avroReader, col chunk.Column) *Error {
+				col.(*chunk.Nullable).AppendNull()
+				return nil
+			}, nil
+		}
 		_, def, err := compile(t)
 		if err != nil {
 			return nil, err
+		}
+		if hasDef {
+			def = nil
 		}
 		return func(r *avroReader, col chunk.Column) *Error {
 			appendDefault(def, col)
@@ -818,7 +875,7 @@ func avroCompile(w avro.Schema, t *chunk.Type) (avroSetter, error) {
 	}
 	switch t.Kind {
 	case chunk.KindNullable:
-		inner, err := avroCompile(w, t.Elem)
+		inner, err := avroCompile(w, r, t.Elem)
 		if err != nil {
 			return nil, err
 		}
@@ -835,7 +892,7 @@ func avroCompile(w avro.Schema, t *chunk.Type) (avroSetter, error) {
 		if !ok {
 			return nil, avroCannot(w, t)
 		}
-		elem, err := avroCompile(aw.Items(), t.Elem)
+		elem, err := avroCompile(aw.Items(), avroReaderItems(aw, r), t.Elem)
 		if err != nil {
 			return nil, err
 		}
@@ -845,7 +902,7 @@ func avroCompile(w avro.Schema, t *chunk.Type) (avroSetter, error) {
 		if !ok {
 			return nil, avroCannot(w, t)
 		}
-		return avroCompileTuple(rec, t)
+		return avroCompileTuple(rec, avroReaderRecord(rec, r), t)
 	case chunk.KindMap:
 		mw, ok := w.(*avro.MapSchema)
 		if !ok {
@@ -855,7 +912,7 @@ func avroCompile(w avro.Schema, t *chunk.Type) (avroSetter, error) {
 		if err != nil {
 			return nil, fmt.Errorf("%s cannot go into %s: %w", avroTypeName(w), t.Name, err)
 		}
-		val, err := avroCompile(mw.Values(), t.Elem)
+		val, err := avroCompile(mw.Values(), avroReaderValues(mw, r), t.Elem)
 		if err != nil {
 			return nil, err
 		}
@@ -872,9 +929,10 @@ func avroCannot(w avro.Schema, t *chunk.Type) error {
 	return fmt.Errorf("%s cannot go into %s", avroTypeName(w), t.Name)
 }
 
-// avroCompileUnion compiles each branch of u against t (its inner type
-// when t is Nullable); null branches give NULL or t's default.
-func avroCompileUnion(u *avro.UnionSchema, t *chunk.Type) (avroSetter, error) {
+// avroCompileUnion compiles each branch of u (paired with reader type r)
+// against t (its inner type when t is Nullable); null branches give NULL
+// or t's default: the table's DEFAULT when hasDef.
+func avroCompileUnion(u *avro.UnionSchema, r avro.Schema, t *chunk.Type, hasDef bool) (avroSetter, error) {
 	nullable := t.Kind == chunk.KindNullable
 	inner := t
 	if nullable {
@@ -884,13 +942,16 @@ func avroCompileUnion(u *avro.UnionSchema, t *chunk.Type) (avroSetter, error) {
 	if err != nil {
 		return nil, err
 	}
+	if hasDef {
+		def = nil
+	}
 	branches := make([]avroSetter, len(u.Types()))
 	var errs []error
 	for i, b := range u.Types() {
 		if b.Type() == avro.Null {
 			continue
 		}
-		set, err := avroCompile(b, inner)
+		set, err := avroCompile(b, r, inner)
 		if err != nil {
 			errs = append(errs, err)
 			continue
@@ -2075,17 +2136,25 @@ const (
 // table as strictly as validate_schema asks.
 const ReasonSchemaMismatch Reason = "schema_mismatch"
 
-// validate lists the mismatches between the writer's top-level fields and
-// the table's columns that level does not allow.
-func (b *avroBuilder) validate(level string, rec *avro.RecordSchema, fields []string, view *readerView) []error {
+// validate lists the mismatches between the writer's top-level fields
+// (resolved to reader record rr, when not nil) and the table's columns
+// that level does not allow.
+func (b *avroBuilder) validate(level string, rec, rr *avro.RecordSchema, fields []string) []error {
 	if level != ValidateNames && level != ValidateFull {
 		return nil
 	}
+	var resolved []*avro.Field
+	if rr != nil {
+		resolved = avroResolve(rec, rr)
+	}
 	var out []error
-	for _, f := range rec.Fields() {
+	for i, f := range rec.Fields() {
 		name := f.Name()
-		if strings.HasPrefix(name, "etl_ignored_") {
-			continue // not in the reader schema: ignored on purpose
+		if rr != nil {
+			if resolved[i] == nil {
+				continue // not in the reader schema: ignored on purpose
+			}
+			name = resolved[i].Name()
 		}
 		if len(b.byPath[name]) == 0 && !b.prefixes[name] {
 			out = append(out, fmt.Errorf("field %q has no column", name))
@@ -2093,13 +2162,9 @@ func (b *avroBuilder) validate(level string, rec *avro.RecordSchema, fields []st
 	}
 	if level == ValidateFull {
 		for i, t := range b.s.Types {
+			// A column a reader default fills is used.
 			if b.used[i] || t.Kind == chunk.KindNullable || fields[i] == "" {
 				continue
-			}
-			if view != nil {
-				if _, ok := view.defaults[fields[i]]; ok {
-					continue
-				}
 			}
 			out = append(out, fmt.Errorf("column %s (%s) is filled by no field", b.s.Names[i], t.Name))
 		}
@@ -2121,11 +2186,20 @@ type avroTupleOp struct {
 // avroCompileTuple compiles a record into a Tuple: its fields in order
 // into the elements of an unnamed tuple (the counts must agree), or by
 // name into a named tuple's (fields the tuple lacks are skipped, elements
-// the record lacks get their default).
-func avroCompileTuple(rec *avro.RecordSchema, t *chunk.Type) (avroSetter, error) {
+// the record lacks get their default). With reader record rr, the record
+// is the reader's: its fields, in its order and by its names; writer
+// fields it lacks are skipped, and its fields the writer lacks take their
+// reader default (else the element's default).
+func avroCompileTuple(rec, rr *avro.RecordSchema, t *chunk.Type) (avroSetter, error) {
 	fields := rec.Fields()
 	names := t.ElemNames
-	if names == nil && len(fields) != len(t.Elems) {
+	var resolved []*avro.Field
+	if rr != nil {
+		resolved = avroResolve(rec, rr)
+		if names == nil && len(rr.Fields()) != len(t.Elems) {
+			return nil, fmt.Errorf("reader %s has %d fields, %s has %d elements", avroTypeName(rr), len(rr.Fields()), t.Name, len(t.Elems))
+		}
+	} else if names == nil && len(fields) != len(t.Elems) {
 		return nil, fmt.Errorf("%s has %d fields, %s has %d elements", avroTypeName(rec), len(fields), t.Name, len(t.Elems))
 	}
 	var (
@@ -2134,20 +2208,32 @@ func avroCompileTuple(rec *avro.RecordSchema, t *chunk.Type) (avroSetter, error)
 		filled = make([]bool, len(t.Elems))
 		skips  *avroBuilder
 	)
+	skip := func(f *avro.Field) {
+		if skips == nil {
+			skips = &avroBuilder{skips: make(map[avro.Schema]*avroSkip)}
+		}
+		ops = append(ops, avroTupleOp{skip: skips.skip(f.Type())})
+	}
 	for i, f := range fields {
-		j := i
+		name, j := f.Name(), i
+		var rt avro.Schema
+		if rr != nil {
+			rf := resolved[i]
+			if rf == nil {
+				skip(f)
+				continue
+			}
+			name, j, rt = rf.Name(), avroReaderIndex(rr, rf), rf.Type()
+		}
 		if names != nil {
-			if j = slices.Index(names, f.Name()); j < 0 {
-				if skips == nil {
-					skips = &avroBuilder{skips: make(map[avro.Schema]*avroSkip)}
-				}
-				ops = append(ops, avroTupleOp{skip: skips.skip(f.Type())})
+			if j = slices.Index(names, name); j < 0 {
+				skip(f)
 				continue
 			}
 		}
-		set, err := avroCompile(f.Type(), t.Elems[j])
+		set, err := avroCompile(f.Type(), rt, t.Elems[j])
 		if err != nil {
-			errs = append(errs, fmt.Errorf("field %q -> %s: %w", f.Name(), tupleLabel(names, j), err))
+			errs = append(errs, fmt.Errorf("field %q -> %s: %w", name, tupleLabel(names, j), err))
 			continue
 		}
 		ops = append(ops, avroTupleOp{elem: j, set: set})
@@ -2158,13 +2244,32 @@ func avroCompileTuple(rec *avro.RecordSchema, t *chunk.Type) (avroSetter, error)
 	}
 	var missing []avroDefault
 	for j, ok := range filled {
-		if !ok {
-			_, def, err := compile(t.Elems[j])
-			if err != nil {
+		if ok {
+			continue
+		}
+		m := avroDefault{col: j}
+		if rr != nil {
+			var rf *avro.Field
+			if names != nil {
+				rf = avroReaderNamed(rr, names[j])
+			} else {
+				rf = rr.Fields()[j]
+			}
+			if rf != nil && rf.HasDefault() {
+				k, err := newAvroConst(rf, t.Elems[j])
+				if err != nil {
+					return nil, fmt.Errorf("%s: %w", tupleLabel(names, j), err)
+				}
+				m.konst = k
+			}
+		}
+		if m.konst == nil {
+			var err error
+			if _, m.def, err = compile(t.Elems[j]); err != nil {
 				return nil, err
 			}
-			missing = append(missing, avroDefault{col: j, def: def})
 		}
+		missing = append(missing, m)
 	}
 	return func(r *avroReader, col chunk.Column) *Error {
 		tc := col.(*chunk.Tuple)
@@ -2182,6 +2287,13 @@ func avroCompileTuple(rec *avro.RecordSchema, t *chunk.Type) (avroSetter, error)
 			}
 		}
 		for _, m := range missing {
+			if m.konst != nil {
+				// Checked when compiled: the default fits the element.
+				if e := m.konst.apply(r, tc.Elems[m.col]); e != nil {
+					return e
+				}
+				continue
+			}
 			appendDefault(m.def, tc.Elems[m.col])
 		}
 		tc.EndRow()

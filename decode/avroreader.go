@@ -1,114 +1,249 @@
 package decode
 
 import (
-	"encoding/json"
 	"fmt"
+	"slices"
 
 	"github.com/hamba/avro/v2"
-	"github.com/valyala/fastjson"
 
 	"github.com/etl-project/etl/chunk"
 )
 
-// readerView is what a reader schema changes in decoding a writer's
-// records: writer fields are renamed to the reader's field (by name or by
-// one of the reader field's aliases), writer fields the reader lacks are
-// ignored, and reader fields the writer lacks take the reader's default.
-type readerView struct {
-	fields   map[string]*avro.Field // reader field by name and by alias
-	defaults map[string]any         // reader field name -> default, for fields with one
+// Resolution of writer schemas to a reader schema (AvroOptions.ReaderSchema).
+//
+// The builder walks the writer schema and the reader schema side by side:
+// every writer record is paired with the reader record at the same place
+// (the record itself, the items of an array, the values of a map, the
+// branch of a union: the reader's branch of the writer branch's type, for
+// records the one of the same name or alias, or the only record). In a
+// paired record, at every level:
+//
+//   - a writer field is the reader field of the same name or, failing that,
+//     the first reader field that has the writer's name among its aliases;
+//     field paths ("a.b") and named tuple elements use the reader's names;
+//   - a writer field the reader lacks is skipped, even where a column has
+//     its name;
+//   - a reader field the writer lacks takes the reader's default, when it
+//     has one: the default is encoded once in Avro binary with the reader's
+//     type, and decoded into the columns it feeds by steps compiled like the
+//     writer's, at every record (an avroFill step). A default is thus
+//     converted exactly as a value of the field would be (logical types,
+//     bytes, enums, records into Tuples, arrays of records into Nested
+//     columns, fields of a record default into "a.b" columns). A reader
+//     field without a default leaves its columns to their own default.
+//
+// Type promotions (int to long, float or double; long to float or double;
+// float to double; string and bytes) need nothing: every setter is compiled
+// for the writer's type and converts it to the column's.
+
+// avroFill is the default of a reader field the writer lacks: its Avro
+// encoding, and the steps that decode it into the columns it feeds.
+type avroFill struct {
+	data  []byte
+	steps []avroStep
 }
 
-func newReaderView(text string) (*readerView, error) {
-	rs, err := avro.ParseWithCache(text, "", &avro.SchemaCache{})
-	if err != nil {
-		return nil, fmt.Errorf("decode: avro reader schema: %w", err)
-	}
-	rec, ok := avroDeref(rs).(*avro.RecordSchema)
-	if !ok {
-		return nil, fmt.Errorf("decode: avro reader schema is %s, want a record", avroTypeName(rs))
-	}
-	v := &readerView{fields: map[string]*avro.Field{}, defaults: map[string]any{}}
-	for _, f := range rec.Fields() {
-		v.fields[f.Name()] = f
-		for _, a := range f.Aliases() {
-			v.fields[a] = f
-		}
-		if f.HasDefault() {
-			v.defaults[f.Name()] = f.Default()
-		}
-	}
-	return v, nil
+// avroConst is the default of a reader field the writer lacks that goes
+// into one element of a Tuple: its Avro encoding and its setter.
+type avroConst struct {
+	data []byte
+	set  avroSetter
 }
 
-// rewriteWriter returns the writer schema with its top-level fields renamed
-// to the reader's names, and the fields the reader lacks renamed so that no
-// column can match them (their values are skipped). Renaming does not
-// change the binary encoding. It also returns the reader fields the writer
-// has.
-func (v *readerView) rewriteWriter(writer string) (string, map[string]bool, error) {
-	var doc map[string]any
-	if err := json.Unmarshal([]byte(writer), &doc); err != nil {
-		return "", nil, fmt.Errorf("decode: avro writer schema: %w", err)
-	}
-	fields, ok := doc["fields"].([]any)
-	if !ok {
-		return "", nil, fmt.Errorf("decode: avro writer schema has no record fields")
-	}
-	have := map[string]bool{}
-	for i, f := range fields {
-		m, ok := f.(map[string]any)
-		if !ok {
-			return "", nil, fmt.Errorf("decode: avro writer schema field %d is not an object", i)
-		}
-		name, _ := m["name"].(string)
-		if rf, ok := v.fields[name]; ok {
-			m["name"] = rf.Name()
-			have[rf.Name()] = true
-		} else {
-			m["name"] = fmt.Sprintf("etl_ignored_%d", i)
-		}
-	}
-	out, err := json.Marshal(doc)
-	if err != nil {
-		return "", nil, err
-	}
-	return string(out), have, nil
+// apply decodes the default into col, then restores r to the datum.
+func (k *avroConst) apply(r *avroReader, col chunk.Column) *Error {
+	buf, pos, left := r.buf, r.pos, r.emptyLeft
+	r.buf, r.pos, r.emptyLeft = k.data, 0, avroMaxEmptyItems
+	e := k.set(r, col)
+	r.buf, r.pos, r.emptyLeft = buf, pos, left
+	return e
 }
 
-// readerDefault is a reader default ready to append to a column: its JSON
-// form, parsed once and set with the JSON decoder's setter for the column
-// type.
-type readerDefault struct {
-	set setter
-	val *fastjson.Value
-	jd  *JSON // scratch for the setter; the parsed value lives in jd.p
-}
-
-func newReaderDefault(t *chunk.Type, def any) (*readerDefault, error) {
-	if def == nil {
-		return nil, nil // a null default is the column's own default
-	}
-	b, err := json.Marshal(def)
+// newAvroConst compiles the default of reader field rf into type t and
+// checks once that it fits.
+func newAvroConst(rf *avro.Field, t *chunk.Type) (*avroConst, error) {
+	data, err := avro.Marshal(rf.Type(), rf.Default())
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("reader default of field %q: %w", rf.Name(), err)
 	}
-	set, _, err := compile(t)
+	set, err := avroCompile(rf.Type(), nil, t)
 	if err != nil {
-		return nil, err
+		return nil, fmt.Errorf("reader default of field %q: %w", rf.Name(), err)
 	}
-	rd := &readerDefault{set: set, jd: &JSON{}}
-	if rd.val, err = rd.jd.p.ParseBytes(b); err != nil {
-		return nil, err
-	}
-	// Check it once: a default that cannot go into the column is a
-	// configuration error, not a per-record one.
+	k := &avroConst{data: data, set: set}
 	col, err := chunk.NewColumn(t)
 	if err != nil {
 		return nil, err
 	}
-	if e := rd.set(rd.jd, rd.val, col); e != nil {
-		return nil, e.Err
+	var r avroReader
+	if e := k.apply(&r, col); e != nil {
+		return nil, fmt.Errorf("reader default of field %q: %w", rf.Name(), e)
 	}
-	return rd, nil
+	return k, nil
+}
+
+// readerDefault returns the step that fills, from the default of reader
+// field rf (which the writer's record at prefix lacks), the columns it
+// feeds; ok is false when no column reads the field or its default is
+// refused (recorded in b.errs).
+func (b *avroBuilder) readerDefault(prefix string, rf *avro.Field) (st avroStep, ok bool) {
+	path := prefix + rf.Name()
+	if len(b.byPath[path]) == 0 && !b.prefixes[path] {
+		return avroStep{}, false
+	}
+	data, err := avro.Marshal(rf.Type(), rf.Default())
+	if err != nil {
+		b.errs = append(b.errs, fmt.Errorf("reader default of field %q: %w", path, err))
+		return avroStep{}, false
+	}
+	// The default is a record of one field, the reader's, compiled like a
+	// writer's record.
+	f, err := avro.NewField(rf.Name(), rf.Type())
+	if err != nil {
+		b.errs = append(b.errs, fmt.Errorf("reader default of field %q: %w", path, err))
+		return avroStep{}, false
+	}
+	rec, err := avro.NewRecordSchema("etl_default", "", []*avro.Field{f})
+	if err != nil {
+		b.errs = append(b.errs, fmt.Errorf("reader default of field %q: %w", path, err))
+		return avroStep{}, false
+	}
+	errs := len(b.errs)
+	steps := b.record(rec, nil, prefix)
+	if len(b.errs) > errs {
+		for i := errs; i < len(b.errs); i++ {
+			b.errs[i] = fmt.Errorf("reader default: %w", b.errs[i])
+		}
+		return avroStep{}, false
+	}
+	// Decode it once: a default that does not fit its columns is refused
+	// now, not at every record.
+	c, err := chunk.New(b.s)
+	if err != nil {
+		b.errs = append(b.errs, err)
+		return avroStep{}, false
+	}
+	a := &Avro{names: b.s.Names, types: make([]string, len(b.s.Types))}
+	for i, t := range b.s.Types {
+		a.types[i] = t.Name
+	}
+	a.r.buf, a.r.emptyLeft = data, avroMaxEmptyItems
+	if e := a.run(steps, c); e != nil {
+		b.errs = append(b.errs, fmt.Errorf("reader default: %w", e))
+		return avroStep{}, false
+	}
+	return avroStep{path: path, fill: &avroFill{data: data, steps: steps}}, true
+}
+
+// avroResolve returns, for each field of writer record w, the field of
+// reader record r it fills (nil: the reader lacks it): the reader field of
+// the same name, else the first reader field not yet filled that has the
+// writer's name among its aliases.
+func avroResolve(w, r *avro.RecordSchema) []*avro.Field {
+	out := make([]*avro.Field, len(w.Fields()))
+	byName := make(map[string]int, len(w.Fields()))
+	for i, f := range w.Fields() {
+		byName[f.Name()] = i
+	}
+	taken := make(map[*avro.Field]bool)
+	for _, rf := range r.Fields() {
+		if i, ok := byName[rf.Name()]; ok {
+			out[i], taken[rf] = rf, true
+		}
+	}
+	for _, rf := range r.Fields() {
+		if taken[rf] {
+			continue
+		}
+		for _, a := range rf.Aliases() {
+			if i, ok := byName[a]; ok && out[i] == nil {
+				out[i], taken[rf] = rf, true
+				break
+			}
+		}
+	}
+	return out
+}
+
+// avroReaderIndex returns the position of rf among r's fields.
+func avroReaderIndex(r *avro.RecordSchema, rf *avro.Field) int {
+	return slices.Index(r.Fields(), rf)
+}
+
+// avroReaderNamed returns r's field called name, or nil.
+func avroReaderNamed(r *avro.RecordSchema, name string) *avro.Field {
+	for _, f := range r.Fields() {
+		if f.Name() == name {
+			return f
+		}
+	}
+	return nil
+}
+
+// avroPair returns the part of reader type r that pairs with writer type
+// w: r itself, or the branch of a reader union that has w's type (a record
+// of the same name or alias, or the only one). Nil when there is none, or
+// no reader schema.
+func avroPair(w, r avro.Schema) avro.Schema {
+	if r == nil {
+		return nil
+	}
+	w, r = avroDeref(w), avroDeref(r)
+	u, ok := r.(*avro.UnionSchema)
+	if !ok {
+		return r
+	}
+	if _, ok := w.(*avro.UnionSchema); ok {
+		return r // each writer branch is paired on its own
+	}
+	var match avro.Schema
+	n := 0
+	for _, br := range u.Types() {
+		br = avroDeref(br)
+		if br.Type() != w.Type() {
+			continue
+		}
+		if wr, ok := w.(*avro.RecordSchema); ok && avroSameName(wr, br.(*avro.RecordSchema)) {
+			return br
+		}
+		match, n = br, n+1
+	}
+	if n == 1 {
+		return match
+	}
+	return nil
+}
+
+// avroSameName reports whether reader record r is writer record w by name
+// or alias, with or without namespace.
+func avroSameName(w, r *avro.RecordSchema) bool {
+	if w.FullName() == r.FullName() || w.Name() == r.Name() {
+		return true
+	}
+	return slices.Contains(r.Aliases(), w.FullName()) || slices.Contains(r.Aliases(), w.Name())
+}
+
+// avroReaderRecord returns the reader record paired with writer record w
+// in reader type r, or nil.
+func avroReaderRecord(w *avro.RecordSchema, r avro.Schema) *avro.RecordSchema {
+	rr, _ := avroPair(w, r).(*avro.RecordSchema)
+	return rr
+}
+
+// avroReaderItems returns the items of the reader array paired with
+// writer array w in reader type r, or nil.
+func avroReaderItems(w *avro.ArraySchema, r avro.Schema) avro.Schema {
+	if ra, ok := avroPair(w, r).(*avro.ArraySchema); ok {
+		return ra.Items()
+	}
+	return nil
+}
+
+// avroReaderValues returns the values of the reader map paired with
+// writer map w in reader type r, or nil.
+func avroReaderValues(w *avro.MapSchema, r avro.Schema) avro.Schema {
+	if rm, ok := avroPair(w, r).(*avro.MapSchema); ok {
+		return rm.Values()
+	}
+	return nil
 }

@@ -450,7 +450,7 @@ func (d *JSON) fastRow(s []byte, c *chunk.Chunk) bool {
 					}
 					d.seen[ci] = d.gen
 					if t == tokNull {
-						appendDefault(d.cols[ci].def, c.Cols[ci])
+						appendDefault(d.cols[ci].null, c.Cols[ci])
 						continue
 					}
 					if !d.fast[ci](d, t, text, c.Cols[ci]) {

@@ -46,11 +46,15 @@ const (
 //
 // Conversions, by column type (a LowCardinality wrapper is ignored):
 //
-//   - Every type: a missing field or null gives the type's default, as
-//     the server would fill it: NULL for Nullable, an empty array for
-//     Array, 1970-01-01 for Date, the all-zero UUID, "0" for Decimal, the
-//     name with the lowest value for an Enum, zero or "" otherwise. A null
-//     element of an array gives the element type's default.
+//   - Every type: a missing field gives the column's default: the table's
+//     DEFAULT value when the plan computed one (chunk.Type.SetDefault),
+//     else the type's implicit default, as the server would fill it: NULL
+//     for Nullable, an empty array for Array, 1970-01-01 for Date, the
+//     all-zero UUID, "0" for Decimal, the name with the lowest value for an
+//     Enum, zero or "" otherwise. A null gives the same, except into a
+//     Nullable column, where it is NULL whatever the DEFAULT (as in the
+//     server's own JSON input). A null element of an array gives the
+//     element type's implicit default.
 //   - Int8..Int64, UInt8..UInt64: a JSON number or a string holding one,
 //     parsed exactly from its text (never through float64). Integral forms
 //     such as 1e3 and 10.0 are accepted; a nonzero fraction is wrong_type;
@@ -159,7 +163,8 @@ type colPlan struct {
 	field, name, typ string
 	path             []string // the field split at dots, when it has any
 	set              setter
-	def              defaulter
+	def              defaulter // a missing field
+	null             defaulter // a null
 	// For an Array(T) column with a path: T's setter and default, used
 	// when the path meets an array of objects (a Nested structure: column
 	// n.a takes field a of every element of n).
@@ -175,6 +180,19 @@ type setter func(d *JSON, v *fastjson.Value, col chunk.Column) *Error
 // defaulter appends the type's default for a null or missing value; nil
 // means the column's AppendDefault is right.
 type defaulter func(col chunk.Column)
+
+// nullDefault is what a null appends to a column of type t whose missing
+// value appends def: the same, except that a null into a Nullable column
+// whose DEFAULT is not NULL stays NULL (the DEFAULT is for missing fields,
+// as the server's own input formats have it).
+func nullDefault(t *chunk.Type, def defaulter) defaulter {
+	if t.HasDefault() && t.Base().Kind == chunk.KindNullable {
+		return appendNull
+	}
+	return def
+}
+
+func appendNull(col chunk.Column) { col.(*chunk.Nullable).AppendNull() }
 
 // appendDefault appends the default of a type to col.
 func appendDefault(def defaulter, col chunk.Column) {
@@ -215,7 +233,7 @@ func NewJSON(s *chunk.Schema, o JSONOptions) (*JSON, error) {
 		if err != nil {
 			return nil, fmt.Errorf("decode: column %s: %w", s.Names[i], err)
 		}
-		d.cols[i] = colPlan{field: fields[i], name: s.Names[i], typ: t.Name, set: set, def: def}
+		d.cols[i] = colPlan{field: fields[i], name: s.Names[i], typ: t.Name, set: set, def: def, null: nullDefault(t, def)}
 		if strings.Contains(fields[i], ".") {
 			d.cols[i].path = strings.Split(fields[i], ".")
 			d.nested = true
@@ -378,8 +396,12 @@ func (d *JSON) fromObject(o *fastjson.Object, c *chunk.Chunk) *Error {
 	for i := range d.cols {
 		col := c.Cols[i]
 		sv := d.slots[i]
-		if sv == nil || sv.Type() == fastjson.TypeNull {
+		if sv == nil {
 			appendDefault(d.cols[i].def, col)
+			continue
+		}
+		if sv.Type() == fastjson.TypeNull {
+			appendDefault(d.cols[i].null, col)
 			continue
 		}
 		var e *Error
@@ -490,7 +512,17 @@ var (
 )
 
 // compile returns the setter for type t and its defaulter (see defaulter).
+// A type carrying the table's DEFAULT (chunk.Type.SetDefault) has a nil
+// defaulter: its columns append the DEFAULT themselves.
 func compile(t *chunk.Type) (setter, defaulter, error) {
+	set, def, err := compileType(t)
+	if t.HasDefault() {
+		def = nil
+	}
+	return set, def, err
+}
+
+func compileType(t *chunk.Type) (setter, defaulter, error) {
 	t = t.Base()
 	switch t.Kind {
 	case chunk.KindInt8:

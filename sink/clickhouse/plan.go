@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"reflect"
+	"slices"
 	"sort"
 	"strings"
 
@@ -37,6 +38,33 @@ type Target struct {
 	// Project). When From is nil the chunks are built for Schema.
 	From   *chunk.Schema
 	Source []int
+	// Warnings name the inserted columns whose DEFAULT expression etl cannot
+	// compute (it refers to other columns, is not deterministic, or the
+	// server cannot evaluate it alone): a record without their field gets
+	// the type's zero value instead. The caller logs them.
+	Warnings []string
+
+	// defaults[i] is the DEFAULT expression whose value Schema column i
+	// appends for a missing field ("" for the type's zero value); Same
+	// compares them.
+	defaults []string
+	// pending are the DEFAULT expressions Plan found computable, which
+	// Client.Plan evaluates on the server.
+	pending []pendingDefault
+}
+
+// pendingDefault is the DEFAULT expression of Schema column col.
+type pendingDefault struct {
+	col  int
+	expr string
+}
+
+// defaultOf is the DEFAULT expression Schema column i appends, or "".
+func (t *Target) defaultOf(i int) string {
+	if i < len(t.defaults) {
+		return t.defaults[i]
+	}
+	return ""
 }
 
 // col is the chunk column holding target column i.
@@ -48,13 +76,13 @@ func (t *Target) col(i int) int {
 }
 
 // Same reports whether t and u insert the same columns with the same types
-// from the same fields.
+// and the same computed DEFAULTs from the same fields.
 func (t *Target) Same(u *Target) bool {
 	if t.Query != u.Query || len(t.Fields) != len(u.Fields) {
 		return false
 	}
 	for i := range t.Fields {
-		if t.Fields[i] != u.Fields[i] || t.Schema.Types[i].Name != u.Schema.Types[i].Name {
+		if t.Fields[i] != u.Fields[i] || t.Schema.Types[i].Name != u.Schema.Types[i].Name || t.defaultOf(i) != u.defaultOf(i) {
 			return false
 		}
 	}
@@ -95,6 +123,7 @@ func Project(old, live *Target) (t *Target, dropped []string) {
 		t.Schema.Types = append(t.Schema.Types, old.Schema.Types[i])
 		t.Fields = append(t.Fields, old.Fields[i])
 		t.Source = append(t.Source, old.col(i))
+		t.defaults = append(t.defaults, old.defaultOf(i))
 	}
 	if len(t.Fields) == 0 {
 		return nil, dropped
@@ -171,14 +200,22 @@ func (c *Client) Describe(ctx context.Context) ([]ColumnInfo, error) {
 	return out, nil
 }
 
-// Plan describes the table and plans the insert for the configured column
-// mapping (Options.Columns).
+// Plan describes the table, plans the insert for the configured column
+// mapping (Options.Columns) and computes the DEFAULT values of the inserted
+// columns on the server (see Plan and computeDefaults).
 func (c *Client) Plan(ctx context.Context) (*Target, error) {
 	cols, err := c.Describe(ctx)
 	if err != nil {
 		return nil, err
 	}
-	return Plan(c.db, c.opts.Table, cols, c.opts.Columns)
+	t, err := Plan(c.db, c.opts.Table, cols, c.opts.Columns)
+	if err != nil {
+		return nil, err
+	}
+	if err := c.computeDefaults(ctx, t); err != nil {
+		return nil, err
+	}
+	return t, nil
 }
 
 // Plan builds the insert target for table db.table from its columns.
@@ -196,6 +233,14 @@ func (c *Client) Plan(ctx context.Context) (*Target, error) {
 // objects (records) n. A mapping may name the structure itself, as if it
 // were a column: n: items feeds n.a from "items.a", n.b from "items.b",
 // and so on (a mapping of one of its columns wins).
+//
+// A record without the field of an inserted column gets the column's
+// DEFAULT. Plan sorts the DEFAULT expressions: one that refers to another
+// column or calls a function that is not deterministic (now(), rand(), ...)
+// cannot be computed once for every record, so the column keeps the type's
+// zero value and Plan adds a warning to Target.Warnings; the others are
+// computed by Client.Plan on the server (Plan alone leaves them at the
+// type's zero value).
 func Plan(db, table string, cols []ColumnInfo, explicit map[string]string) (*Target, error) {
 	name := db + "." + table
 	if err := checkIdent(db); err != nil {
@@ -206,8 +251,10 @@ func Plan(db, table string, cols []ColumnInfo, explicit map[string]string) (*Tar
 	}
 	byName := make(map[string]ColumnInfo, len(cols))
 	nested := make(map[string]bool)
+	names := make(map[string]bool, len(cols))
 	for _, c := range cols {
 		byName[c.Name] = c
+		names[c.Name] = true
 		if n, ok := nestedName(c); ok {
 			nested[n] = true
 		}
@@ -273,9 +320,17 @@ func Plan(db, table string, cols []ColumnInfo, explicit map[string]string) (*Tar
 			q.WriteString(", ")
 		}
 		q.WriteString(quoteIdent(c.Name))
+		if strings.EqualFold(c.DefaultKind, "DEFAULT") && strings.TrimSpace(c.DefaultExpr) != "" {
+			if why := uncomputable(c.DefaultExpr, names); why != "" {
+				t.Warnings = append(t.Warnings, defaultWarning(c.Name, c.DefaultExpr, why))
+			} else {
+				t.pending = append(t.pending, pendingDefault{col: len(t.Fields), expr: c.DefaultExpr})
+			}
+		}
 		t.Schema.Names = append(t.Schema.Names, c.Name)
 		t.Schema.Types = append(t.Schema.Types, typ)
 		t.Fields = append(t.Fields, field)
+		t.defaults = append(t.defaults, "")
 	}
 	if len(t.Fields) == 0 {
 		return nil, fmt.Errorf("plan insert into %s: no insertable column", name)
@@ -319,4 +374,280 @@ func checkIdent(s string) error {
 		return fmt.Errorf("identifier %q contains a backtick or backslash, which the driver cannot quote", s)
 	}
 	return nil
+}
+
+// Column DEFAULTs.
+//
+// The server fills a column's DEFAULT only for columns an INSERT leaves
+// out, but etl inserts every planned column for every row, so a record
+// without a column's field must carry the DEFAULT itself. A DEFAULT
+// expression that needs nothing but constants is computed once per plan,
+// on the server, as SELECT CAST((expr) AS type) (all of a table's in one
+// query), and set on the column's type (chunk.Type.SetDefault): every chunk
+// column built for the plan appends it for a missing field, with no work
+// per record. An expression that refers to other columns, or calls a
+// function whose value changes from call to call or row to row (now(),
+// rand(), generateUUIDv4(), dictGet(), ...), has no single value: the
+// column keeps the type's zero value and the plan carries a warning.
+
+// computeDefaults evaluates the computable DEFAULT expressions of t on the
+// server and sets their values on the columns' types. An expression the
+// server refuses, or whose value cannot be read, leaves its column at the
+// type's zero value with a warning; a connection failure or a transient
+// server error fails the plan.
+func (c *Client) computeDefaults(ctx context.Context, t *Target) error {
+	pending := t.pending
+	t.pending = nil
+	if len(pending) == 0 {
+		return nil
+	}
+	vals := make([]any, len(pending))
+	all := make([]int, len(pending))
+	for i := range all {
+		all[i] = i
+	}
+	failed := make([]error, len(pending))
+	if err := c.evalDefaults(ctx, t, pending, all, vals); err != nil {
+		if !uncomputableErr(err) {
+			return fmt.Errorf("compute the DEFAULT expressions of %s: %w", t.Name(), err)
+		}
+		// One at a time, to tell which expression cannot be computed.
+		for i := range pending {
+			if err := c.evalDefaults(ctx, t, pending, []int{i}, vals); err != nil {
+				if !uncomputableErr(err) {
+					return fmt.Errorf("compute the DEFAULT expressions of %s: %w", t.Name(), err)
+				}
+				failed[i] = err
+			}
+		}
+	}
+	for i, p := range pending {
+		name := t.Schema.Names[p.col]
+		if failed[i] != nil {
+			t.Warnings = append(t.Warnings, defaultWarning(name, p.expr, "the server cannot compute it alone: "+failed[i].Error()))
+			continue
+		}
+		if err := t.Schema.Types[p.col].SetDefault(vals[i]); err != nil {
+			t.Warnings = append(t.Warnings, defaultWarning(name, p.expr, "its value cannot be used: "+err.Error()))
+			continue
+		}
+		t.defaults[p.col] = p.expr
+	}
+	return nil
+}
+
+// evalDefaults evaluates the expressions pending[i] for i in idx in one
+// query and sets vals[i] to their values, as the driver scans them.
+func (c *Client) evalDefaults(ctx context.Context, t *Target, pending []pendingDefault, idx []int, vals []any) error {
+	var q strings.Builder
+	q.WriteString("SELECT ")
+	for k, i := range idx {
+		if k > 0 {
+			q.WriteString(", ")
+		}
+		// LowCardinality is only a storage form; CAST to it needs a
+		// setting on old servers.
+		fmt.Fprintf(&q, "CAST((%s) AS %s) AS `d%d`", pending[i].expr, t.Schema.Types[pending[i].col].Base().Name, k)
+	}
+	rows, err := c.conn.Query(ctx, q.String())
+	if err != nil {
+		return err
+	}
+	defer rows.Close()
+	types := rows.ColumnTypes()
+	if len(types) != len(idx) {
+		return &scanError{fmt.Errorf("%d columns in the result, want %d", len(types), len(idx))}
+	}
+	dest := make([]any, len(idx))
+	for k, ct := range types {
+		dest[k] = reflect.New(ct.ScanType()).Interface()
+	}
+	if !rows.Next() {
+		if err := rows.Err(); err != nil {
+			return err
+		}
+		return &scanError{errors.New("no row in the result")}
+	}
+	if err := rows.Scan(dest...); err != nil {
+		return &scanError{err}
+	}
+	if err := rows.Err(); err != nil {
+		return err
+	}
+	for k, i := range idx {
+		vals[i] = reflect.ValueOf(dest[k]).Elem().Interface()
+	}
+	return nil
+}
+
+// scanError is a value the driver could not read into Go.
+type scanError struct{ err error }
+
+func (e *scanError) Error() string { return "read the value: " + e.err.Error() }
+func (e *scanError) Unwrap() error { return e.err }
+
+// uncomputableErr reports whether err means that the expressions cannot
+// be computed as asked (the server refuses them: an unknown function, a
+// value that does not convert, ...; or their value cannot be read), rather
+// than a failure of the connection or a passing server condition, which
+// fails the plan.
+func uncomputableErr(err error) bool {
+	var se *scanError
+	if errors.As(err, &se) {
+		return true
+	}
+	code, ok := exceptionCode(err)
+	return ok && !transientQueryCodes[code]
+}
+
+// transientQueryCodes are server exception codes that say nothing about
+// the query itself: it may succeed when tried again.
+var transientQueryCodes = map[int32]bool{
+	159: true, // TIMEOUT_EXCEEDED
+	160: true, // TOO_SLOW
+	202: true, // TOO_MANY_SIMULTANEOUS_QUERIES
+	203: true, // NO_FREE_CONNECTION
+	209: true, // SOCKET_TIMEOUT
+	210: true, // NETWORK_ERROR
+	241: true, // MEMORY_LIMIT_EXCEEDED
+	394: true, // QUERY_WAS_CANCELLED
+	425: true, // SYSTEM_ERROR
+	439: true, // CANNOT_SCHEDULE_TASK
+}
+
+// defaultWarning is the warning for column name, whose DEFAULT expr etl
+// cannot compute, because why.
+func defaultWarning(name, expr, why string) string {
+	return fmt.Sprintf("column %s: DEFAULT %s %s, so etl cannot compute it: a record without the field gets the type's zero value. "+
+		"To have the server compute it, leave %s out of an explicit columns mapping (sink.clickhouse.columns)", name, expr, why, name)
+}
+
+// volatileFuncs are functions (lower case) whose value is not the same at
+// every call: a DEFAULT calling one has no single value. volatilePrefixes
+// are name prefixes of such functions.
+var (
+	volatileFuncs = map[string]bool{
+		"now": true, "now64": true, "nowinblock": true, "nowinblock64": true, "today": true, "yesterday": true,
+		"current_timestamp": true, "current_date": true, "current_time": true, "localtimestamp": true, "localtime": true,
+		"curdate": true, "sysdate": true, "utc_timestamp": true, "utctimestamp": true,
+		"fuzzbits": true, "uptime": true, "hostname": true, "fqdn": true, "fullhostname": true, "serveruuid": true,
+		"queryid": true, "query_id": true, "blocknumber": true, "blocksize": true, "neighbor": true,
+		"runningaccumulate": true, "transactionid": true, "transactionlatestsnapshot": true, "transactionoldestsnapshot": true,
+		"sleep": true, "sleepeachrow": true, "filesystemavailable": true, "filesystemfree": true, "filesystemcapacity": true,
+		"currentprofiles": true, "currentroles": true, "enabledprofiles": true, "enabledroles": true, "defaultroles": true,
+		"getsetting": true, "getclientsetting": true, "catboostevaluate": true, "modelevaluate": true,
+	}
+	volatilePrefixes = []string{"rand", "generate", "dict", "joinget", "runningdifference", "rownumberin", "initialquery"}
+)
+
+// uncomputable returns why DEFAULT expression expr cannot be computed once
+// for every record ("" when it can): it refers to a column of the table
+// (names), or calls a function that is not deterministic. String literals
+// and quoted identifiers are read as such.
+func uncomputable(expr string, names map[string]bool) string {
+	var refs, funcs []string
+	for _, id := range exprIdents(expr) {
+		if id.call {
+			l := strings.ToLower(id.name)
+			volatile := volatileFuncs[l]
+			for _, p := range volatilePrefixes {
+				volatile = volatile || strings.HasPrefix(l, p)
+			}
+			if volatile && !slices.Contains(funcs, id.name+"()") {
+				funcs = append(funcs, id.name+"()")
+			}
+			continue
+		}
+		// n.a is a column n.a, or element a of a tuple column n.
+		for n := id.name; n != ""; {
+			if names[n] {
+				if !slices.Contains(refs, n) {
+					refs = append(refs, n)
+				}
+				break
+			}
+			dot := strings.LastIndexByte(n, '.')
+			if dot < 0 {
+				break
+			}
+			n = n[:dot]
+		}
+	}
+	var why []string
+	if len(refs) > 0 {
+		why = append(why, "refers to column(s) "+strings.Join(refs, ", "))
+	}
+	if len(funcs) > 0 {
+		why = append(why, "calls "+strings.Join(funcs, ", ")+", whose value is not the same for every record")
+	}
+	return strings.Join(why, " and ")
+}
+
+// exprIdent is an identifier of an expression; call is true for a function
+// name (followed by "(").
+type exprIdent struct {
+	name string
+	call bool
+}
+
+// exprIdents returns the identifiers of a ClickHouse expression: bare
+// ones (with dots: n.a, t.1) and quoted ones (`x`, "x"), skipping string
+// literals and numbers.
+func exprIdents(s string) []exprIdent {
+	var out []exprIdent
+	isStart := func(c byte) bool { return c == '_' || c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' }
+	isPart := func(c byte) bool { return isStart(c) || c >= '0' && c <= '9' }
+	// quoted reads the quoted text starting at s[i] (the quote), with
+	// backslash escapes and doubled quotes, and returns it and the index
+	// after it.
+	quoted := func(i int) (string, int) {
+		q := s[i]
+		var b strings.Builder
+		for i++; i < len(s); i++ {
+			switch c := s[i]; {
+			case c == '\\' && i+1 < len(s):
+				i++
+				b.WriteByte(s[i])
+			case c == q && i+1 < len(s) && s[i+1] == q:
+				i++
+				b.WriteByte(q)
+			case c == q:
+				return b.String(), i + 1
+			default:
+				b.WriteByte(c)
+			}
+		}
+		return b.String(), len(s)
+	}
+	for i := 0; i < len(s); {
+		c := s[i]
+		var name string
+		switch {
+		case c == '\'':
+			_, i = quoted(i)
+			continue
+		case c == '`' || c == '"':
+			name, i = quoted(i)
+		case isStart(c):
+			j := i + 1
+			for j < len(s) && (isPart(s[j]) || s[j] == '.' && j+1 < len(s) && isPart(s[j+1])) {
+				j++
+			}
+			name, i = s[i:j], j
+		case c >= '0' && c <= '9':
+			for i < len(s) && (isPart(s[i]) || s[i] == '.') {
+				i++
+			}
+			continue
+		default:
+			i++
+			continue
+		}
+		j := i
+		for j < len(s) && (s[j] == ' ' || s[j] == '\t' || s[j] == '\n' || s[j] == '\r') {
+			j++
+		}
+		out = append(out, exprIdent{name: name, call: j < len(s) && s[j] == '('})
+	}
+	return out
 }
