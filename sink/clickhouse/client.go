@@ -57,6 +57,12 @@ type Options struct {
 	// Size it to at least the sum of MaxInflight over the shards using this
 	// client plus one.
 	MaxOpenConns int
+	// Insert selects how chunks are inserted: InsertChgo ("chgo", the
+	// default when empty) encodes INSERT blocks straight from the chunks
+	// and sends them with ch-go (chgo.go); InsertDriver ("driver") copies
+	// them into clickhouse-go's columns. A target with a column the chgo
+	// path cannot encode uses the driver path either way.
+	Insert string
 }
 
 // Client is a native-protocol connection pool to one table.
@@ -67,6 +73,8 @@ type Client struct {
 	db       string
 	version  string
 	settings ch.Settings
+	// chgo is the chgo insert path's connection pool; nil: the driver path.
+	chgo *chgoPool
 }
 
 // Connect opens the connection pool, pings the server and reads its version.
@@ -106,6 +114,12 @@ func Connect(ctx context.Context, o Options, log *slog.Logger) (*Client, error) 
 		// The driver's default idle pool (5) must not exceed the open cap.
 		opts.MaxIdleConns = o.MaxOpenConns
 	}
+	if insertPathOf(o) == InsertChgo {
+		// The chgo path inserts and pings on its own connections: the
+		// driver's serve Describe, and must not sit idle (an idle
+		// connection holds a server's graceful shutdown for seconds).
+		opts.ConnMaxLifetime = chgoDriverConnLifetime
+	}
 	if method != ch.CompressionNone {
 		opts.Compression = &ch.Compression{Method: method}
 	}
@@ -118,6 +132,10 @@ func Connect(ctx context.Context, o Options, log *slog.Logger) (*Client, error) 
 		if _, isServer := exceptionCode(err); o.Lazy && o.Database != "" && !isServer {
 			log.Warn("clickhouse does not answer; inserts will try it again", slog.Any("addr", o.Addr), slog.Any("error", err))
 			c.db = o.Database
+			if err := c.setInsertPath(); err != nil {
+				_ = conn.Close()
+				return nil, err
+			}
 			return c, nil
 		}
 		_ = conn.Close()
@@ -139,17 +157,60 @@ func Connect(ctx context.Context, o Options, log *slog.Logger) (*Client, error) 
 			return nil, fmt.Errorf("clickhouse %v: read current database: %w", o.Addr, err)
 		}
 	}
+	if err := c.setInsertPath(); err != nil {
+		_ = conn.Close()
+		return nil, err
+	}
 	log.Info("connected to clickhouse",
 		slog.Any("addr", o.Addr), slog.String("server_version", c.version),
-		slog.String("table", c.TableName()), slog.String("compression", method.String()))
+		slog.String("table", c.TableName()), slog.String("compression", method.String()),
+		slog.String("insert_path", c.insertPath()))
 	return c, nil
+}
+
+// insertPathOf is the insert path o selects: Options.Insert; empty means
+// InsertChgo.
+func insertPathOf(o Options) string {
+	path := o.Insert
+	if path == "" {
+		return InsertChgo
+	}
+	return path
+}
+
+// setInsertPath opens the chgo path's pool unless the options select the
+// driver path.
+func (c *Client) setInsertPath() error {
+	switch path := insertPathOf(c.opts); path {
+	case InsertChgo:
+		p, err := newChgoPool(c.opts, c.db, c.settings, c.log)
+		if err != nil {
+			return err
+		}
+		c.chgo = p
+	case InsertDriver:
+	default:
+		return fmt.Errorf("clickhouse: insert path %q: want %s or %s", path, InsertChgo, InsertDriver)
+	}
+	return nil
+}
+
+// insertPath names the insert path in use.
+func (c *Client) insertPath() string {
+	if c.chgo != nil {
+		return InsertChgo
+	}
+	return InsertDriver
 }
 
 // Addr names the client's server(s), for logs and metric labels.
 func (c *Client) Addr() string { return strings.Join(c.opts.Addr, ",") }
 
-// Ping checks that the server answers.
+// Ping checks that the server answers (on the insert path's connections).
 func (c *Client) Ping(ctx context.Context) error {
+	if c.chgo != nil {
+		return c.chgo.ping(ctx)
+	}
 	if err := c.conn.Ping(ctx); err != nil {
 		return fmt.Errorf("clickhouse %v: %w", c.opts.Addr, err)
 	}
@@ -167,6 +228,9 @@ func (c *Client) TableName() string { return c.db + "." + c.opts.Table }
 
 // Close closes every connection of the pool.
 func (c *Client) Close() error {
+	if c.chgo != nil {
+		c.chgo.close()
+	}
 	if err := c.conn.Close(); err != nil {
 		return fmt.Errorf("clickhouse %s: close: %w", c.TableName(), err)
 	}

@@ -65,3 +65,13 @@ func ServerAnswered(err error) bool {
 	}
 	return true
 }
+
+// Engine is the table engine of the client's table, as system.tables names
+// it (e.g. ReplicatedMergeTree).
+func (c *Client) Engine(ctx context.Context) (string, error) {
+	var engine string
+	if err := c.conn.QueryRow(ctx, "SELECT engine FROM system.tables WHERE database = ? AND name = ?", c.db, c.opts.Table).Scan(&engine); err != nil {
+		return "", fmt.Errorf("read the engine of %s: %w", c.TableName(), err)
+	}
+	return engine, nil
+}

@@ -11,9 +11,11 @@ import (
 	"github.com/etl-project/etl/chunk"
 )
 
-// Insert inserts chunks, built for t.Schema, as one INSERT of t.Query
-// through the driver's column API: each column of each chunk is appended
-// whole, so rows are never materialised.
+// Insert inserts chunks, built for t.Schema, as one INSERT of t.Query. The
+// chgo path (chgo.go, the default) sends one Native block encoded straight
+// from the chunks. The driver path (Options.Insert "driver", and the inserts
+// the chgo path hands over) uses the driver's column API: each column of
+// each chunk is appended whole, so rows are never materialised.
 //
 // The connection is held from PrepareBatch to Send (no
 // driver.WithReleaseConnection): the columns are appended in memory right
@@ -62,6 +64,14 @@ func (c *Client) Insert(ctx context.Context, t *Target, chunks []*chunk.Chunk) (
 			ie.Err = fmt.Errorf("insert timeout %s exceeded: %w", c.opts.InsertTimeout, errors.Join(ictx.Err(), ie.Err))
 		}
 	}()
+
+	if c.chgo != nil {
+		// The chgo path (chgo.go); it hands over, having inserted
+		// nothing, the targets and servers it cannot serve.
+		if handled, err := c.insertChgo(ictx, t, chunks); handled {
+			return err
+		}
+	}
 
 	hintStrings(t, chunks)
 	batch, err := c.conn.PrepareBatch(ictx, t.Query)

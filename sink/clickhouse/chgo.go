@@ -1,0 +1,487 @@
+package clickhouse
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"slices"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	chgo "github.com/ClickHouse/ch-go"
+	"github.com/ClickHouse/ch-go/proto"
+	ch "github.com/ClickHouse/clickhouse-go/v2"
+	"github.com/google/uuid"
+
+	"github.com/etl-project/etl/chunk"
+)
+
+// The chgo insert path: INSERT blocks are encoded straight from the chunks'
+// column buffers (chunk.NativeEncoder) and sent with ch-go, the
+// native-protocol library clickhouse-go is built on, instead of being copied
+// value by value into the driver's columns and encoded from there. One
+// INSERT is still one Native block, sent whole, then the end of data, as the
+// driver path sends it: a failed insert inserted nothing.
+//
+// Each Client keeps its own small pool of ch-go connections (ch-go's Client
+// is one connection, used by one insert at a time); Ping uses it too.
+// Connect's queries and Describe stay on clickhouse-go, and so do the
+// inserts the chgo path hands over: a target with a column it cannot
+// encode (decided once per target), a target whose column types on the
+// server are no longer the planned ones (seen in the INSERT's header block
+// before any data is sent; the driver converts the values to the server's
+// types or refuses them naming the column, as it always has), and servers
+// of protocol revisions 54420 to 54428 when settings are configured
+// (chgo_compat.go).
+//
+// Errors are those of the driver path: a server exception becomes the
+// driver's *ch.Exception (same code, name and message), so Permanent and
+// missingColumn classify it unchanged; a value the encoder refuses is an
+// appendError naming the column and the chunk's source spans; network
+// errors and timeouts are transient.
+
+// Insert paths (Options.Insert).
+const (
+	InsertChgo   = "chgo"
+	InsertDriver = "driver"
+)
+
+const (
+	// chgoIdleCheck: a pooled connection idle longer than this is pinged
+	// before an insert uses it, so a connection the server closed in the
+	// meantime is replaced instead of failing the insert (and counting
+	// against the replica's breaker).
+	chgoIdleCheck = 30 * time.Second
+	// chgoMaxLifetime: connections older than this are closed instead of
+	// reused (clickhouse-go's ConnMaxLifetime default).
+	chgoMaxLifetime = time.Hour
+	// chgoKeepBytes: a connection whose write buffer grew past this
+	// (an insert of a large batch) is closed after the insert rather than
+	// pooled, so large buffers are not kept outside the byte budget
+	// between inserts.
+	chgoKeepBytes = 32 << 20
+	// chgoDefaultIdle is how many idle connections a pool keeps when
+	// Options.MaxOpenConns is not set.
+	chgoDefaultIdle = 4
+	// chgoDriverConnLifetime is the lifetime of the driver's connections
+	// when the chgo path inserts: they serve Describe (and the inserts
+	// handed over), and an idle connection holds a server's graceful
+	// shutdown for seconds (18.16 checks idle connections every 10 s).
+	chgoDriverConnLifetime = time.Second
+)
+
+// chgoPool is a Client's ch-go connections and the per-target plans.
+type chgoPool struct {
+	log     *slog.Logger
+	addr    string
+	opts    chgo.Options // Address, Database, User, Password, Compression, timeouts, settings
+	maxIdle int
+	// settings as the driver sends them, for servers that need the
+	// compatibility shim (chgo_compat.go).
+	settings ch.Settings
+
+	mu     sync.Mutex
+	idle   []*chgoConn
+	closed bool
+
+	plans      sync.Map    // *Target -> *chgoPlan (nil plan: the driver path)
+	driverOnly atomic.Bool // the server cannot take this path with these settings
+	warned     sync.Once
+}
+
+// chgoPlan is what the chgo path needs of a target, worked out once.
+type chgoPlan struct {
+	query string // t.Query + " VALUES"
+}
+
+// chgoConn is one ch-go connection and its encoders.
+type chgoConn struct {
+	cl     *chgo.Client
+	nc     *chgoNetConn
+	buf    *proto.Buffer // the client's write buffer
+	rev    int           // the negotiated protocol revision
+	born   time.Time
+	used   time.Time
+	blocks map[*Target]*chgoBlock
+	// settings are the pool's, for the compatibility shim.
+	settings ch.Settings
+}
+
+// newChgoPool returns the pool for o; database is the resolved database.
+func newChgoPool(o Options, database string, settings ch.Settings, log *slog.Logger) (*chgoPool, error) {
+	var comp chgo.Compression
+	switch strings.ToLower(o.Compression) {
+	case "", "none":
+		comp = chgo.CompressionDisabled
+	case "lz4":
+		comp = chgo.CompressionLZ4
+	case "zstd":
+		comp = chgo.CompressionZSTD
+	default:
+		return nil, fmt.Errorf("clickhouse: compression %q: want none, lz4 or zstd", o.Compression)
+	}
+	if len(o.Addr) == 0 {
+		return nil, errors.New("clickhouse: no address configured")
+	}
+	dial := o.DialTimeout
+	if dial <= 0 {
+		dial = 30 * time.Second // the driver's default
+	}
+	p := &chgoPool{
+		log:      log,
+		addr:     strings.Join(o.Addr, ","),
+		maxIdle:  chgoDefaultIdle,
+		settings: settings,
+		opts: chgo.Options{
+			// Like the driver's pool, a Client talks to its first address.
+			Address:          o.Addr[0],
+			Database:         database,
+			User:             o.User,
+			Password:         o.Password,
+			Compression:      comp,
+			ClientName:       "etl",
+			DialTimeout:      dial,
+			HandshakeTimeout: dial,
+		},
+	}
+	if o.MaxOpenConns > 0 {
+		p.maxIdle = o.MaxOpenConns
+	}
+	for k, v := range settings {
+		// Servers of revision 54429 and later take every setting as text,
+		// as clickhouse-go sends it.
+		p.opts.Settings = append(p.opts.Settings, chgo.Setting{Key: k, Value: fmt.Sprint(v), Important: true})
+	}
+	return p, nil
+}
+
+// plan returns the chgo plan of t, or nil when a column's type cannot be
+// encoded from chunks (the target then goes through the driver). The
+// decision is made once per target.
+func (p *chgoPool) plan(t *Target) *chgoPlan {
+	if v, ok := p.plans.Load(t); ok {
+		return v.(*chgoPlan)
+	}
+	var pl *chgoPlan
+	reason := ""
+	for i, typ := range t.Schema.Types {
+		if _, err := chunk.NewNativeEncoder(typ); err != nil {
+			reason = fmt.Sprintf("column %s (%s): %v", t.Schema.Names[i], typ.Name, err)
+			break
+		}
+	}
+	if reason == "" {
+		pl = &chgoPlan{query: t.Query + " VALUES"}
+	} else {
+		p.log.Info("inserting this table through the driver's column API: the chgo path cannot encode a column",
+			slog.String("table", t.Name()), slog.String("reason", reason))
+	}
+	v, _ := p.plans.LoadOrStore(t, pl)
+	return v.(*chgoPlan)
+}
+
+// get returns an idle connection that still answers, or a new one.
+func (p *chgoPool) get(ctx context.Context) (*chgoConn, error) {
+	for {
+		p.mu.Lock()
+		if p.closed {
+			p.mu.Unlock()
+			return nil, chgo.ErrClosed
+		}
+		n := len(p.idle)
+		if n == 0 {
+			p.mu.Unlock()
+			return p.dial(ctx)
+		}
+		cn := p.idle[n-1]
+		p.idle[n-1] = nil
+		p.idle = p.idle[:n-1]
+		p.mu.Unlock()
+		now := time.Now()
+		if now.Sub(cn.born) > chgoMaxLifetime || cn.cl.IsClosed() || cn.nc.check() != nil {
+			cn.close()
+			continue
+		}
+		if now.Sub(cn.used) > chgoIdleCheck {
+			if err := cn.ping(ctx); err != nil {
+				cn.close()
+				if ctx.Err() != nil {
+					return nil, ctx.Err()
+				}
+				continue
+			}
+		}
+		return cn, nil
+	}
+}
+
+// ping checks that the server answers on one of the pool's connections.
+func (p *chgoPool) ping(ctx context.Context) error {
+	cn, err := p.get(ctx)
+	if err == nil {
+		err = cn.ping(ctx)
+		p.put(cn, err)
+	}
+	if err != nil {
+		return fmt.Errorf("clickhouse %s: %w", p.addr, chgoError(err))
+	}
+	return nil
+}
+
+// dial opens a connection.
+func (p *chgoPool) dial(ctx context.Context) (*chgoConn, error) {
+	d := &chgoDialer{timeout: p.opts.DialTimeout}
+	opts := p.opts
+	opts.Dialer = d
+	buf := new(proto.Buffer)
+	cl, err := chgo.DialWithBuffer(ctx, opts, buf)
+	if err != nil {
+		return nil, fmt.Errorf("clickhouse %s: %w", p.addr, err)
+	}
+	cn := &chgoConn{cl: cl, nc: d.conn, buf: buf, rev: cl.ServerInfo().Revision, born: time.Now(), settings: p.settings}
+	cn.used = cn.born
+	if err := p.compat(cn); err != nil {
+		cn.close()
+		return nil, err
+	}
+	return cn, nil
+}
+
+// put returns cn to the pool after an insert that ended with err, or
+// closes it: after any error (even a server exception, which may arrive
+// while the block is still being written: the connection's state is not
+// worth guessing for a rare event), when the insert's context ended while
+// it ran, when its buffer grew large, or when the pool is full or closed.
+func (p *chgoPool) put(cn *chgoConn, err error) {
+	if err != nil || cn.nc.aborted() || cap(cn.buf.Buf) > chgoKeepBytes || cn.cl.IsClosed() {
+		cn.close()
+		return
+	}
+	cn.used = time.Now()
+	p.mu.Lock()
+	if p.closed || len(p.idle) >= p.maxIdle {
+		p.mu.Unlock()
+		cn.close()
+		return
+	}
+	p.idle = append(p.idle, cn)
+	p.mu.Unlock()
+}
+
+// close closes the idle connections; connections in use are closed when
+// their insert returns them.
+func (p *chgoPool) close() {
+	p.mu.Lock()
+	idle := p.idle
+	p.idle, p.closed = nil, true
+	p.mu.Unlock()
+	for _, cn := range idle {
+		cn.close()
+	}
+}
+
+func (cn *chgoConn) close() { _ = cn.cl.Close() }
+
+// block returns the connection's encoders for t.
+func (cn *chgoConn) block(t *Target) (*chgoBlock, error) {
+	if b := cn.blocks[t]; b != nil {
+		return b, nil
+	}
+	if cn.blocks == nil || len(cn.blocks) >= 16 {
+		cn.blocks = map[*Target]*chgoBlock{} // targets change rarely
+	}
+	b := &chgoBlock{cols: make([]chgoColumn, len(t.Schema.Types))}
+	for i, typ := range t.Schema.Types {
+		enc, err := chunk.NewNativeEncoder(typ)
+		if err != nil {
+			return nil, err
+		}
+		b.cols[i] = chgoColumn{name: t.Schema.Names[i], typ: proto.ColumnType(typ.Name), enc: enc}
+		b.input = append(b.input, proto.InputColumn{Name: t.Schema.Names[i], Data: &b.cols[i]})
+	}
+	cn.blocks[t] = b
+	return b, nil
+}
+
+// chgoBlock is the Native block of one insert of a target: one encoder per
+// column, each over that column of every chunk of the batch.
+type chgoBlock struct {
+	cols  []chgoColumn
+	input proto.Input
+	tmp   []chunk.Column
+}
+
+// prepare points the encoders at chunks (built for t) and checks their
+// values; a value that cannot be written is an *InsertError naming the
+// column and the chunk's source spans.
+func (b *chgoBlock) prepare(t *Target, chunks []*chunk.Chunk) error {
+	for i := range b.cols {
+		b.tmp = b.tmp[:0]
+		for _, c := range chunks {
+			b.tmp = append(b.tmp, c.Cols[t.col(i)])
+		}
+		if err := b.cols[i].enc.Prepare(b.tmp); err != nil {
+			spans := ""
+			var ve *chunk.NativeValueError
+			if errors.As(err, &ve) && ve.Chunk >= 0 && ve.Chunk < len(chunks) {
+				spans, err = spansString(chunks[ve.Chunk].Spans), ve.Err
+			}
+			return &InsertError{
+				Table: t.Name(), Column: t.Schema.Names[i], Type: t.Schema.Types[i].Name,
+				Err: &appendError{spans: spans, err: err},
+			}
+		}
+	}
+	clear(b.tmp)
+	return nil
+}
+
+// sizeHint is about the size of the encoded block.
+func (b *chgoBlock) sizeHint() int {
+	n := 0
+	for i := range b.cols {
+		n += b.cols[i].enc.SizeHint()
+	}
+	return n
+}
+
+// release drops the references to the batch's chunks.
+func (b *chgoBlock) release() {
+	for i := range b.cols {
+		b.cols[i].enc.Release()
+	}
+}
+
+// chgoColumn is a column of the block as ch-go's proto.ColInput: its
+// encoder writes the Native encoding straight into ch-go's buffer.
+type chgoColumn struct {
+	name string
+	typ  proto.ColumnType
+	enc  *chunk.NativeEncoder
+}
+
+// Infer implements proto.Inferable: ch-go calls it, before sending any
+// data, with the column's type in the server's INSERT header. A type
+// other than the planned one means the table changed under the plan; the
+// insert is then handed to the driver path, which converts the values to
+// the server's type as it always has, or refuses them naming the column.
+func (c *chgoColumn) Infer(t proto.ColumnType) error {
+	if t != c.typ {
+		return &chgoTypeDrift{column: c.name, planned: string(c.typ), server: string(t)}
+	}
+	return nil
+}
+
+// chgoTypeDrift is a column whose type on the server is not the planned
+// one.
+type chgoTypeDrift struct{ column, planned, server string }
+
+func (e *chgoTypeDrift) Error() string {
+	return fmt.Sprintf("column %s is %s on the server, planned as %s", e.column, e.server, e.planned)
+}
+
+func (c *chgoColumn) Type() proto.ColumnType { return c.typ }
+
+func (c *chgoColumn) Rows() int { return c.enc.Rows() }
+
+func (c *chgoColumn) EncodeColumn(b *proto.Buffer) { b.Buf = c.enc.AppendNative(b.Buf) }
+
+func (c *chgoColumn) WriteColumn(w *proto.Writer) { w.ChainBuffer(c.EncodeColumn) }
+
+var (
+	_ proto.ColInput  = (*chgoColumn)(nil)
+	_ proto.Inferable = (*chgoColumn)(nil)
+)
+
+// insertChgo inserts chunks with the chgo path. handled is false when the
+// target or the server needs the driver path instead (nothing was sent).
+// ctx is the insert attempt's context (Options.InsertTimeout).
+func (c *Client) insertChgo(ctx context.Context, t *Target, chunks []*chunk.Chunk) (handled bool, err error) {
+	p := c.chgo
+	if p.driverOnly.Load() {
+		return false, nil
+	}
+	pl := p.plan(t)
+	if pl == nil {
+		return false, nil
+	}
+	cn, err := p.get(ctx)
+	if err != nil {
+		return true, &InsertError{Table: t.Name(), Err: chgoError(err)}
+	}
+	if p.driverOnly.Load() {
+		p.put(cn, nil)
+		return false, nil
+	}
+	b, err := cn.block(t)
+	if err != nil {
+		p.put(cn, nil)
+		return true, &InsertError{Table: t.Name(), Err: err}
+	}
+	if err := b.prepare(t, chunks); err != nil {
+		b.release()
+		p.put(cn, nil)
+		return true, err
+	}
+	// The block is encoded into the connection's buffer (and compressed
+	// from there): grow it once, not by doubling, on a fresh connection.
+	cn.buf.Buf = slices.Grow(cn.buf.Buf, b.sizeHint()+len(pl.query)+1024)
+	err = cn.insert(ctx, pl.query, b.input)
+	b.release()
+	p.put(cn, err)
+	var drift *chgoTypeDrift
+	if errors.As(err, &drift) && ctx.Err() == nil {
+		// Nothing was sent but the query, and the connection is closed:
+		// the server dropped the INSERT. This target keeps to the driver
+		// path; the table's next description makes a new one.
+		p.log.Info("a column's type changed under the insert plan: inserting this table through the driver's column API",
+			slog.String("table", t.Name()), slog.String("column", drift.column),
+			slog.String("planned", drift.planned), slog.String("server", drift.server))
+		p.plans.Store(t, (*chgoPlan)(nil))
+		return false, nil
+	}
+	if err != nil {
+		return true, &InsertError{Table: t.Name(), Err: chgoError(err)}
+	}
+	return true, nil
+}
+
+// insert sends one INSERT of the block in. When ctx ends, the connection's
+// I/O stops at once (ch-go itself would notice only at its next read
+// timeout) and the connection is not reused.
+func (cn *chgoConn) insert(ctx context.Context, query string, in proto.Input) error {
+	stop := context.AfterFunc(ctx, cn.nc.abort)
+	defer stop()
+	q := chgo.Query{Body: query, Input: in, QueryID: uuid.NewString()}
+	if err := cn.armCompat(q.QueryID); err != nil {
+		return err
+	}
+	err := cn.cl.Do(ctx, q)
+	cn.nc.disarm()
+	return err
+}
+
+// ping checks that the server answers on cn; when ctx ends, the
+// connection's I/O stops at once.
+func (cn *chgoConn) ping(ctx context.Context) error {
+	stop := context.AfterFunc(ctx, cn.nc.abort)
+	defer stop()
+	return cn.cl.Ping(ctx)
+}
+
+// chgoError makes a server exception in err's chain the driver's
+// *ch.Exception, so that the sink's classification (Permanent,
+// missingColumn) and messages are those of the driver path; other errors
+// are returned as they are.
+func chgoError(err error) error {
+	var ex *chgo.Exception
+	if !errors.As(err, &ex) {
+		return err
+	}
+	// The message as clickhouse-go decodes it: without the leading name.
+	msg := strings.TrimSpace(strings.TrimPrefix(ex.Message, ex.Name+":"))
+	return &ch.Exception{Code: int32(ex.Code), Name: ex.Name, Message: msg, StackTrace: ex.Stack}
+}
