@@ -1,0 +1,840 @@
+package transform
+
+import (
+	"fmt"
+	"math"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/etl-project/etl/chunk"
+)
+
+// canon spells a column type for layout comparisons: LowCardinality is
+// dropped (it does not change a chunk column), so are time zones (they do
+// not change the stored value), and Enum values are listed in order.
+func canon(t *chunk.Type) string {
+	var b strings.Builder
+	writeCanon(&b, t)
+	return b.String()
+}
+
+func writeCanon(b *strings.Builder, t *chunk.Type) {
+	switch t.Kind {
+	case chunk.KindLowCardinality:
+		writeCanon(b, t.Elem)
+	case chunk.KindNullable, chunk.KindArray:
+		if t.Kind == chunk.KindNullable {
+			b.WriteString("Nullable(")
+		} else {
+			b.WriteString("Array(")
+		}
+		writeCanon(b, t.Elem)
+		b.WriteByte(')')
+	case chunk.KindMap:
+		b.WriteString("Map(")
+		writeCanon(b, t.Key)
+		b.WriteByte(',')
+		writeCanon(b, t.Elem)
+		b.WriteByte(')')
+	case chunk.KindTuple:
+		b.WriteString("Tuple(")
+		for i, e := range t.Elems {
+			if i > 0 {
+				b.WriteByte(',')
+			}
+			if t.ElemNames != nil {
+				b.WriteString(t.ElemNames[i])
+				b.WriteByte(' ')
+			}
+			writeCanon(b, e)
+		}
+		b.WriteByte(')')
+	case chunk.KindDateTime:
+		b.WriteString("DateTime")
+	case chunk.KindDateTime64:
+		fmt.Fprintf(b, "DateTime64(%d)", t.Precision)
+	case chunk.KindDecimal:
+		fmt.Fprintf(b, "Decimal(%d,%d)", t.Precision, t.Scale)
+	case chunk.KindFixedString:
+		fmt.Fprintf(b, "FixedString(%d)", t.Len)
+	case chunk.KindEnum8, chunk.KindEnum16:
+		if t.Kind == chunk.KindEnum8 {
+			b.WriteString("Enum8(")
+		} else {
+			b.WriteString("Enum16(")
+		}
+		names := make([]string, 0, len(t.Enum))
+		for n := range t.Enum {
+			names = append(names, n)
+		}
+		sort.Strings(names)
+		for i, n := range names {
+			if i > 0 {
+				b.WriteByte(',')
+			}
+			fmt.Fprintf(b, "%q=%d", n, t.Enum[n])
+		}
+		b.WriteByte(')')
+	default:
+		name := t.Name
+		if i := strings.IndexByte(name, '('); i >= 0 {
+			name = name[:i]
+		}
+		b.WriteString(name)
+	}
+}
+
+func sameLayout(a, b *chunk.Type) bool { return canon(a) == canon(b) }
+
+// stagingType is t as a staging column: without LowCardinality.
+func stagingType(t *chunk.Type) *chunk.Type {
+	s := stripLC(t)
+	if s == t.Name {
+		return t
+	}
+	st, err := chunk.ParseType(s)
+	if err != nil {
+		return t
+	}
+	return st
+}
+
+// stripLC spells t without LowCardinality wrappers.
+func stripLC(t *chunk.Type) string {
+	switch t.Kind {
+	case chunk.KindLowCardinality:
+		return stripLC(t.Elem)
+	case chunk.KindNullable:
+		return "Nullable(" + stripLC(t.Elem) + ")"
+	case chunk.KindArray:
+		if strings.HasPrefix(t.Name, "Nested") {
+			return t.Name
+		}
+		return "Array(" + stripLC(t.Elem) + ")"
+	case chunk.KindMap:
+		return "Map(" + stripLC(t.Key) + ", " + stripLC(t.Elem) + ")"
+	}
+	return t.Name
+}
+
+// copyAppender returns the appender copying staging values (bound at
+// r.cols[s], indexed by r.at[w]) into an output column of the same type t,
+// written out for the common types.
+func copyAppender(t *chunk.Type, s, w int) (appender, error) {
+	switch t.Base().Kind {
+	case chunk.KindInt64, chunk.KindDateTime:
+		return func(r *rt, dst chunk.Column) {
+			d := dst.(*chunk.Fixed[int64])
+			d.Data = append(d.Data, r.cols[s].(*chunk.Fixed[int64]).Data[r.at[w]])
+		}, nil
+	case chunk.KindUInt64:
+		return func(r *rt, dst chunk.Column) {
+			d := dst.(*chunk.Fixed[uint64])
+			d.Data = append(d.Data, r.cols[s].(*chunk.Fixed[uint64]).Data[r.at[w]])
+		}, nil
+	case chunk.KindInt32:
+		return func(r *rt, dst chunk.Column) {
+			d := dst.(*chunk.Fixed[int32])
+			d.Data = append(d.Data, r.cols[s].(*chunk.Fixed[int32]).Data[r.at[w]])
+		}, nil
+	case chunk.KindUInt32:
+		return func(r *rt, dst chunk.Column) {
+			d := dst.(*chunk.Fixed[uint32])
+			d.Data = append(d.Data, r.cols[s].(*chunk.Fixed[uint32]).Data[r.at[w]])
+		}, nil
+	case chunk.KindFloat64:
+		return func(r *rt, dst chunk.Column) {
+			d := dst.(*chunk.Fixed[float64])
+			d.Data = append(d.Data, r.cols[s].(*chunk.Fixed[float64]).Data[r.at[w]])
+		}, nil
+	case chunk.KindString, chunk.KindFixedString, chunk.KindUUID, chunk.KindDecimal, chunk.KindEnum8, chunk.KindEnum16:
+		return func(r *rt, dst chunk.Column) {
+			src := r.cols[s].(*chunk.Strings)
+			i := r.at[w]
+			start := 0
+			if i > 0 {
+				start = src.Ends[i-1]
+			}
+			d := dst.(*chunk.Strings)
+			d.Buf = append(d.Buf, src.Buf[start:src.Ends[i]]...)
+			d.Ends = append(d.Ends, len(d.Buf))
+		}, nil
+	}
+	cp, err := copier(t)
+	if err != nil {
+		return nil, err
+	}
+	return func(r *rt, dst chunk.Column) { cp(dst, r.cols[s], r.at[w]) }, nil
+}
+
+// copier returns a function appending row i of src to dst, two columns of
+// type t.
+func copier(t *chunk.Type) (func(dst, src chunk.Column, i int), error) {
+	switch t.Kind {
+	case chunk.KindLowCardinality:
+		return copier(t.Elem)
+	case chunk.KindInt8:
+		return copyFixed[int8], nil
+	case chunk.KindInt16:
+		return copyFixed[int16], nil
+	case chunk.KindInt32:
+		return copyFixed[int32], nil
+	case chunk.KindInt64, chunk.KindDateTime:
+		return copyFixed[int64], nil
+	case chunk.KindUInt8:
+		return copyFixed[uint8], nil
+	case chunk.KindUInt16:
+		return copyFixed[uint16], nil
+	case chunk.KindUInt32, chunk.KindIPv4:
+		return copyFixed[uint32], nil
+	case chunk.KindUInt64:
+		return copyFixed[uint64], nil
+	case chunk.KindFloat32:
+		return copyFixed[float32], nil
+	case chunk.KindFloat64:
+		return copyFixed[float64], nil
+	case chunk.KindBool:
+		return copyFixed[bool], nil
+	case chunk.KindDate, chunk.KindDate32:
+		return copyFixed[time.Time], nil
+	case chunk.KindIPv6:
+		return copyFixed[[16]byte], nil
+	case chunk.KindDateTime64:
+		return func(dst, src chunk.Column, i int) {
+			d := dst.(*chunk.DateTime64)
+			d.Data = append(d.Data, src.(*chunk.DateTime64).Data[i])
+		}, nil
+	case chunk.KindInt128, chunk.KindUInt128, chunk.KindInt256, chunk.KindUInt256:
+		return func(dst, src chunk.Column, i int) {
+			s := src.(*chunk.BigInt)
+			dst.(*chunk.BigInt).Append(s.Data[i*s.Words : (i+1)*s.Words])
+		}, nil
+	case chunk.KindString, chunk.KindFixedString, chunk.KindUUID, chunk.KindDecimal, chunk.KindEnum8, chunk.KindEnum16:
+		return copyString, nil
+	case chunk.KindNullable:
+		inner, err := copier(t.Elem)
+		if err != nil {
+			return nil, err
+		}
+		return func(dst, src chunk.Column, i int) {
+			d, s := dst.(*chunk.Nullable), src.(*chunk.Nullable)
+			if s.Nulls[i] != 0 {
+				d.AppendNull()
+				return
+			}
+			inner(d.Inner, s.Inner, i)
+			d.MarkValue()
+		}, nil
+	case chunk.KindArray:
+		inner, err := copier(t.Elem)
+		if err != nil {
+			return nil, err
+		}
+		return func(dst, src chunk.Column, i int) {
+			d, s := dst.(*chunk.Array), src.(*chunk.Array)
+			start := 0
+			if i > 0 {
+				start = s.Ends[i-1]
+			}
+			for j := start; j < s.Ends[i]; j++ {
+				inner(d.Inner, s.Inner, j)
+			}
+			d.EndRow()
+		}, nil
+	case chunk.KindTuple:
+		elems := make([]func(dst, src chunk.Column, i int), len(t.Elems))
+		for k, et := range t.Elems {
+			var err error
+			if elems[k], err = copier(et); err != nil {
+				return nil, err
+			}
+		}
+		return func(dst, src chunk.Column, i int) {
+			d, s := dst.(*chunk.Tuple), src.(*chunk.Tuple)
+			for k, cp := range elems {
+				cp(d.Elems[k], s.Elems[k], i)
+			}
+			d.EndRow()
+		}, nil
+	case chunk.KindMap:
+		key, err := copier(t.Key)
+		if err != nil {
+			return nil, err
+		}
+		val, err := copier(t.Elem)
+		if err != nil {
+			return nil, err
+		}
+		return func(dst, src chunk.Column, i int) {
+			d, s := dst.(*chunk.Map), src.(*chunk.Map)
+			start := 0
+			if i > 0 {
+				start = s.Ends[i-1]
+			}
+			for j := start; j < s.Ends[i]; j++ {
+				key(d.Keys, s.Keys, j)
+				val(d.Values, s.Values, j)
+			}
+			d.EndRow()
+		}, nil
+	}
+	return nil, fmt.Errorf("type %s cannot be copied", t.Name)
+}
+
+func copyFixed[T any](dst, src chunk.Column, i int) {
+	d := dst.(*chunk.Fixed[T])
+	d.Data = append(d.Data, src.(*chunk.Fixed[T]).Data[i])
+}
+
+func copyString(dst, src chunk.Column, i int) {
+	s := src.(*chunk.Strings)
+	start := 0
+	if i > 0 {
+		start = s.Ends[i-1]
+	}
+	dst.(*chunk.Strings).Append(s.Buf[start:s.Ends[i]])
+}
+
+// Readers: staging values as expression values.
+
+// readable reports the expression type a staging column of type t reads
+// as, and whether it can be read at all.
+func readable(t *chunk.Type) (vtype, bool) {
+	t = t.Base()
+	null := false
+	if t.Kind == chunk.KindNullable {
+		null = true
+		t = t.Elem.Base()
+	}
+	var k kind
+	switch t.Kind {
+	case chunk.KindInt8, chunk.KindInt16, chunk.KindInt32, chunk.KindInt64,
+		chunk.KindUInt8, chunk.KindUInt16, chunk.KindUInt32:
+		k = kInt
+	case chunk.KindUInt64:
+		k = kUInt
+	case chunk.KindFloat32, chunk.KindFloat64, chunk.KindDecimal:
+		k = kFloat
+	case chunk.KindBool:
+		k = kBool
+	case chunk.KindString, chunk.KindFixedString, chunk.KindUUID, chunk.KindEnum8, chunk.KindEnum16:
+		k = kString
+	case chunk.KindDateTime, chunk.KindDateTime64, chunk.KindDate, chunk.KindDate32:
+		k = kTime
+	default:
+		return vtype{}, false
+	}
+	return vtype{k: k, null: null}, true
+}
+
+func readInt[T int8 | int16 | int32 | int64 | uint8 | uint16 | uint32](s, w int) func(*rt) int64 {
+	return func(r *rt) int64 { return int64(r.cols[s].(*chunk.Fixed[T]).Data[r.at[w]]) }
+}
+
+func readFloat[T float32 | float64](s, w int) func(*rt) float64 {
+	return func(r *rt) float64 { return float64(r.cols[s].(*chunk.Fixed[T]).Data[r.at[w]]) }
+}
+
+// readValue builds the value closure of node n for a non-Nullable column
+// of base type t bound at r.cols[s], indexed by r.at[w].
+func readValue(n *node, t *chunk.Type, s, w int) {
+	switch t.Kind {
+	case chunk.KindInt8:
+		n.i = readInt[int8](s, w)
+	case chunk.KindInt16:
+		n.i = readInt[int16](s, w)
+	case chunk.KindInt32:
+		n.i = readInt[int32](s, w)
+	case chunk.KindInt64:
+		// Not generic: a generic closure finds its type through a
+		// dictionary on every call.
+		n.i = func(r *rt) int64 { return r.cols[s].(*chunk.Fixed[int64]).Data[r.at[w]] }
+		n.col, n.colS, n.colW = true, s, w
+	case chunk.KindUInt8:
+		n.i = readInt[uint8](s, w)
+	case chunk.KindUInt16:
+		n.i = readInt[uint16](s, w)
+	case chunk.KindUInt32:
+		n.i = readInt[uint32](s, w)
+	case chunk.KindUInt64:
+		n.u = func(r *rt) uint64 { return r.cols[s].(*chunk.Fixed[uint64]).Data[r.at[w]] }
+	case chunk.KindFloat32:
+		n.f = readFloat[float32](s, w)
+	case chunk.KindFloat64:
+		n.f = readFloat[float64](s, w)
+	case chunk.KindDecimal:
+		n.f = func(r *rt) float64 {
+			v := r.cols[s].(*chunk.Strings).Value(r.at[w])
+			f, err := strconv.ParseFloat(v, 64)
+			if err != nil {
+				r.failf(ReasonWrongType, "decimal %q is not a number", v)
+			}
+			return f
+		}
+	case chunk.KindBool:
+		n.b = func(r *rt) bool { return r.cols[s].(*chunk.Fixed[bool]).Data[r.at[w]] }
+	case chunk.KindString, chunk.KindFixedString, chunk.KindUUID, chunk.KindEnum8, chunk.KindEnum16:
+		n.s = func(r *rt) string { return r.cols[s].(*chunk.Strings).Value(r.at[w]) }
+		n.col, n.colS, n.colW = true, s, w
+	case chunk.KindDateTime:
+		n.i = func(r *rt) int64 { return r.cols[s].(*chunk.Fixed[int64]).Data[r.at[w]] * int64(time.Second) }
+	case chunk.KindDateTime64:
+		scale := int64(1)
+		for range 9 - t.Precision {
+			scale *= 10
+		}
+		n.i = func(r *rt) int64 { return r.cols[s].(*chunk.DateTime64).Data[r.at[w]] * scale }
+	case chunk.KindDate, chunk.KindDate32:
+		n.i = func(r *rt) int64 { return r.timeNS(r.cols[s].(*chunk.Fixed[time.Time]).Data[r.at[w]]) }
+	}
+}
+
+// Writers: expression values into output columns.
+
+// appender appends one value to an output column; failures go to r.fail
+// (the chain truncates the record's rows afterwards).
+type appender func(r *rt, dst chunk.Column)
+
+// convert builds the appender putting n's value into a column of type t;
+// where names the column in run-time errors.
+func convert(n *node, t *chunk.Type, where string) (appender, error) {
+	t = t.Base()
+	if t.Kind == chunk.KindNullable {
+		if n.t.k == kNull {
+			return func(r *rt, dst chunk.Column) { dst.(*chunk.Nullable).AppendNull() }, nil
+		}
+		inner, err := convertValue(n, t.Elem.Base(), where)
+		if err != nil {
+			return nil, err
+		}
+		if n.t.null {
+			isNull := n.isNull
+			return func(r *rt, dst chunk.Column) {
+				nc := dst.(*chunk.Nullable)
+				if isNull(r) {
+					nc.AppendNull()
+					return
+				}
+				inner(r, nc.Inner)
+				nc.MarkValue()
+			}, nil
+		}
+		return func(r *rt, dst chunk.Column) {
+			nc := dst.(*chunk.Nullable)
+			inner(r, nc.Inner)
+			nc.MarkValue()
+		}, nil
+	}
+	if n.t.null {
+		return nil, fmt.Errorf("the value is %s and the column is not Nullable: give it a default with ??", n.t)
+	}
+	return convertValue(n, t, where)
+}
+
+func outOfRange(r *rt, where string, format string, args ...any) {
+	r.fail(ReasonOutOfRange, where, fmt.Errorf(format, args...))
+}
+
+func signedTo[T int8 | int16 | int32 | int64](n *node, lo, hi int64, where, tname string) (appender, error) {
+	switch n.t.k {
+	case kInt:
+		f := n.i
+		if lo == math.MinInt64 && hi == math.MaxInt64 {
+			return func(r *rt, dst chunk.Column) { dst.(*chunk.Fixed[T]).Append(T(f(r))) }, nil
+		}
+		return func(r *rt, dst chunk.Column) {
+			v := f(r)
+			if v < lo || v > hi {
+				outOfRange(r, where, "value %d is out of the range of %s", v, tname)
+				return
+			}
+			dst.(*chunk.Fixed[T]).Append(T(v))
+		}, nil
+	case kUInt:
+		f := n.u
+		return func(r *rt, dst chunk.Column) {
+			v := f(r)
+			if v > uint64(hi) {
+				outOfRange(r, where, "value %d is out of the range of %s", v, tname)
+				return
+			}
+			dst.(*chunk.Fixed[T]).Append(T(v))
+		}, nil
+	case kBool:
+		f := n.b
+		return func(r *rt, dst chunk.Column) { dst.(*chunk.Fixed[T]).Append(T(boolInt(f(r)))) }, nil
+	}
+	return nil, cannot(n, tname)
+}
+
+func unsignedTo[T uint8 | uint16 | uint32 | uint64](n *node, hi uint64, where, tname string) (appender, error) {
+	switch n.t.k {
+	case kInt:
+		f := n.i
+		return func(r *rt, dst chunk.Column) {
+			v := f(r)
+			if v < 0 || uint64(v) > hi {
+				outOfRange(r, where, "value %d is out of the range of %s", v, tname)
+				return
+			}
+			dst.(*chunk.Fixed[T]).Append(T(v))
+		}, nil
+	case kUInt:
+		f := n.u
+		if hi == math.MaxUint64 {
+			return func(r *rt, dst chunk.Column) { dst.(*chunk.Fixed[T]).Append(T(f(r))) }, nil
+		}
+		return func(r *rt, dst chunk.Column) {
+			v := f(r)
+			if v > hi {
+				outOfRange(r, where, "value %d is out of the range of %s", v, tname)
+				return
+			}
+			dst.(*chunk.Fixed[T]).Append(T(v))
+		}, nil
+	case kBool:
+		f := n.b
+		return func(r *rt, dst chunk.Column) { dst.(*chunk.Fixed[T]).Append(T(boolInt(f(r)))) }, nil
+	}
+	return nil, cannot(n, tname)
+}
+
+func cannot(n *node, tname string) error {
+	hint := ""
+	switch {
+	case n.t.k == kFloat && strings.Contains(tname, "Int"):
+		hint = ": convert it with int(x) (truncates) or int(round(x))"
+	case n.t.k == kTime && (strings.Contains(tname, "Int") || strings.Contains(tname, "Float")):
+		hint = ": convert it with to_unix(t) or to_unix_ms(t)"
+	case tname == "String" || strings.HasPrefix(tname, "FixedString"):
+		hint = ": convert it with string(x)"
+	case (n.t.k == kInt || n.t.k == kUInt) && strings.HasPrefix(tname, "Date"):
+		hint = ": convert epoch numbers with from_unix(x) or from_unix_ms(x)"
+	case n.t.k == kString && strings.HasPrefix(tname, "Date"):
+		hint = ": parse it with parse_time(s, layout)"
+	case n.t.k == kString && (strings.Contains(tname, "Int") || strings.Contains(tname, "Float")):
+		hint = ": convert it with int(s) or float(s)"
+	}
+	return fmt.Errorf("a %s value cannot go into a %s column%s", n.t, tname, hint)
+}
+
+// convertValue builds the appender of a non-Nullable value into a column
+// of the non-Nullable base type t.
+func convertValue(n *node, t *chunk.Type, where string) (appender, error) {
+	if n.t.k == kNull {
+		return nil, fmt.Errorf("nil cannot go into a %s column, which is not Nullable", t.Name)
+	}
+	tn := t.Name
+	if app := fastConvert(n, t, where); app != nil {
+		return app, nil
+	}
+	switch t.Kind {
+	case chunk.KindInt8:
+		return signedTo[int8](n, math.MinInt8, math.MaxInt8, where, tn)
+	case chunk.KindInt16:
+		return signedTo[int16](n, math.MinInt16, math.MaxInt16, where, tn)
+	case chunk.KindInt32:
+		return signedTo[int32](n, math.MinInt32, math.MaxInt32, where, tn)
+	case chunk.KindInt64:
+		return signedTo[int64](n, math.MinInt64, math.MaxInt64, where, tn)
+	case chunk.KindUInt8:
+		return unsignedTo[uint8](n, math.MaxUint8, where, tn)
+	case chunk.KindUInt16:
+		return unsignedTo[uint16](n, math.MaxUint16, where, tn)
+	case chunk.KindUInt32:
+		return unsignedTo[uint32](n, math.MaxUint32, where, tn)
+	case chunk.KindUInt64:
+		return unsignedTo[uint64](n, math.MaxUint64, where, tn)
+	case chunk.KindFloat32, chunk.KindFloat64:
+		if !n.t.numeric() {
+			return nil, cannot(n, tn)
+		}
+		f := asFloat(n)
+		if t.Kind == chunk.KindFloat32 {
+			return func(r *rt, dst chunk.Column) { dst.(*chunk.Fixed[float32]).Append(float32(f(r))) }, nil
+		}
+		return func(r *rt, dst chunk.Column) { dst.(*chunk.Fixed[float64]).Append(f(r)) }, nil
+	case chunk.KindBool:
+		if n.t.k != kBool {
+			return nil, cannot(n, tn)
+		}
+		f := n.b
+		return func(r *rt, dst chunk.Column) { dst.(*chunk.Fixed[bool]).Append(f(r)) }, nil
+	case chunk.KindString:
+		if n.t.k != kString {
+			return nil, cannot(n, tn)
+		}
+		f := n.s
+		return func(r *rt, dst chunk.Column) { dst.(*chunk.Strings).AppendString(f(r)) }, nil
+	case chunk.KindFixedString:
+		if n.t.k != kString {
+			return nil, cannot(n, tn)
+		}
+		f, size := n.s, t.Len
+		return func(r *rt, dst chunk.Column) {
+			s := f(r)
+			if len(s) > size {
+				outOfRange(r, where, "%q is longer than %d bytes", s, size)
+				return
+			}
+			dst.(*chunk.Strings).AppendString(s)
+		}, nil
+	case chunk.KindUUID:
+		if n.t.k != kString {
+			return nil, cannot(n, tn)
+		}
+		f := n.s
+		return func(r *rt, dst chunk.Column) {
+			s := f(r)
+			if !isUUID(s) {
+				r.fail(ReasonWrongType, where, fmt.Errorf("%q is not a UUID", s))
+				return
+			}
+			dst.(*chunk.Strings).AppendString(s)
+		}, nil
+	case chunk.KindEnum8, chunk.KindEnum16:
+		return enumTo(n, t, where)
+	case chunk.KindDecimal:
+		return decimalTo(n, t, where)
+	case chunk.KindDateTime:
+		return dateTimeTo(n, where, tn)
+	case chunk.KindDateTime64:
+		if n.t.k != kTime {
+			return nil, cannot(n, tn)
+		}
+		f := n.i
+		div := int64(1)
+		for range 9 - t.Precision {
+			div *= 10
+		}
+		return func(r *rt, dst chunk.Column) { dst.(*chunk.DateTime64).Append(floorDiv(f(r), div)) }, nil
+	case chunk.KindDate, chunk.KindDate32:
+		if n.t.k != kTime {
+			return nil, cannot(n, tn)
+		}
+		lo, hi := int64(0), int64(math.MaxUint16)
+		if t.Kind == chunk.KindDate32 {
+			lo, hi = -25567, 120529 // 1900-01-01 .. 2299-12-31
+		}
+		f := n.i
+		return func(r *rt, dst chunk.Column) {
+			d := floorDiv(f(r), day)
+			if d < lo || d > hi {
+				outOfRange(r, where, "day %s is out of the range of %s", time.Unix(d*86400, 0).UTC().Format(time.DateOnly), tn)
+				return
+			}
+			dst.(*chunk.Fixed[time.Time]).Append(time.Unix(d*86400, 0).UTC())
+		}, nil
+	}
+	return nil, fmt.Errorf("a computed value cannot go into a %s column (only a field copied unchanged from a column of the same type can)", tn)
+}
+
+// fastConvert writes out, without generics or a second closure call for
+// a derived field, the conversions of the common cases: Int64 into Int64,
+// Int64 into Int32 (range-checked) and String into String.
+func fastConvert(n *node, t *chunk.Type, where string) appender {
+	switch {
+	case n.t.k == kInt && t.Kind == chunk.KindInt64:
+		if n.slotted {
+			s := n.slot
+			return func(r *rt, dst chunk.Column) {
+				d := dst.(*chunk.Fixed[int64])
+				d.Data = append(d.Data, r.slots[s].i)
+			}
+		}
+		f := n.i
+		return func(r *rt, dst chunk.Column) {
+			d := dst.(*chunk.Fixed[int64])
+			d.Data = append(d.Data, f(r))
+		}
+	case n.t.k == kInt && t.Kind == chunk.KindInt32:
+		get := n.i
+		if n.slotted {
+			s := n.slot
+			return func(r *rt, dst chunk.Column) {
+				v := r.slots[s].i
+				if v < math.MinInt32 || v > math.MaxInt32 {
+					outOfRange(r, where, "value %d is out of the range of %s", v, t.Name)
+					return
+				}
+				d := dst.(*chunk.Fixed[int32])
+				d.Data = append(d.Data, int32(v))
+			}
+		}
+		return func(r *rt, dst chunk.Column) {
+			v := get(r)
+			if v < math.MinInt32 || v > math.MaxInt32 {
+				outOfRange(r, where, "value %d is out of the range of %s", v, t.Name)
+				return
+			}
+			d := dst.(*chunk.Fixed[int32])
+			d.Data = append(d.Data, int32(v))
+		}
+	case n.t.k == kString && t.Kind == chunk.KindString:
+		if n.slotted {
+			s := n.slot
+			return func(r *rt, dst chunk.Column) {
+				d := dst.(*chunk.Strings)
+				d.Buf = append(d.Buf, r.slots[s].s...)
+				d.Ends = append(d.Ends, len(d.Buf))
+			}
+		}
+		f := n.s
+		return func(r *rt, dst chunk.Column) {
+			d := dst.(*chunk.Strings)
+			d.Buf = append(d.Buf, f(r)...)
+			d.Ends = append(d.Ends, len(d.Buf))
+		}
+	}
+	return nil
+}
+
+func dateTimeTo(n *node, where, tn string) (appender, error) {
+	var sec func(*rt) (int64, bool)
+	switch n.t.k {
+	case kTime:
+		f := n.i
+		sec = func(r *rt) (int64, bool) { return floorDiv(f(r), int64(time.Second)), true }
+	case kInt:
+		f := n.i
+		sec = func(r *rt) (int64, bool) { return f(r), true }
+	case kUInt:
+		f := n.u
+		sec = func(r *rt) (int64, bool) {
+			v := f(r)
+			return int64(v), v <= math.MaxUint32
+		}
+	default:
+		return nil, cannot(n, tn)
+	}
+	return func(r *rt, dst chunk.Column) {
+		s, ok := sec(r)
+		if !ok || s < 0 || s > math.MaxUint32 {
+			outOfRange(r, where, "%d seconds since the epoch is out of the range of DateTime", s)
+			return
+		}
+		dst.(*chunk.Fixed[int64]).Append(s)
+	}, nil
+}
+
+func enumTo(n *node, t *chunk.Type, where string) (appender, error) {
+	type item struct {
+		name string
+		v    int64
+	}
+	items := make([]item, 0, len(t.Enum))
+	for name, v := range t.Enum {
+		items = append(items, item{name, int64(v)})
+	}
+	switch n.t.k {
+	case kString:
+		sort.Slice(items, func(i, j int) bool { return items[i].name < items[j].name })
+		names := make([]string, len(items))
+		for i, it := range items {
+			names[i] = it.name
+		}
+		f := n.s
+		return func(r *rt, dst chunk.Column) {
+			s := f(r)
+			if !inSorted(names, s) {
+				outOfRange(r, where, "%q is not a value of %s", s, t.Name)
+				return
+			}
+			dst.(*chunk.Strings).AppendString(s)
+		}, nil
+	case kInt, kUInt:
+		sort.Slice(items, func(i, j int) bool { return items[i].v < items[j].v })
+		vals := make([]int64, len(items))
+		for i, it := range items {
+			vals[i] = it.v
+		}
+		f := asInt(n)
+		return func(r *rt, dst chunk.Column) {
+			v := f(r)
+			i := sort.Search(len(vals), func(i int) bool { return vals[i] >= v })
+			if i == len(vals) || vals[i] != v {
+				outOfRange(r, where, "%d is not a value of %s", v, t.Name)
+				return
+			}
+			dst.(*chunk.Strings).AppendString(items[i].name)
+		}, nil
+	}
+	return nil, cannot(n, t.Name)
+}
+
+func decimalTo(n *node, t *chunk.Type, where string) (appender, error) {
+	intDigits, scale := t.Precision-t.Scale, t.Scale
+	// put appends the decimal text written at scratch[start:], after
+	// checking its integer digits fit.
+	put := func(r *rt, dst chunk.Column, start int) {
+		b := r.scratch[start:]
+		digits, i := 0, 0
+		if len(b) > 0 && b[0] == '-' {
+			i++
+		}
+		for ; i < len(b) && b[i] != '.'; i++ {
+			if b[i] < '0' || b[i] > '9' {
+				digits = math.MaxInt // NaN, Inf
+				break
+			}
+			if digits > 0 || b[i] != '0' {
+				digits++
+			}
+		}
+		if digits > intDigits {
+			outOfRange(r, where, "%s is out of the range of %s", b, t.Name)
+		} else {
+			dst.(*chunk.Strings).Append(b)
+		}
+		r.scratch = r.scratch[:start]
+	}
+	switch n.t.k {
+	case kInt:
+		f := n.i
+		return func(r *rt, dst chunk.Column) {
+			v := f(r)
+			start := len(r.scratch)
+			r.scratch = strconv.AppendInt(r.scratch, v, 10)
+			put(r, dst, start)
+		}, nil
+	case kUInt:
+		f := n.u
+		return func(r *rt, dst chunk.Column) {
+			v := f(r)
+			start := len(r.scratch)
+			r.scratch = strconv.AppendUint(r.scratch, v, 10)
+			put(r, dst, start)
+		}, nil
+	case kFloat:
+		f := n.f
+		return func(r *rt, dst chunk.Column) {
+			v := f(r)
+			start := len(r.scratch)
+			r.scratch = strconv.AppendFloat(r.scratch, v, 'f', scale, 64)
+			put(r, dst, start)
+		}, nil
+	}
+	return nil, cannot(n, t.Name)
+}
+
+// isUUID reports whether s is xxxxxxxx-xxxx-xxxx-xxxx-xxxxxxxxxxxx in hex.
+func isUUID(s string) bool {
+	if len(s) != 36 {
+		return false
+	}
+	for i := 0; i < 36; i++ {
+		c := s[i]
+		if i == 8 || i == 13 || i == 18 || i == 23 {
+			if c != '-' {
+				return false
+			}
+			continue
+		}
+		if !(c >= '0' && c <= '9' || c >= 'a' && c <= 'f' || c >= 'A' && c <= 'F') {
+			return false
+		}
+	}
+	return true
+}
