@@ -2,6 +2,8 @@
 # clickhouse.sh runs a private ClickHouse server for development and tests.
 #
 #   scripts/clickhouse.sh start  [--dir DIR] [--tcp-port N] [--http-port N]
+#                                [--interserver-port N] [--extra-config FILE]...
+#                                [--watch-pid PID]
 #   scripts/clickhouse.sh stop   --dir DIR
 #   scripts/clickhouse.sh status --dir DIR
 #
@@ -17,6 +19,23 @@
 # Starting again with an existing DIR keeps its data; without port flags it
 # reuses the ports DIR was last started with (default tcp 19000, http 18123).
 #
+# Options for replicated tables and clusters (none of them is needed
+# otherwise, and without them the config is as above):
+#
+#   --interserver-port N  sets interserver_http_port (replicas fetch parts
+#                         from each other there) and interserver_http_host
+#                         127.0.0.1; it is printed as CLICKHOUSE_INTERSERVER
+#                         and reused by a later start like the other ports.
+#   --extra-config FILE   copies FILE (an XML file with a <yandex> root, e.g.
+#                         <zookeeper>, <macros>, <remote_servers>) into
+#                         DIR/config.d, which the server merges into its
+#                         config; may be repeated. Files copied by an
+#                         earlier start stay there.
+#   --watch-pid PID       ties the server to process PID (a test binary): a
+#                         watchdog stops the server (SIGTERM, then SIGKILL
+#                         after 15 s) within a second of PID exiting, and
+#                         exits by itself when the server stops.
+#
 # Exit codes: 0 success, 1 failure, 2 usage error, 3 a port is already in use.
 set -euo pipefail
 
@@ -25,6 +44,7 @@ readonly DEFAULT_TCP_PORT=19000
 readonly DEFAULT_HTTP_PORT=18123
 readonly START_TIMEOUT_S=30
 readonly STOP_TIMEOUT_S=15
+readonly WATCHDOG_INTERVAL_S=0.5
 
 die() {
 	echo "clickhouse.sh: $*" >&2
@@ -34,6 +54,8 @@ die() {
 usage() {
 	cat >&2 <<'EOF'
 usage: clickhouse.sh start  [--dir DIR] [--tcp-port N] [--http-port N]
+                           [--interserver-port N] [--extra-config FILE]...
+                           [--watch-pid PID]
        clickhouse.sh stop   --dir DIR
        clickhouse.sh status --dir DIR
 EOF
@@ -73,6 +95,15 @@ print_env() {
 	echo "CLICKHOUSE_DIR=$DIR"
 	echo "CLICKHOUSE_TCP=127.0.0.1:$TCP_PORT"
 	echo "CLICKHOUSE_HTTP=127.0.0.1:$HTTP_PORT"
+	if [[ -n $INTERSERVER_PORT ]]; then
+		echo "CLICKHOUSE_INTERSERVER=127.0.0.1:$INTERSERVER_PORT"
+	fi
+}
+
+# start_time prints the start time of pid $1 (field 22 of /proc/PID/stat),
+# or nothing when it does not exist; with the pid it names one process.
+start_time() {
+	sed -e 's/^.*) //' "/proc/$1/stat" 2>/dev/null | cut -d' ' -f20 || true
 }
 
 log_tail() {
@@ -134,7 +165,7 @@ write_config() {
     <mark_cache_size>67108864</mark_cache_size>
     <uncompressed_cache_size>67108864</uncompressed_cache_size>
     <mlock_executable>false</mlock_executable>
-</yandex>
+$(interserver_config)</yandex>
 EOF
 	cat >"$DIR/users.xml" <<'EOF'
 <?xml version="1.0"?>
@@ -172,6 +203,23 @@ EOF
 </yandex>
 EOF
 	printf 'TCP_PORT=%s\nHTTP_PORT=%s\n' "$TCP_PORT" "$HTTP_PORT" >"$DIR/ports.env"
+	if [[ -n $INTERSERVER_PORT ]]; then
+		printf 'INTERSERVER_PORT=%s\n' "$INTERSERVER_PORT" >>"$DIR/ports.env"
+	fi
+	local f
+	for f in "${EXTRA_CONFIGS[@]}"; do
+		mkdir -p "$DIR/config.d" || die "create $DIR/config.d"
+		cp -- "$f" "$DIR/config.d/$(basename -- "$f")" || die "copy $f into $DIR/config.d"
+	done
+}
+
+# interserver_config prints the config lines for --interserver-port, or
+# nothing without it.
+interserver_config() {
+	if [[ -n $INTERSERVER_PORT ]]; then
+		printf '    <interserver_http_port>%s</interserver_http_port>\n' "$INTERSERVER_PORT"
+		printf '    <interserver_http_host>127.0.0.1</interserver_http_host>\n'
+	fi
 }
 
 cmd_start() {
@@ -183,13 +231,15 @@ cmd_start() {
 	DIR=$(cd "$DIR" && pwd -P)
 
 	# Ports: flags first, then what DIR was last started with, then defaults.
-	local saved_tcp="" saved_http=""
+	local saved_tcp="" saved_http="" saved_interserver=""
 	if [[ -f $DIR/ports.env ]]; then
 		saved_tcp=$(sed -n 's/^TCP_PORT=\([0-9]*\)$/\1/p' "$DIR/ports.env")
 		saved_http=$(sed -n 's/^HTTP_PORT=\([0-9]*\)$/\1/p' "$DIR/ports.env")
+		saved_interserver=$(sed -n 's/^INTERSERVER_PORT=\([0-9]*\)$/\1/p' "$DIR/ports.env")
 	fi
 	TCP_PORT=${TCP_PORT:-${saved_tcp:-$DEFAULT_TCP_PORT}}
 	HTTP_PORT=${HTTP_PORT:-${saved_http:-$DEFAULT_HTTP_PORT}}
+	INTERSERVER_PORT=${INTERSERVER_PORT:-$saved_interserver}
 
 	local pid
 	pid=$(read_pid)
@@ -197,6 +247,7 @@ cmd_start() {
 		# Report the ports it actually runs with.
 		TCP_PORT=${saved_tcp:-$TCP_PORT}
 		HTTP_PORT=${saved_http:-$HTTP_PORT}
+		INTERSERVER_PORT=${saved_interserver:-$INTERSERVER_PORT}
 		echo "clickhouse.sh: already running in $DIR (pid $pid)" >&2
 		print_env
 		return 0
@@ -204,11 +255,22 @@ cmd_start() {
 
 	# Something else listening on our ports would answer /ping for us.
 	local port
-	for port in "$TCP_PORT" "$HTTP_PORT"; do
+	for port in "$TCP_PORT" "$HTTP_PORT" ${INTERSERVER_PORT:+"$INTERSERVER_PORT"}; do
 		if port_open "$port"; then
 			echo "clickhouse.sh: port $port is already in use on 127.0.0.1" >&2
 			exit 3
 		fi
+	done
+
+	local watch_start=""
+	if [[ -n $WATCH_PID ]]; then
+		watch_start=$(start_time "$WATCH_PID")
+		[[ -n $watch_start ]] || die "--watch-pid $WATCH_PID: no such process"
+	fi
+	local f
+	for f in "${EXTRA_CONFIGS[@]}"; do
+		[[ -f $f && -r $f ]] || die "--extra-config $f: not a readable file"
+		[[ $f == *.xml ]] || die "--extra-config $f: the server only merges files named *.xml"
 	done
 
 	ensure_installed
@@ -241,7 +303,7 @@ cmd_start() {
 			rm -f "$DIR/clickhouse.pid"
 			if tail -c "+$((log_offset + 1))" "$DIR/log/clickhouse-server.err.log" 2>/dev/null |
 				cat - "$DIR/log/stderr.log" | grep -q 'Address already in use'; then
-				echo "clickhouse.sh: port $TCP_PORT or $HTTP_PORT is already in use" >&2
+				echo "clickhouse.sh: port $TCP_PORT or $HTTP_PORT${INTERSERVER_PORT:+ or $INTERSERVER_PORT} is already in use" >&2
 				exit 3
 			fi
 			exit 1
@@ -255,7 +317,36 @@ cmd_start() {
 		fi
 		sleep 0.05
 	done
+	if [[ -n $WATCH_PID ]]; then
+		setsid nohup bash "${BASH_SOURCE[0]}" _watchdog --dir "$DIR" \
+			--watch-pid "$WATCH_PID" --watch-start "$watch_start" --server-pid "$pid" \
+			</dev/null >>"$DIR/log/watchdog.log" 2>&1 &
+	fi
 	print_env
+}
+
+# cmd_watchdog waits until the server (SERVER_PID) exits, or stops it when
+# the watched process (WATCH_PID, started at WATCH_START) is gone.
+cmd_watchdog() {
+	[[ -n $DIR && -n $WATCH_PID && -n $WATCH_START && -n $SERVER_PID ]] || usage
+	local pid=$SERVER_PID
+	while alive "$pid"; do
+		if [[ $(start_time "$WATCH_PID") != "$WATCH_START" ]]; then
+			echo "$(date -Is) clickhouse.sh: pid $WATCH_PID exited, stopping clickhouse-server pid $pid"
+			kill -TERM "$pid" 2>/dev/null || true
+			kill -CONT "$pid" 2>/dev/null || true
+			local deadline=$((SECONDS + STOP_TIMEOUT_S))
+			while alive "$pid" && ((SECONDS < deadline)); do
+				sleep 0.05
+			done
+			kill -KILL "$pid" 2>/dev/null || true
+			if [[ $(read_pid) == "$pid" ]]; then
+				rm -f "$DIR/clickhouse.pid"
+			fi
+			return 0
+		fi
+		sleep "$WATCHDOG_INTERVAL_S"
+	done
 }
 
 cmd_stop() {
@@ -306,6 +397,7 @@ cmd_status() {
 	if [[ -f $DIR/ports.env ]]; then
 		TCP_PORT=$(sed -n 's/^TCP_PORT=\([0-9]*\)$/\1/p' "$DIR/ports.env")
 		HTTP_PORT=$(sed -n 's/^HTTP_PORT=\([0-9]*\)$/\1/p' "$DIR/ports.env")
+		INTERSERVER_PORT=$(sed -n 's/^INTERSERVER_PORT=\([0-9]*\)$/\1/p' "$DIR/ports.env")
 	fi
 	if [[ $(curl -sf --max-time 2 "http://127.0.0.1:$HTTP_PORT/ping" 2>/dev/null || true) == Ok.* ]]; then
 		echo "running pid=$pid"
@@ -319,7 +411,8 @@ main() {
 	(($# >= 1)) || usage
 	local cmd=$1
 	shift
-	DIR="" TCP_PORT="" HTTP_PORT=""
+	DIR="" TCP_PORT="" HTTP_PORT="" INTERSERVER_PORT=""
+	EXTRA_CONFIGS=() WATCH_PID="" WATCH_START="" SERVER_PID=""
 	while (($# > 0)); do
 		case $1 in
 		--dir)
@@ -343,6 +436,39 @@ main() {
 			if [[ $1 == --tcp-port=* ]]; then TCP_PORT=$((10#$v)); else HTTP_PORT=$((10#$v)); fi
 			shift
 			;;
+		--interserver-port | --interserver-port=*)
+			local v
+			if [[ $1 == *=* ]]; then
+				v=${1#*=}
+				shift
+			else
+				(($# >= 2)) || usage
+				v=$2
+				shift 2
+			fi
+			is_port "$v" || die "--interserver-port: not a port: $v"
+			INTERSERVER_PORT=$((10#$v))
+			;;
+		--extra-config | --extra-config=*)
+			if [[ $1 == *=* ]]; then
+				EXTRA_CONFIGS+=("${1#*=}")
+				shift
+			else
+				(($# >= 2)) || usage
+				EXTRA_CONFIGS+=("$2")
+				shift 2
+			fi
+			;;
+		--watch-pid | --watch-start | --server-pid)
+			(($# >= 2)) || usage
+			[[ $2 =~ ^[0-9]+$ ]] || die "$1: not a number: $2"
+			case $1 in
+			--watch-pid) WATCH_PID=$2 ;;
+			--watch-start) WATCH_START=$2 ;;
+			--server-pid) SERVER_PID=$2 ;;
+			esac
+			shift 2
+			;;
 		-h | --help) usage ;;
 		*)
 			echo "clickhouse.sh: unknown argument: $1" >&2
@@ -354,6 +480,7 @@ main() {
 	start) cmd_start ;;
 	stop) cmd_stop ;;
 	status) cmd_status ;;
+	_watchdog) cmd_watchdog ;;
 	*) usage ;;
 	esac
 }

@@ -1,0 +1,263 @@
+package testenv
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+)
+
+const (
+	// zkStartAttempts bounds how often ZooKeeper picks a new port when
+	// another process took the free port first.
+	zkStartAttempts = 5
+
+	// zkScriptTimeout bounds one run of scripts/zookeeper.sh: an apt-get
+	// install on a fresh machine (about 20 s measured), the script's own
+	// 60 s start and 15 s stop timeouts, with room to spare.
+	zkScriptTimeout = 3 * time.Minute
+
+	// zkPortInUseExit is the exit status of scripts/zookeeper.sh when the
+	// port it was given is already taken.
+	zkPortInUseExit = 3
+)
+
+// ZK is a private standalone ZooKeeper server (Debian's zookeeper package)
+// started by [ZooKeeper]. It listens on 127.0.0.1 only, on one client port;
+// it has no admin server and no other port.
+//
+// Stop, Start, Kill9, Freeze and Thaw change the server's state and should
+// be called from the test goroutine that owns it.
+type ZK struct {
+	script string
+	dir    string
+	port   int
+}
+
+// ZooKeeper starts a fresh ZooKeeper server in a temporary folder of t on a
+// free port, with scripts/zookeeper.sh, and stops it when t finishes. The
+// server is also tied to the test process: should the process die without
+// running t's cleanup, a watchdog stops the server within about a second.
+// The script installs Debian's zookeeper package with apt-get when it is
+// missing; when it can be neither found nor installed, ZooKeeper fails t (it
+// never skips: CI must run these tests).
+//
+// Start-up takes about 1 s (a JVM); give each test its own server.
+func ZooKeeper(t testing.TB) *ZK {
+	t.Helper()
+	root, err := repoRoot()
+	if err != nil {
+		t.Fatalf("testenv: start ZooKeeper: %v", err)
+	}
+	// The script resolves symbolic links in the folder, and alive matches
+	// the server's command line against it.
+	dir, err := filepath.EvalSymlinks(t.TempDir())
+	if err != nil {
+		t.Fatalf("testenv: start ZooKeeper: %v", err)
+	}
+	zk := &ZK{script: filepath.Join(root, "scripts", "zookeeper.sh"), dir: dir}
+	for attempt := 1; ; attempt++ {
+		zk.port = FreePort(t)
+		begin := time.Now()
+		out, code, err := zk.runScript("start", "--port", strconv.Itoa(zk.port), "--watch-pid", strconv.Itoa(os.Getpid()))
+		if err == nil {
+			t.Logf("testenv: ZooKeeper ready in %v: %s, dir %s", time.Since(begin).Round(time.Millisecond), zk.Addr(), zk.dir)
+			break
+		}
+		if code == zkPortInUseExit && attempt < zkStartAttempts {
+			t.Logf("testenv: ZooKeeper port %d taken, retrying with a new port", zk.port)
+			continue
+		}
+		t.Fatalf("testenv: start ZooKeeper with %s: %v\n%s\n"+
+			"These tests need a real ZooKeeper: install it with `apt-get install zookeeper` (Debian) "+
+			"or run the tests as root so the script can.", zk.script, err, out)
+	}
+	t.Cleanup(func() {
+		if out, _, err := zk.runScript("stop"); err != nil {
+			t.Errorf("testenv: stop ZooKeeper: %v\n%s", err, out)
+		}
+	})
+	return zk
+}
+
+// Addr returns the client address, 127.0.0.1:port.
+func (zk *ZK) Addr() string { return net.JoinHostPort("127.0.0.1", strconv.Itoa(zk.port)) }
+
+// Port returns the client port.
+func (zk *ZK) Port() int { return zk.port }
+
+// Dir returns the folder holding the server's config (zoo.cfg), data (data/)
+// and log (log/zookeeper.log).
+func (zk *ZK) Dir() string { return zk.dir }
+
+// Stop stops the server with SIGTERM and waits for it to exit (the script
+// sends SIGKILL after 15 s). Its data stays in Dir; Start runs it again.
+func (zk *ZK) Stop(t testing.TB) {
+	t.Helper()
+	begin := time.Now()
+	if out, _, err := zk.runScript("stop"); err != nil {
+		t.Fatalf("testenv: stop ZooKeeper: %v\n%s", err, out)
+	}
+	t.Logf("testenv: ZooKeeper stopped in %v", time.Since(begin).Round(time.Millisecond))
+}
+
+// Start starts a stopped (or killed) server again with the same folder and
+// port, so its znodes (and ClickHouse's sessions' state) are still there. It
+// fails t when another process took the port meanwhile.
+func (zk *ZK) Start(t testing.TB) {
+	t.Helper()
+	begin := time.Now()
+	out, code, err := zk.runScript("start", "--port", strconv.Itoa(zk.port), "--watch-pid", strconv.Itoa(os.Getpid()))
+	if err != nil {
+		if code == zkPortInUseExit {
+			t.Fatalf("testenv: restart ZooKeeper: port %d was taken while it was stopped\n%s", zk.port, out)
+		}
+		t.Fatalf("testenv: restart ZooKeeper: %v\n%s", err, out)
+	}
+	t.Logf("testenv: ZooKeeper restarted in %v", time.Since(begin).Round(time.Millisecond))
+}
+
+// Kill9 kills the server with SIGKILL, as in a crash, and waits until it is
+// gone. Start runs it again on the same data.
+func (zk *ZK) Kill9(t testing.TB) {
+	t.Helper()
+	pid := zk.signal(t, syscall.SIGKILL)
+	deadline := time.Now().Add(10 * time.Second)
+	for zk.alive(pid) {
+		if time.Now().After(deadline) {
+			t.Fatalf("testenv: ZooKeeper pid %d still alive 10s after SIGKILL", pid)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	if err := os.Remove(filepath.Join(zk.dir, "zookeeper.pid")); err != nil && !errors.Is(err, os.ErrNotExist) {
+		t.Fatalf("testenv: remove ZooKeeper pid file: %v", err)
+	}
+}
+
+// Freeze suspends the server with SIGSTOP: connections are accepted by the
+// kernel but nothing answers, and ClickHouse's sessions expire after their
+// timeout (30 s by default). Thaw resumes it.
+func (zk *ZK) Freeze(t testing.TB) {
+	t.Helper()
+	zk.signal(t, syscall.SIGSTOP)
+}
+
+// Thaw resumes a server suspended by Freeze with SIGCONT.
+func (zk *ZK) Thaw(t testing.TB) {
+	t.Helper()
+	zk.signal(t, syscall.SIGCONT)
+}
+
+// FourLetter sends a four-letter command (ruok, srvr, stat, mntr or cons:
+// the ones the config allows) and returns the answer.
+func (zk *ZK) FourLetter(ctx context.Context, cmd string) (string, error) {
+	var d net.Dialer
+	c, err := d.DialContext(ctx, "tcp", zk.Addr())
+	if err != nil {
+		return "", fmt.Errorf("zookeeper %s: %w", cmd, err)
+	}
+	defer c.Close()
+	if deadline, ok := ctx.Deadline(); ok {
+		_ = c.SetDeadline(deadline)
+	} else {
+		_ = c.SetDeadline(time.Now().Add(5 * time.Second))
+	}
+	if _, err := io.WriteString(c, cmd); err != nil {
+		return "", fmt.Errorf("zookeeper %s: %w", cmd, err)
+	}
+	b, err := io.ReadAll(c)
+	if err != nil {
+		return string(b), fmt.Errorf("zookeeper %s: %w", cmd, err)
+	}
+	return string(b), nil
+}
+
+// runScript runs scripts/zookeeper.sh cmd for this server with args. It
+// returns the script's combined output and its exit status (-1 when it did
+// not run to an exit).
+func (zk *ZK) runScript(cmd string, args ...string) (string, int, error) {
+	ctx, cancel := context.WithTimeout(context.Background(), zkScriptTimeout)
+	defer cancel()
+	c := exec.CommandContext(ctx, "bash", append([]string{zk.script, cmd, "--dir", zk.dir}, args...)...)
+	// The server and its watchdog write their output to files, so the pipes
+	// close when the script exits; WaitDelay only guards against a script
+	// that misbehaves.
+	c.WaitDelay = 5 * time.Second
+	out, err := c.CombinedOutput()
+	if err != nil {
+		code := -1
+		var exitErr *exec.ExitError
+		if errors.As(err, &exitErr) {
+			code = exitErr.ExitCode()
+		}
+		return string(out), code, fmt.Errorf("zookeeper.sh %s: %w", cmd, err)
+	}
+	return string(out), 0, nil
+}
+
+// signal sends sig to the running server and returns its pid.
+func (zk *ZK) signal(t testing.TB, sig syscall.Signal) int {
+	t.Helper()
+	pid, err := zk.pid()
+	if err != nil {
+		t.Fatalf("testenv: send %v to ZooKeeper: %v", sig, err)
+	}
+	if err := syscall.Kill(pid, sig); err != nil {
+		t.Fatalf("testenv: send %v to ZooKeeper pid %d: %v", sig, pid, err)
+	}
+	return pid
+}
+
+// pid returns the pid of the running server.
+func (zk *ZK) pid() (int, error) {
+	b, err := os.ReadFile(filepath.Join(zk.dir, "zookeeper.pid"))
+	if err != nil {
+		return 0, fmt.Errorf("read pid file (is the server running?): %w", err)
+	}
+	pid, err := strconv.Atoi(strings.TrimSpace(string(b)))
+	if err != nil {
+		return 0, fmt.Errorf("parse pid file: %w", err)
+	}
+	if !zk.alive(pid) {
+		return 0, fmt.Errorf("pid %d is not a running ZooKeeper for %s", pid, zk.dir)
+	}
+	return pid, nil
+}
+
+// alive reports whether pid is a ZooKeeper running with this server's
+// config and has not exited (a zombie counts as exited).
+func (zk *ZK) alive(pid int) bool {
+	if !procRunning(pid) {
+		return false
+	}
+	cmdline, err := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", pid))
+	if err != nil {
+		return false
+	}
+	return bytes.Contains(cmdline, []byte("\x00"+filepath.Join(zk.dir, "zoo.cfg")))
+}
+
+// procRunning reports whether pid exists and is neither a zombie nor dead.
+func procRunning(pid int) bool {
+	stat, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return false
+	}
+	// The state follows the command name, which is in parentheses.
+	i := bytes.LastIndexByte(stat, ')')
+	if i < 0 || i+2 >= len(stat) {
+		return false
+	}
+	state := stat[i+2]
+	return state != 'Z' && state != 'X'
+}
