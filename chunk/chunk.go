@@ -34,6 +34,10 @@ type Chunk struct {
 	Tag any
 	// Dest is where the chunk goes: the pipeline's index of a sink's shard.
 	Dest int
+	// BlockFirst and BlockNext are, with exactly-once delivery, the source
+	// offsets [BlockFirst, BlockNext) of the one partition this chunk is
+	// the insert block of (0, 0 otherwise).
+	BlockFirst, BlockNext int64
 	// Oldest is the earliest source record timestamp among the chunk's
 	// records, in Unix milliseconds (0: none), for the end-to-end latency.
 	Oldest int64
@@ -84,6 +88,7 @@ func (c *Chunk) Reset() {
 	c.Spans = c.Spans[:0]
 	c.Tag = nil
 	c.Oldest = 0
+	c.BlockFirst, c.BlockNext = 0, 0
 	c.size = 0
 }
 

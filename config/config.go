@@ -25,14 +25,16 @@ import (
 
 // Config is the whole configuration file.
 type Config struct {
-	Pipeline  Pipeline `yaml:"pipeline"`
-	Source    Source   `yaml:"source"`
-	Decode    Decode   `yaml:"decode"`
-	Transform []Step   `yaml:"transform,omitempty"`
-	Sink      Sink     `yaml:"sink"`
-	// Sinks are named sinks, beside or instead of Sink; route steps name
-	// them. After Parse, Sinks holds every sink: the single sink form
-	// appears as the sink named "default".
+	Pipeline Pipeline `yaml:"pipeline"`
+	// Delivery is at_least_once or exactly_once.
+	Delivery  string `yaml:"delivery"`
+	Source    Source `yaml:"source"`
+	Decode    Decode `yaml:"decode"`
+	Transform []Step `yaml:"transform,omitempty"`
+	Sink      Sink   `yaml:"sink"`
+	// Sinks are named sinks, instead of Sink; route steps name them. The
+	// single sink form
+	// appears as the sink named "default" (see SinkList).
 	Sinks        map[string]*Sink `yaml:"sinks,omitempty"`
 	Chunk        Chunk            `yaml:"chunk"`
 	Backpressure Backpressure     `yaml:"backpressure"`
@@ -243,6 +245,9 @@ type ClickHouse struct {
 	DescribeInterval Duration `yaml:"describe_interval"`
 	Retry            Retry    `yaml:"retry"`
 	Compression      string   `yaml:"compression"` // none | lz4 | zstd
+	// InsertPath is chgo (INSERT blocks encoded straight from the chunks,
+	// sent with ch-go) or driver (clickhouse-go's column API).
+	InsertPath string `yaml:"insert_path"`
 	// Shards lists the cluster's shards, each with its replicas; Addr is
 	// shorthand for one shard whose replicas are the addresses.
 	Shards   []Shard  `yaml:"shards,omitempty"`
@@ -377,6 +382,7 @@ type Log struct {
 // presence of those sections is still required by Parse.
 func Defaults() *Config {
 	return &Config{
+		Delivery: "at_least_once",
 		Source: Source{Kafka: &Kafka{
 			StartOffset:            "earliest",
 			FetchMaxBytes:          16 * MiB,
@@ -405,6 +411,7 @@ func Defaults() *Config {
 				MaxBackoff:     Duration(30 * time.Second),
 			},
 			Compression: "lz4",
+			InsertPath:  "chgo",
 			Sharding:    Sharding{By: "partition"},
 			Breaker:     Breaker{FailureThreshold: 3, OpenFor: Duration(30 * time.Second), HalfOpenProbes: 1},
 		}},

@@ -53,7 +53,7 @@ func TestParseErrors(t *testing.T) {
 		{
 			name: "unknown key without suggestion",
 			yaml: base + "colour: red\n",
-			want: `pipeline.yaml:12:1: colour: unknown key "colour"; allowed keys: pipeline, source, decode, transform, sink, sinks, chunk, backpressure, checkpoint, metrics, log`,
+			want: `pipeline.yaml:12:1: colour: unknown key "colour"; allowed keys: pipeline, delivery, source, decode, transform, sink, sinks, chunk, backpressure, checkpoint, metrics, log`,
 		},
 		{
 			name: "bad duration",

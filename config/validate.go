@@ -162,6 +162,9 @@ var rules = []rule{
 		}
 		return ""
 	}},
+	{path: "sink.clickhouse.insert_path", when: hasClickHouse, check: func(c *Config) string {
+		return oneOf(c.Sink.ClickHouse.InsertPath, "chgo", "driver")
+	}},
 	{path: "sink.clickhouse.sharding.by", when: hasClickHouse, check: func(c *Config) string {
 		return oneOf(c.Sink.ClickHouse.Sharding.By, "partition", "key")
 	}},
@@ -309,6 +312,7 @@ var rules = []rule{
 		return fmt.Sprintf("must be host:port (e.g. 127.0.0.1:9090) or %q; got %q", MetricsOff, l)
 	}},
 
+	{path: "delivery", check: func(c *Config) string { return oneOf(c.Delivery, "at_least_once", "exactly_once") }},
 	{path: "log.level", check: func(c *Config) string { return oneOf(c.Log.Level, "debug", "info", "warn", "error") }},
 	{path: "log.format", check: func(c *Config) string { return oneOf(c.Log.Format, "text", "json") }},
 	// Status lines more often than every second flood the log; a day

@@ -57,7 +57,7 @@ func Check(ctx context.Context, cfg *config.Config) ([]string, error) {
 	ch, err := clickhouse.Connect(ctx, clickhouse.Options{
 		Addr: chc.Addr, Database: chc.Database, Table: chc.Table, User: chc.User, Password: chc.Password.Value(),
 		DialTimeout: chc.DialTimeout.D(), InsertTimeout: chc.InsertTimeout.D(), Settings: chc.Settings,
-		Compression: chc.Compression, Columns: chc.Columns,
+		Compression: chc.Compression, Columns: chc.Columns, Insert: chc.InsertPath,
 	}, slog.New(slog.NewTextHandler(io.Discard, nil)))
 	if err != nil {
 		problems = append(problems, fmt.Errorf("sink.clickhouse: %w", err))

@@ -45,6 +45,15 @@ type lane struct {
 	parked *chunk.Chunk // sealed chunk the shard queue refused: the resume point
 	cursor int64        // the first offset not yet covered by a chunk span
 
+	// Owned by the worker running the lane, on the staged path (staged.go).
+	binding *stagedShared  // what stage and outs were built for
+	stage   *chunk.Chunk   // the record being transformed
+	outs    []*chunk.Chunk // open output chunk per destination
+	group   *ackGroup      // the records since the outputs were last sealed
+	backlog []*chunk.Chunk // sealed output chunks a shard queue refused, in order
+
+	eo eoState // exactly-once (exactly.go)
+
 	outstanding atomic.Int64 // chunks handed to the sink and not yet acknowledged
 	lagValue    atomic.Int64 // records between the last fetched one and the high watermark
 	idleAt      time.Time    // guarded by mu: when the watchdog last saw nothing in flight
@@ -134,7 +143,14 @@ func (l *lane) drop() int64 {
 	if l.parked != nil {
 		b += int64(l.parked.Size())
 	}
-	l.cur, l.parked = nil, nil
+	for _, c := range l.backlog {
+		b += int64(c.Size())
+	}
+	l.cur, l.parked, l.backlog, l.group = nil, nil, nil, nil
+	b += l.eo.held
+	l.eo.held = 0
+	l.eo.openSince.Store(0)
+	clear(l.outs)
 	return b
 }
 
@@ -143,5 +159,14 @@ func (l *lane) drop() int64 {
 func (l *lane) idle() bool {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	return l.state == laneIdle && (l.head == len(l.recs) || l.closed || l.failed) && l.cur == nil && l.parked == nil
+	if l.state != laneIdle || !(l.head == len(l.recs) || l.closed || l.failed) || l.cur != nil || l.parked != nil ||
+		len(l.backlog) > 0 || l.group != nil {
+		return false
+	}
+	for _, c := range l.outs {
+		if c != nil {
+			return false
+		}
+	}
+	return true
 }

@@ -18,6 +18,9 @@ type metrics struct {
 	tableChanges prometheus.Counter
 	state        *prometheus.GaugeVec
 	e2eLatency   prometheus.Histogram
+
+	transformIn, transformOut, transformDropped prometheus.Counter
+	transformErrors                             *prometheus.CounterVec
 }
 
 // Pipeline states, the values of etl_pipeline_state's state label.
@@ -81,6 +84,25 @@ func newComponentMetrics(component func(string) prometheus.Registerer) *metrics 
 			Help:    "Per chunk: from the Kafka timestamp of its oldest record to the insert that made it durable.",
 			Buckets: prometheus.ExponentialBuckets(0.01, 2.5, 14),
 		}),
+		transformIn: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "etl_transform_records_total",
+			Help: "Records that went through the transform chain.",
+		}),
+		transformOut: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "etl_transform_rows_out_total",
+			Help: "Rows the transform chain produced (each counted once per sink it went to).",
+		}),
+		transformDropped: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "etl_transform_rows_dropped_total",
+			Help: "Rows dropped by a filter step or routed to skip.",
+		}),
+		transformErrors: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "etl_transform_errors_total",
+			Help: "Records the transform chain refused, by reason.",
+		}, []string{"reason"}),
+	}
+	for _, r := range []string{"out_of_range", "wrong_type", "transform", "unroutable"} {
+		m.transformErrors.WithLabelValues(r)
 	}
 	for _, st := range states {
 		m.state.WithLabelValues(st)
@@ -101,5 +123,6 @@ func newComponentMetrics(component func(string) prometheus.Registerer) *metrics 
 	register("source", m.lag)
 	register("sink", m.tableChanges)
 	register("pipeline", m.state, m.e2eLatency)
+	register("transform", m.transformIn, m.transformOut, m.transformDropped, m.transformErrors)
 	return m
 }

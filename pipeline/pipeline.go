@@ -38,6 +38,10 @@ type Options struct {
 	Log    *slog.Logger
 	// Registerer receives every metric of the pipeline; nil registers none.
 	Registerer prometheus.Registerer
+	// CrashAfterInserts, for tests, kills the process with SIGKILL after
+	// that many acknowledged inserts, before their acknowledgement is
+	// processed (0: never).
+	CrashAfterInserts int64
 }
 
 // Pipeline moves records from Kafka to ClickHouse. Build it with New, run
@@ -80,6 +84,11 @@ type Pipeline struct {
 
 	healthMu sync.Mutex
 	stalled  []Stalled
+
+	crashAfter int64 // Options.CrashAfterInserts
+
+	stagedMu     sync.Mutex
+	stagedLayout *stagedShared // the staging layout for the current targets (staged.go)
 
 	describeMu    sync.Mutex // one read of the table's columns at a time
 	describeReqMu sync.Mutex
@@ -159,12 +168,8 @@ func New(ctx context.Context, o Options) (*Pipeline, error) {
 		return nil, fmt.Errorf("backpressure: %w", err)
 	}
 
+	p.crashAfter = o.CrashAfterInserts
 	if err := p.openSinks(ctx); err != nil {
-		p.closeSinks()
-		return nil, err
-	}
-	target := p.sinks[0].target.Load()
-	if err := p.checkSupported(); err != nil {
 		p.closeSinks()
 		return nil, err
 	}
@@ -174,8 +179,14 @@ func New(ctx context.Context, o Options) (*Pipeline, error) {
 			return nil, err
 		}
 	}
-	// Check once that the decoder can fill every column.
-	if _, err := p.newDecoder(target); err != nil {
+	if p.eo() {
+		if err := p.eoCheckTables(ctx); err != nil {
+			p.closeSinks()
+			return nil, err
+		}
+	}
+	// Check once that the decoder (and the chain) can fill every column.
+	if _, err := p.bind(nil); err != nil {
 		p.closeSinks()
 		return nil, err
 	}
@@ -460,7 +471,11 @@ func (p *Pipeline) worker() {
 		l.mu.Lock()
 		l.state, l.rerun = laneRunning, false
 		l.mu.Unlock()
-		p.process(l, dec)
+		if dec.staged != nil {
+			p.processStaged(l, dec)
+		} else {
+			p.process(l, dec)
+		}
 		l.mu.Lock()
 		if !l.blocked && !l.failed && !l.closed && !l.waiting && (l.rerun || l.head < len(l.recs)) {
 			l.state = laneQueued
@@ -498,8 +513,7 @@ func (p *Pipeline) process(l *lane, dec *boundDecoder) {
 		// The table's columns changed: the open chunk goes out as built.
 		l.cur = nil
 		if len(c.Spans) > 0 {
-			p.seal(c)
-			if !p.send(l, c) {
+			if !p.sealSend(l, c) {
 				return
 			}
 		}
@@ -514,16 +528,21 @@ func (p *Pipeline) process(l *lane, dec *boundDecoder) {
 			// Nothing more fetched: hand over the partial chunk. A chunk
 			// that covers nothing (its only records were rejected, each
 			// acknowledged on its own) goes back to the free list, so the
-			// lane is idle.
+			// lane is idle. With exactly-once a block waits for the batch
+			// linger (or the stop) to fill up, unless it is a replayed
+			// block, which ends only at its registered end.
 			if c := l.cur; c != nil {
+				if p.eo() && len(c.Spans) > 0 && (l.eo.replaying() || (!l.eo.flushDue.Load() && !p.closing.Load())) {
+					return
+				}
 				l.cur = nil
 				if len(c.Spans) == 0 {
 					c.Reset()
 					p.chunks.put(c)
+					p.eoClosed(l)
 					return
 				}
-				p.seal(c)
-				if !p.send(l, c) {
+				if !p.sealSend(l, c) {
 					return
 				}
 			}
@@ -531,7 +550,12 @@ func (p *Pipeline) process(l *lane, dec *boundDecoder) {
 		}
 		var bytes int64
 		n := 0
+		cut := false
 		for _, r := range recs {
+			if p.eo() && l.cur != nil && len(l.cur.Spans) > 0 && l.eo.eoCut(r.Offset) {
+				cut = true // a registered block ends before r
+				break
+			}
 			if l.cur == nil {
 				c, err := p.newChunk(dec.target)
 				if err != nil {
@@ -540,13 +564,27 @@ func (p *Pipeline) process(l *lane, dec *boundDecoder) {
 				}
 				c.Dest = l.dest
 				l.cur = c
+				if p.eo() {
+					l.eo.curFirst = r.Offset
+					if l.cursor >= 0 && l.cursor < r.Offset {
+						l.eo.curFirst = l.cursor
+					}
+					l.eo.openSince.Store(time.Now().UnixNano())
+				}
 			}
 			_, err := dec.Decode(r.Value, l.cur)
 			var pending *decode.SchemaPendingError
 			if errors.As(err, &pending) {
 				// The record waits for its schema: hand over what is
-				// decoded and park the lane until the fetch ends.
+				// decoded and park the lane until the fetch ends. An
+				// exactly-once block stays open: its bounds are not the
+				// registry's business.
 				l.advance(n, bytes)
+				if p.eo() {
+					l.eo.held += bytes
+					p.waitSchema(l, pending.Wait)
+					return
+				}
 				p.budget.Release(bytes)
 				if c := l.cur; c != nil && len(c.Spans) > 0 {
 					l.cur = nil
@@ -582,6 +620,17 @@ func (p *Pipeline) process(l *lane, dec *boundDecoder) {
 			l.cursor = r.Offset + 1
 			n++
 			bytes += recordBytes(r)
+			if p.eo() {
+				if l.eo.eoCut(l.cursor) {
+					cut = true // a registered block ends after r
+					break
+				}
+				if !l.eo.replaying() && p.eoFull(l.cur) {
+					cut = true
+					break
+				}
+				continue
+			}
 			if l.cur.Measure() >= p.chunkTarget {
 				break
 			}
@@ -589,15 +638,62 @@ func (p *Pipeline) process(l *lane, dec *boundDecoder) {
 		// advance may move the lane's records: the slice taken from
 		// pending is not used past this point.
 		l.advance(n, bytes)
-		p.budget.Release(bytes)
-		if c := l.cur; c != nil && c.Size() >= p.chunkTarget {
+		if p.eo() {
+			l.eo.held += bytes // released when the block is sealed
+		} else {
+			p.budget.Release(bytes)
+		}
+		if c := l.cur; c != nil && (cut || (!p.eo() && c.Size() >= p.chunkTarget)) {
 			l.cur = nil
-			p.seal(c)
-			if !p.send(l, c) {
+			if len(c.Spans) == 0 && p.eo() {
+				c.Reset()
+				p.chunks.put(c)
+				p.eoClosed(l)
+				continue
+			}
+			if !p.sealSend(l, c) {
 				return
 			}
 		}
 	}
+}
+
+// sealSend seals c and hands it to its shard. With exactly-once, c is an
+// insert block: its range is registered first, and the records it holds
+// leave the budget as the block enters it.
+func (p *Pipeline) sealSend(l *lane, c *chunk.Chunk) bool {
+	if p.eo() {
+		c.BlockFirst, c.BlockNext = l.eo.curFirst, l.cursor
+		p.eoClosed(l)
+		if !p.eoRegister(l, c) {
+			c.Reset()
+			p.chunks.put(c)
+			return false
+		}
+	}
+	p.seal(c)
+	return p.send(l, c)
+}
+
+// eoClosed ends the lane's open block: its records leave the budget and
+// the bounds behind it are dropped.
+func (p *Pipeline) eoClosed(l *lane) {
+	if !p.eo() {
+		return
+	}
+	p.budget.Release(l.eo.held)
+	l.eo.held = 0
+	l.eo.openSince.Store(0)
+	l.eo.flushDue.Store(false)
+	if l.cursor >= 0 {
+		l.eo.pruneBounds(l.cursor)
+	}
+}
+
+// eoFull reports whether an exactly-once block reached the batch limits.
+func (p *Pipeline) eoFull(c *chunk.Chunk) bool {
+	b := p.sinks[0].cfg.Batch
+	return c.Rows >= b.MaxRows || int64(c.Measure()) >= int64(b.MaxBytes)
 }
 
 // Values of decode.on_error.
@@ -654,11 +750,14 @@ func (p *Pipeline) decodeFailed(l *lane, r *kgo.Record, err error, n int, bytes 
 	p.m.decodeErrors.WithLabelValues(reason).Inc()
 	p.decodeErrs.Add(1)
 	l.advance(n, bytes)
-	p.budget.Release(bytes)
+	if p.eo() {
+		l.eo.held += bytes
+	} else {
+		p.budget.Release(bytes)
+	}
 	if c := l.cur; c != nil && len(c.Spans) > 0 {
 		l.cur = nil
-		p.seal(c)
-		if !p.send(l, c) {
+		if !p.sealSend(l, c) {
 			// The rows before the bad record wait in the parked chunk;
 			// the drain hands them over.
 			p.log.Warn("shard queue full while stopping on a bad record", "partition", l.tp)
@@ -674,7 +773,7 @@ func (p *Pipeline) decodeFailed(l *lane, r *kgo.Record, err error, n int, bytes 
 
 // newChunk returns an empty chunk, reusing an acknowledged one when it can.
 func (p *Pipeline) newChunk(t *clickhouse.Target) (*chunk.Chunk, error) {
-	if c := p.chunks.get(); c != nil && c.Schema == t.Schema {
+	if c := p.chunks.get(t.Schema); c != nil {
 		return c, nil
 	}
 	return chunk.New(t.Schema)
@@ -745,6 +844,9 @@ func (p *Pipeline) controller(ctx context.Context) {
 			return
 		case now := <-t.C:
 			p.checkBudget(now)
+			if p.eo() {
+				p.eoFlushLingered(now)
+			}
 		}
 	}
 }
@@ -792,8 +894,11 @@ func (p *Pipeline) processAcks() {
 		for _, s := range c.Spans {
 			p.tracker.Ack(TopicPartition{s.Topic, s.Partition}, s.Epoch, s.First, s.Next)
 		}
-		if l, ok := c.Tag.(*lane); ok {
-			l.outstanding.Add(-1)
+		switch t := c.Tag.(type) {
+		case *lane:
+			t.outstanding.Add(-1)
+		case *ackGroup:
+			p.ackStaged(t)
 		}
 		p.budget.Release(int64(c.Size()))
 		p.rowsWritten.Add(int64(c.Rows))
@@ -840,9 +945,13 @@ type enqueuer interface {
 // handler adapts the pipeline to the source's callbacks.
 type handler Pipeline
 
-func (h *handler) Assigned(_ context.Context, parts kafka.Partitions) {
+func (h *handler) Assigned(ctx context.Context, parts kafka.Partitions) {
 	p := (*Pipeline)(h)
 	p.assigned.Store(true)
+	var blocks map[TopicPartition][][2]int64
+	if p.eo() {
+		blocks = p.eoAssigned(ctx, parts)
+	}
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	for topic, ps := range parts {
@@ -853,6 +962,9 @@ func (h *handler) Assigned(_ context.Context, parts kafka.Partitions) {
 			if len(p.sinks) > 0 {
 				s := p.sinks[0]
 				l.dest = s.dest0 + s.shardOfPartition(part)
+			}
+			if b := blocks[tp]; len(b) > 0 {
+				p.eoSetup(l, b)
 			}
 			p.lanes[tp] = l
 			p.pause.assign(tp)

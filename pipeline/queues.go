@@ -93,23 +93,31 @@ type chunkPool struct {
 	free []*chunk.Chunk
 }
 
-func (p *chunkPool) get() *chunk.Chunk {
+// get returns a free chunk built for schema, or nil.
+func (p *chunkPool) get(schema *chunk.Schema) *chunk.Chunk {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	n := len(p.free)
-	if n == 0 {
-		return nil
+	for i := len(p.free) - 1; i >= 0; i-- {
+		c := p.free[i]
+		if c.Schema != schema {
+			continue
+		}
+		last := len(p.free) - 1
+		p.free[i] = p.free[last]
+		p.free[last] = nil
+		p.free = p.free[:last]
+		return c
 	}
-	c := p.free[n-1]
-	p.free[n-1] = nil
-	p.free = p.free[:n-1]
-	return c
+	return nil
 }
 
 func (p *chunkPool) put(c *chunk.Chunk) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	if len(p.free) < maxFreeChunks {
-		p.free = append(p.free, c)
+	if len(p.free) >= maxFreeChunks {
+		// Make room: the oldest chunk may be of a schema no longer used.
+		copy(p.free, p.free[1:])
+		p.free = p.free[:len(p.free)-1]
 	}
+	p.free = append(p.free, c)
 }

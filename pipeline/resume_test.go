@@ -91,7 +91,7 @@ func newBarePipeline(tb testing.TB, src partitionPauser, chunkTarget int) (*Pipe
 	if err != nil {
 		tb.Fatal(err)
 	}
-	return p, &boundDecoder{dec, target}
+	return p, &boundDecoder{Decoder: dec, target: target}
 }
 
 func (s *nopSource) Pause(kafka.Partitions)  { s.paused++ }
@@ -107,7 +107,7 @@ func TestResumePoint(t *testing.T) {
 	p, jd := newBarePipeline(t, src, 2048) // a few dozen rows per chunk
 	p.queue = q
 	cd := &countingDecoder{Decoder: jd.Decoder, seen: map[string]int{}}
-	dec := &boundDecoder{cd, jd.target}
+	dec := &boundDecoder{Decoder: cd, target: jd.target}
 
 	tp := TopicPartition{"events", 0}
 	h := (*handler)(p)

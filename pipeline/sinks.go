@@ -41,7 +41,7 @@ func (p *Pipeline) openSinks(ctx context.Context) error {
 				c, err := clickhouse.Connect(ctx, clickhouse.Options{
 					Addr: []string{addr}, Database: chc.Database, Table: chc.Table, User: chc.User, Password: chc.Password.Value(),
 					DialTimeout: chc.DialTimeout.D(), InsertTimeout: chc.InsertTimeout.D(), Settings: chc.Settings,
-					Compression: chc.Compression, Columns: chc.Columns, Lazy: true,
+					Compression: chc.Compression, Columns: chc.Columns, Lazy: true, Insert: chc.InsertPath,
 					MaxOpenConns: chc.Inflight.MaxPerShard + 2,
 				}, p.log.With("sink", s.name, "shard", i))
 				if err != nil {
@@ -56,6 +56,9 @@ func (p *Pipeline) openSinks(ctx context.Context) error {
 			return fmt.Errorf("sink %s: %w", s.name, err)
 		}
 		s.target.Store(t)
+		for _, w := range t.Warnings {
+			p.log.Warn("column default", "sink", s.name, "table", t.Name(), "warning", w)
+		}
 		if chc.DistributedCheck != "" {
 			if err := s.checkCluster(ctx); err != nil {
 				return fmt.Errorf("sink %s: sink.clickhouse.distributed_check: %w", s.name, err)
@@ -65,6 +68,16 @@ func (p *Pipeline) openSinks(ctx context.Context) error {
 	for _, s := range p.sinks {
 		s.dest0 = len(p.dests)
 		metrics := clickhouse.NewMetrics(p.component("sink"), prometheus.Labels{"sink": s.name})
+		onDone := p.acks.push
+		if p.crashAfter > 0 {
+			onDone = crashHook(p.crashAfter, onDone)
+		}
+		maxRows, maxBytes, linger := s.cfg.Batch.MaxRows, int(s.cfg.Batch.MaxBytes), s.cfg.Batch.Linger.D()
+		if p.eo() {
+			// Each chunk is a whole insert block (the lanes build blocks
+			// up to the batch limits): never merge two.
+			maxRows, maxBytes, linger = 1, 0, 0
+		}
 		for i, cs := range s.clients {
 			sh := clickhouse.NewShard(clickhouse.ShardOptions{
 				Name: strconv.Itoa(i), Replicas: cs, Target: s.target.Load(),
@@ -72,10 +85,10 @@ func (p *Pipeline) openSinks(ctx context.Context) error {
 					OpenFor: s.cfg.Breaker.OpenFor.D(), HalfOpenProbes: s.cfg.Breaker.HalfOpenProbes},
 				Refresh:       func(ctx context.Context) (*clickhouse.Target, error) { return p.refreshTarget(ctx, s) },
 				QueueCapacity: s.cfg.QueueCapacity,
-				MaxRows:       s.cfg.Batch.MaxRows, MaxBytes: int(s.cfg.Batch.MaxBytes), Linger: s.cfg.Batch.Linger.D(),
+				MaxRows:       maxRows, MaxBytes: maxBytes, Linger: linger,
 				MaxInflight:    s.cfg.Inflight.MaxPerShard,
 				InitialBackoff: s.cfg.Retry.InitialBackoff.D(), MaxBackoff: s.cfg.Retry.MaxBackoff.D(), MaxAttempts: s.cfg.Retry.MaxAttempts,
-				OnDone:  p.acks.push,
+				OnDone:  onDone,
 				OnSpace: p.wakeBlocked,
 				Budget:  p.budget,
 				Log:     p.log.With("sink", s.name),
@@ -170,14 +183,20 @@ func (s *sinkState) checkCluster(ctx context.Context) error {
 	return nil
 }
 
-// checkSupported refuses configurations whose rows cannot be decoded
-// straight into one sink's chunks until the transform path handles them.
-func (p *Pipeline) checkSupported() error {
-	if len(p.cfg.Transform) > 0 || len(p.sinks) > 1 {
-		return errors.New("transform steps and several sinks are not supported yet")
+// engine reads the table engine from the first replica that answers.
+func (s *sinkState) engine(ctx context.Context) (string, error) {
+	var errs []error
+	for _, cs := range s.clients {
+		for _, c := range cs {
+			e, err := c.Engine(ctx)
+			if err == nil {
+				return e, nil
+			}
+			if clickhouse.ServerAnswered(err) {
+				return "", err
+			}
+			errs = append(errs, err)
+		}
 	}
-	if p.sinks[0].cfg.Sharding.By == "key" {
-		return errors.New("sink.clickhouse.sharding.by: key is not supported yet")
-	}
-	return nil
+	return "", fmt.Errorf("no replica answered: %w", errors.Join(errs...))
 }

@@ -24,10 +24,12 @@ import (
 // of two targets in one insert. Chunks already built for the old target are
 // inserted with it.
 
-// boundDecoder is a worker's decoder with the target it fills chunks for.
+// boundDecoder is a worker's decoder with the target it fills chunks for
+// (direct path) or the staging binding (staged path).
 type boundDecoder struct {
 	decode.Decoder
 	target *clickhouse.Target
+	staged *stagedBinding
 }
 
 // newDecoder returns a decoder filling chunks for target t.
@@ -48,6 +50,13 @@ func (p *Pipeline) newDecoder(t *clickhouse.Target) (decode.Decoder, error) {
 // bind returns dec if it fills chunks for the current target, else a new
 // decoder for it.
 func (p *Pipeline) bind(dec *boundDecoder) (*boundDecoder, error) {
+	if p.staged() {
+		targets := p.currentTargets()
+		if dec != nil && dec.staged != nil && sameTargets(dec.staged.targets, targets) {
+			return dec, nil
+		}
+		return p.newStagedDecoder(targets)
+	}
 	t := p.sinks[0].target.Load()
 	if dec != nil && dec.target == t {
 		return dec, nil
@@ -56,7 +65,21 @@ func (p *Pipeline) bind(dec *boundDecoder) (*boundDecoder, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &boundDecoder{d, t}, nil
+	return &boundDecoder{Decoder: d, target: t}, nil
+}
+
+// newStagedDecoder compiles the chain for targets and the decoder that
+// fills its staging chunks.
+func (p *Pipeline) newStagedDecoder(targets []*clickhouse.Target) (*boundDecoder, error) {
+	b, fields, err := p.compileStaged(targets)
+	if err != nil {
+		return nil, fmt.Errorf("transform: %w", err)
+	}
+	d, err := p.newDecoder(&clickhouse.Target{Schema: b.stage, Fields: fields})
+	if err != nil {
+		return nil, err
+	}
+	return &boundDecoder{Decoder: d, staged: b}, nil
 }
 
 // refreshTarget reads sink s's table and, when its columns changed,
@@ -74,7 +97,19 @@ func (p *Pipeline) refreshTarget(ctx context.Context, s *sinkState) (*clickhouse
 		return cur, nil
 	}
 	added, removed := diffColumns(cur, live)
-	if s == p.sinks[0] {
+	if p.staged() {
+		targets := p.currentTargets()
+		for i := range p.sinks {
+			if p.sinks[i] == s {
+				targets[i] = live
+			}
+		}
+		if _, err := p.newStagedDecoder(targets); err != nil {
+			p.log.Error("the table's columns changed but records cannot fill them: keeping the previous columns",
+				"sink", s.name, "table", cur.Name(), "added", added, "removed", removed, "err", err)
+			return live, err
+		}
+	} else if s == p.sinks[0] {
 		if _, err := p.newDecoder(live); err != nil {
 			p.log.Error("the table's columns changed but records cannot fill them: keeping the previous columns",
 				"sink", s.name, "table", cur.Name(), "added", added, "removed", removed, "err", err)
@@ -88,6 +123,9 @@ func (p *Pipeline) refreshTarget(ctx context.Context, s *sinkState) (*clickhouse
 	p.m.tableChanges.Inc()
 	p.log.Info("the table's columns changed: following them", "sink", s.name, "table", live.Name(),
 		"added", added, "removed", removed, "columns", live.Schema.Names)
+	for _, w := range live.Warnings {
+		p.log.Warn("column default", "sink", s.name, "table", live.Name(), "warning", w)
+	}
 	return live, nil
 }
 

@@ -1,7 +1,10 @@
 package pipeline
 
 import (
+	"fmt"
 	"sort"
+	"strconv"
+	"strings"
 	"sync"
 	"time"
 )
@@ -23,6 +26,11 @@ type partitionState struct {
 	committed int64         // the last offset committed, -1 when none
 	ranges    []offsetRange // acknowledged ranges above the watermark, sorted, disjoint, non-adjacent
 	moved     time.Time     // when the watermark last moved (or the assignment started)
+
+	// Exactly-once: the insert blocks registered (and so maybe inserted)
+	// that end above the watermark, and the metadata last committed.
+	blocks        []offsetRange
+	committedMeta string
 }
 
 // Tracker keeps, per assigned partition, the acknowledged offsets as merged
@@ -131,11 +139,13 @@ func (p *partitionState) advance() {
 	}
 }
 
-// Commit is an offset to commit for one partition.
+// Commit is an offset to commit for one partition, with the commit's
+// metadata (exactly-once: the blocks that may be in ClickHouse above it).
 type Commit struct {
 	TopicPartition
-	Epoch  uint64
-	Offset int64
+	Epoch    uint64
+	Offset   int64
+	Metadata string
 }
 
 // Pending returns, for every partition whose watermark moved past its last
@@ -149,8 +159,12 @@ func (t *Tracker) Pending(only map[TopicPartition]bool) []Commit {
 		if only != nil && !only[tp] {
 			continue
 		}
-		if p.started && p.watermark > p.committed {
-			out = append(out, Commit{TopicPartition: tp, Epoch: p.epoch, Offset: p.watermark})
+		if !p.started {
+			continue
+		}
+		meta := p.metadata()
+		if p.watermark > p.committed || meta != p.committedMeta {
+			out = append(out, Commit{TopicPartition: tp, Epoch: p.epoch, Offset: p.watermark, Metadata: meta})
 		}
 	}
 	sort.Slice(out, func(i, j int) bool {
@@ -167,9 +181,113 @@ func (t *Tracker) Pending(only map[TopicPartition]bool) []Commit {
 func (t *Tracker) Committed(c Commit) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	if p := t.parts[c.TopicPartition]; p != nil && p.epoch == c.Epoch && c.Offset > p.committed {
+	if p := t.parts[c.TopicPartition]; p != nil && p.epoch == c.Epoch && c.Offset >= p.committed {
 		p.committed = c.Offset
+		p.committedMeta = c.Metadata
 	}
+}
+
+// RegisterBlock records that the insert block [first, next) of tp may go
+// to ClickHouse from now on, and returns the commit that makes that
+// durable: the current watermark with every registered block above it in
+// the metadata. ok is false when tp is not assigned under epoch.
+func (t *Tracker) RegisterBlock(tp TopicPartition, epoch uint64, first, next int64) (c Commit, ok bool) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	p := t.parts[tp]
+	if p == nil || p.epoch != epoch {
+		return Commit{}, false
+	}
+	found := false
+	for _, b := range p.blocks {
+		found = found || (b.from == first && b.to == next)
+	}
+	if !found {
+		p.blocks = append(p.blocks, offsetRange{first, next})
+		sort.Slice(p.blocks, func(i, j int) bool { return p.blocks[i].from < p.blocks[j].from })
+	}
+	wm := p.watermark
+	if !p.started {
+		wm = first
+	}
+	return Commit{TopicPartition: tp, Epoch: p.epoch, Offset: wm, Metadata: p.metadata()}, true
+}
+
+// Blocks returns the registered blocks of tp that end above its watermark.
+func (t *Tracker) Blocks(tp TopicPartition) [][2]int64 {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	p := t.parts[tp]
+	if p == nil {
+		return nil
+	}
+	p.pruneBlocks()
+	out := make([][2]int64, len(p.blocks))
+	for i, b := range p.blocks {
+		out[i] = [2]int64{b.from, b.to}
+	}
+	return out
+}
+
+// pruneBlocks forgets the blocks wholly below the watermark: their rows
+// are durable and their offsets committable.
+func (p *partitionState) pruneBlocks() {
+	k := 0
+	for _, b := range p.blocks {
+		if b.to > p.watermark {
+			p.blocks[k] = b
+			k++
+		}
+	}
+	p.blocks = p.blocks[:k]
+}
+
+// metadata encodes the blocks above the watermark (see EncodeBlocks).
+func (p *partitionState) metadata() string {
+	if len(p.blocks) == 0 && p.committedMeta == "" {
+		return ""
+	}
+	p.pruneBlocks()
+	return EncodeBlocks(p.blocks)
+}
+
+// blocksPrefix starts the commit metadata of exactly-once delivery.
+const blocksPrefix = "etl1:"
+
+// EncodeBlocks is the commit metadata naming insert blocks: "etl1:" and
+// the half-open ranges "first-next" separated by commas ("etl1:" alone
+// when there is none).
+func EncodeBlocks(blocks []offsetRange) string {
+	b := []byte(blocksPrefix)
+	for i, r := range blocks {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		b = strconv.AppendInt(b, r.from, 10)
+		b = append(b, '-')
+		b = strconv.AppendInt(b, r.to, 10)
+	}
+	return string(b)
+}
+
+// DecodeBlocks parses commit metadata written by EncodeBlocks. Metadata
+// written by something else (or none) holds no block.
+func DecodeBlocks(meta string) ([][2]int64, error) {
+	rest, ok := strings.CutPrefix(meta, blocksPrefix)
+	if !ok || rest == "" {
+		return nil, nil
+	}
+	var out [][2]int64
+	for _, part := range strings.Split(rest, ",") {
+		a, b, ok := strings.Cut(part, "-")
+		first, err1 := strconv.ParseInt(a, 10, 64)
+		next, err2 := strconv.ParseInt(b, 10, 64)
+		if !ok || err1 != nil || err2 != nil || next <= first {
+			return nil, fmt.Errorf("commit metadata %q: bad block %q", meta, part)
+		}
+		out = append(out, [2]int64{first, next})
+	}
+	return out, nil
 }
 
 // PartitionStatus is a snapshot of one partition's acknowledgement state.

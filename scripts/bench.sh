@@ -8,6 +8,9 @@
 # With FREEZE_FOR=20 (seconds), ClickHouse is frozen (SIGSTOP) FREEZE_AFTER
 # seconds (default 2) into the run, and etl's RSS is sampled every 100 ms
 # while it is: the peak shows that memory stays within the byte budget.
+# With REPLICATED=1 the table is a ReplicatedMergeTree on a ClickHouse with
+# a local ZooKeeper (scripts/zookeeper.sh), and DELIVERY=exactly_once
+# compares exactly-once with at-least-once into the same kind of table.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 N=${N:-2000000}
@@ -23,10 +26,23 @@ cleanup() {
 	[[ -n "${etl:-}" ]] && kill -9 "$etl" 2>/dev/null || true
 	[[ -n "${broker:-}" ]] && kill "$broker" 2>/dev/null || true
 	scripts/clickhouse.sh stop --dir "$DIR/clickhouse" >/dev/null 2>&1 || true
+	[[ -n "${REPLICATED:-}" ]] && scripts/zookeeper.sh stop --dir "$DIR/zk" >/dev/null 2>&1 || true
 }
 trap cleanup EXIT
 
-scripts/clickhouse.sh start --dir "$DIR/clickhouse" --tcp-port "$CH_TCP" --http-port "$CH_HTTP" >/dev/null
+chargs=()
+if [[ -n "${REPLICATED:-}" ]]; then
+	ZK_PORT=${ZK_PORT:-29181}
+	scripts/zookeeper.sh start --dir "$DIR/zk" --port "$ZK_PORT" >/dev/null
+	cat >"$DIR/zk.xml" <<XML
+<yandex>
+  <zookeeper><node><host>127.0.0.1</host><port>$ZK_PORT</port></node></zookeeper>
+  <macros><shard>01</shard><replica>r1</replica></macros>
+</yandex>
+XML
+	chargs=(--extra-config "$DIR/zk.xml" --interserver-port "${CH_INTERSERVER:-29009}")
+fi
+scripts/clickhouse.sh start --dir "$DIR/clickhouse" --tcp-port "$CH_TCP" --http-port "$CH_HTTP" "${chargs[@]}" >/dev/null
 bin/devbroker -listen "$BROKER" -topics events -partitions 6 >"$DIR/broker.log" 2>&1 &
 broker=$!
 for _ in $(seq 100); do
@@ -34,7 +50,11 @@ for _ in $(seq 100); do
 	sleep 0.1
 done
 q() { curl -sSf "http://127.0.0.1:$CH_HTTP/" --data-binary "$1"; }
-bin/etl gen -ddl -table default.events | q "$(cat)"
+ddl=$(bin/etl gen -ddl -table default.events)
+if [[ -n "${REPLICATED:-}" ]]; then
+	ddl=${ddl/ENGINE = MergeTree/ENGINE = ReplicatedMergeTree(\'/clickhouse/tables/01/events\', \'r1\')}
+fi
+q "$ddl"
 bin/etl gen -brokers "$BROKER" -topic events -count "$N" >"$DIR/gen.log"
 cat "$DIR/gen.log"
 

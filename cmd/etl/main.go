@@ -17,6 +17,7 @@ import (
 	"os"
 	"os/signal"
 	"runtime/pprof"
+	"strconv"
 	"syscall"
 
 	"github.com/etl-project/etl/config"
@@ -107,7 +108,10 @@ func runPipeline(args []string, stdout, stderr io.Writer) int {
 	}()
 
 	reg := newRegistry(cfg)
-	p, err := pipeline.New(ctx, pipeline.Options{Config: cfg, Log: log, Registerer: reg})
+	// ETL_TEST_CRASH_AFTER_INSERTS=n (tests only) kills the process after
+	// n inserts, between an insert and its acknowledgement.
+	crashAfter, _ := strconv.ParseInt(os.Getenv("ETL_TEST_CRASH_AFTER_INSERTS"), 10, 64)
+	p, err := pipeline.New(ctx, pipeline.Options{Config: cfg, Log: log, Registerer: reg, CrashAfterInserts: crashAfter})
 	if err != nil {
 		log.Error("cannot start the pipeline", "err", err)
 		return exitFailed

@@ -264,6 +264,52 @@ type Offset struct {
 	Topic     string
 	Partition int32
 	Offset    int64
+	// Metadata is stored with the committed offset (exactly-once delivery
+	// keeps its insert blocks there).
+	Metadata string
+}
+
+// Committed is a partition's committed offset and its metadata.
+type Committed struct {
+	Offset   int64 // -1 when nothing is committed
+	Metadata string
+}
+
+// FetchCommitted reads the group's committed offsets and metadata for
+// parts from the group coordinator.
+func (s *Source) FetchCommitted(ctx context.Context, parts Partitions) (map[string]map[int32]Committed, error) {
+	req := kmsg.NewPtrOffsetFetchRequest()
+	req.Group = s.o.Config.GroupID
+	for topic, ps := range parts {
+		rt := kmsg.NewOffsetFetchRequestTopic()
+		rt.Topic = topic
+		rt.Partitions = append(rt.Partitions, ps...)
+		req.Topics = append(req.Topics, rt)
+	}
+	resp, err := req.RequestWith(ctx, s.cl)
+	if err != nil {
+		return nil, fmt.Errorf("fetch committed offsets: %w", err)
+	}
+	if e := kerr.ErrorForCode(resp.ErrorCode); e != nil {
+		return nil, fmt.Errorf("fetch committed offsets: %w", e)
+	}
+	out := map[string]map[int32]Committed{}
+	for _, t := range resp.Topics {
+		for _, p := range t.Partitions {
+			if e := kerr.ErrorForCode(p.ErrorCode); e != nil {
+				return nil, fmt.Errorf("fetch committed offsets: %s/%d: %w", t.Topic, p.Partition, e)
+			}
+			if out[t.Topic] == nil {
+				out[t.Topic] = map[int32]Committed{}
+			}
+			c := Committed{Offset: p.Offset}
+			if p.Metadata != nil {
+				c.Metadata = *p.Metadata
+			}
+			out[t.Topic][p.Partition] = c
+		}
+	}
+	return out, nil
 }
 
 // Commit synchronously commits offsets for the group. It fails if any
@@ -273,12 +319,28 @@ func (s *Source) Commit(ctx context.Context, offsets []Offset) error {
 		return nil
 	}
 	m := map[string]map[int32]kgo.EpochOffset{}
+	meta := map[string]map[int32]string{}
 	for _, o := range offsets {
 		if m[o.Topic] == nil {
 			m[o.Topic] = map[int32]kgo.EpochOffset{}
+			meta[o.Topic] = map[int32]string{}
 		}
 		m[o.Topic][o.Partition] = kgo.EpochOffset{Epoch: -1, Offset: o.Offset}
+		meta[o.Topic][o.Partition] = o.Metadata
 	}
+	// The client's commit carries no metadata of its own: set each
+	// partition's on the request just before it is sent.
+	ctx = kgo.PreCommitFnContext(ctx, func(req *kmsg.OffsetCommitRequest) error {
+		for i := range req.Topics {
+			t := &req.Topics[i]
+			for j := range t.Partitions {
+				if md, ok := meta[t.Topic][t.Partitions[j].Partition]; ok && md != "" {
+					t.Partitions[j].Metadata = &md
+				}
+			}
+		}
+		return nil
+	})
 	var cerr error
 	s.cl.CommitOffsetsSync(ctx, m, func(_ *kgo.Client, _ *kmsg.OffsetCommitRequest, resp *kmsg.OffsetCommitResponse, err error) {
 		if err != nil {

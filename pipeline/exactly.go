@@ -1,0 +1,223 @@
+package pipeline
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"slices"
+	"strings"
+	"sync/atomic"
+	"syscall"
+	"time"
+
+	"github.com/etl-project/etl/chunk"
+	"github.com/etl-project/etl/source/kafka"
+)
+
+// Exactly-once delivery (delivery: exactly_once), see docs/DESIGN.md.
+//
+// Every insert is one block: the rows of one partition's contiguous offset
+// range [first, next), built by one lane. Before a block is handed to its
+// shard, its range is committed to the consumer group as metadata of the
+// partition's committed offset (the watermark stays where it is), so that
+// whoever owns the partition next knows which blocks may already be in
+// ClickHouse. After an assignment the lane rebuilds exactly those blocks
+// first, from the same records, into the same rows in the same order; the
+// table (a ReplicatedMergeTree) drops a block identical to one it already
+// has. Blocks are sealed at the registered boundaries and nowhere else
+// while they are replayed.
+
+// eo reports exactly-once delivery.
+func (p *Pipeline) eo() bool { return p.cfg.Delivery == "exactly_once" }
+
+// eoState is a lane's exactly-once state, owned by the worker running it.
+type eoState struct {
+	// bounds are the offsets where a block must start or end: the edges of
+	// the blocks registered by the partition's previous owner that are not
+	// yet durable, in order.
+	bounds []int64
+	// replayEnd is the end of the last replayed block: a chunk starting
+	// below it is a replayed block and is cut only at bounds.
+	replayEnd int64
+	// curFirst is the first offset the open chunk covers.
+	curFirst int64
+	// openSince is when the open chunk got its first record (Unix nanos,
+	// 0 when none); the controller reads it to flush after the linger.
+	openSince atomic.Int64
+	// flushDue is set by the controller when the open chunk lingered.
+	flushDue atomic.Bool
+	// held is the budget bytes of the records in the open chunk: with
+	// exactly-once a block grows to a whole batch, so its records stay
+	// counted until it is sealed.
+	held int64
+}
+
+// eoCut reports whether the open chunk must be sealed before the record at
+// offset: a block boundary lies after the chunk's first offset and at or
+// below offset.
+func (e *eoState) eoCut(offset int64) bool {
+	for _, b := range e.bounds {
+		if b > e.curFirst && b <= offset {
+			return true
+		}
+	}
+	return false
+}
+
+// replaying reports whether the open chunk is a block being rebuilt.
+func (e *eoState) replaying() bool { return e.curFirst < e.replayEnd }
+
+// pruneBounds drops the bounds at or below offset.
+func (e *eoState) pruneBounds(offset int64) {
+	k := 0
+	for _, b := range e.bounds {
+		if b > offset {
+			e.bounds[k] = b
+			k++
+		}
+	}
+	e.bounds = e.bounds[:k]
+}
+
+// eoAssigned reads the committed metadata of newly assigned partitions:
+// the blocks their previous owner registered and that are not durable yet.
+// It retries for a while: without it, blocks already in ClickHouse could
+// be written again.
+func (p *Pipeline) eoAssigned(ctx context.Context, parts kafka.Partitions) map[TopicPartition][][2]int64 {
+	var committed map[string]map[int32]kafka.Committed
+	var err error
+	for attempt := 0; attempt < 20; attempt++ {
+		fctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+		committed, err = p.src.FetchCommitted(fctx, parts)
+		cancel()
+		if err == nil || ctx.Err() != nil {
+			break
+		}
+		time.Sleep(250 * time.Millisecond)
+	}
+	if err != nil {
+		p.fail(fmt.Errorf("exactly_once: read the committed blocks of %v: %w", parts, err))
+		return nil
+	}
+	out := map[TopicPartition][][2]int64{}
+	for topic, ps := range committed {
+		for part, c := range ps {
+			blocks, err := DecodeBlocks(c.Metadata)
+			if err != nil {
+				p.fail(fmt.Errorf("exactly_once: %s/%d: %w", topic, part, err))
+				return nil
+			}
+			var keep [][2]int64
+			for _, b := range blocks {
+				if b[1] > c.Offset {
+					keep = append(keep, b)
+				}
+			}
+			if len(keep) > 0 {
+				out[TopicPartition{topic, part}] = keep
+				p.log.Info("exactly_once: rebuilding the blocks a previous owner registered",
+					"topic", topic, "partition", part, "committed", c.Offset, "blocks", keep)
+			}
+		}
+	}
+	return out
+}
+
+// eoSetup gives a new lane the blocks to rebuild and registers them again
+// under the new assignment, so they stay in the metadata until durable.
+func (p *Pipeline) eoSetup(l *lane, blocks [][2]int64) {
+	for _, b := range blocks {
+		l.eo.bounds = append(l.eo.bounds, b[0], b[1])
+		l.eo.replayEnd = max(l.eo.replayEnd, b[1])
+		p.tracker.RegisterBlock(l.tp, l.epoch, b[0], b[1])
+	}
+	slices.Sort(l.eo.bounds)
+	l.eo.bounds = slices.Compact(l.eo.bounds)
+}
+
+// eoRegister commits the block range of c before c may reach ClickHouse.
+// It retries until the commit succeeds, and gives up (false) when the
+// lane is closed or the pipeline stops: the chunk is then dropped, never
+// inserted, and its records are read again by the next owner.
+func (p *Pipeline) eoRegister(l *lane, c *chunk.Chunk) bool {
+	for attempt := 1; ; attempt++ {
+		p.commitMu.Lock()
+		cm, ok := p.tracker.RegisterBlock(l.tp, l.epoch, c.BlockFirst, c.BlockNext)
+		var err error
+		if ok {
+			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+			err = p.src.Commit(ctx, []kafka.Offset{{Topic: cm.Topic, Partition: cm.Partition, Offset: cm.Offset, Metadata: cm.Metadata}})
+			cancel()
+			if err == nil {
+				p.tracker.Committed(cm)
+			}
+		}
+		p.commitMu.Unlock()
+		if !ok {
+			return false
+		}
+		if err == nil {
+			return true
+		}
+		l.mu.Lock()
+		closed := l.closed
+		l.mu.Unlock()
+		if closed {
+			return false
+		}
+		p.log.Warn("exactly_once: could not register an insert block; retrying", "topic", l.tp.Topic,
+			"partition", l.tp.Partition, "block", fmt.Sprintf("%d-%d", c.BlockFirst, c.BlockNext), "attempt", attempt, "err", err)
+		time.Sleep(min(time.Duration(attempt)*100*time.Millisecond, 2*time.Second))
+	}
+}
+
+// eoFlushLingered asks the lanes whose open block has waited for the
+// batch linger to seal it (called by the controller).
+func (p *Pipeline) eoFlushLingered(now time.Time) {
+	linger := p.sinks[0].cfg.Batch.Linger.D()
+	p.mu.RLock()
+	var due []*lane
+	for _, l := range p.lanes {
+		if since := l.eo.openSince.Load(); since != 0 && now.Sub(time.Unix(0, since)) >= linger && !l.eo.flushDue.Load() {
+			l.eo.flushDue.Store(true)
+			due = append(due, l)
+		}
+	}
+	p.mu.RUnlock()
+	for _, l := range due {
+		p.schedule(l)
+	}
+}
+
+// eoCheckTables refuses exactly_once when a sink's table cannot drop a
+// block it already has.
+func (p *Pipeline) eoCheckTables(ctx context.Context) error {
+	for _, s := range p.sinks {
+		t := s.target.Load()
+		engine, err := s.engine(ctx)
+		if err != nil {
+			return fmt.Errorf("sink %s: %w", s.name, err)
+		}
+		if !strings.HasPrefix(engine, "Replicated") || !strings.HasSuffix(engine, "MergeTree") {
+			return fmt.Errorf("delivery: exactly_once needs a table that drops a block it already has, and %s (sink %s) is %s: "+
+				"use a Replicated*MergeTree table (ClickHouse deduplicates re-inserted identical blocks there; "+
+				"18.16 has no insert_deduplication_token nor non_replicated_deduplication_window for other engines), "+
+				"or set delivery: at_least_once", t.Name(), s.name, engine)
+		}
+	}
+	return nil
+}
+
+// crashHook kills the process with SIGKILL after n acknowledged inserts,
+// before their acknowledgement is processed: the instant between an insert
+// and its commit, for the exactly-once tests (ETL_TEST_CRASH_AFTER_INSERTS).
+func crashHook(n int64, next func([]*chunk.Chunk)) func([]*chunk.Chunk) {
+	var count atomic.Int64
+	return func(cs []*chunk.Chunk) {
+		if count.Add(1) >= n {
+			_ = syscall.Kill(os.Getpid(), syscall.SIGKILL)
+			select {}
+		}
+		next(cs)
+	}
+}

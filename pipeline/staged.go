@@ -1,0 +1,482 @@
+package pipeline
+
+import (
+	"errors"
+	"fmt"
+	"sync/atomic"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/etl-project/etl/chunk"
+	"github.com/etl-project/etl/decode"
+	"github.com/etl-project/etl/sink/clickhouse"
+	"github.com/etl-project/etl/transform"
+)
+
+// The staged path serves pipelines whose rows cannot be decoded straight
+// into one sink's chunks: transform steps, several sinks, or sharding by
+// key. Each record is decoded into a one-record staging chunk holding the
+// source fields the chain reads; the chain appends its rows to the lane's
+// open output chunks, one per destination (sink and shard).
+//
+// Acknowledgements: every record belongs to exactly one ack group, the
+// records decoded since the lane last sealed its outputs. When one output
+// chunk is full, or the lane runs out of records, every open output chunk
+// is sealed together with the group's source spans: the spans are
+// acknowledged once every chunk of the group is durable, so a record's
+// offset commits only when all rows made from it are in every sink they
+// were routed to. A group whose records made no row is acknowledged at
+// once.
+
+// ackGroup is the source spans of a set of records and the number of
+// output chunks holding their rows that are not yet durable.
+type ackGroup struct {
+	lane    *lane
+	spans   []chunk.Span
+	pending atomic.Int32
+}
+
+// addRange records that offsets [first, next) of the lane are covered,
+// extending the last span when contiguous.
+func (g *ackGroup) addRange(l *lane, first, next int64) {
+	if n := len(g.spans); n > 0 && g.spans[n-1].Next == first {
+		g.spans[n-1].Next = next
+		return
+	}
+	g.spans = append(g.spans, chunk.Span{Topic: l.tp.Topic, Partition: l.tp.Partition, Epoch: l.epoch, First: first, Next: next})
+}
+
+// staged reports whether the pipeline runs the staged path.
+func (p *Pipeline) staged() bool {
+	if len(p.cfg.Transform) > 0 || len(p.sinks) > 1 {
+		return true
+	}
+	for _, s := range p.sinks {
+		if s.cfg.Sharding.By == "key" {
+			return true
+		}
+	}
+	return false
+}
+
+// stagedShared is the staging layout for one set of sink targets, shared
+// by every worker so a lane's staging and output chunks stay valid when
+// another worker runs it.
+type stagedShared struct {
+	stage   *chunk.Schema
+	outs    []transform.Output
+	targets []*clickhouse.Target // per sink
+}
+
+// stagedBinding is a worker's chain for a staging layout (a chain keeps
+// per-record scratch space, so each worker has its own).
+type stagedBinding struct {
+	*stagedShared
+	chain *transform.Chain
+}
+
+// compileStaged returns the worker's chain for the sinks' targets, sharing
+// the staging layout with the other workers.
+func (p *Pipeline) compileStaged(targets []*clickhouse.Target) (*stagedBinding, []string, error) {
+	p.stagedMu.Lock()
+	sh := p.stagedLayout
+	p.stagedMu.Unlock()
+	if sh == nil || !sameTargets(sh.targets, targets) {
+		var err error
+		if sh, err = p.stagedLayoutFor(targets); err != nil {
+			return nil, nil, err
+		}
+		p.stagedMu.Lock()
+		if p.stagedLayout == nil || !sameTargets(p.stagedLayout.targets, targets) {
+			p.stagedLayout = sh
+		} else {
+			sh = p.stagedLayout
+		}
+		p.stagedMu.Unlock()
+	}
+	chain, err := transform.Compile(p.cfg.Transform, sh.stage, sh.outs)
+	if err != nil {
+		return nil, nil, err
+	}
+	return &stagedBinding{stagedShared: sh, chain: chain}, sh.stage.Names, nil
+}
+
+// stagedLayoutFor computes the staging schema and the outputs for targets.
+func (p *Pipeline) stagedLayoutFor(targets []*clickhouse.Target) (*stagedShared, error) {
+	outs := make([]transform.Output, len(p.sinks))
+	for i, s := range p.sinks {
+		t := targets[i]
+		o := transform.Output{Name: s.name, Schema: t.Schema, Fields: t.Fields, ShardKey: -1, Weights: s.weights}
+		if s.cfg.Sharding.By == "key" {
+			o.ShardKey = -1
+			for j, n := range t.Schema.Names {
+				if n == s.cfg.Sharding.Column {
+					o.ShardKey = j
+				}
+			}
+			if o.ShardKey < 0 {
+				return nil, fmt.Errorf("sink %s: sharding.column %q is not a column %s inserts (%v)", s.name, s.cfg.Sharding.Column, t.Name(), t.Schema.Names)
+			}
+		}
+		outs[i] = o
+	}
+	stage, err := transform.Inputs(p.cfg.Transform, outs, p.cfg.Decode.Fields)
+	if err != nil {
+		return nil, err
+	}
+	return &stagedShared{stage: stage, outs: outs, targets: targets}, nil
+}
+
+// currentTargets is every sink's current target.
+func (p *Pipeline) currentTargets() []*clickhouse.Target {
+	out := make([]*clickhouse.Target, len(p.sinks))
+	for i, s := range p.sinks {
+		out[i] = s.target.Load()
+	}
+	return out
+}
+
+// sameTargets reports whether a and b are the same targets.
+func sameTargets(a, b []*clickhouse.Target) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for i := range a {
+		if a[i] != b[i] {
+			return false
+		}
+	}
+	return true
+}
+
+// emitter hands the chain the lane's open output chunk of a destination.
+type emitter struct {
+	p   *Pipeline
+	l   *lane
+	b   *stagedBinding
+	err error
+}
+
+func (e *emitter) Chunk(sink, shard int) *chunk.Chunk {
+	s := e.p.sinks[sink]
+	if shard < 0 {
+		shard = s.shardOfPartition(e.l.tp.Partition)
+	}
+	dest := s.dest0 + shard
+	if c := e.l.outs[dest]; c != nil {
+		return c
+	}
+	c, err := e.p.newChunk(e.b.targets[sink])
+	if err != nil {
+		// Not reachable: the targets' schemas were built once already.
+		e.err = err
+		c, _ = chunk.New(e.b.targets[sink].Schema)
+	}
+	c.Dest = dest
+	e.l.outs[dest] = c
+	return c
+}
+
+// processStaged is process for the staged path.
+func (p *Pipeline) processStaged(l *lane, dec *boundDecoder) {
+	l.mu.Lock()
+	closed := l.closed
+	l.mu.Unlock()
+	if closed {
+		p.budget.Release(l.drop())
+		return
+	}
+	if !p.sendBacklog(l) {
+		return
+	}
+	b := dec.staged
+	if l.outs == nil || len(l.outs) != len(p.dests) {
+		l.outs = make([]*chunk.Chunk, len(p.dests))
+	}
+	if l.binding != b.stagedShared {
+		// The tables changed: what was built for the old columns goes out
+		// as built.
+		if !p.sealOutputs(l) {
+			return
+		}
+		l.binding = b.stagedShared
+		st, err := chunk.New(b.stage)
+		if err != nil {
+			p.fail(err)
+			return
+		}
+		l.stage = st
+	}
+	em := &emitter{p: p, l: l, b: b}
+	marks := make([]int, len(l.outs))
+	for {
+		recs, ok := l.pending(recordsPerStep)
+		if !ok {
+			p.budget.Release(l.drop())
+			return
+		}
+		if len(recs) == 0 {
+			// With exactly-once the group is an insert block: it waits for
+			// the linger (or the stop) to fill up, and a replayed one ends
+			// only at its registered end.
+			if p.eo() && l.group != nil && (l.eo.replaying() || (!l.eo.flushDue.Load() && !p.closing.Load())) {
+				return
+			}
+			p.sealOutputs(l)
+			return
+		}
+		var bytes int64
+		n := 0
+		full := false
+		for _, r := range recs {
+			if p.eo() {
+				if l.group != nil && l.eo.eoCut(r.Offset) {
+					full = true // a registered block ends before r
+					break
+				}
+				if l.group == nil {
+					l.eo.curFirst = r.Offset
+					if l.cursor >= 0 && l.cursor < r.Offset {
+						l.eo.curFirst = l.cursor
+					}
+					l.eo.openSince.Store(time.Now().UnixNano())
+				}
+			}
+			l.stage.Reset()
+			_, err := dec.Decode(r.Value, l.stage)
+			var pending *decode.SchemaPendingError
+			if errors.As(err, &pending) {
+				l.advance(n, bytes)
+				if p.eo() {
+					// The block stays open: its bounds are not the
+					// registry's business.
+					l.eo.held += bytes
+					p.waitSchema(l, pending.Wait)
+					return
+				}
+				p.budget.Release(bytes)
+				p.sealOutputs(l)
+				p.waitSchema(l, pending.Wait)
+				return
+			}
+			first := l.cursor
+			if first < 0 || first > r.Offset {
+				first = r.Offset
+			}
+			if err == nil {
+				for i, c := range l.outs {
+					marks[i] = -1
+					if c != nil {
+						marks[i] = c.Rows
+					}
+				}
+				for row := 0; row < l.stage.Rows && err == nil; row++ {
+					var res transform.Result
+					res, err = b.chain.Run(l.stage, row, em)
+					p.m.transformOut.Add(float64(res.Out))
+					p.m.transformDropped.Add(float64(res.Dropped))
+				}
+				if em.err != nil {
+					p.fail(em.err)
+					return
+				}
+				if err != nil {
+					// Undo the rows of the record's earlier staging rows.
+					for i, c := range l.outs {
+						if c != nil && marks[i] >= 0 && c.Rows > marks[i] {
+							c.Truncate(marks[i])
+						}
+					}
+					var te *transform.Error
+					if errors.As(err, &te) {
+						p.m.transformErrors.WithLabelValues(te.Reason).Inc()
+						err = &decode.Error{Reason: decode.Reason(te.Reason), Err: err}
+					}
+				}
+			}
+			p.m.transformIn.Inc()
+			if l.group == nil {
+				l.group = &ackGroup{lane: l}
+			}
+			if err != nil {
+				if p.onError != onErrorSkip && p.onError != onErrorDLQ {
+					l.advance(n, bytes)
+					if p.eo() {
+						l.eo.held += bytes
+					} else {
+						p.budget.Release(bytes)
+					}
+					p.sealOutputs(l)
+					p.stagedFailed(l, r, err)
+					return
+				}
+				if first < r.Offset {
+					l.group.addRange(l, first, r.Offset)
+				}
+				p.reject(l, r, err)
+			} else {
+				l.group.addRange(l, first, r.Offset+1)
+				for _, c := range l.outs {
+					if c != nil {
+						c.NoteTime(r.Timestamp.UnixMilli())
+					}
+				}
+			}
+			l.cursor = r.Offset + 1
+			n++
+			bytes += recordBytes(r)
+			if p.eo() {
+				if l.eo.eoCut(l.cursor) {
+					full = true // a registered block ends after r
+					break
+				}
+				if !l.eo.replaying() {
+					for _, c := range l.outs {
+						if c != nil && p.eoFull(c) {
+							full = true
+						}
+					}
+				}
+			} else {
+				for _, c := range l.outs {
+					if c != nil && c.Measure() >= p.chunkTarget {
+						full = true
+					}
+				}
+			}
+			if full {
+				break
+			}
+		}
+		l.advance(n, bytes)
+		if p.eo() {
+			l.eo.held += bytes // released when the block is sealed
+		} else {
+			p.budget.Release(bytes)
+		}
+		if full && !p.sealOutputs(l) {
+			return
+		}
+	}
+}
+
+// sealOutputs seals the lane's open output chunks with its ack group and
+// hands them to their shards. It returns false when a queue refused one:
+// the rest wait in the lane's backlog and the lane blocks.
+func (p *Pipeline) sealOutputs(l *lane) bool {
+	g := l.group
+	l.group = nil
+	if p.eo() && g != nil {
+		// The group is one insert block per destination: register its
+		// range before any of them may reach ClickHouse.
+		first, next := l.eo.curFirst, l.cursor
+		p.eoClosed(l)
+		probe := &chunk.Chunk{BlockFirst: first, BlockNext: next}
+		if !p.eoRegister(l, probe) {
+			for i, c := range l.outs {
+				if c != nil {
+					l.outs[i] = nil
+					c.Reset()
+					p.chunks.put(c)
+				}
+			}
+			return false
+		}
+		for _, c := range l.outs {
+			if c != nil {
+				c.BlockFirst, c.BlockNext = first, next
+			}
+		}
+	}
+	var sealed []*chunk.Chunk
+	for i, c := range l.outs {
+		if c == nil {
+			continue
+		}
+		l.outs[i] = nil
+		if c.Rows == 0 {
+			c.Reset()
+			p.chunks.put(c)
+			continue
+		}
+		sealed = append(sealed, c)
+	}
+	if g == nil {
+		// No record since the last seal (rows cannot exist without one).
+		return p.sendBacklog(l)
+	}
+	if len(sealed) == 0 {
+		// Every record was filtered out or rejected: done at once.
+		for _, s := range g.spans {
+			p.tracker.Ack(TopicPartition{s.Topic, s.Partition}, s.Epoch, s.First, s.Next)
+		}
+		return p.sendBacklog(l)
+	}
+	g.pending.Store(int32(len(sealed)))
+	l.outstanding.Add(1) // the group; released when its last chunk is durable
+	for _, c := range sealed {
+		c.Tag = g
+		p.seal(c)
+	}
+	l.backlog = append(l.backlog, sealed...)
+	return p.sendBacklog(l)
+}
+
+// sendBacklog hands the lane's sealed chunks to their shards in order,
+// without blocking. When a queue refuses one, the lane blocks and its
+// partition pauses; OnSpace wakes it and the next run sends the rest.
+func (p *Pipeline) sendBacklog(l *lane) bool {
+	for len(l.backlog) > 0 {
+		c := l.backlog[0]
+		if !p.queue.TryEnqueue(c) {
+			l.mu.Lock()
+			l.blocked = true
+			l.mu.Unlock()
+			p.pause.block(l)
+			// The queue may have drained between the refusal and the
+			// block: try once more so no wake-up is missed.
+			if !p.queue.TryEnqueue(c) {
+				return false
+			}
+			l.mu.Lock()
+			l.blocked = false
+			l.mu.Unlock()
+			p.pause.unblock(l)
+		}
+		l.backlog[0] = nil
+		l.backlog = l.backlog[1:]
+	}
+	l.backlog = nil
+	return true
+}
+
+// ackStaged handles the acknowledgement of an output chunk of group g:
+// the group's spans are acknowledged with its last chunk.
+func (p *Pipeline) ackStaged(g *ackGroup) {
+	if g.pending.Add(-1) != 0 {
+		return
+	}
+	for _, s := range g.spans {
+		p.tracker.Ack(TopicPartition{s.Topic, s.Partition}, s.Epoch, s.First, s.Next)
+	}
+	g.lane.outstanding.Add(-1)
+}
+
+// stagedFailed stops the pipeline on a record that cannot be decoded or
+// transformed under on_error fail: nothing at or past it is committed.
+func (p *Pipeline) stagedFailed(l *lane, r *kgo.Record, err error) {
+	reason := string(decode.ReasonCorrupt)
+	var de *decode.Error
+	if errors.As(err, &de) {
+		reason = string(de.Reason)
+	}
+	p.m.decodeErrors.WithLabelValues(reason).Inc()
+	p.decodeErrs.Add(1)
+	l.mu.Lock()
+	l.failed = true
+	l.mu.Unlock()
+	p.log.Error("record cannot be decoded or transformed; not committing past it",
+		"topic", r.Topic, "partition", r.Partition, "offset", r.Offset, "reason", reason, "err", err)
+	p.fail(fmt.Errorf("%s/%d offset %d: %w", r.Topic, r.Partition, r.Offset, err))
+}
