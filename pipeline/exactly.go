@@ -157,6 +157,8 @@ func (p *Pipeline) eoRegister(l *lane, c *chunk.Chunk) bool {
 			return false
 		}
 		if err == nil {
+			p.log.Debug("exactly_once: block registered", "topic", l.tp.Topic, "partition", l.tp.Partition,
+				"block", fmt.Sprintf("%d-%d", c.BlockFirst, c.BlockNext), "rows", c.Rows)
 			return true
 		}
 		l.mu.Lock()

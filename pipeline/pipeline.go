@@ -216,6 +216,12 @@ func New(ctx context.Context, o Options) (*Pipeline, error) {
 		return nil, err
 	}
 	p.pause = newPauser(p.src, p.m.lanesPaused)
+	if reg := p.component("decode"); reg != nil {
+		reg.MustRegister(prometheus.NewCounterFunc(prometheus.CounterOpts{
+			Name: "etl_decode_rows_total",
+			Help: "Rows decoded into chunks (or produced by the transform chain), counted when their chunk is sealed.",
+		}, func() float64 { return float64(p.rowsDecoded.Load()) }))
+	}
 	if reg := p.component("checkpoint"); reg != nil {
 		reg.MustRegister(prometheus.NewGaugeFunc(prometheus.GaugeOpts{
 			Name: "etl_checkpoint_pending_ranges",

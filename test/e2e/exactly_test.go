@@ -57,20 +57,24 @@ func TestExactlyOnceKill(t *testing.T) {
 		n      = runs * perRun
 	)
 	e := newReplicatedEnv(t)
-	cfg := e.eoConfig("eo-kill")
+	cfg := strings.Replace(readFile(t, e.eoConfig("eo-kill")), "log: {level: ${ETL_TEST_LOG_LEVEL:-info}, format: text}", "log: {level: debug, format: text}", 1)
+	cfg = writeConfig(t, cfg)
 	rng := rand.New(rand.NewPCG(1, 2))
+	var procs []*proc
 	for run := 1; run <= runs; run++ {
 		// Each run's records arrive while it runs.
 		produced := e.produceAsync(uint64((run-1)*perRun), perRun, 8_000)
 		if run%5 == 0 {
 			t.Setenv("ETL_TEST_CRASH_AFTER_INSERTS", fmt.Sprint(1+rng.IntN(3)))
 			p := startETL(t, cfg)
+			procs = append(procs, p)
 			if code := p.wait(t, time.Minute); code != 128+int(syscall.SIGKILL) {
 				t.Fatalf("run %d: exit code %d, want the crash hook's SIGKILL", run, code)
 			}
 			t.Setenv("ETL_TEST_CRASH_AFTER_INSERTS", "")
 		} else {
 			p := startETL(t, cfg)
+			procs = append(procs, p)
 			// Kill it at a random instant once it works: after its
 			// assignment, while it reads, inserts and commits.
 			deadline := time.Now().Add(30 * time.Second)
@@ -87,10 +91,24 @@ func TestExactlyOnceKill(t *testing.T) {
 		}
 	}
 	p := startETL(t, cfg)
+	procs = append(procs, p)
 	e.waitRows(n, 3*time.Minute, p)
 	e.waitCommitted("eo-kill", time.Minute)
 	if code := p.stop(t, syscall.SIGTERM, 30*time.Second); code != 0 {
 		t.Fatalf("exit code %d", code)
+	}
+	if got := e.ch.Query(t, "SELECT count(), uniqExact(id) FROM default.events"); got != fmt.Sprintf("%d\t%d", n, n) {
+		// Name the duplicated blocks: partition and offsets of the ids
+		// written twice, and every log line about those partitions' blocks.
+		dups := e.ch.Query(t, fmt.Sprintf("SELECT id %% %d AS p, min(intDiv(id, %d)), max(intDiv(id, %d)), count() FROM (SELECT id FROM default.events GROUP BY id HAVING count() > 1) GROUP BY p ORDER BY p", partitions, partitions, partitions))
+		t.Errorf("count, distinct = %s; duplicated ids by partition (partition, first offset, last offset, ids):\n%s", got, dups)
+		for _, p := range procs {
+			for _, line := range strings.Split(p.logText(), "\n") {
+				if strings.Contains(line, "exactly_once") || strings.Contains(line, "partitions assigned") {
+					t.Log(line)
+				}
+			}
+		}
 	}
 	e.checkOnce(n)
 	t.Logf("after %d kills: %s rows", runs, e.ch.Query(t, "SELECT count() FROM default.events"))
