@@ -55,8 +55,14 @@ func TestDistributedCheck(t *testing.T) {
 				if err != nil {
 					t.Fatalf("New: %v", err)
 				}
-				p.closeSinks()
-				p.src.Close()
+				// Started and stopped at once: Run owns the source's
+				// shutdown (closing a client whose group callback waits
+				// for Run would not return).
+				ctx, cancel := context.WithCancel(context.Background())
+				cancel()
+				if err := p.Run(ctx); err != nil {
+					t.Fatalf("Run: %v", err)
+				}
 				return
 			}
 			if err == nil || !strings.Contains(err.Error(), tc.want) {

@@ -83,7 +83,7 @@ func (e *eoState) pruneBounds(offset int64) {
 // the blocks their previous owner registered and that are not durable yet.
 // It retries for a while: without it, blocks already in ClickHouse could
 // be written again.
-func (p *Pipeline) eoAssigned(ctx context.Context, parts kafka.Partitions) map[TopicPartition][][2]int64 {
+func (p *Pipeline) eoAssigned(ctx context.Context, parts kafka.Partitions) (map[TopicPartition][][2]int64, bool) {
 	var committed map[string]map[int32]kafka.Committed
 	var err error
 	for attempt := 0; attempt < 20; attempt++ {
@@ -97,15 +97,23 @@ func (p *Pipeline) eoAssigned(ctx context.Context, parts kafka.Partitions) map[T
 	}
 	if err != nil {
 		p.fail(fmt.Errorf("exactly_once: read the committed blocks of %v: %w", parts, err))
-		return nil
+		return nil, false
 	}
 	out := map[TopicPartition][][2]int64{}
+	for topic, ps := range parts {
+		for _, part := range ps {
+			if _, ok := committed[topic][part]; !ok {
+				p.fail(fmt.Errorf("exactly_once: the broker did not return the committed offset of %s/%d", topic, part))
+				return nil, false
+			}
+		}
+	}
 	for topic, ps := range committed {
 		for part, c := range ps {
 			blocks, err := DecodeBlocks(c.Metadata)
 			if err != nil {
 				p.fail(fmt.Errorf("exactly_once: %s/%d: %w", topic, part, err))
-				return nil
+				return nil, false
 			}
 			var keep [][2]int64
 			for _, b := range blocks {
@@ -120,7 +128,7 @@ func (p *Pipeline) eoAssigned(ctx context.Context, parts kafka.Partitions) map[T
 			}
 		}
 	}
-	return out
+	return out, true
 }
 
 // eoSetup gives a new lane the blocks to rebuild and registers them again

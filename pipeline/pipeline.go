@@ -956,7 +956,13 @@ func (h *handler) Assigned(ctx context.Context, parts kafka.Partitions) {
 	p.assigned.Store(true)
 	var blocks map[TopicPartition][][2]int64
 	if p.eo() {
-		blocks = p.eoAssigned(ctx, parts)
+		var ok bool
+		if blocks, ok = p.eoAssigned(ctx, parts); !ok {
+			// Without the blocks the previous owner registered, records
+			// could be written twice: take no lane (their records are
+			// not processed) and let the pipeline stop.
+			return
+		}
 	}
 	p.mu.Lock()
 	defer p.mu.Unlock()
