@@ -3,8 +3,8 @@ package e2e
 import (
 	"context"
 	"fmt"
-	"os"
 	"math/rand/v2"
+	"os"
 	"strings"
 	"syscall"
 	"testing"
