@@ -149,7 +149,7 @@ func TestMetricsAgainstReality(t *testing.T) {
 	if !strings.Contains(body, `etl_pipeline_state{component="pipeline",pipeline="e2e",state="running"} 1`) {
 		t.Errorf("etl_pipeline_state is not running:\n%s", grepLines(body, "etl_pipeline_state"))
 	}
-	if !regexp.MustCompile(`etl_sink_records_total\{component="sink",pipeline="e2e",shard="0"\} 20000`).MatchString(body) {
+	if !regexp.MustCompile(`etl_sink_records_total\{component="sink",pipeline="e2e",shard="0",sink="default"\} 20000`).MatchString(body) {
 		t.Errorf("etl_sink_records_total lacks its labels:\n%s", grepLines(body, "etl_sink_records_total"))
 	}
 
