@@ -227,3 +227,29 @@ func ident(name string) string {
 	}
 	return "`" + strings.NewReplacer("\\", "\\\\", "`", "\\`").Replace(name) + "`"
 }
+
+// AvroSchema is the Avro schema of Event, for Avro tests and demos: ts is
+// a timestamp-millis, note a [null, string] union.
+const AvroSchema = `{"type": "record", "name": "Event", "fields": [
+  {"name": "id", "type": "long"},
+  {"name": "ts", "type": {"type": "long", "logicalType": "timestamp-millis"}},
+  {"name": "user_id", "type": "long"},
+  {"name": "kind", "type": "string"},
+  {"name": "amount", "type": "double"},
+  {"name": "note", "type": ["null", "string"], "default": null}
+]}`
+
+// AvroEvent is Event in the shape AvroSchema encodes (hamba/avro tags).
+type AvroEvent struct {
+	ID     int64     `avro:"id"`
+	TS     time.Time `avro:"ts"`
+	UserID int64     `avro:"user_id"`
+	Kind   string    `avro:"kind"`
+	Amount float64   `avro:"amount"`
+	Note   *string   `avro:"note"`
+}
+
+// Avro returns e as an AvroEvent.
+func (e Event) Avro() AvroEvent {
+	return AvroEvent{ID: int64(e.ID), TS: e.TS, UserID: int64(e.UserID), Kind: e.Kind, Amount: e.Amount, Note: e.Note}
+}

@@ -15,23 +15,7 @@ import (
 	"github.com/etl-project/etl/schemaregistry/registrytest"
 )
 
-const eventSchema = `{"type": "record", "name": "Event", "fields": [
-  {"name": "id", "type": "long"},
-  {"name": "ts", "type": {"type": "long", "logicalType": "timestamp-millis"}},
-  {"name": "user_id", "type": "long"},
-  {"name": "kind", "type": "string"},
-  {"name": "amount", "type": "double"},
-  {"name": "note", "type": ["null", "string"], "default": null}
-]}`
-
-type avroEvent struct {
-	ID     int64     `avro:"id"`
-	TS     time.Time `avro:"ts"`
-	UserID int64     `avro:"user_id"`
-	Kind   string    `avro:"kind"`
-	Amount float64   `avro:"amount"`
-	Note   *string   `avro:"note"`
-}
+const eventSchema = gen.AvroSchema
 
 // TestAvroConfluent: Confluent-framed Avro through a real registry (an
 // in-process HTTP server), broker and ClickHouse. The registry is down when
@@ -50,7 +34,7 @@ func TestAvroConfluent(t *testing.T) {
 	raw := map[uint64][]byte{}
 	for i := uint64(0); i < n; i++ {
 		e := gen.Make(seed, i)
-		payload, err := avro.Marshal(schema, avroEvent{ID: int64(e.ID), TS: e.TS, UserID: int64(e.UserID), Kind: e.Kind, Amount: e.Amount, Note: e.Note})
+		payload, err := avro.Marshal(schema, e.Avro())
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -149,7 +149,7 @@ func TestAvroNewSchemaReadsTable(t *testing.T) {
 		raw := map[uint64][]byte{}
 		for i := from; i < to; i++ {
 			e := gen.Make(seed, i)
-			payload, err := avro.Marshal(s, avroEvent{ID: int64(e.ID), TS: e.TS, UserID: int64(e.UserID), Kind: e.Kind, Amount: e.Amount, Note: e.Note})
+			payload, err := avro.Marshal(s, e.Avro())
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -143,14 +143,25 @@ func (p *Pipeline) eoSetup(l *lane, blocks [][2]int64) {
 	l.eo.bounds = slices.Compact(l.eo.bounds)
 }
 
-// eoRegister commits the block range of c before c may reach ClickHouse.
+// releaseDecoded hands the budget bytes of decoded records back, or, with
+// exactly-once, holds them until the open block is sealed (eoClosed).
+func (p *Pipeline) releaseDecoded(l *lane, bytes int64) {
+	if p.eo() {
+		l.eo.held += bytes
+		return
+	}
+	p.budget.Release(bytes)
+}
+
+// eoRegister commits the block range [first, next) before a chunk of it
+// may reach ClickHouse.
 // It retries until the commit succeeds, and gives up (false) when the
 // lane is closed or the pipeline stops: the chunk is then dropped, never
 // inserted, and its records are read again by the next owner.
-func (p *Pipeline) eoRegister(l *lane, c *chunk.Chunk) bool {
+func (p *Pipeline) eoRegister(l *lane, first, next int64) bool {
 	for attempt := 1; ; attempt++ {
 		p.commitMu.Lock()
-		cm, ok := p.tracker.RegisterBlock(l.tp, l.epoch, c.BlockFirst, c.BlockNext)
+		cm, ok := p.tracker.RegisterBlock(l.tp, l.epoch, first, next)
 		var err error
 		if ok {
 			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
@@ -166,7 +177,7 @@ func (p *Pipeline) eoRegister(l *lane, c *chunk.Chunk) bool {
 		}
 		if err == nil {
 			p.log.Debug("exactly_once: block registered", "topic", l.tp.Topic, "partition", l.tp.Partition,
-				"block", fmt.Sprintf("%d-%d", c.BlockFirst, c.BlockNext), "rows", c.Rows)
+				"block", fmt.Sprintf("%d-%d", first, next))
 			return true
 		}
 		l.mu.Lock()
@@ -176,7 +187,7 @@ func (p *Pipeline) eoRegister(l *lane, c *chunk.Chunk) bool {
 			return false
 		}
 		p.log.Warn("exactly_once: could not register an insert block; retrying", "topic", l.tp.Topic,
-			"partition", l.tp.Partition, "block", fmt.Sprintf("%d-%d", c.BlockFirst, c.BlockNext), "attempt", attempt, "err", err)
+			"partition", l.tp.Partition, "block", fmt.Sprintf("%d-%d", first, next), "attempt", attempt, "err", err)
 		time.Sleep(min(time.Duration(attempt)*100*time.Millisecond, 2*time.Second))
 	}
 }

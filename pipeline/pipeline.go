@@ -586,12 +586,11 @@ func (p *Pipeline) process(l *lane, dec *boundDecoder) {
 				// exactly-once block stays open: its bounds are not the
 				// registry's business.
 				l.advance(n, bytes)
+				p.releaseDecoded(l, bytes)
 				if p.eo() {
-					l.eo.held += bytes
 					p.waitSchema(l, pending.Wait)
 					return
 				}
-				p.budget.Release(bytes)
 				if c := l.cur; c != nil && len(c.Spans) > 0 {
 					l.cur = nil
 					p.seal(c)
@@ -644,11 +643,7 @@ func (p *Pipeline) process(l *lane, dec *boundDecoder) {
 		// advance may move the lane's records: the slice taken from
 		// pending is not used past this point.
 		l.advance(n, bytes)
-		if p.eo() {
-			l.eo.held += bytes // released when the block is sealed
-		} else {
-			p.budget.Release(bytes)
-		}
+		p.releaseDecoded(l, bytes)
 		if c := l.cur; c != nil && (cut || (!p.eo() && c.Size() >= p.chunkTarget)) {
 			l.cur = nil
 			if len(c.Spans) == 0 && p.eo() {
@@ -671,7 +666,7 @@ func (p *Pipeline) sealSend(l *lane, c *chunk.Chunk) bool {
 	if p.eo() {
 		c.BlockFirst, c.BlockNext = l.eo.curFirst, l.cursor
 		p.eoClosed(l)
-		if !p.eoRegister(l, c) {
+		if !p.eoRegister(l, c.BlockFirst, c.BlockNext) {
 			c.Reset()
 			p.chunks.put(c)
 			return false
@@ -756,11 +751,7 @@ func (p *Pipeline) decodeFailed(l *lane, r *kgo.Record, err error, n int, bytes 
 	p.m.decodeErrors.WithLabelValues(reason).Inc()
 	p.decodeErrs.Add(1)
 	l.advance(n, bytes)
-	if p.eo() {
-		l.eo.held += bytes
-	} else {
-		p.budget.Release(bytes)
-	}
+	p.releaseDecoded(l, bytes)
 	if c := l.cur; c != nil && len(c.Spans) > 0 {
 		l.cur = nil
 		if !p.sealSend(l, c) {

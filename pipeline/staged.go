@@ -248,14 +248,13 @@ func (p *Pipeline) processStaged(l *lane, dec *boundDecoder) {
 			var pending *decode.SchemaPendingError
 			if errors.As(err, &pending) {
 				l.advance(n, bytes)
+				p.releaseDecoded(l, bytes)
 				if p.eo() {
 					// The block stays open: its bounds are not the
 					// registry's business.
-					l.eo.held += bytes
 					p.waitSchema(l, pending.Wait)
 					return
 				}
-				p.budget.Release(bytes)
 				p.sealOutputs(l)
 				p.waitSchema(l, pending.Wait)
 				return
@@ -302,11 +301,7 @@ func (p *Pipeline) processStaged(l *lane, dec *boundDecoder) {
 			if err != nil {
 				if p.onError != onErrorSkip && p.onError != onErrorDLQ {
 					l.advance(n, bytes)
-					if p.eo() {
-						l.eo.held += bytes
-					} else {
-						p.budget.Release(bytes)
-					}
+					p.releaseDecoded(l, bytes)
 					p.sealOutputs(l)
 					p.stagedFailed(l, r, err)
 					return
@@ -350,11 +345,7 @@ func (p *Pipeline) processStaged(l *lane, dec *boundDecoder) {
 			}
 		}
 		l.advance(n, bytes)
-		if p.eo() {
-			l.eo.held += bytes // released when the block is sealed
-		} else {
-			p.budget.Release(bytes)
-		}
+		p.releaseDecoded(l, bytes)
 		if full && !p.sealOutputs(l) {
 			return
 		}
@@ -372,8 +363,7 @@ func (p *Pipeline) sealOutputs(l *lane) bool {
 		// range before any of them may reach ClickHouse.
 		first, next := l.eo.curFirst, l.cursor
 		p.eoClosed(l)
-		probe := &chunk.Chunk{BlockFirst: first, BlockNext: next}
-		if !p.eoRegister(l, probe) {
+		if !p.eoRegister(l, first, next) {
 			for i, c := range l.outs {
 				if c != nil {
 					l.outs[i] = nil

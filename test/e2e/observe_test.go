@@ -23,24 +23,6 @@ import (
 	"github.com/etl-project/etl/schemaregistry/registrytest"
 )
 
-const observeSchema = `{"type": "record", "name": "Event", "fields": [
-  {"name": "id", "type": "long"},
-  {"name": "ts", "type": {"type": "long", "logicalType": "timestamp-millis"}},
-  {"name": "user_id", "type": "long"},
-  {"name": "kind", "type": "string"},
-  {"name": "amount", "type": "double"},
-  {"name": "note", "type": ["null", "string"], "default": null}
-]}`
-
-type observeEvent struct {
-	ID     int64     `avro:"id"`
-	TS     time.Time `avro:"ts"`
-	UserID int64     `avro:"user_id"`
-	Kind   string    `avro:"kind"`
-	Amount float64   `avro:"amount"`
-	Note   *string   `avro:"note"`
-}
-
 // get fetches an endpoint of etl's metrics listener.
 func get(t *testing.T, url string) (int, string) {
 	t.Helper()
@@ -68,13 +50,13 @@ func TestMetricsAgainstReality(t *testing.T) {
 	ch.Exec(t, gen.TableDDL("default", "events"))
 	kb := testenv.KafkaProcess(t, partitions, topic, "events.dlq")
 	reg := registrytest.New(t)
-	id := reg.Register("events-value", observeSchema)
-	schema := avro.MustParse(observeSchema)
+	id := reg.Register("events-value", gen.AvroSchema)
+	schema := avro.MustParse(gen.AvroSchema)
 
 	var recs []*kgo.Record
 	for i := uint64(0); i < n; i++ {
 		e := gen.Make(seed, i)
-		payload, err := avro.Marshal(schema, observeEvent{ID: int64(e.ID), TS: e.TS, UserID: int64(e.UserID), Kind: e.Kind, Amount: e.Amount, Note: e.Note})
+		payload, err := avro.Marshal(schema, e.Avro())
 		if err != nil {
 			t.Fatal(err)
 		}
