@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/etl-project/etl/chunk"
+	"github.com/etl-project/etl/sink/clickhouse"
 	"github.com/etl-project/etl/source/kafka"
 )
 
@@ -84,6 +85,12 @@ func (e *eoState) pruneBounds(offset int64) {
 // It retries for a while: without it, blocks already in ClickHouse could
 // be written again.
 func (p *Pipeline) eoAssigned(ctx context.Context, parts kafka.Partitions) (map[TopicPartition][][2]int64, bool) {
+	if count(parts) == 0 {
+		// Nothing new (a cooperative rebalance that only took partitions
+		// away): an offset fetch naming no topic would read the whole
+		// group's offsets.
+		return nil, true
+	}
 	var committed map[string]map[int32]kafka.Committed
 	var err error
 	for attempt := 0; attempt < 20; attempt++ {
@@ -108,8 +115,9 @@ func (p *Pipeline) eoAssigned(ctx context.Context, parts kafka.Partitions) (map[
 			}
 		}
 	}
-	for topic, ps := range committed {
-		for part, c := range ps {
+	for topic, ps := range parts {
+		for _, part := range ps {
+			c := committed[topic][part]
 			blocks, err := DecodeBlocks(c.Metadata)
 			if err != nil {
 				p.fail(fmt.Errorf("exactly_once: %s/%d: %w", topic, part, err))
@@ -210,12 +218,32 @@ func (p *Pipeline) eoFlushLingered(now time.Time) {
 	}
 }
 
+// eoWindowWarn is the replicated_deduplication_window below which
+// exactly_once starts with a warning (docs/DESIGN.md § Exactly-once,
+// the window).
+const eoWindowWarn = 1000
+
 // eoCheckTables refuses exactly_once when a sink's table cannot drop a
-// block it already has.
+// block it already has: an engine that does not deduplicate, a
+// deduplication window of 0, or insert_deduplicate turned off in the
+// sink's settings. A small window is a warning.
 func (p *Pipeline) eoCheckTables(ctx context.Context) error {
 	for _, s := range p.sinks {
 		t := s.target.Load()
-		engine, err := s.engine(ctx)
+		if v, ok := s.cfg.Settings["insert_deduplicate"]; ok && fmt.Sprint(v) != "1" && fmt.Sprint(v) != "true" {
+			return fmt.Errorf("delivery: exactly_once relies on ClickHouse dropping a re-inserted block, and sink %s sets insert_deduplicate: %v: "+
+				"remove it from the sink's settings, or set delivery: at_least_once", s.name, v)
+		}
+		var engine string
+		var window int64
+		err := s.ask(func(c *clickhouse.Client) error {
+			var err error
+			if engine, err = c.Engine(ctx); err != nil {
+				return err
+			}
+			window, err = c.DedupWindow(ctx)
+			return err
+		})
 		if err != nil {
 			return fmt.Errorf("sink %s: %w", s.name, err)
 		}
@@ -224,6 +252,22 @@ func (p *Pipeline) eoCheckTables(ctx context.Context) error {
 				"use a Replicated*MergeTree table (ClickHouse deduplicates re-inserted identical blocks there; "+
 				"18.16 has no insert_deduplication_token nor non_replicated_deduplication_window for other engines), "+
 				"or set delivery: at_least_once", t.Name(), s.name, engine)
+		}
+		if window <= 0 {
+			return fmt.Errorf("delivery: exactly_once needs a table that drops a block it already has, and %s (sink %s) has "+
+				"replicated_deduplication_window = %d, which turns that off: set it in the table's SETTINGS "+
+				"(or the server's <merge_tree> config) to %d or more, or set delivery: at_least_once",
+				t.Name(), s.name, window, eoWindowWarn)
+		}
+		if window < eoWindowWarn {
+			p.log.Warn("exactly_once: the table remembers few blocks; a block replayed after more newer blocks than that "+
+				"were inserted into it (by every writer, in the time a crashed member's partitions take to move: "+
+				"session_timeout plus rebalance_timeout) is written twice. Set replicated_deduplication_window in the table's "+
+				"SETTINGS (or the server's <merge_tree>) to cover that time",
+				"sink", s.name, "table", t.Name(), "replicated_deduplication_window", window, "recommended_at_least", eoWindowWarn)
+		} else {
+			p.log.Info("exactly_once: table checked", "sink", s.name, "table", t.Name(), "engine", engine,
+				"replicated_deduplication_window", window)
 		}
 	}
 	return nil
@@ -241,4 +285,13 @@ func crashHook(n int64, next func([]*chunk.Chunk)) func([]*chunk.Chunk) {
 		}
 		next(cs)
 	}
+}
+
+// count is the number of partitions in parts.
+func count(parts kafka.Partitions) int {
+	n := 0
+	for _, ps := range parts {
+		n += len(ps)
+	}
+	return n
 }

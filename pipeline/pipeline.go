@@ -919,7 +919,10 @@ func (p *Pipeline) commitLocked(ctx context.Context, only map[TopicPartition]boo
 	}
 	offs := make([]kafka.Offset, len(pending))
 	for i, c := range pending {
-		offs[i] = kafka.Offset{Topic: c.Topic, Partition: c.Partition, Offset: c.Offset}
+		// The metadata goes with the offset: with exactly-once it names
+		// the blocks above the watermark that may be in ClickHouse, and a
+		// commit without it would make the next owner forget them.
+		offs[i] = kafka.Offset{Topic: c.Topic, Partition: c.Partition, Offset: c.Offset, Metadata: c.Metadata}
 	}
 	if err := p.src.Commit(ctx, offs); err != nil {
 		return err

@@ -183,20 +183,18 @@ func (s *sinkState) checkCluster(ctx context.Context) error {
 	return nil
 }
 
-// engine reads the table engine from the first replica that answers.
-func (s *sinkState) engine(ctx context.Context) (string, error) {
+// ask runs f against the first replica that answers (a server that
+// answers with an error ends the search: the others would say the same).
+func (s *sinkState) ask(f func(c *clickhouse.Client) error) error {
 	var errs []error
 	for _, cs := range s.clients {
 		for _, c := range cs {
-			e, err := c.Engine(ctx)
-			if err == nil {
-				return e, nil
-			}
-			if clickhouse.ServerAnswered(err) {
-				return "", err
+			err := f(c)
+			if err == nil || clickhouse.ServerAnswered(err) {
+				return err
 			}
 			errs = append(errs, err)
 		}
 	}
-	return "", fmt.Errorf("no replica answered: %w", errors.Join(errs...))
+	return fmt.Errorf("no replica answered: %w", errors.Join(errs...))
 }

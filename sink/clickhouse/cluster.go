@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"net"
+	"regexp"
 	"strconv"
 	"syscall"
 )
@@ -74,4 +75,31 @@ func (c *Client) Engine(ctx context.Context) (string, error) {
 		return "", fmt.Errorf("read the engine of %s: %w", c.TableName(), err)
 	}
 	return engine, nil
+}
+
+// dedupWindowRE finds replicated_deduplication_window in the SETTINGS of a
+// CREATE TABLE statement.
+var dedupWindowRE = regexp.MustCompile(`(?i)\bSETTINGS\b.*\breplicated_deduplication_window\s*=\s*(\d+)`)
+
+// DedupWindow is replicated_deduplication_window for the client's table:
+// how many of the latest blocks inserted into a Replicated*MergeTree table
+// it remembers, to drop a block identical to one of them. The table's own
+// SETTINGS win over the server's merge_tree default.
+func (c *Client) DedupWindow(ctx context.Context) (int64, error) {
+	var create string
+	if err := c.conn.QueryRow(ctx, "SHOW CREATE TABLE "+quoteIdent(c.db)+"."+quoteIdent(c.opts.Table)).Scan(&create); err != nil {
+		return 0, fmt.Errorf("read the definition of %s: %w", c.TableName(), err)
+	}
+	if m := dedupWindowRE.FindStringSubmatch(create); m != nil {
+		return strconv.ParseInt(m[1], 10, 64)
+	}
+	var v string
+	if err := c.conn.QueryRow(ctx, "SELECT value FROM system.merge_tree_settings WHERE name = 'replicated_deduplication_window'").Scan(&v); err != nil {
+		return 0, fmt.Errorf("read replicated_deduplication_window from system.merge_tree_settings: %w", err)
+	}
+	n, err := strconv.ParseInt(v, 10, 64)
+	if err != nil {
+		return 0, fmt.Errorf("system.merge_tree_settings: replicated_deduplication_window = %q: %w", v, err)
+	}
+	return n, nil
 }
