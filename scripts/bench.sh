@@ -53,6 +53,7 @@ q() { curl -sSf "http://127.0.0.1:$CH_HTTP/" --data-binary "$1"; }
 ddl=$(bin/etl gen -ddl -table default.events)
 if [[ -n "${REPLICATED:-}" ]]; then
 	ddl=${ddl/ENGINE = MergeTree/ENGINE = ReplicatedMergeTree(\'/clickhouse/tables/01/events\', \'r1\')}
+	ddl="$ddl SETTINGS replicated_deduplication_window = 1000"
 fi
 q "$ddl"
 bin/etl gen -brokers "$BROKER" -topic events -count "$N" >"$DIR/gen.log"
