@@ -167,6 +167,7 @@ func New(ctx context.Context, o Options) (*Pipeline, error) {
 	if err != nil {
 		return nil, fmt.Errorf("backpressure: %w", err)
 	}
+	p.chunks.max = freeChunks(budgetBytes, int64(cfg.Chunk.TargetBytes))
 
 	p.crashAfter = o.CrashAfterInserts
 	if err := p.openSinks(ctx); err != nil {

@@ -81,16 +81,25 @@ func (a *ackQueue) take() []*chunk.Chunk {
 	return out
 }
 
-// maxFreeChunks bounds the emptied chunks kept for reuse. Unlike a
-// sync.Pool, the free list survives garbage collections, so steady-state
-// chunks never regrow their columns; at about chunk.target_bytes each, the
-// list holds at most a few MiB.
-const maxFreeChunks = 64
-
-// chunkPool is a bounded free list of emptied chunks.
+// chunkPool is a bounded free list of emptied chunks. Unlike a
+// sync.Pool, it survives garbage collections, so steady-state chunks never
+// regrow their columns. It holds at most max chunks: New sets it so that
+// the chunks of a busy shard (a batch being built and the batches being
+// inserted, about chunk.target_bytes each) come back to it, within a
+// quarter of the byte budget (freeChunks).
 type chunkPool struct {
 	mu   sync.Mutex
+	max  int
 	free []*chunk.Chunk
+}
+
+// freeChunks is the size of the free list for a byte budget and a chunk
+// target: a quarter of the budget in chunks, at least 64, at most 4096.
+func freeChunks(budget, target int64) int {
+	if target <= 0 {
+		return 64
+	}
+	return int(min(max(budget/4/target, 64), 4096))
 }
 
 // get returns a free chunk built for schema, or nil.
@@ -114,7 +123,7 @@ func (p *chunkPool) get(schema *chunk.Schema) *chunk.Chunk {
 func (p *chunkPool) put(c *chunk.Chunk) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	if len(p.free) >= maxFreeChunks {
+	if len(p.free) >= max(p.max, 1) {
 		// Make room: the oldest chunk may be of a schema no longer used.
 		copy(p.free, p.free[1:])
 		p.free = p.free[:len(p.free)-1]
