@@ -580,8 +580,7 @@ func (p *Pipeline) process(l *lane, dec *boundDecoder) {
 				}
 			}
 			_, err := dec.Decode(r.Value, l.cur)
-			var pending *decode.SchemaPendingError
-			if errors.As(err, &pending) {
+			if pending := schemaPending(err); pending != nil {
 				// The record waits for its schema: hand over what is
 				// decoded and park the lane until the fetch ends. An
 				// exactly-once block stays open: its bounds are not the
@@ -658,6 +657,20 @@ func (p *Pipeline) process(l *lane, dec *boundDecoder) {
 			}
 		}
 	}
+}
+
+// schemaPending is the error's wait for a schema, if it is one. Kept out
+// of the record loop: the variable errors.As fills escapes, and would cost
+// an allocation per record.
+func schemaPending(err error) *decode.SchemaPendingError {
+	if err == nil {
+		return nil
+	}
+	var pending *decode.SchemaPendingError
+	if errors.As(err, &pending) {
+		return pending
+	}
+	return nil
 }
 
 // sealSend seals c and hands it to its shard. With exactly-once, c is an

@@ -123,7 +123,11 @@ func (p *chunkPool) get(schema *chunk.Schema) *chunk.Chunk {
 func (p *chunkPool) put(c *chunk.Chunk) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	if len(p.free) >= max(p.max, 1) {
+	limit := p.max
+	if limit <= 0 {
+		limit = 64
+	}
+	if len(p.free) >= limit {
 		// Make room: the oldest chunk may be of a schema no longer used.
 		copy(p.free, p.free[1:])
 		p.free = p.free[:len(p.free)-1]

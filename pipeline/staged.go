@@ -245,8 +245,7 @@ func (p *Pipeline) processStaged(l *lane, dec *boundDecoder) {
 			}
 			l.stage.Reset()
 			_, err := dec.Decode(r.Value, l.stage)
-			var pending *decode.SchemaPendingError
-			if errors.As(err, &pending) {
+			if pending := schemaPending(err); pending != nil {
 				l.advance(n, bytes)
 				p.releaseDecoded(l, bytes)
 				if p.eo() {
