@@ -171,8 +171,50 @@ func (n *number) unsigned(hi uint64) (uint64, intResult) {
 // float converts n to a float of the given bit size; ok is false when it
 // overflows the type.
 func (n *number) float(bitSize int) (float64, bool) {
+	if bitSize == 64 {
+		if f, ok := n.exactFloat64(); ok {
+			return f, true
+		}
+	}
 	f, err := strconv.ParseFloat(unsafe.String(unsafe.SliceData(n.text), len(n.text)), bitSize)
 	return f, err == nil
+}
+
+// pow10 are the powers of ten a float64 holds exactly.
+var exactPow10 = [...]float64{1e0, 1e1, 1e2, 1e3, 1e4, 1e5, 1e6, 1e7, 1e8, 1e9, 1e10, 1e11,
+	1e12, 1e13, 1e14, 1e15, 1e16, 1e17, 1e18, 1e19, 1e20, 1e21, 1e22}
+
+// exactFloat64 is the common case of a decimal of at most 15 digits
+// scaled by at most 10^±22 (Clinger's fast path): the digits and the power
+// of ten are exact float64 values, so one multiplication or division is
+// the correctly rounded result, the one strconv.ParseFloat returns. ok is
+// false for anything else.
+func (n *number) exactFloat64() (float64, bool) {
+	if len(n.ip)+len(n.fp) > 15 {
+		return 0, false
+	}
+	var m uint64
+	for _, c := range n.ip {
+		m = m*10 + uint64(c-'0')
+	}
+	for _, c := range n.fp {
+		m = m*10 + uint64(c-'0')
+	}
+	e := n.exp - len(n.fp)
+	f := float64(m)
+	switch {
+	case e == 0:
+	case e > 0 && e <= 22:
+		f *= exactPow10[e]
+	case e < 0 && e >= -22:
+		f /= exactPow10[-e]
+	default:
+		return 0, false
+	}
+	if n.neg {
+		f = -f
+	}
+	return f, true
 }
 
 // significant returns the digits of n without leading and trailing zeros,
