@@ -3,7 +3,10 @@
 # produced to a fresh local broker, then the pipeline moves the backlog into
 # a fresh local ClickHouse. Prints rows/s (from the pipeline's start to the
 # last row in ClickHouse), etl's CPU seconds per million rows and its peak
-# RSS. The broker and ClickHouse run on the same machine and share its CPUs.
+# RSS, for the whole run and for its steady state (from the moment a
+# quarter of the rows are in ClickHouse: a process that runs for days
+# pays its warm-up, growing its heap and buffers, once). The broker and
+# ClickHouse run on the same machine and share its CPUs.
 #   N=2000000 CONFIG=configs/bench.yaml scripts/bench.sh
 # With FREEZE_FOR=20 (seconds), ClickHouse is frozen (SIGSTOP) FREEZE_AFTER
 # seconds (default 2) into the run, and etl's RSS is sampled every 100 ms
@@ -79,11 +82,21 @@ if [[ -n "${FREEZE_FOR:-}" ]]; then
 	kill -CONT "$chpid"
 	awk -v p="$peak" -v s="$FREEZE_FOR" 'BEGIN { printf "ClickHouse frozen %d s: etl peak RSS while frozen %.1f MiB\n", s, p / 1024 }'
 fi
-while [[ "$(q 'SELECT count() FROM default.events')" -lt "$N" ]]; do
+# The steady state: from the moment a quarter of the rows are in
+# ClickHouse (the process has warmed up: its heap, buffers and free lists
+# are grown) to the end.
+warm=
+while true; do
+	c=$(q 'SELECT count() FROM default.events')
+	[[ "$c" -ge "$N" ]] && break
+	if [[ -z "$warm" && "$c" -ge $((N / 4)) ]]; then
+		warm=$c; warm_t=$(date +%s.%N); warm_cpu=$(cpu_of "$etl")
+	fi
 	kill -0 "$etl" 2>/dev/null || { echo "etl exited early; see $DIR/etl.log" >&2; tail -5 "$DIR/etl.log" >&2; exit 1; }
 	sleep 0.05
 done
 end=$(date +%s.%N)
+end_cpu=$(cpu_of "$etl")
 ch1=$(cpu_of "$chpid"); br1=$(cpu_of "$broker")
 kill -TERM "$etl"
 wait "$etl" || true
@@ -98,3 +111,9 @@ awk -v n="$rows" -v s="$start" -v e="$end" -v cpu="$cpu" -v rss="$rss" -v ch0="$
 	printf "rows: %d in %.2f s\nthroughput: %.0f rows/s\netl CPU: %.2f s (%.2f CPU-s per million rows)\netl peak RSS: %.1f MiB\n", n, el, n / el, cpu, cpu / (n / 1e6), rss / 1048576
 	printf "during the run: ClickHouse CPU %.2f s, broker CPU %.2f s (machine: %.1f CPU-s available)\n", ch, br, el * cores
 }'
+if [[ -n "$warm" ]]; then
+	awk -v n="$rows" -v w="$warm" -v s="$warm_t" -v e="$end" -v c0="$warm_cpu" -v c1="$end_cpu" 'BEGIN {
+		r = n - w; el = e - s
+		if (r > 0 && el > 0) printf "steady state (the last %d rows): %.0f rows/s, etl %.2f CPU-s per million rows\n", r, r / el, (c1 - c0) / (r / 1e6)
+	}'
+fi

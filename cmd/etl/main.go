@@ -158,12 +158,16 @@ func newLogger(c config.Log, w io.Writer) *slog.Logger {
 	return slog.New(slog.NewTextHandler(w, o))
 }
 
-// logUsage logs the process's CPU time and peak RSS, for benchmarks.
+// logUsage logs the process's CPU time (user and system), peak RSS and
+// minor page faults (memory touched for the first time), for benchmarks.
 func logUsage(log *slog.Logger) {
 	var ru syscall.Rusage
 	if syscall.Getrusage(syscall.RUSAGE_SELF, &ru) != nil {
 		return
 	}
 	cpu := float64(ru.Utime.Sec+ru.Stime.Sec) + float64(ru.Utime.Usec+ru.Stime.Usec)/1e6
-	log.Info("resource usage", "cpu_seconds", fmt.Sprintf("%.2f", cpu), "max_rss_bytes", ru.Maxrss*1024)
+	log.Info("resource usage", "cpu_seconds", fmt.Sprintf("%.2f", cpu),
+		"user_seconds", fmt.Sprintf("%.2f", float64(ru.Utime.Sec)+float64(ru.Utime.Usec)/1e6),
+		"system_seconds", fmt.Sprintf("%.2f", float64(ru.Stime.Sec)+float64(ru.Stime.Usec)/1e6),
+		"max_rss_bytes", ru.Maxrss*1024, "page_faults", ru.Minflt)
 }
