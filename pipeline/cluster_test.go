@@ -50,24 +50,7 @@ func TestDistributedCheck(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			p, err := New(context.Background(), Options{Config: cfg, Log: testLogger(t)})
-			if tc.want == "" {
-				if err != nil {
-					t.Fatalf("New: %v", err)
-				}
-				// Started and stopped at once: Run owns the source's
-				// shutdown (closing a client whose group callback waits
-				// for Run would not return).
-				ctx, cancel := context.WithCancel(context.Background())
-				cancel()
-				if err := p.Run(ctx); err != nil {
-					t.Fatalf("Run: %v", err)
-				}
-				return
-			}
-			if err == nil || !strings.Contains(err.Error(), tc.want) {
-				t.Fatalf("New: error = %v, want it to contain %q", err, tc.want)
-			}
+			newOrRefused(t, Options{Config: cfg, Log: testLogger(t)}, tc.want)
 		})
 	}
 }
@@ -82,4 +65,27 @@ func yamlWithShards(cfg *config.Config, addr, shards string) (string, error) {
 	}
 	y = strings.Replace(y, "    distributed_check: \"\"\n", "", 1)
 	return strings.Replace(y, old, shards, 1), nil
+}
+
+// newOrRefused builds a pipeline from o. With want empty it must start,
+// and it is stopped at once through Run (Run owns the source's shutdown:
+// closing a client whose group callback waits for Run would not return);
+// otherwise New must fail with an error that contains want.
+func newOrRefused(t *testing.T, o Options, want string) {
+	t.Helper()
+	p, err := New(context.Background(), o)
+	if want != "" {
+		if err == nil || !strings.Contains(err.Error(), want) {
+			t.Fatalf("New: error = %v, want it to contain %q", err, want)
+		}
+		return
+	}
+	if err != nil {
+		t.Fatalf("New: %v", err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	if err := p.Run(ctx); err != nil {
+		t.Fatalf("Run: %v", err)
+	}
 }
