@@ -85,8 +85,10 @@ func (a *ackQueue) take() []*chunk.Chunk {
 // sync.Pool, it survives garbage collections, so steady-state chunks never
 // regrow their columns. It holds at most max chunks: New sets it so that
 // the chunks of a busy shard (a batch being built and the batches being
-// inserted, about chunk.target_bytes each) come back to it, within a
-// quarter of the byte budget (freeChunks).
+// inserted, about chunk.target_bytes each) come back to it (freeChunks).
+// A new chunk is made only when the list has none of its schema, so the
+// list never holds more chunks than were in flight at once, when the byte
+// budget counted them.
 type chunkPool struct {
 	mu   sync.Mutex
 	max  int
