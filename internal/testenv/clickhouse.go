@@ -11,7 +11,6 @@ import (
 	"net"
 	"net/http"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"slices"
 	"strconv"
@@ -266,85 +265,29 @@ func (ch *CH) Count(t testing.TB, table string) uint64 {
 	return n
 }
 
-// runScript runs scripts/clickhouse.sh with cmd for this server. It returns
-// the script's combined output and its exit status (-1 when it did not run
-// to an exit).
-func (ch *CH) runScript(cmd string) (string, int, error) {
-	ctx, cancel := context.WithTimeout(context.Background(), chScriptTimeout)
-	defer cancel()
-	c := exec.CommandContext(ctx, "bash", ch.script, cmd,
-		"--dir", ch.dir,
-		"--tcp-port", strconv.Itoa(ch.tcpPort),
-		"--http-port", strconv.Itoa(ch.httpPort))
-	if cmd == "start" {
-		c.Args = append(c.Args, ch.extraArgs...)
-	}
-	// The server writes its output to files, so the pipes close when the
-	// script exits; WaitDelay only guards against a script that misbehaves.
-	c.WaitDelay = 5 * time.Second
-	out, err := c.CombinedOutput()
-	if err != nil {
-		code := -1
-		var exitErr *exec.ExitError
-		if errors.As(err, &exitErr) {
-			code = exitErr.ExitCode()
-		}
-		return string(out), code, fmt.Errorf("clickhouse.sh %s: %w", cmd, err)
-	}
-	return string(out), 0, nil
+// proc is the server's process, for its script, pid and signals.
+func (ch *CH) proc() serverProc {
+	return serverProc{name: "clickhouse-server", script: ch.script, dir: ch.dir, pidFile: "clickhouse.pid",
+		mark: "--config-file=" + filepath.Join(ch.dir, "config.xml"), timeout: chScriptTimeout}
 }
 
-// signal sends sig to the running server and returns its pid.
+// runScript runs scripts/clickhouse.sh with cmd for this server, on its
+// ports (and, to start it, with its extra arguments).
+func (ch *CH) runScript(cmd string) (string, int, error) {
+	args := []string{"--tcp-port", strconv.Itoa(ch.tcpPort), "--http-port", strconv.Itoa(ch.httpPort)}
+	if cmd == "start" {
+		args = append(args, ch.extraArgs...)
+	}
+	return ch.proc().run(cmd, args...)
+}
+
 func (ch *CH) signal(t testing.TB, sig syscall.Signal) int {
 	t.Helper()
-	pid, err := ch.pid()
-	if err != nil {
-		t.Fatalf("testenv: send %v to ClickHouse: %v", sig, err)
-	}
-	if err := syscall.Kill(pid, sig); err != nil {
-		t.Fatalf("testenv: send %v to ClickHouse pid %d: %v", sig, pid, err)
-	}
-	return pid
+	return ch.proc().signal(t, sig)
 }
 
-// pid returns the pid of the running server.
-func (ch *CH) pid() (int, error) {
-	b, err := os.ReadFile(filepath.Join(ch.dir, "clickhouse.pid"))
-	if err != nil {
-		return 0, fmt.Errorf("read pid file (is the server running?): %w", err)
-	}
-	pid, err := strconv.Atoi(strings.TrimSpace(string(b)))
-	if err != nil {
-		return 0, fmt.Errorf("parse pid file: %w", err)
-	}
-	if !ch.alive(pid) {
-		return 0, fmt.Errorf("pid %d is not a running clickhouse-server for %s", pid, ch.dir)
-	}
-	return pid, nil
-}
-
-// alive reports whether pid is a clickhouse-server running with this
-// server's config and has not exited. An exited server can linger as a
-// zombie when its new parent does not reap it, so the state is checked.
-func (ch *CH) alive(pid int) bool {
-	stat, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
-	if err != nil {
-		return false
-	}
-	// The state follows the command name, which is in parentheses.
-	i := bytes.LastIndexByte(stat, ')')
-	if i < 0 || i+2 >= len(stat) {
-		return false
-	}
-	if state := stat[i+2]; state == 'Z' || state == 'X' {
-		return false
-	}
-	cmdline, err := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", pid))
-	if err != nil {
-		return false
-	}
-	return bytes.Contains(cmdline, []byte("--config-file="+filepath.Join(ch.dir, "config.xml")))
-}
+func (ch *CH) pid() (int, error)  { return ch.proc().pid() }
+func (ch *CH) alive(pid int) bool { return ch.proc().alive(pid) }
 
 // shorten returns the start of query for error messages.
 func shorten(query string) string {

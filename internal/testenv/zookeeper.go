@@ -1,17 +1,14 @@
 package testenv
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
 	"io"
 	"net"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strconv"
-	"strings"
 	"syscall"
 	"testing"
 	"time"
@@ -182,82 +179,21 @@ func (zk *ZK) FourLetter(ctx context.Context, cmd string) (string, error) {
 	return string(b), nil
 }
 
-// runScript runs scripts/zookeeper.sh cmd for this server with args. It
-// returns the script's combined output and its exit status (-1 when it did
-// not run to an exit).
-func (zk *ZK) runScript(cmd string, args ...string) (string, int, error) {
-	ctx, cancel := context.WithTimeout(context.Background(), zkScriptTimeout)
-	defer cancel()
-	c := exec.CommandContext(ctx, "bash", append([]string{zk.script, cmd, "--dir", zk.dir}, args...)...)
-	// The server and its watchdog write their output to files, so the pipes
-	// close when the script exits; WaitDelay only guards against a script
-	// that misbehaves.
-	c.WaitDelay = 5 * time.Second
-	out, err := c.CombinedOutput()
-	if err != nil {
-		code := -1
-		var exitErr *exec.ExitError
-		if errors.As(err, &exitErr) {
-			code = exitErr.ExitCode()
-		}
-		return string(out), code, fmt.Errorf("zookeeper.sh %s: %w", cmd, err)
-	}
-	return string(out), 0, nil
+// proc is the server's process, for its script, pid and signals.
+func (zk *ZK) proc() serverProc {
+	return serverProc{name: "ZooKeeper", script: zk.script, dir: zk.dir, pidFile: "zookeeper.pid",
+		mark: "\x00" + filepath.Join(zk.dir, "zoo.cfg"), timeout: zkScriptTimeout}
 }
 
-// signal sends sig to the running server and returns its pid.
+// runScript runs scripts/zookeeper.sh cmd for this server with args.
+func (zk *ZK) runScript(cmd string, args ...string) (string, int, error) {
+	return zk.proc().run(cmd, args...)
+}
+
 func (zk *ZK) signal(t testing.TB, sig syscall.Signal) int {
 	t.Helper()
-	pid, err := zk.pid()
-	if err != nil {
-		t.Fatalf("testenv: send %v to ZooKeeper: %v", sig, err)
-	}
-	if err := syscall.Kill(pid, sig); err != nil {
-		t.Fatalf("testenv: send %v to ZooKeeper pid %d: %v", sig, pid, err)
-	}
-	return pid
+	return zk.proc().signal(t, sig)
 }
 
-// pid returns the pid of the running server.
-func (zk *ZK) pid() (int, error) {
-	b, err := os.ReadFile(filepath.Join(zk.dir, "zookeeper.pid"))
-	if err != nil {
-		return 0, fmt.Errorf("read pid file (is the server running?): %w", err)
-	}
-	pid, err := strconv.Atoi(strings.TrimSpace(string(b)))
-	if err != nil {
-		return 0, fmt.Errorf("parse pid file: %w", err)
-	}
-	if !zk.alive(pid) {
-		return 0, fmt.Errorf("pid %d is not a running ZooKeeper for %s", pid, zk.dir)
-	}
-	return pid, nil
-}
-
-// alive reports whether pid is a ZooKeeper running with this server's
-// config and has not exited (a zombie counts as exited).
-func (zk *ZK) alive(pid int) bool {
-	if !procRunning(pid) {
-		return false
-	}
-	cmdline, err := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", pid))
-	if err != nil {
-		return false
-	}
-	return bytes.Contains(cmdline, []byte("\x00"+filepath.Join(zk.dir, "zoo.cfg")))
-}
-
-// procRunning reports whether pid exists and is neither a zombie nor dead.
-func procRunning(pid int) bool {
-	stat, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
-	if err != nil {
-		return false
-	}
-	// The state follows the command name, which is in parentheses.
-	i := bytes.LastIndexByte(stat, ')')
-	if i < 0 || i+2 >= len(stat) {
-		return false
-	}
-	state := stat[i+2]
-	return state != 'Z' && state != 'X'
-}
+func (zk *ZK) pid() (int, error)  { return zk.proc().pid() }
+func (zk *ZK) alive(pid int) bool { return zk.proc().alive(pid) }
