@@ -125,30 +125,15 @@ func stripLC(t *chunk.Type) string {
 func copyAppender(t *chunk.Type, s, w int) (appender, error) {
 	switch t.Base().Kind {
 	case chunk.KindInt64, chunk.KindDateTime:
-		return func(r *rt, dst chunk.Column) {
-			d := dst.(*chunk.Fixed[int64])
-			d.Data = append(d.Data, r.cols[s].(*chunk.Fixed[int64]).Data[r.at[w]])
-		}, nil
+		return fixedAppender[int64](s, w), nil
 	case chunk.KindUInt64:
-		return func(r *rt, dst chunk.Column) {
-			d := dst.(*chunk.Fixed[uint64])
-			d.Data = append(d.Data, r.cols[s].(*chunk.Fixed[uint64]).Data[r.at[w]])
-		}, nil
+		return fixedAppender[uint64](s, w), nil
 	case chunk.KindInt32:
-		return func(r *rt, dst chunk.Column) {
-			d := dst.(*chunk.Fixed[int32])
-			d.Data = append(d.Data, r.cols[s].(*chunk.Fixed[int32]).Data[r.at[w]])
-		}, nil
+		return fixedAppender[int32](s, w), nil
 	case chunk.KindUInt32:
-		return func(r *rt, dst chunk.Column) {
-			d := dst.(*chunk.Fixed[uint32])
-			d.Data = append(d.Data, r.cols[s].(*chunk.Fixed[uint32]).Data[r.at[w]])
-		}, nil
+		return fixedAppender[uint32](s, w), nil
 	case chunk.KindFloat64:
-		return func(r *rt, dst chunk.Column) {
-			d := dst.(*chunk.Fixed[float64])
-			d.Data = append(d.Data, r.cols[s].(*chunk.Fixed[float64]).Data[r.at[w]])
-		}, nil
+		return fixedAppender[float64](s, w), nil
 	case chunk.KindString, chunk.KindFixedString, chunk.KindUUID, chunk.KindDecimal, chunk.KindEnum8, chunk.KindEnum16:
 		return func(r *rt, dst chunk.Column) {
 			src := r.cols[s].(*chunk.Strings)
@@ -167,6 +152,14 @@ func copyAppender(t *chunk.Type, s, w int) (appender, error) {
 		return nil, err
 	}
 	return func(r *rt, dst chunk.Column) { cp(dst, r.cols[s], r.at[w]) }, nil
+}
+
+// fixedAppender is copyAppender for a fixed-width type.
+func fixedAppender[T any](s, w int) appender {
+	return func(r *rt, dst chunk.Column) {
+		d := dst.(*chunk.Fixed[T])
+		d.Data = append(d.Data, r.cols[s].(*chunk.Fixed[T]).Data[r.at[w]])
+	}
 }
 
 // copier returns a function appending row i of src to dst, two columns of
