@@ -173,7 +173,7 @@ func (ch *CH) Start(t testing.TB) {
 // by the kernel but nothing answers, as with a hung server. Thaw resumes it.
 func (ch *CH) Freeze(t testing.TB) {
 	t.Helper()
-	ch.signal(t, syscall.SIGSTOP)
+	ch.proc().freeze(t)
 }
 
 // Thaw resumes a server suspended by Freeze with SIGCONT.

@@ -63,6 +63,63 @@ func (s serverProc) signal(t testing.TB, sig syscall.Signal) int {
 	return pid
 }
 
+// freeze suspends the server with SIGSTOP and waits until every one of its
+// threads is stopped. kill(2) returns before that: the kernel wakes one
+// thread to start the group stop, and until it runs, the others (an HTTP
+// handler, say) go on answering. On a busy machine that takes
+// milliseconds, long enough for a query sent right after the signal to be
+// answered by a server that should be frozen.
+func (s serverProc) freeze(t testing.TB) {
+	t.Helper()
+	pid := s.signal(t, syscall.SIGSTOP)
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		stopped, err := allThreadsStopped(pid)
+		if err != nil {
+			t.Fatalf("testenv: freeze %s pid %d: %v", s.name, pid, err)
+		}
+		if stopped {
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("testenv: freeze %s pid %d: threads still running 10s after SIGSTOP", s.name, pid)
+		}
+		time.Sleep(time.Millisecond)
+	}
+}
+
+// allThreadsStopped reports whether every thread of pid is in the stopped
+// state ('T', or 't' when traced).
+func allThreadsStopped(pid int) (bool, error) {
+	tasks, err := os.ReadDir(fmt.Sprintf("/proc/%d/task", pid))
+	if err != nil {
+		return false, fmt.Errorf("list threads: %w", err)
+	}
+	for _, task := range tasks {
+		stat, err := os.ReadFile(fmt.Sprintf("/proc/%d/task/%s/stat", pid, task.Name()))
+		if err != nil {
+			if errors.Is(err, os.ErrNotExist) {
+				continue // the thread exited
+			}
+			return false, fmt.Errorf("read thread state: %w", err)
+		}
+		if state, ok := procState(stat); !ok || (state != 'T' && state != 't') {
+			return false, nil
+		}
+	}
+	return true, nil
+}
+
+// procState returns the state field of a /proc/.../stat line.
+func procState(stat []byte) (byte, bool) {
+	// The state follows the command name, which is in parentheses.
+	i := bytes.LastIndexByte(stat, ')')
+	if i < 0 || i+2 >= len(stat) {
+		return 0, false
+	}
+	return stat[i+2], true
+}
+
 // pid returns the pid of the running server.
 func (s serverProc) pid() (int, error) {
 	b, err := os.ReadFile(filepath.Join(s.dir, s.pidFile))
@@ -99,11 +156,6 @@ func procRunning(pid int) bool {
 	if err != nil {
 		return false
 	}
-	// The state follows the command name, which is in parentheses.
-	i := bytes.LastIndexByte(stat, ')')
-	if i < 0 || i+2 >= len(stat) {
-		return false
-	}
-	state := stat[i+2]
-	return state != 'Z' && state != 'X'
+	state, ok := procState(stat)
+	return ok && state != 'Z' && state != 'X'
 }

@@ -146,7 +146,7 @@ func (zk *ZK) Kill9(t testing.TB) {
 // timeout (30 s by default). Thaw resumes it.
 func (zk *ZK) Freeze(t testing.TB) {
 	t.Helper()
-	zk.signal(t, syscall.SIGSTOP)
+	zk.proc().freeze(t)
 }
 
 // Thaw resumes a server suspended by Freeze with SIGCONT.
