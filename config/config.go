@@ -244,7 +244,7 @@ type ClickHouse struct {
 	// schema and after an insert names a column the table lacks.
 	DescribeInterval Duration `yaml:"describe_interval"`
 	Retry            Retry    `yaml:"retry"`
-	Compression      string   `yaml:"compression"` // none | lz4 | zstd
+	Compression      string   `yaml:"compression"` // auto | none | lz4 | zstd
 	// InsertPath is chgo (INSERT blocks encoded straight from the chunks,
 	// sent with ch-go) or driver (clickhouse-go's column API).
 	InsertPath string `yaml:"insert_path"`
@@ -410,7 +410,7 @@ func Defaults() *Config {
 				InitialBackoff: Duration(100 * time.Millisecond),
 				MaxBackoff:     Duration(30 * time.Second),
 			},
-			Compression: "lz4",
+			Compression: "auto",
 			InsertPath:  "chgo",
 			Sharding:    Sharding{By: "partition"},
 			Breaker:     Breaker{FailureThreshold: 3, OpenFor: Duration(30 * time.Second), HalfOpenProbes: 1},

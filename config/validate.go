@@ -255,7 +255,7 @@ var rules = []rule{
 		return intRange(c.Sink.ClickHouse.Retry.MaxAttempts, 0, 1_000_000)
 	}},
 	{path: "sink.clickhouse.compression", when: hasClickHouse, check: func(c *Config) string {
-		return oneOf(c.Sink.ClickHouse.Compression, "none", "lz4", "zstd")
+		return oneOf(c.Sink.ClickHouse.Compression, "auto", "none", "lz4", "zstd")
 	}},
 
 	// Chunks under 1KiB cost more in bookkeeping than they carry; above

@@ -4,9 +4,11 @@
 # a fresh local ClickHouse. Prints rows/s (from the pipeline's start to the
 # last row in ClickHouse), etl's CPU seconds per million rows and its peak
 # RSS, for the whole run and for its steady state (from the moment a
-# quarter of the rows are in ClickHouse: a process that runs for days
-# pays its warm-up, growing its heap and buffers, once). The broker and
-# ClickHouse run on the same machine and share its CPUs.
+# quarter of the rows are in ClickHouse to the moment three quarters are:
+# a process that runs for days pays its warm-up, growing its heap and
+# buffers, once, and a stream that does not end never waits for the
+# linger of a last, partial batch). The broker and ClickHouse run on the
+# same machine and share its CPUs.
 #   N=2000000 CONFIG=configs/bench.yaml scripts/bench.sh
 # With FREEZE_FOR=20 (seconds), ClickHouse is frozen (SIGSTOP) FREEZE_AFTER
 # seconds (default 2) into the run, and etl's RSS is sampled every 100 ms
@@ -62,6 +64,11 @@ q "$ddl"
 bin/etl gen -brokers "$BROKER" -topic events -count "$N" >"$DIR/gen.log"
 cat "$DIR/gen.log"
 
+# Rows etl has decoded so far, from its metrics (the configs listen on
+# 127.0.0.1:29090). In the steady state etl reads ahead of ClickHouse, so
+# its CPU is divided by the rows it decoded in the same time, not by the
+# rows that arrived in ClickHouse.
+decoded() { curl -sf --max-time 1 "http://${METRICS_ADDR:-127.0.0.1:29090}/metrics" | awk '/^etl_decode_rows_total[ {]/ { printf "%d", $NF }'; }
 # CPU seconds a process has used so far (utime + stime).
 cpu_of() { awk -v hz="$(getconf CLK_TCK)" '{ printf "%.2f", ($14 + $15) / hz }' "/proc/$1/stat" 2>/dev/null || echo 0; }
 chpid=$(cat "$DIR/clickhouse/clickhouse.pid")
@@ -84,19 +91,22 @@ if [[ -n "${FREEZE_FOR:-}" ]]; then
 fi
 # The steady state: from the moment a quarter of the rows are in
 # ClickHouse (the process has warmed up: its heap, buffers and free lists
-# are grown) to the end.
-warm=
+# are grown) to the moment three quarters are (before the last batch,
+# which waits for its linger once the backlog is read).
+warm= hot=
 while true; do
 	c=$(q 'SELECT count() FROM default.events')
+	if [[ -n "$warm" && -z "$hot" && "$c" -ge $((N * 3 / 4)) ]]; then
+		hot=$c; hot_t=$(date +%s.%N); hot_cpu=$(cpu_of "$etl"); hot_dec=$(decoded)
+	fi
 	[[ "$c" -ge "$N" ]] && break
 	if [[ -z "$warm" && "$c" -ge $((N / 4)) ]]; then
-		warm=$c; warm_t=$(date +%s.%N); warm_cpu=$(cpu_of "$etl")
+		warm=$c; warm_t=$(date +%s.%N); warm_cpu=$(cpu_of "$etl"); warm_dec=$(decoded)
 	fi
 	kill -0 "$etl" 2>/dev/null || { echo "etl exited early; see $DIR/etl.log" >&2; tail -5 "$DIR/etl.log" >&2; exit 1; }
 	sleep 0.05
 done
 end=$(date +%s.%N)
-end_cpu=$(cpu_of "$etl")
 ch1=$(cpu_of "$chpid"); br1=$(cpu_of "$broker")
 kill -TERM "$etl"
 wait "$etl" || true
@@ -111,9 +121,10 @@ awk -v n="$rows" -v s="$start" -v e="$end" -v cpu="$cpu" -v rss="$rss" -v ch0="$
 	printf "rows: %d in %.2f s\nthroughput: %.0f rows/s\netl CPU: %.2f s (%.2f CPU-s per million rows)\netl peak RSS: %.1f MiB\n", n, el, n / el, cpu, cpu / (n / 1e6), rss / 1048576
 	printf "during the run: ClickHouse CPU %.2f s, broker CPU %.2f s (machine: %.1f CPU-s available)\n", ch, br, el * cores
 }'
-if [[ -n "$warm" ]]; then
-	awk -v n="$rows" -v w="$warm" -v s="$warm_t" -v e="$end" -v c0="$warm_cpu" -v c1="$end_cpu" 'BEGIN {
-		r = n - w; el = e - s
-		if (r > 0 && el > 0) printf "steady state (the last %d rows): %.0f rows/s, etl %.2f CPU-s per million rows\n", r, r / el, (c1 - c0) / (r / 1e6)
+if [[ -n "$warm" && -n "$hot" ]]; then
+	awk -v w="$warm" -v h="$hot" -v s="$warm_t" -v e="$hot_t" -v c0="$warm_cpu" -v c1="$hot_cpu" -v d0="${warm_dec:-0}" -v d1="${hot_dec:-0}" 'BEGIN {
+		r = h - w; el = e - s; d = d1 - d0
+		if (r > 0 && el > 0) printf "steady state (%d rows, from %d to %d in ClickHouse): %.0f rows/s\n", r, w, h, r / el
+		if (d > 0) printf "steady state etl CPU: %.2f CPU-s per million rows (%.2f s for the %d rows it decoded meanwhile)\n", (c1 - c0) / (d / 1e6), c1 - c0, d
 	}'
 fi

@@ -15,6 +15,7 @@ import (
 	"fmt"
 	"log/slog"
 	"math"
+	"net"
 	"strconv"
 	"strings"
 	"time"
@@ -42,7 +43,9 @@ type Options struct {
 	// Settings are sent with every query. Values from YAML arrive as int,
 	// int64, float64, bool or string; see convertSettings for what is sent.
 	Settings map[string]any
-	// Compression of the native protocol: "" or "none", "lz4", "zstd".
+	// Compression of the native protocol: "" or "none", "lz4", "zstd", or
+	// "auto": none when every address is on this host (a loopback IP or
+	// localhost), lz4 otherwise.
 	Compression string
 	// Columns maps target column -> source field. Empty means every
 	// insertable column of the table, fed by the source field of the same
@@ -93,6 +96,7 @@ func Connect(ctx context.Context, o Options, log *slog.Logger) (*Client, error) 
 	if err != nil {
 		return nil, err
 	}
+	o.Compression = resolveCompression(o.Compression, o.Addr)
 	method, err := compression(o.Compression)
 	if err != nil {
 		return nil, err
@@ -237,6 +241,38 @@ func (c *Client) Close() error {
 	return nil
 }
 
+// resolveCompression turns "auto" into "none" when every address is on
+// this host and "lz4" otherwise; other values are returned as they are.
+// Over loopback, compressing only spends CPU on both sides (etl's lz4 and
+// the server's decompression) to save bytes that never cross a network.
+// Names other than localhost are not resolved: what a name points to can
+// change while the pipeline runs.
+func resolveCompression(s string, addrs []string) string {
+	if !strings.EqualFold(s, "auto") {
+		return s
+	}
+	for _, a := range addrs {
+		if !loopbackAddr(a) {
+			return "lz4"
+		}
+	}
+	return "none"
+}
+
+// loopbackAddr reports whether addr (host:port or host) names this host: a
+// loopback IP or localhost.
+func loopbackAddr(addr string) bool {
+	host := addr
+	if h, _, err := net.SplitHostPort(addr); err == nil {
+		host = h
+	}
+	if strings.EqualFold(host, "localhost") {
+		return true
+	}
+	ip := net.ParseIP(host)
+	return ip != nil && ip.IsLoopback()
+}
+
 func compression(s string) (ch.CompressionMethod, error) {
 	switch strings.ToLower(s) {
 	case "", "none":
@@ -246,7 +282,7 @@ func compression(s string) (ch.CompressionMethod, error) {
 	case "zstd":
 		return ch.CompressionZSTD, nil
 	}
-	return 0, fmt.Errorf("clickhouse: compression %q: want none, lz4 or zstd", s)
+	return 0, fmt.Errorf("clickhouse: compression %q: want auto, none, lz4 or zstd", s)
 }
 
 // convertSettings turns settings as decoded from YAML into the Go types the

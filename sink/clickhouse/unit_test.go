@@ -172,3 +172,27 @@ func TestMetricsRegisterTwice(t *testing.T) {
 		t.Errorf("lint: %v %v", err, probs)
 	}
 }
+
+func TestResolveCompression(t *testing.T) {
+	for _, tc := range []struct {
+		setting string
+		addrs   []string
+		want    string
+	}{
+		{"auto", []string{"127.0.0.1:9000"}, "none"},
+		{"auto", []string{"127.0.0.2:9000", "[::1]:9000", "localhost:9000", "LOCALHOST"}, "none"},
+		{"AUTO", []string{"127.0.0.1:9000"}, "none"},
+		{"auto", []string{"127.0.0.1:9000", "10.0.0.7:9000"}, "lz4"},
+		{"auto", []string{"clickhouse.svc:9000"}, "lz4"}, // names are not resolved
+		{"auto", []string{"localhost.example.com:9000"}, "lz4"},
+		{"auto", []string{"[::ffff:10.1.2.3]:9000"}, "lz4"},
+		{"lz4", []string{"127.0.0.1:9000"}, "lz4"},
+		{"none", []string{"10.0.0.7:9000"}, "none"},
+		{"zstd", []string{"127.0.0.1:9000"}, "zstd"},
+		{"", []string{"10.0.0.7:9000"}, ""},
+	} {
+		if got := resolveCompression(tc.setting, tc.addrs); got != tc.want {
+			t.Errorf("resolveCompression(%q, %v) = %q, want %q", tc.setting, tc.addrs, got, tc.want)
+		}
+	}
+}
