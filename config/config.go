@@ -323,6 +323,9 @@ type Batch struct {
 	MaxRows  int      `yaml:"max_rows"`
 	MaxBytes ByteSize `yaml:"max_bytes"`
 	Linger   Duration `yaml:"linger"`
+	// Idle flushes a batch that holds at least a quarter of MaxRows or
+	// MaxBytes once no chunk has arrived for this long (0: off).
+	Idle Duration `yaml:"idle"`
 }
 
 // Retry configures retries of failed inserts with exponential backoff.
@@ -400,6 +403,7 @@ func Defaults() *Config {
 				MaxRows:  100_000,
 				MaxBytes: 64 * MiB,
 				Linger:   Duration(time.Second),
+				Idle:     Duration(100 * time.Millisecond),
 			},
 			QueueCapacity:    8,
 			Inflight:         Inflight{MaxPerShard: 2},

@@ -48,7 +48,7 @@ func TestParseErrors(t *testing.T) {
 		{
 			name: "unknown key with suggestion",
 			yaml: base + "    batch: {max_rows: 10, lingr: 1s}\n",
-			want: `pipeline.yaml:12:27: sink.clickhouse.batch.lingr: unknown key "lingr" (did you mean "linger"?); allowed keys: max_rows, max_bytes, linger`,
+			want: `pipeline.yaml:12:27: sink.clickhouse.batch.lingr: unknown key "lingr" (did you mean "linger"?); allowed keys: max_rows, max_bytes, linger, idle`,
 		},
 		{
 			name: "unknown key without suggestion",
@@ -395,12 +395,12 @@ func TestInterpolationKeepsLineNumbers(t *testing.T) {
 }
 
 func TestInterpolatedTypes(t *testing.T) {
-	src := base + "    batch: {max_rows: ${ROWS}, max_bytes: ${BYTES:-1MiB}, linger: \"${LINGER}\"}\n"
-	c, err := Parse([]byte(src), "p.yaml", env(map[string]string{"ROWS": "500", "LINGER": "250ms"}))
+	src := base + "    batch: {max_rows: ${ROWS}, max_bytes: ${BYTES:-1MiB}, linger: \"${LINGER}\", idle: ${IDLE}}\n"
+	c, err := Parse([]byte(src), "p.yaml", env(map[string]string{"ROWS": "500", "LINGER": "250ms", "IDLE": "0s"}))
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := Batch{MaxRows: 500, MaxBytes: MiB, Linger: Duration(250 * time.Millisecond)}
+	want := Batch{MaxRows: 500, MaxBytes: MiB, Linger: Duration(250 * time.Millisecond), Idle: 0}
 	if c.Sink.ClickHouse.Batch != want {
 		t.Errorf("batch = %+v, want %+v", c.Sink.ClickHouse.Batch, want)
 	}

@@ -207,6 +207,14 @@ var rules = []rule{
 	{path: "sink.clickhouse.batch.linger", when: hasClickHouse, check: func(c *Config) string {
 		return durRange(c.Sink.ClickHouse.Batch.Linger, msec, 10*minute)
 	}},
+	// 0 turns the idle trigger off; waiting longer than the linger would
+	// never fire.
+	{path: "sink.clickhouse.batch.idle", when: hasClickHouse, check: func(c *Config) string {
+		if c.Sink.ClickHouse.Batch.Idle == 0 {
+			return ""
+		}
+		return durRange(c.Sink.ClickHouse.Batch.Idle, msec, 10*minute)
+	}},
 	// The queue must hold at least one batch; every slot can hold a full
 	// batch in memory, so 1024 bounds memory use.
 	{path: "sink.clickhouse.queue_capacity", when: hasClickHouse, check: func(c *Config) string {

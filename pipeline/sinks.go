@@ -72,11 +72,11 @@ func (p *Pipeline) openSinks(ctx context.Context) error {
 		if p.crashAfter > 0 {
 			onDone = crashHook(p.crashAfter, onDone)
 		}
-		maxRows, maxBytes, linger := s.cfg.Batch.MaxRows, int(s.cfg.Batch.MaxBytes), s.cfg.Batch.Linger.D()
+		maxRows, maxBytes, linger, idle := s.cfg.Batch.MaxRows, int(s.cfg.Batch.MaxBytes), s.cfg.Batch.Linger.D(), s.cfg.Batch.Idle.D()
 		if p.eo() {
 			// Each chunk is a whole insert block (the lanes build blocks
 			// up to the batch limits): never merge two.
-			maxRows, maxBytes, linger = 1, 0, 0
+			maxRows, maxBytes, linger, idle = 1, 0, 0, 0
 		}
 		for i, cs := range s.clients {
 			sh := clickhouse.NewShard(clickhouse.ShardOptions{
@@ -85,7 +85,7 @@ func (p *Pipeline) openSinks(ctx context.Context) error {
 					OpenFor: s.cfg.Breaker.OpenFor.D(), HalfOpenProbes: s.cfg.Breaker.HalfOpenProbes},
 				Refresh:       func(ctx context.Context) (*clickhouse.Target, error) { return p.refreshTarget(ctx, s) },
 				QueueCapacity: s.cfg.QueueCapacity,
-				MaxRows:       maxRows, MaxBytes: maxBytes, Linger: linger,
+				MaxRows:       maxRows, MaxBytes: maxBytes, Linger: linger, Idle: idle,
 				MaxInflight:    s.cfg.Inflight.MaxPerShard,
 				InitialBackoff: s.cfg.Retry.InitialBackoff.D(), MaxBackoff: s.cfg.Retry.MaxBackoff.D(), MaxAttempts: s.cfg.Retry.MaxAttempts,
 				OnDone:  onDone,

@@ -33,6 +33,7 @@ const (
 	reasonRows   = "rows"
 	reasonBytes  = "bytes"
 	reasonLinger = "linger"
+	reasonIdle   = "idle"
 	reasonDrain  = "drain"
 	reasonSchema = "schema"
 )
@@ -70,7 +71,7 @@ func NewMetrics(reg prometheus.Registerer, constLabels prometheus.Labels) *Metri
 			Buckets: prometheus.ExponentialBuckets(4096, 4, 10), // 4 KiB .. 1 GiB
 		}, shard),
 		flushes: prometheus.NewCounterVec(prometheus.CounterOpts{
-			Name: "etl_sink_flushes_total", Help: "Batches closed, by reason (rows, bytes, linger, drain, schema).", ConstLabels: constLabels,
+			Name: "etl_sink_flushes_total", Help: "Batches closed, by reason (rows, bytes, linger, idle, drain, schema).", ConstLabels: constLabels,
 		}, []string{"shard", "reason"}),
 		insertDuration: prometheus.NewHistogramVec(prometheus.HistogramOpts{
 			Name: "etl_sink_insert_duration_seconds", Help: "Duration of one insert attempt, by outcome (ok, error).", ConstLabels: constLabels,
@@ -153,6 +154,7 @@ func (m *Metrics) forShard(shard string) *shardMetrics {
 			reasonRows:   m.flushes.WithLabelValues(shard, reasonRows),
 			reasonBytes:  m.flushes.WithLabelValues(shard, reasonBytes),
 			reasonLinger: m.flushes.WithLabelValues(shard, reasonLinger),
+			reasonIdle:   m.flushes.WithLabelValues(shard, reasonIdle),
 			reasonDrain:  m.flushes.WithLabelValues(shard, reasonDrain),
 			reasonSchema: m.flushes.WithLabelValues(shard, reasonSchema),
 		},

@@ -37,6 +37,12 @@ type ShardOptions struct {
 	MaxRows  int
 	MaxBytes int
 	Linger   time.Duration
+	// Idle closes a batch that holds at least a quarter of MaxRows or of
+	// MaxBytes once no chunk has arrived for this long (0: off). The
+	// input goes quiet when the source has caught up (the end of a burst
+	// or of a backlog) or is paused: a batch already large enough to be a
+	// good insert is not held back for the rest of its linger.
+	Idle time.Duration
 	// MaxInflight is how many inserts of this shard may run at once
 	// (default 1). While that many run, the batching loop takes nothing
 	// from the queue, so the queue fills and producers see backpressure.
@@ -311,10 +317,16 @@ func (s *Shard) Run(ctx context.Context) error {
 		linger   *time.Timer
 		lingerC  <-chan time.Time
 		lingered bool // the linger of cur has passed
+		idle     *time.Timer
+		idleC    <-chan time.Time
+		idled    bool // cur is large and its input went quiet
 	)
 	defer func() {
 		if linger != nil {
 			linger.Stop()
+		}
+		if idle != nil {
+			idle.Stop()
 		}
 	}()
 
@@ -324,6 +336,10 @@ func (s *Shard) Run(ctx context.Context) error {
 		lingerC, lingered = nil, false
 		if linger != nil {
 			linger.Stop()
+		}
+		idleC, idled = nil, false
+		if idle != nil {
+			idle.Stop()
 		}
 		s.m.flush[reason].Inc()
 		s.m.batchRows.Observe(float64(b.rows))
@@ -345,6 +361,10 @@ func (s *Shard) Run(ctx context.Context) error {
 			}
 			if lingered {
 				dispatch(reasonLinger)
+				continue
+			}
+			if idled {
+				dispatch(reasonIdle)
 				continue
 			}
 		}
@@ -388,9 +408,20 @@ func (s *Shard) Run(ctx context.Context) error {
 				dispatch(reasonRows)
 			case s.o.MaxBytes > 0 && cur.bytes >= s.o.MaxBytes:
 				dispatch(reasonBytes)
+			case s.o.Idle > 0 && s.idleSize(cur.rows, cur.bytes):
+				// (Re)start the quiet period: it ends with no chunk
+				// arriving for Idle.
+				if idle == nil {
+					idle = time.NewTimer(s.o.Idle)
+				} else {
+					idle.Reset(s.o.Idle)
+				}
+				idleC, idled = idle.C, false
 			}
 		case <-lingerC:
 			lingerC, lingered = nil, true
+		case <-idleC:
+			idleC, idled = nil, true
 		case err := <-done:
 			inflight--
 			s.m.inflight.Set(float64(inflight))
@@ -402,6 +433,13 @@ func (s *Shard) Run(ctx context.Context) error {
 			}
 		}
 	}
+}
+
+// idleSize reports whether a batch of rows and bytes is large enough for
+// the idle trigger: a quarter of MaxRows or of MaxBytes. With neither set
+// every chunk is its own batch and the trigger has nothing to do.
+func (s *Shard) idleSize(rows, bytes int) bool {
+	return (s.o.MaxRows > 0 && rows >= (s.o.MaxRows+3)/4) || (s.o.MaxBytes > 0 && bytes >= (s.o.MaxBytes+3)/4)
 }
 
 // spaceIfFull calls OnSpace if a TryEnqueue was refused since the last call

@@ -436,3 +436,65 @@ func TestShardLingerAndCloseBeforeRun(t *testing.T) {
 		t.Errorf("%d rows, want 6", n)
 	}
 }
+
+// TestShardIdleFlush: a batch holding a quarter of max_rows is inserted
+// once its input goes quiet for the idle time, long before its linger; a
+// smaller one waits for its linger, and a stream of chunks that keeps
+// arriving within the idle time is not cut by it.
+func TestShardIdleFlush(t *testing.T) {
+	t.Parallel()
+	srv := testenv.ClickHouse(t)
+	srv.Exec(t, "CREATE TABLE default.idle "+idTable)
+	c := connect(t, srv, "idle")
+	tg := plan(t, c)
+	m := NewMetrics(nil, nil)
+	a := newAcks()
+	const linger = 30 * time.Second
+	s := NewShard(ShardOptions{
+		Name: "i", Client: c, Target: tg,
+		QueueCapacity: 16, MaxRows: 100, Linger: linger, Idle: 50 * time.Millisecond,
+		OnDone: a.onDone, Log: testLog(t), Metrics: m,
+	})
+	res, _ := runShard(t, s)
+	flushes := func(reason string) float64 { return testutil.ToFloat64(m.flushes.WithLabelValues("i", reason)) }
+
+	// 24 rows: under a quarter of 100, so the batch waits for its linger.
+	small := idChunk(t, tg, 0, 24)
+	s.TryEnqueue(small)
+	time.Sleep(500 * time.Millisecond) // ten idle periods
+	if a.count(small) != 0 || flushes(reasonIdle) != 0 {
+		t.Fatalf("a batch of 24 rows (max_rows 100) was inserted after 0.5 s; it must wait for its linger (%v)", linger)
+	}
+
+	// One more row makes 25, a quarter: inserted once the input is quiet.
+	quarter := idChunk(t, tg, 24, 1)
+	start := time.Now()
+	s.TryEnqueue(quarter)
+	eventually(t, 10*time.Second, "the idle batch to be inserted", func() bool { return a.count(quarter) == 1 })
+	t.Logf("batch of 25 rows inserted %v after its input went quiet", time.Since(start).Round(time.Millisecond))
+	if a.count(small) != 1 || flushes(reasonIdle) != 1 || flushes(reasonLinger) != 0 {
+		t.Fatalf("want one idle flush of both chunks: acked %d, idle %v, linger %v", a.count(small), flushes(reasonIdle), flushes(reasonLinger))
+	}
+
+	// Chunks arriving back to back keep the batch open until max_rows
+	// closes it, although it passes a quarter after the third.
+	var stream []*chunk.Chunk
+	for i := range 10 {
+		ch := idChunk(t, tg, 25+10*i, 10)
+		stream = append(stream, ch)
+		if !s.TryEnqueue(ch) {
+			t.Fatalf("queue of 16 refused chunk %d", i)
+		}
+	}
+	eventually(t, 10*time.Second, "the full batch to be inserted", func() bool { return a.count(stream[9]) == 1 })
+	if got := flushes(reasonRows); got != 1 || flushes(reasonIdle) != 1 {
+		t.Errorf("a stream of 10 chunks 5 ms apart: flushes rows %v, idle %v; want 1 and still 1", got, flushes(reasonIdle))
+	}
+	s.Close()
+	if err := wait(t, res, 10*time.Second); err != nil {
+		t.Fatal(err)
+	}
+	if n := srv.Count(t, "default.idle"); n != 125 {
+		t.Errorf("%d rows, want 125", n)
+	}
+}
