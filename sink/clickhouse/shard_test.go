@@ -77,6 +77,17 @@ func wait(t *testing.T, res <-chan error, d time.Duration) error {
 
 const idTable = "(id UInt64, msg String) ENGINE = MergeTree ORDER BY id"
 
+// newShardEnv starts a ClickHouse with an idTable named table and returns
+// it with a client for the table (opts change the client's Options), the
+// table's plan, unregistered metrics and an ack recorder.
+func newShardEnv(t *testing.T, table string, opts ...func(*Options)) (*testenv.CH, *Client, *Target, *Metrics, *acks) {
+	t.Helper()
+	srv := testenv.ClickHouse(t)
+	srv.Exec(t, "CREATE TABLE default."+table+" "+idTable)
+	c := connect(t, srv, table, opts...)
+	return srv, c, plan(t, c), NewMetrics(nil, nil), newAcks()
+}
+
 func TestShardEndToEnd(t *testing.T) {
 	t.Parallel()
 	srv := testenv.ClickHouse(t)
@@ -166,12 +177,7 @@ func TestShardEndToEnd(t *testing.T) {
 
 func TestShardRetriesThroughOutage(t *testing.T) {
 	t.Parallel()
-	srv := testenv.ClickHouse(t)
-	srv.Exec(t, "CREATE TABLE default.outage "+idTable)
-	c := connect(t, srv, "outage", func(o *Options) { o.InsertTimeout = 5 * time.Second })
-	tg := plan(t, c)
-	m := NewMetrics(nil, nil)
-	a := newAcks()
+	srv, c, tg, m, a := newShardEnv(t, "outage", func(o *Options) { o.InsertTimeout = 5 * time.Second })
 	s := NewShard(ShardOptions{
 		Name: "7", Client: c, Target: tg,
 		QueueCapacity: 8, MaxRows: 1000, Linger: 10 * time.Millisecond, MaxInflight: 2,
@@ -217,12 +223,7 @@ func TestShardRetriesThroughOutage(t *testing.T) {
 
 func TestShardBackpressure(t *testing.T) {
 	t.Parallel()
-	srv := testenv.ClickHouse(t)
-	srv.Exec(t, "CREATE TABLE default.bp "+idTable)
-	c := connect(t, srv, "bp")
-	tg := plan(t, c)
-	m := NewMetrics(nil, nil)
-	a := newAcks()
+	srv, c, tg, m, a := newShardEnv(t, "bp")
 	space := make(chan struct{}, 10)
 	s := NewShard(ShardOptions{
 		Name: "bp", Client: c, Target: tg,
@@ -342,12 +343,7 @@ func TestShardPermanentError(t *testing.T) {
 
 func TestShardHardStopDuringBackoff(t *testing.T) {
 	t.Parallel()
-	srv := testenv.ClickHouse(t)
-	srv.Exec(t, "CREATE TABLE default.hard "+idTable)
-	c := connect(t, srv, "hard")
-	tg := plan(t, c)
-	m := NewMetrics(nil, nil)
-	a := newAcks()
+	srv, c, tg, m, a := newShardEnv(t, "hard")
 	s := NewShard(ShardOptions{
 		Name: "h", Client: c, Target: tg,
 		QueueCapacity: 4, MaxRows: 1, MaxInflight: 2,
@@ -385,12 +381,7 @@ func TestShardHardStopDuringBackoff(t *testing.T) {
 
 func TestShardLingerAndCloseBeforeRun(t *testing.T) {
 	t.Parallel()
-	srv := testenv.ClickHouse(t)
-	srv.Exec(t, "CREATE TABLE default.linger "+idTable)
-	c := connect(t, srv, "linger")
-	tg := plan(t, c)
-	m := NewMetrics(nil, nil)
-	a := newAcks()
+	srv, c, tg, m, a := newShardEnv(t, "linger")
 	s := NewShard(ShardOptions{
 		Name: "l", Client: c, Target: tg,
 		QueueCapacity: 4, MaxRows: 1 << 20, MaxBytes: 1 << 30, Linger: 100 * time.Millisecond,
@@ -443,12 +434,7 @@ func TestShardLingerAndCloseBeforeRun(t *testing.T) {
 // arriving within the idle time is not cut by it.
 func TestShardIdleFlush(t *testing.T) {
 	t.Parallel()
-	srv := testenv.ClickHouse(t)
-	srv.Exec(t, "CREATE TABLE default.idle "+idTable)
-	c := connect(t, srv, "idle")
-	tg := plan(t, c)
-	m := NewMetrics(nil, nil)
-	a := newAcks()
+	srv, c, tg, m, a := newShardEnv(t, "idle")
 	const linger = 30 * time.Second
 	s := NewShard(ShardOptions{
 		Name: "i", Client: c, Target: tg,
