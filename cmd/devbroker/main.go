@@ -19,6 +19,7 @@ import (
 	"net"
 	"os"
 	"os/signal"
+	"runtime/debug"
 	"strconv"
 	"strings"
 	"syscall"
@@ -26,7 +27,19 @@ import (
 	"github.com/twmb/franz-go/pkg/kfake"
 )
 
+// gcPercent is the broker's GOGC unless the environment sets one. The
+// broker keeps every record in memory as byte slices: with Go's default of
+// 100 its heap grows to twice what it holds, and on the first read of a
+// large backlog every page of that growth is a page fault (0.15 CPU-s per
+// million 6-column records, as much as serving them). At 25 the heap stays
+// within a quarter above the records, and the collector, with few pointers
+// to follow, stays under 1% of the broker's CPU.
+const gcPercent = 25
+
 func main() {
+	if _, set := os.LookupEnv("GOGC"); !set {
+		debug.SetGCPercent(gcPercent)
+	}
 	if err := run(os.Args[1:]); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			os.Exit(2)
