@@ -9,7 +9,9 @@
 # buffers, once, and a stream that does not end never waits for the
 # linger of a last, partial batch). The broker and ClickHouse run on the
 # same machine and share its CPUs.
-#   N=2000000 CONFIG=configs/bench.yaml scripts/bench.sh
+#   N=4000000 CONFIG=configs/bench.yaml scripts/bench.sh
+# The default of 4M rows runs about 6 s here: in shorter runs the first
+# second of the process (heap growth, page faults) weighs on the figures.
 # With FREEZE_FOR=20 (seconds), ClickHouse is frozen (SIGSTOP) FREEZE_AFTER
 # seconds (default 2) into the run, and etl's RSS is sampled every 100 ms
 # while it is: the peak shows that memory stays within the byte budget.
@@ -18,7 +20,7 @@
 # compares exactly-once with at-least-once into the same kind of table.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-N=${N:-2000000}
+N=${N:-4000000}
 CONFIG=${CONFIG:-configs/bench.yaml}
 DIR=${BENCH_DIR:-$(mktemp -d /tmp/etl-bench.XXXXXX)}
 CH_TCP=${CH_TCP:-29000}
