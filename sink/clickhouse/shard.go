@@ -363,7 +363,9 @@ func (s *Shard) Run(ctx context.Context) error {
 				dispatch(reasonLinger)
 				continue
 			}
-			if idled {
+			// A chunk that arrived as the quiet period ended goes into
+			// the batch first (and starts a new quiet period).
+			if idled && len(s.queue) == 0 {
 				dispatch(reasonIdle)
 				continue
 			}
