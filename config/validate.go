@@ -207,8 +207,7 @@ var rules = []rule{
 	{path: "sink.clickhouse.batch.linger", when: hasClickHouse, check: func(c *Config) string {
 		return durRange(c.Sink.ClickHouse.Batch.Linger, msec, 10*minute)
 	}},
-	// 0 turns the idle trigger off; waiting longer than the linger would
-	// never fire.
+	// 0 turns the idle trigger off; otherwise the same range as linger.
 	{path: "sink.clickhouse.batch.idle", when: hasClickHouse, check: func(c *Config) string {
 		if c.Sink.ClickHouse.Batch.Idle == 0 {
 			return ""

@@ -110,10 +110,11 @@ type chgoConn struct {
 	settings ch.Settings
 }
 
-// newChgoPool returns the pool for o; database is the resolved database.
+// newChgoPool returns the pool for o; database is the resolved database
+// and o.Compression is resolved too (Connect turned "auto" into a method).
 func newChgoPool(o Options, database string, settings ch.Settings, log *slog.Logger) (*chgoPool, error) {
 	var comp chgo.Compression
-	switch strings.ToLower(resolveCompression(o.Compression, o.Addr)) {
+	switch strings.ToLower(o.Compression) {
 	case "", "none":
 		comp = chgo.CompressionDisabled
 	case "lz4":
@@ -121,7 +122,7 @@ func newChgoPool(o Options, database string, settings ch.Settings, log *slog.Log
 	case "zstd":
 		comp = chgo.CompressionZSTD
 	default:
-		return nil, fmt.Errorf("clickhouse: compression %q: want auto, none, lz4 or zstd", o.Compression)
+		return nil, fmt.Errorf("clickhouse: compression %q: want none, lz4 or zstd", o.Compression)
 	}
 	if len(o.Addr) == 0 {
 		return nil, errors.New("clickhouse: no address configured")

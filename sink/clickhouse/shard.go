@@ -395,12 +395,7 @@ func (s *Shard) Run(ctx context.Context) error {
 				dispatch(reasonSchema)
 			}
 			if len(cur.chunks) == 0 && s.o.Linger > 0 {
-				if linger == nil {
-					linger = time.NewTimer(s.o.Linger)
-				} else {
-					linger.Reset(s.o.Linger)
-				}
-				lingerC = linger.C
+				lingerC = restart(&linger, s.o.Linger)
 			}
 			cur.chunks = append(cur.chunks, c)
 			cur.rows += c.Rows
@@ -413,12 +408,7 @@ func (s *Shard) Run(ctx context.Context) error {
 			case s.o.Idle > 0 && s.idleSize(cur.rows, cur.bytes):
 				// (Re)start the quiet period: it ends with no chunk
 				// arriving for Idle.
-				if idle == nil {
-					idle = time.NewTimer(s.o.Idle)
-				} else {
-					idle.Reset(s.o.Idle)
-				}
-				idleC, idled = idle.C, false
+				idleC, idled = restart(&idle, s.o.Idle), false
 			}
 		case <-lingerC:
 			lingerC, lingered = nil, true
@@ -435,6 +425,17 @@ func (s *Shard) Run(ctx context.Context) error {
 			}
 		}
 	}
+}
+
+// restart starts *t to fire after d, making it on first use, and returns
+// its channel.
+func restart(t **time.Timer, d time.Duration) <-chan time.Time {
+	if *t == nil {
+		*t = time.NewTimer(d)
+	} else {
+		(*t).Reset(d)
+	}
+	return (*t).C
 }
 
 // idleSize reports whether a batch of rows and bytes is large enough for
