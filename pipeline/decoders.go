@@ -14,6 +14,11 @@ import (
 	"github.com/etl-project/etl/sink/clickhouse"
 )
 
+// prewarmTimeout bounds the fetch of decode.avro.prewarm_subjects at
+// startup: a registry that is down or does not answer delays the start by
+// at most this much, and never stops it.
+const prewarmTimeout = 10 * time.Second
+
 // setupAvro prepares what the Avro decoders share: the registry client
 // (confluent framing, with the configured subjects fetched at startup) or
 // the writer schema from schema_file.
@@ -55,7 +60,7 @@ func (p *Pipeline) setupAvro(ctx context.Context) error {
 	}
 	p.registry = reg
 	if len(a.PrewarmSubjects) > 0 {
-		pctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+		pctx, cancel := context.WithTimeout(ctx, prewarmTimeout)
 		defer cancel()
 		if err := reg.Prewarm(pctx, a.PrewarmSubjects); err != nil {
 			// Not fatal: the schemas are fetched when records need them.

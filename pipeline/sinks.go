@@ -103,7 +103,8 @@ func (p *Pipeline) openSinks(ctx context.Context) error {
 }
 
 // plan reads the table from the first replica that answers. A server that
-// answers with an error (no such table, a type the encoder lacks) decides.
+// answers with an error (no such table, a type the encoder lacks) decides;
+// when none answers, the error is ErrUnavailable.
 func (s *sinkState) plan(ctx context.Context) (*clickhouse.Target, error) {
 	var errs []error
 	for _, cs := range s.clients {
@@ -118,7 +119,7 @@ func (s *sinkState) plan(ctx context.Context) (*clickhouse.Target, error) {
 			errs = append(errs, err)
 		}
 	}
-	return nil, fmt.Errorf("no replica answered: %w", errors.Join(errs...))
+	return nil, unavailable(fmt.Errorf("no replica answered: %w", errors.Join(errs...)))
 }
 
 // closeClients closes every replica's connections.
@@ -159,6 +160,9 @@ func (s *sinkState) checkCluster(ctx context.Context) error {
 			break
 		}
 	}
+	if err != nil && !clickhouse.ServerAnswered(err) {
+		return unavailable(err)
+	}
 	if err != nil {
 		return err
 	}
@@ -184,7 +188,8 @@ func (s *sinkState) checkCluster(ctx context.Context) error {
 }
 
 // ask runs f against the first replica that answers (a server that
-// answers with an error ends the search: the others would say the same).
+// answers with an error ends the search: the others would say the same);
+// when none answers, the error is ErrUnavailable.
 func (s *sinkState) ask(f func(c *clickhouse.Client) error) error {
 	var errs []error
 	for _, cs := range s.clients {
@@ -196,5 +201,5 @@ func (s *sinkState) ask(f func(c *clickhouse.Client) error) error {
 			errs = append(errs, err)
 		}
 	}
-	return fmt.Errorf("no replica answered: %w", errors.Join(errs...))
+	return unavailable(fmt.Errorf("no replica answered: %w", errors.Join(errs...)))
 }

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -8,6 +9,7 @@ import (
 	"net/http"
 	"net/http/pprof"
 	"runtime"
+	"sync/atomic"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -15,7 +17,6 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 
 	"github.com/etl-project/etl/config"
-	"github.com/etl-project/etl/pipeline"
 )
 
 // newRegistry returns the registry every component registers on, with the
@@ -42,16 +43,49 @@ func (s *httpServer) Close() {
 	}
 }
 
+// prober answers /healthz and /readyz: the pipeline once it is built, the
+// startup (startup.go) until then.
+type prober interface {
+	Health() (bool, string)
+	Ready(ctx context.Context) (bool, string)
+}
+
+// metricsView serves /metrics: the base registry (runtime, process and
+// info metrics) and the registry of the pipeline, or of the startup until
+// the pipeline is built. Each attempt to build the pipeline registers on a
+// registry of its own, which is shown only once the attempt succeeded.
+type metricsView struct {
+	base *prometheus.Registry
+	h    atomic.Pointer[http.Handler]
+}
+
+func newMetricsView(base *prometheus.Registry, g prometheus.Gatherer) *metricsView {
+	v := &metricsView{base: base}
+	v.show(g)
+	return v
+}
+
+// show serves the base registry's metrics and g's from now on.
+func (v *metricsView) show(g prometheus.Gatherer) {
+	h := promhttp.HandlerFor(prometheus.Gatherers{v.base, g}, promhttp.HandlerOpts{Registry: v.base})
+	v.h.Store(&h)
+}
+
+func (v *metricsView) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	(*v.h.Load()).ServeHTTP(w, r)
+}
+
 // startHTTP serves /metrics, /healthz, /readyz and, when enabled,
 // /debug/pprof on listen ("off" disables it).
-func startHTTP(listen string, withPprof bool, reg *prometheus.Registry, p *pipeline.Pipeline, log *slog.Logger) (*httpServer, error) {
+func startHTTP(listen string, withPprof bool, metrics http.Handler, p prober, log *slog.Logger) (*httpServer, error) {
 	if listen == "" || listen == "off" {
 		return &httpServer{}, nil
 	}
 	mux := http.NewServeMux()
-	mux.Handle("/metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{Registry: reg}))
+	mux.Handle("/metrics", metrics)
 	// /healthz: the poll loop is alive and no partition is stalled
-	// (checkpoint.stalled_fail_after); 503 with the reason otherwise.
+	// (checkpoint.stalled_fail_after); 503 with the reason otherwise. 200
+	// while the startup waits for ClickHouse: restarting would not help.
 	mux.HandleFunc("/healthz", func(w http.ResponseWriter, _ *http.Request) {
 		ok, msg := p.Health()
 		if !ok {
@@ -60,7 +94,8 @@ func startHTTP(listen string, withPprof bool, reg *prometheus.Registry, p *pipel
 		fmt.Fprintln(w, msg)
 	})
 	// /readyz: an assignment was received from the consumer group and
-	// ClickHouse answers; 503 with what is missing otherwise.
+	// ClickHouse answers; 503 with what is missing otherwise (while the
+	// startup waits for ClickHouse: its last error).
 	mux.HandleFunc("/readyz", func(w http.ResponseWriter, r *http.Request) {
 		ok, msg := p.Ready(r.Context())
 		if !ok {

@@ -111,18 +111,29 @@ func runPipeline(args []string, stdout, stderr io.Writer) int {
 	// ETL_TEST_CRASH_AFTER_INSERTS=n (tests only) kills the process after
 	// n inserts, between an insert and its acknowledgement.
 	crashAfter, _ := strconv.ParseInt(os.Getenv("ETL_TEST_CRASH_AFTER_INSERTS"), 10, 64)
-	p, err := pipeline.New(ctx, pipeline.Options{Config: cfg, Log: log, Registerer: reg, CrashAfterInserts: crashAfter})
+	st, err := newStartup(pipeline.Options{Config: cfg, Log: log, CrashAfterInserts: crashAfter}, reg)
 	if err != nil {
 		log.Error("cannot start the pipeline", "err", err)
 		return exitFailed
 	}
-	setMemoryLimit(p.Stats().BudgetBytes, log)
-	srv, err := startHTTP(cfg.Metrics.Listen, cfg.Metrics.Pprof, reg, p, log)
+	// The probes and /metrics answer while the pipeline is being built,
+	// which takes as long as ClickHouse cannot be reached.
+	srv, err := startHTTP(cfg.Metrics.Listen, cfg.Metrics.Pprof, st.metrics, st, log)
 	if err != nil {
 		log.Error("cannot start the metrics server", "err", err)
 		return exitFailed
 	}
 	defer srv.Close()
+	p, err := st.run(ctx)
+	switch {
+	case err != nil && ctx.Err() != nil:
+		log.Info("stopped before the pipeline started: nothing was read")
+		return exitOK
+	case err != nil:
+		log.Error("cannot start the pipeline", "err", err)
+		return exitFailed
+	}
+	setMemoryLimit(p.Stats().BudgetBytes, log)
 	if *progress {
 		stop := startProgress(p, stdout)
 		defer stop()
