@@ -5,7 +5,7 @@ LDFLAGS   := -s -w -X main.version=$(VERSION)
 BIN       := bin
 DEMO_DIR  ?= .demo
 
-.PHONY: all build test test-short vet fmt check-deploy demo demo-stop bench clean
+.PHONY: all build test test-short vet fmt check-deploy sim demo demo-stop bench clean
 
 all: build
 
@@ -16,10 +16,19 @@ build:
 # Everything: formatting, vet, the deployment files' checks, unit tests and
 # the integration tests against a real ClickHouse and a real broker, with
 # the race detector.
-test: vet check-deploy
+test: vet check-deploy sim
 	@unformatted=$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go')); \
 	  if [ -n "$$unformatted" ]; then echo "gofmt would change: $$unformatted"; exit 1; fi
 	$(GO) test -race -count=1 -timeout 25m ./...
+
+# The deterministic simulation of the flow-control core (pipeline/sim_test.go):
+# SEEDS seeds from 1, each replayable alone with
+# go test ./pipeline -run '^TestSim$$' -sim.seed=N -v. Its last line is
+# "sim: N seeds, S steps, V violations".
+SEEDS ?= 1000
+sim:
+	$(GO) test -c -o $(BIN)/pipeline.test ./pipeline
+	$(BIN)/pipeline.test -test.run '^TestSim$$' -test.count=1 -sim.seeds=$(SEEDS) -sim.summary
 
 test-short: vet
 	$(GO) test -count=1 -short ./...

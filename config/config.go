@@ -360,6 +360,10 @@ type Checkpoint struct {
 	DrainTimeout     Duration `yaml:"drain_timeout"`
 	StalledFailAfter Duration `yaml:"stalled_fail_after"`
 	ExitOnStall      bool     `yaml:"exit_on_stall"`
+	// MaxOpenBlocks bounds, with delivery exactly_once, the insert blocks
+	// of one partition registered in the commit metadata and not yet
+	// below the committed offset.
+	MaxOpenBlocks int `yaml:"max_open_blocks"`
 }
 
 // MetricsOff is the value of Metrics.Listen that disables the metrics server.
@@ -429,6 +433,7 @@ func Defaults() *Config {
 			CommitInterval:   Duration(5 * time.Second),
 			DrainTimeout:     Duration(25 * time.Second),
 			StalledFailAfter: Duration(120 * time.Second),
+			MaxOpenBlocks:    100,
 		},
 		Metrics: Metrics{Listen: "127.0.0.1:9090"},
 		Log: Log{

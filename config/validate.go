@@ -305,6 +305,12 @@ var rules = []rule{
 	{path: "checkpoint.stalled_fail_after", check: func(c *Config) string {
 		return durRange(c.Checkpoint.StalledFailAfter, 10*sec, 24*hour)
 	}},
+	// Each block takes at most 40 bytes of commit metadata ("first-next,"
+	// with 19-digit offsets) after the 5-byte prefix: the default of 100
+	// (4,004 bytes) fits Kafka's default offset.metadata.max.bytes of
+	// 4096. More needs that broker setting raised; 10,000 blocks is 400 KB
+	// of metadata written with every commit.
+	{path: "checkpoint.max_open_blocks", check: func(c *Config) string { return intRange(c.Checkpoint.MaxOpenBlocks, 1, 10000) }},
 
 	{path: "metrics.listen", check: func(c *Config) string {
 		l := c.Metrics.Listen

@@ -51,13 +51,9 @@ func BenchmarkPipelineNullSink(b *testing.B) {
 		}
 		h.Fetched(&kgo.FetchTopicPartition{Topic: "events", FetchPartition: kgo.FetchPartition{Partition: 0, Records: recs}})
 		p.runq.pop()
-		l.mu.Lock()
-		l.state = laneRunning
-		l.mu.Unlock()
+		l.start()
 		p.process(l, dec)
-		l.mu.Lock()
-		l.state = laneIdle
-		l.mu.Unlock()
+		l.finish()
 		p.processAcks()
 	}
 	el := time.Since(start)

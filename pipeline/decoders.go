@@ -121,9 +121,7 @@ func (r registrySource) Wait(id int32) <-chan struct{} {
 // fetched (or the pipeline stops), then schedules it again. The record is
 // not consumed: it is decoded again after the wait.
 func (p *Pipeline) waitSchema(l *lane, ready <-chan struct{}) {
-	l.mu.Lock()
-	l.waiting = true
-	l.mu.Unlock()
+	l.wait()
 	p.waiters.Add(1)
 	go func() {
 		defer p.waiters.Done()
@@ -131,9 +129,8 @@ func (p *Pipeline) waitSchema(l *lane, ready <-chan struct{}) {
 		case <-ready:
 		case <-p.stopWaiters:
 		}
-		l.mu.Lock()
-		l.waiting = false
-		l.mu.Unlock()
-		p.schedule(l)
+		if l.ready() {
+			p.runq.push(l)
+		}
 	}()
 }

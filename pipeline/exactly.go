@@ -47,6 +47,13 @@ type eoState struct {
 	openSince atomic.Int64
 	// flushDue is set by the controller when the open chunk lingered.
 	flushDue atomic.Bool
+	// unregistered: the parked chunk is a block waiting for room among the
+	// partition's open blocks (checkpoint.max_open_blocks), not yet
+	// registered.
+	unregistered bool
+	// sealPending: the staged path's outputs wait for that room before
+	// they are sealed as one block.
+	sealPending bool
 	// held is the budget bytes of the records in the open chunk: with
 	// exactly-once a block grows to a whole batch, so its records stay
 	// counted until it is sealed.
@@ -63,6 +70,31 @@ func (e *eoState) eoCut(offset int64) bool {
 		}
 	}
 	return false
+}
+
+// open starts a block at the record at offset, the lane having covered
+// the offsets below cursor (-1: none yet). The block covers the offsets
+// from cursor on, so gaps (compaction, a record acknowledged on its own)
+// belong to it; a block rebuilt for a previous owner starts where that
+// owner's started, even when its first offsets are below the committed
+// offset the assignment resumed from (a rejected record acknowledged on
+// its own let the watermark pass them): the block registered again must be
+// the one in the metadata, not a second one.
+func (e *eoState) open(offset, cursor int64, now time.Time) {
+	e.curFirst = offset
+	if cursor >= 0 && cursor < offset {
+		e.curFirst = cursor
+	}
+	if e.curFirst < e.replayEnd {
+		// The last registered edge below the first offset.
+		start := e.curFirst
+		for _, b := range e.bounds {
+			if b < start && (cursor < 0 || b >= cursor) {
+				e.curFirst = b
+			}
+		}
+	}
+	e.openSince.Store(now.UnixNano())
 }
 
 // replaying reports whether the open chunk is a block being rebuilt.
@@ -93,11 +125,13 @@ func (p *Pipeline) eoAssigned(ctx context.Context, parts kafka.Partitions) (map[
 	}
 	var committed map[string]map[int32]kafka.Committed
 	var err error
-	for attempt := 0; attempt < 20; attempt++ {
-		fctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	// Within the time Health allows a group callback.
+	deadline := time.Now().Add(p.callbackLimit())
+	for {
+		fctx, cancel := context.WithDeadline(ctx, deadline)
 		committed, err = p.src.FetchCommitted(fctx, parts)
 		cancel()
-		if err == nil || ctx.Err() != nil {
+		if err == nil || ctx.Err() != nil || time.Now().Add(250*time.Millisecond).After(deadline) {
 			break
 		}
 		time.Sleep(250 * time.Millisecond)
@@ -164,10 +198,12 @@ func (p *Pipeline) releaseDecoded(l *lane, bytes int64) {
 // eoRegister commits the block range [first, next) before a chunk of it
 // may reach ClickHouse.
 // It retries until the commit succeeds, and gives up (false) when the
-// lane is closed or the pipeline stops: the chunk is then dropped, never
-// inserted, and its records are read again by the next owner.
+// lane is closed (revoked or lost) or the stop gives up waiting (the drain
+// deadline passed: haltChan): the chunk is then dropped, never inserted,
+// and its records are read again by the next owner.
 func (p *Pipeline) eoRegister(l *lane, first, next int64) bool {
 	for attempt := 1; ; attempt++ {
+		p.yield(hookRegister, l)
 		p.commitMu.Lock()
 		cm, ok := p.tracker.RegisterBlock(l.tp, l.epoch, first, next)
 		var err error
@@ -196,7 +232,17 @@ func (p *Pipeline) eoRegister(l *lane, first, next int64) bool {
 		}
 		p.log.Warn("exactly_once: could not register an insert block; retrying", "topic", l.tp.Topic,
 			"partition", l.tp.Partition, "block", fmt.Sprintf("%d-%d", first, next), "attempt", attempt, "err", err)
-		time.Sleep(min(time.Duration(attempt)*100*time.Millisecond, 2*time.Second))
+		backoff := time.NewTimer(min(time.Duration(attempt)*100*time.Millisecond, 2*time.Second))
+		select {
+		case <-backoff.C:
+		case <-p.haltChan():
+			// The stop gave up waiting: the block is not written, its
+			// records are read again by the next owner.
+			backoff.Stop()
+			p.log.Warn("exactly_once: stopping with an insert block not registered: it is not written", "topic", l.tp.Topic,
+				"partition", l.tp.Partition, "block", fmt.Sprintf("%d-%d", first, next))
+			return false
+		}
 	}
 }
 

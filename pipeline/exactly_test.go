@@ -52,7 +52,7 @@ func TestExactlyOnceCommitKeepsBlocks(t *testing.T) {
 
 	p := &Pipeline{cfg: &config.Config{Delivery: "exactly_once"}, log: slog.Default(), src: src, tracker: NewTracker(), m: newMetrics(nil)}
 	tp := TopicPartition{"events", 0}
-	l := newLane(tp, p.tracker.Assign(tp), nil)
+	l := newLane(tp, p.tracker.Assign(tp), nil, nil)
 	p.tracker.Start(tp, l.epoch, 0)
 	read := func(what string, wantOffset int64, wantMeta string) {
 		t.Helper()

@@ -11,34 +11,58 @@ import (
 	"github.com/etl-project/etl/chunk"
 )
 
-type laneState int
-
-const (
-	laneIdle    laneState = iota // no worker owns it and it is not queued
-	laneQueued                   // waiting in the run queue
-	laneRunning                  // a worker owns it
-)
-
-// lane is one assigned partition under one assignment epoch. At most one
+// A lane is one assigned partition under one assignment epoch. At most one
 // worker owns a lane at a time, so the partition's records are decoded and
 // handed to the sink in offset order.
+//
+// The lane's life is a state machine, every transition of which is a
+// method below, made under lane.mu:
+//
+//	        schedule                start
+//	Idle ─────────────▶ Queued ─────────────▶ Running
+//	 ▲                    ▲                     │ finish
+//	 │                    │ wake / schema ready │
+//	 │                    └── Blocked, Waiting ◀┤ (refused by a full queue,
+//	 └──────────────────────────────────────────┤  waiting for a schema)
+//	                                            └▶ Failed (a bad record under on_error fail)
+//
+//	close (revoke, loss): Idle, Blocked, Waiting, Failed ──▶ Closed at once;
+//	                      Queued, Running ──▶ Closed when the worker starts or finishes it.
+//
+// A lane holds budget bytes (see held): its fetched records not yet
+// decoded, the records of an open exactly-once block, and the sealed chunks
+// no shard queue took yet. Every byte a lane holds leaves the budget
+// exactly once: decoded records as they are decoded (or when their block
+// is sealed), chunks when the sink acknowledges them, and whatever a
+// closed lane holds when it enters Closed, through dropLocked, which is
+// reached only from the two transitions into Closed (close and finish, or
+// start for a lane closed while queued). The transitions return those
+// bytes and the caller releases them.
 type lane struct {
 	dest  int // the shard its chunks go to (sharding by partition)
 	tp    TopicPartition
 	epoch uint64
 	lag   prometheus.Gauge
+	// settle is the pipeline's broadcast, notified when the lane may have
+	// become idle or its last chunk was acknowledged (drain and revoke
+	// waits).
+	settle *broadcast
 
 	mu        sync.Mutex
+	state     laneState
 	recs      []*kgo.Record // fetched records; recs[head:] are not yet decoded
 	head      int
 	recBytes  int64 // budget bytes of recs[head:]
 	nextFetch int64 // the offset the next fetched record must have; -1 before the first
-	state     laneState
+	// What the worker running the lane, or another goroutine meanwhile,
+	// asked for; finish turns them into the next state.
 	rerun     bool // scheduled while running: run again
-	blocked   bool // its chunk was refused by a full shard queue
 	closed    bool // revoked or lost: drop everything
 	failed    bool // a record could not be decoded: process no further
 	waiting   bool // the next record waits for its schema to be fetched
+	blocked   bool // blockedOn refused a chunk (see blockedOn)
+	blockedOn int  // the dest whose queue refused, or blockedOnBlocks
+	idleAt    time.Time
 
 	// Owned by the worker running the lane.
 	cur    *chunk.Chunk // chunk being built
@@ -54,13 +78,178 @@ type lane struct {
 
 	eo eoState // exactly-once (exactly.go)
 
-	outstanding atomic.Int64 // chunks handed to the sink and not yet acknowledged
+	outstanding atomic.Int64 // chunks (and dead-letter writes) handed on and not yet acknowledged
 	lagValue    atomic.Int64 // records between the last fetched one and the high watermark
-	idleAt      time.Time    // guarded by mu: when the watchdog last saw nothing in flight
 }
 
-func newLane(tp TopicPartition, epoch uint64, lag prometheus.Gauge) *lane {
-	return &lane{tp: tp, epoch: epoch, lag: lag, nextFetch: -1, cursor: -1}
+type laneState int
+
+const (
+	laneIdle    laneState = iota // no worker owns it and it is not queued
+	laneQueued                   // waiting in the run queue
+	laneRunning                  // a worker owns it
+	laneBlocked                  // a queue refused its chunk (or exactly-once: too many open blocks); its partition is paused
+	laneWaiting                  // its next record waits for a schema
+	laneFailed                   // a record could not be decoded under on_error fail: nothing more is processed
+	laneClosed                   // revoked or lost: everything it held was released
+)
+
+var laneStates = [...]string{"idle", "queued", "running", "blocked", "waiting", "failed", "closed"}
+
+func (s laneState) String() string { return laneStates[s] }
+
+// blockedOnBlocks is the blockedOn of a lane whose exactly-once block
+// waits for the partition's registered blocks to fall under
+// checkpoint.max_open_blocks.
+const blockedOnBlocks = -1
+
+func newLane(tp TopicPartition, epoch uint64, lag prometheus.Gauge, settle *broadcast) *lane {
+	return &lane{tp: tp, epoch: epoch, lag: lag, nextFetch: -1, cursor: -1, settle: settle}
+}
+
+// schedule asks for a run: an idle lane is queued (push it on the run
+// queue when it returns true), a running one runs again. Blocked, waiting,
+// failed and closed lanes wait for what they wait for.
+func (l *lane) schedule() (push bool) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	switch l.state {
+	case laneIdle:
+		l.state = laneQueued
+		return true
+	case laneRunning:
+		l.rerun = true
+	}
+	return false
+}
+
+// start is a worker taking the lane from the run queue. A lane closed
+// while queued is not run: it enters Closed and start returns the bytes it
+// held.
+func (l *lane) start() (run bool, release int64) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.closed {
+		l.state = laneClosed
+		release = l.dropLocked()
+		l.settle.notify()
+		return false, release
+	}
+	l.state, l.rerun = laneRunning, false
+	return true, 0
+}
+
+// finish is the worker leaving the lane. The lane goes where what happened
+// during the run sends it; push reports it must go back on the run queue.
+// A lane closed meanwhile enters Closed and finish returns the bytes it
+// held.
+func (l *lane) finish() (push bool, release int64) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	rerun := l.rerun
+	l.rerun = false
+	switch {
+	case l.closed:
+		l.state = laneClosed
+		release = l.dropLocked()
+	case l.failed:
+		l.state = laneFailed
+	case l.blocked:
+		l.state = laneBlocked
+	case l.waiting:
+		l.state = laneWaiting
+	case rerun || l.head < len(l.recs):
+		l.state = laneQueued
+		return true, 0
+	default:
+		l.state = laneIdle
+	}
+	l.settle.notify()
+	return false, release
+}
+
+// close is the revoke or loss of the lane's partition. A lane no worker
+// owns enters Closed at once and close returns the bytes it held; a queued
+// or running one enters Closed when its worker starts or finishes it.
+func (l *lane) close() (release int64) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if l.closed {
+		return 0
+	}
+	l.closed = true
+	switch l.state {
+	case laneQueued, laneRunning:
+		return 0
+	}
+	l.state = laneClosed
+	release = l.dropLocked()
+	l.settle.notify()
+	return release
+}
+
+// block records, from the worker running the lane, that dest refused its
+// chunk (or blockedOnBlocks): the run ends in Blocked unless wake comes
+// first.
+func (l *lane) block(dest int) {
+	l.mu.Lock()
+	l.blocked, l.blockedOn = true, dest
+	l.mu.Unlock()
+}
+
+// unblock undoes block when a retried send went through.
+func (l *lane) unblock() {
+	l.mu.Lock()
+	l.blocked = false
+	l.mu.Unlock()
+}
+
+// wake is what the lane was blocked on having room: a blocked lane is
+// queued (push it when it returns true); a running one runs again.
+func (l *lane) wake() (push bool) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.blocked = false
+	switch l.state {
+	case laneBlocked:
+		l.state = laneQueued
+		return true
+	case laneRunning:
+		l.rerun = true
+	}
+	return false
+}
+
+// wait records, from the worker running the lane, that its next record
+// waits for a schema: the run ends in Waiting unless ready comes first.
+func (l *lane) wait() {
+	l.mu.Lock()
+	l.waiting = true
+	l.mu.Unlock()
+}
+
+// ready is the awaited schema having arrived: a waiting lane is queued
+// (push it when it returns true); a running one runs again.
+func (l *lane) ready() (push bool) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.waiting = false
+	switch l.state {
+	case laneWaiting:
+		l.state = laneQueued
+		return true
+	case laneRunning:
+		l.rerun = true
+	}
+	return false
+}
+
+// fail records, from the worker running the lane, that a record cannot be
+// decoded: the run ends in Failed.
+func (l *lane) fail() {
+	l.mu.Lock()
+	l.failed = true
+	l.mu.Unlock()
 }
 
 // recordBytes is what a fetched record counts against the byte budget: its
@@ -75,6 +264,7 @@ func recordBytes(r *kgo.Record) int64 {
 
 // push appends fetched records, skipping any the lane already has. It
 // returns the budget bytes added and whether the lane should be scheduled.
+// A closed lane takes nothing.
 func (l *lane) push(recs []*kgo.Record) (bytes int64, first int64, schedule bool) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
@@ -98,8 +288,9 @@ func (l *lane) push(recs []*kgo.Record) (bytes int64, first int64, schedule bool
 	return bytes, first, bytes > 0
 }
 
-// pending returns up to n undecoded records. The slice stays valid while
-// the caller owns the lane.
+// pending returns up to n undecoded records, and false when the lane must
+// stop (closed or failed). The slice stays valid while the caller owns the
+// lane.
 func (l *lane) pending(n int) ([]*kgo.Record, bool) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
@@ -113,7 +304,8 @@ func (l *lane) pending(n int) ([]*kgo.Record, bool) {
 	return recs, true
 }
 
-// advance marks n records as decoded, releasing bytes of budget.
+// advance marks n records as decoded; their bytes (the caller's to
+// release) leave recBytes.
 func (l *lane) advance(n int, bytes int64) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
@@ -130,24 +322,39 @@ func (l *lane) advance(n int, bytes int64) {
 	}
 }
 
-// drop discards what the lane holds (on revoke, loss or failure) and
-// returns the budget bytes it held: undecoded records and the sealed chunk
-// that never reached the sink. The caller owns the lane.
-func (l *lane) drop() int64 {
+// held is the budget bytes the lane holds now: undecoded records, the
+// records of an open exactly-once block, and sealed chunks no queue took
+// yet. The caller owns the lane (or no worker does). The simulation checks
+// that the budget equals what the lanes and the sink hold.
+func (l *lane) held() int64 {
 	l.mu.Lock()
 	b := l.recBytes
-	clear(l.recs)
-	l.recs, l.head, l.recBytes = nil, 0, 0
 	l.mu.Unlock()
-	// The chunk being built is not counted until it is sealed.
+	return b + l.heldChunks()
+}
+
+// heldChunks is held without the undecoded records.
+func (l *lane) heldChunks() int64 {
+	b := l.eo.held
 	if l.parked != nil {
 		b += int64(l.parked.Size())
 	}
 	for _, c := range l.backlog {
 		b += int64(c.Size())
 	}
+	return b
+}
+
+// dropLocked discards what the lane holds and returns its budget bytes.
+// Called with mu held, only on the way into Closed, by whoever owns the
+// lane then (the worker in start or finish, or close when none does).
+func (l *lane) dropLocked() int64 {
+	b := l.recBytes + l.heldChunks()
+	clear(l.recs)
+	l.recs, l.head, l.recBytes = nil, 0, 0
+	// The chunk being built and the staged outputs are not counted until
+	// they are sealed.
 	l.cur, l.parked, l.backlog, l.group = nil, nil, nil, nil
-	b += l.eo.held
 	l.eo.held = 0
 	l.eo.openSince.Store(0)
 	clear(l.outs)
@@ -159,8 +366,14 @@ func (l *lane) drop() int64 {
 func (l *lane) idle() bool {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	if l.state != laneIdle || !(l.head == len(l.recs) || l.closed || l.failed) || l.cur != nil || l.parked != nil ||
-		len(l.backlog) > 0 || l.group != nil {
+	switch l.state {
+	case laneClosed:
+		return true
+	case laneIdle, laneFailed:
+	default:
+		return false
+	}
+	if !(l.head == len(l.recs) || l.failed) || l.cur != nil || l.parked != nil || len(l.backlog) > 0 || l.group != nil {
 		return false
 	}
 	for _, c := range l.outs {
@@ -169,4 +382,40 @@ func (l *lane) idle() bool {
 		}
 	}
 	return true
+}
+
+// acked is one chunk (or dead-letter write) of the lane acknowledged.
+func (l *lane) acked() {
+	if l.outstanding.Add(-1) == 0 {
+		l.settle.notify()
+	}
+}
+
+// broadcast wakes every waiter each time something may have changed: wait
+// returns a channel closed by the next notify. A waiter takes the channel,
+// then checks its condition, then waits on it, so no notify is missed.
+type broadcast struct {
+	mu sync.Mutex
+	ch chan struct{}
+}
+
+func (b *broadcast) wait() <-chan struct{} {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.ch == nil {
+		b.ch = make(chan struct{})
+	}
+	return b.ch
+}
+
+func (b *broadcast) notify() {
+	if b == nil {
+		return
+	}
+	b.mu.Lock()
+	if b.ch != nil {
+		close(b.ch)
+		b.ch = nil
+	}
+	b.mu.Unlock()
 }

@@ -53,7 +53,7 @@ func newComponentMetrics(component func(string) prometheus.Registerer) *metrics 
 	m := &metrics{
 		lanesPaused: prometheus.NewGauge(prometheus.GaugeOpts{
 			Name: "etl_backpressure_paused",
-			Help: "Partitions paused at the source now, by a full shard queue or the byte budget.",
+			Help: "Partitions paused at the source now, by a full shard queue, the byte budget or, with exactly-once, the bound of open blocks.",
 		}),
 		decodeErrors: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "etl_decode_errors_total",

@@ -5,6 +5,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/etl-project/etl/backpressure"
 	"github.com/etl-project/etl/source/kafka"
 )
 
@@ -15,29 +16,42 @@ type partitionPauser interface {
 }
 
 // pauser decides which partitions are paused at the source. A partition is
-// paused while its lane is blocked on a full shard queue, or while the byte
-// budget holds the whole source paused.
+// paused while its lane is blocked (on a full shard queue, or with
+// exactly-once on too many open blocks), or while the byte budget holds
+// the whole source paused. A lane rebuilding an exactly-once block that a
+// previous owner registered is exempt from the budget's pause: the block
+// can only end at its registered end, and its records must be fetched for
+// the block to be sealed and its bytes released.
 type pauser struct {
 	src   partitionPauser
 	gauge prometheus.Gauge
 
-	mu       sync.Mutex
-	budget   bool
-	assigned map[TopicPartition]bool
-	blocked  map[TopicPartition]*lane
-	paused   map[TopicPartition]bool
+	mu        sync.Mutex
+	budget    bool
+	assigned  map[TopicPartition]*lane
+	blocked   map[TopicPartition]blockedLane
+	replaying map[TopicPartition]bool
+	paused    map[TopicPartition]bool
+}
+
+// blockedLane is a blocked lane and what it waits for (a dest, or
+// blockedOnBlocks).
+type blockedLane struct {
+	l    *lane
+	dest int
 }
 
 func newPauser(src partitionPauser, gauge prometheus.Gauge) *pauser {
-	return &pauser{src: src, gauge: gauge, assigned: map[TopicPartition]bool{},
-		blocked: map[TopicPartition]*lane{}, paused: map[TopicPartition]bool{}}
+	return &pauser{src: src, gauge: gauge, assigned: map[TopicPartition]*lane{},
+		blocked: map[TopicPartition]blockedLane{}, replaying: map[TopicPartition]bool{}, paused: map[TopicPartition]bool{}}
 }
 
 // apply pauses or resumes tps to match the wanted state. Called with mu held.
 func (ps *pauser) apply(tps ...TopicPartition) {
 	var pause, resume kafka.Partitions
 	for _, tp := range tps {
-		want := ps.assigned[tp] && (ps.budget || ps.blocked[tp] != nil)
+		_, blocked := ps.blocked[tp]
+		want := ps.assigned[tp] != nil && ((ps.budget && !ps.replaying[tp]) || blocked)
 		if want == ps.paused[tp] {
 			continue
 		}
@@ -64,11 +78,12 @@ func (ps *pauser) apply(tps ...TopicPartition) {
 	ps.gauge.Set(float64(len(ps.paused)))
 }
 
-func (ps *pauser) assign(tp TopicPartition) {
+// assign starts following l's partition.
+func (ps *pauser) assign(l *lane) {
 	ps.mu.Lock()
 	defer ps.mu.Unlock()
-	ps.assigned[tp] = true
-	ps.apply(tp)
+	ps.assigned[l.tp] = l
+	ps.apply(l.tp)
 }
 
 func (ps *pauser) unassign(tp TopicPartition) {
@@ -76,6 +91,7 @@ func (ps *pauser) unassign(tp TopicPartition) {
 	defer ps.mu.Unlock()
 	delete(ps.assigned, tp)
 	delete(ps.blocked, tp)
+	delete(ps.replaying, tp)
 	if ps.paused[tp] {
 		// The client forgets the partition with the assignment; resume so
 		// that a later assignment of it starts unpaused.
@@ -85,14 +101,16 @@ func (ps *pauser) unassign(tp TopicPartition) {
 	ps.gauge.Set(float64(len(ps.paused)))
 }
 
-// block records that l waits for shard queue space, pausing its partition.
-func (ps *pauser) block(l *lane) {
+// block records that l waits for dest, pausing its partition. A lane that
+// is no longer its partition's (revoked, perhaps assigned again since) is
+// ignored.
+func (ps *pauser) block(l *lane, dest int) {
 	ps.mu.Lock()
 	defer ps.mu.Unlock()
-	if !ps.assigned[l.tp] {
+	if ps.assigned[l.tp] != l {
 		return
 	}
-	ps.blocked[l.tp] = l
+	ps.blocked[l.tp] = blockedLane{l, dest}
 	ps.apply(l.tp)
 }
 
@@ -100,40 +118,68 @@ func (ps *pauser) block(l *lane) {
 func (ps *pauser) unblock(l *lane) {
 	ps.mu.Lock()
 	defer ps.mu.Unlock()
-	if ps.blocked[l.tp] == l {
+	if ps.blocked[l.tp].l == l {
 		delete(ps.blocked, l.tp)
 		ps.apply(l.tp)
 	}
 }
 
-// takeBlocked unblocks every blocked lane and returns them.
-func (ps *pauser) takeBlocked() []*lane {
+// takeBlocked unblocks the lanes blocked on dest and returns them.
+func (ps *pauser) takeBlocked(dest int) []*lane {
+	return ps.takeBlockedIf(dest, func(*lane) bool { return true })
+}
+
+// takeBlockedIf unblocks the lanes blocked on dest for which ok holds
+// (called with the pauser's lock held) and returns them.
+func (ps *pauser) takeBlockedIf(dest int, ok func(*lane) bool) []*lane {
 	ps.mu.Lock()
 	defer ps.mu.Unlock()
-	if len(ps.blocked) == 0 {
-		return nil
+	var out []*lane
+	var tps []TopicPartition
+	for tp, b := range ps.blocked {
+		if b.dest == dest && ok(b.l) {
+			out = append(out, b.l)
+			tps = append(tps, tp)
+			delete(ps.blocked, tp)
+		}
 	}
-	out := make([]*lane, 0, len(ps.blocked))
-	tps := make([]TopicPartition, 0, len(ps.blocked))
-	for tp, l := range ps.blocked {
-		out = append(out, l)
-		tps = append(tps, tp)
-	}
-	clear(ps.blocked)
 	ps.apply(tps...)
 	return out
 }
 
-// setBudget pauses or resumes every assigned partition for the byte budget.
-func (ps *pauser) setBudget(paused bool) {
+// followBudget pauses or resumes every assigned partition to match the
+// budget's state, read under the pauser's lock: whatever the order in
+// which callers get here, the last one leaves the pauser as the budget is.
+// Lock order: pauser.mu, then the budget's.
+func (ps *pauser) followBudget(b *backpressure.Budget) {
 	ps.mu.Lock()
 	defer ps.mu.Unlock()
+	paused := b.Paused()
+	if paused == ps.budget {
+		return
+	}
 	ps.budget = paused
 	tps := make([]TopicPartition, 0, len(ps.assigned))
 	for tp := range ps.assigned {
 		tps = append(tps, tp)
 	}
 	ps.apply(tps...)
+}
+
+// setReplaying exempts l's partition from the budget's pause while l
+// rebuilds a previous owner's exactly-once blocks (on), or ends that.
+func (ps *pauser) setReplaying(l *lane, on bool) {
+	ps.mu.Lock()
+	defer ps.mu.Unlock()
+	if ps.assigned[l.tp] != l || ps.replaying[l.tp] == on {
+		return
+	}
+	if on {
+		ps.replaying[l.tp] = true
+	} else {
+		delete(ps.replaying, l.tp)
+	}
+	ps.apply(l.tp)
 }
 
 func (ps *pauser) count() int {

@@ -32,6 +32,12 @@ import (
 // and will be read again.
 var ErrDrainTimeout = errors.New("drain timeout: records in flight were not written and will be read again")
 
+// ErrCommitFailed is returned by Run when everything was written but the
+// final commit failed (Kafka unreachable, say): the records written since
+// the last commit will be read again (and, with at_least_once, written
+// again).
+var ErrCommitFailed = errors.New("the final offset commit failed: records written since the last commit will be read again")
+
 // Options configures a Pipeline.
 type Options struct {
 	Config *config.Config
@@ -44,12 +50,23 @@ type Options struct {
 	CrashAfterInserts int64
 }
 
+// source is what the pipeline needs of the Kafka source: *kafka.Source, or
+// the simulation's fake (sim_test.go).
+type source interface {
+	partitionPauser
+	Run(ctx context.Context) error
+	Close()
+	LastPoll() time.Time
+	Commit(ctx context.Context, offsets []kafka.Offset) error
+	FetchCommitted(ctx context.Context, parts kafka.Partitions) (map[string]map[int32]kafka.Committed, error)
+}
+
 // Pipeline moves records from Kafka to ClickHouse. Build it with New, run
 // it once with Run.
 type Pipeline struct {
 	cfg     *config.Config
 	log     *slog.Logger
-	src     *kafka.Source
+	src     source
 	sinks   []*sinkState        // every sink, in name order (sinks.go)
 	dests   []*clickhouse.Shard // every shard of every sink; chunk.Dest indexes it
 	queue   enqueuer            // routes chunks to dests; a test double in unit tests
@@ -73,11 +90,20 @@ type Pipeline struct {
 	rejectLog    *logLimiter
 	chunks       chunkPool // emptied chunks, reused to keep their columns' capacity
 
-	mu    sync.RWMutex
-	lanes map[TopicPartition]*lane
+	mu     sync.RWMutex
+	lanes  map[TopicPartition]*lane
+	settle broadcast // a lane may have become idle, or its last chunk was acknowledged
 
 	commitMu sync.Mutex
 	closing  atomic.Bool // shutting down: revokes do not wait for the sink
+	// halt is closed when the stop gives up on what is still in flight
+	// (the drain deadline passed): retry loops end (haltChan, haltNow).
+	haltInit, haltClose sync.Once
+	halt                chan struct{}
+
+	// inCallback is when the group callback running now started (Unix
+	// nanoseconds; 0 when none): the poll loop waits for it.
+	inCallback atomic.Int64
 
 	failOnce sync.Once
 	failc    chan error
@@ -106,6 +132,42 @@ type Pipeline struct {
 	rowsWritten atomic.Int64
 	rowsDecoded atomic.Int64
 	decodeErrs  atomic.Int64
+
+	// hook, when set (by the simulation, sim_test.go), is called where a
+	// worker or a callback hands control to the other goroutines, so that
+	// the simulation can run their work at exactly that point. nil in
+	// production.
+	hook func(at hookPoint, l *lane)
+	// now, when set (by the simulation), is the pipeline's clock.
+	now func() time.Time
+}
+
+// hookPoint names a place where the code may lose control to another
+// goroutine (see Pipeline.hook).
+type hookPoint int
+
+const (
+	hookRefused     hookPoint = iota // a shard queue refused a chunk; the lane is not blocked yet
+	hookBlocked                      // the lane is blocked and paused; the send is not retried yet
+	hookDecoded                      // a worker decoded a step's records
+	hookRegister                     // exactly-once: a block is about to be committed as registered
+	hookBudgetCheck                  // the budget changed state; the pauser does not know yet
+	hookRevokeWait                   // a revoke waits for the revoked lanes' chunks
+)
+
+// yield calls the simulation's hook, if any.
+func (p *Pipeline) yield(at hookPoint, l *lane) {
+	if p.hook != nil {
+		p.hook(at, l)
+	}
+}
+
+// clock is the current time (the simulation's, under it).
+func (p *Pipeline) clock() time.Time {
+	if p.now != nil {
+		return p.now()
+	}
+	return time.Now()
 }
 
 // New connects to ClickHouse, reads the target table and builds the source.
@@ -117,7 +179,6 @@ func New(ctx context.Context, o Options) (*Pipeline, error) {
 	if log == nil {
 		log = slog.Default()
 	}
-	chc := cfg.Sink.ClickHouse
 	p := &Pipeline{
 		cfg:         cfg,
 		log:         log,
@@ -139,25 +200,18 @@ func New(ctx context.Context, o Options) (*Pipeline, error) {
 	if p.workers <= 0 {
 		p.workers = runtime.GOMAXPROCS(0)
 	}
-	shards := 0
-	for _, ns := range cfg.SinkList() {
-		shards += len(ns.ClickHouse.ShardList())
-	}
-	sizing := backpressure.Sizing{
-		Shards: shards, MaxInflightPerShard: chc.Inflight.MaxPerShard, QueueCapacity: chc.QueueCapacity,
-		BatchMaxBytes: int64(chc.Batch.MaxBytes), ChunkTargetBytes: int64(cfg.Chunk.TargetBytes),
-		LowRatio: cfg.Backpressure.LowRatio,
-	}
 	budgetBytes := int64(cfg.Backpressure.MaxInflightBytes)
+	sizings, minimum := budgetSizing(cfg)
 	if budgetBytes == 0 {
-		budgetBytes = sizing.MinBudget()
+		budgetBytes = minimum
 		log.Info("in-flight byte budget derived from the sizing rule", "max_inflight_bytes", budgetBytes)
-	} else if minimum := sizing.MinBudget(); budgetBytes < minimum {
-		log.Warn("backpressure.max_inflight_bytes is below the sizing rule: a saturated pipeline will spend its time paused",
-			"max_inflight_bytes", budgetBytes, "minimum", minimum, "low_ratio", cfg.Backpressure.LowRatio,
-			"shards", sizing.Shards, "inflight.max_per_shard", sizing.MaxInflightPerShard,
-			"batch.max_bytes", sizing.BatchMaxBytes, "queue_capacity", sizing.QueueCapacity,
-			"chunk.target_bytes", sizing.ChunkTargetBytes)
+	} else if budgetBytes < minimum {
+		args := []any{"max_inflight_bytes", budgetBytes, "minimum", minimum, "low_ratio", cfg.Backpressure.LowRatio}
+		for _, sz := range sizings {
+			args = append(args, slog.Group("sink."+sz.name, "shards", sz.Shards, "inflight.max_per_shard", sz.MaxInflightPerShard,
+				"batch.max_bytes", sz.BatchMaxBytes, "queue_capacity", sz.QueueCapacity, "minimum", sz.MinBudget()))
+		}
+		log.Warn("backpressure.max_inflight_bytes is below the sizing rule: a saturated pipeline will spend its time paused", args...)
 	}
 	var err error
 	p.budget, err = backpressure.New(backpressure.Options{
@@ -208,10 +262,11 @@ func New(ctx context.Context, o Options) (*Pipeline, error) {
 		}
 	}
 
-	p.src, err = kafka.New(kafka.Options{
+	ks, err := kafka.New(kafka.Options{
 		Config: cfg.Source.Kafka, Pipeline: cfg.Pipeline.Name, Handler: (*handler)(p), Log: log,
 		Registerer: p.component("source"), CommitRegisterer: p.component("checkpoint"),
 	})
+	p.src = ks
 	if err != nil {
 		p.closeSinks()
 		return nil, err
@@ -235,6 +290,32 @@ func New(ctx context.Context, o Options) (*Pipeline, error) {
 	}
 	log.Info("pipeline ready", "workers", p.workers, "budget_bytes", budgetBytes)
 	return p, nil
+}
+
+// sinkSizing is one sink's quantities in the budget's sizing rule.
+type sinkSizing struct {
+	name string
+	backpressure.Sizing
+}
+
+// budgetSizing applies the sizing rule to every sink with that sink's own
+// batch, queue and in-flight settings and its shard count, and returns the
+// sinks' quantities and the smallest budget that holds them all: the sum
+// of each sink's minimum.
+func budgetSizing(cfg *config.Config) ([]sinkSizing, int64) {
+	var out []sinkSizing
+	var total int64
+	for _, ns := range cfg.SinkList() {
+		chc := ns.ClickHouse
+		sz := sinkSizing{name: ns.Name, Sizing: backpressure.Sizing{
+			Shards: len(chc.ShardList()), MaxInflightPerShard: chc.Inflight.MaxPerShard, QueueCapacity: chc.QueueCapacity,
+			BatchMaxBytes: int64(chc.Batch.MaxBytes), ChunkTargetBytes: int64(cfg.Chunk.TargetBytes),
+			LowRatio: cfg.Backpressure.LowRatio,
+		}}
+		out = append(out, sz)
+		total += sz.MinBudget()
+	}
+	return out, total
 }
 
 // Stats is a snapshot of the pipeline's progress.
@@ -322,6 +403,9 @@ func (p *Pipeline) Run(ctx context.Context) error {
 
 	drainCtx, cancelDrain := context.WithTimeout(context.Background(), p.cfg.Checkpoint.DrainTimeout.D())
 	defer cancelDrain()
+	// At the drain deadline every retry loop gives up (an exactly-once
+	// block that cannot be registered is dropped, not written).
+	defer context.AfterFunc(drainCtx, p.haltNow)()
 	drained := true
 	if !sinkReturned {
 		// Decode what was fetched and hand every chunk to the sinks.
@@ -351,6 +435,7 @@ func (p *Pipeline) Run(ctx context.Context) error {
 	close(p.stopWaiters)
 	p.waiters.Wait()
 	p.runq.close()
+	p.haltNow() // nothing is left to wait for: a worker still retrying gives up
 	workers.Wait()
 	if p.registry != nil {
 		defer p.registry.Close()
@@ -371,9 +456,10 @@ func (p *Pipeline) Run(ctx context.Context) error {
 		defer p.dlq.Close()
 	}
 	p.processAcks()
-	commitCtx2, cancelCommit := context.WithTimeout(context.Background(), 10*time.Second)
-	if err := p.commit(commitCtx2, nil); err != nil {
-		p.log.Error("final commit failed: records since the last commit will be read again", "err", err)
+	commitCtx2, cancelCommit := context.WithTimeout(context.Background(), revokeCommitTimeout)
+	commitErr := p.commit(commitCtx2, nil)
+	if commitErr != nil {
+		p.log.Error("final commit failed: records since the last commit will be read again", "err", commitErr)
 	}
 	cancelCommit()
 	p.src.Close()
@@ -385,6 +471,8 @@ func (p *Pipeline) Run(ctx context.Context) error {
 		return fatal
 	case !drained:
 		return ErrDrainTimeout
+	case commitErr != nil:
+		return fmt.Errorf("%w: %v", ErrCommitFailed, commitErr)
 	}
 	return nil
 }
@@ -404,6 +492,18 @@ func background(fn func(ctx context.Context)) (stop func()) {
 	}
 }
 
+// haltChan is closed once the stop gives up on what is in flight.
+func (p *Pipeline) haltChan() <-chan struct{} {
+	p.haltInit.Do(func() { p.halt = make(chan struct{}) })
+	return p.halt
+}
+
+// haltNow ends every retry loop: the stop no longer waits for them.
+func (p *Pipeline) haltNow() {
+	p.haltChan()
+	p.haltClose.Do(func() { close(p.halt) })
+}
+
 // fail reports a fatal error once; Run stops the pipeline.
 func (p *Pipeline) fail(err error) {
 	p.failOnce.Do(func() { p.failc <- err })
@@ -421,9 +521,8 @@ func (p *Pipeline) drainLanes(ctx context.Context) bool {
 	for _, l := range lanes {
 		p.schedule(l)
 	}
-	t := time.NewTicker(10 * time.Millisecond)
-	defer t.Stop()
 	for {
+		changed := p.settle.wait()
 		busy := false
 		for _, l := range lanes {
 			if !l.idle() {
@@ -437,25 +536,16 @@ func (p *Pipeline) drainLanes(ctx context.Context) bool {
 		select {
 		case <-ctx.Done():
 			return false
-		case <-t.C:
+		case <-changed:
 		}
 	}
 }
 
-// schedule queues l for a worker unless it is queued, blocked or closed; a
-// running lane is marked to run again.
+// schedule queues l for a worker unless it is queued, blocked, waiting,
+// failed or closed; a running lane is marked to run again.
 func (p *Pipeline) schedule(l *lane) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	if l.blocked || l.closed || l.waiting {
-		return
-	}
-	switch l.state {
-	case laneIdle:
-		l.state = laneQueued
+	if l.schedule() {
 		p.runq.push(l)
-	case laneRunning:
-		l.rerun = true
 	}
 }
 
@@ -467,32 +557,41 @@ func (p *Pipeline) worker() {
 		if l == nil {
 			return
 		}
-		var err error
-		if dec, err = p.bind(dec); err != nil {
-			l.mu.Lock()
-			l.state = laneIdle
-			l.mu.Unlock()
-			p.fail(err)
+		if !p.runLane(l, &dec) {
 			return
 		}
-		l.mu.Lock()
-		l.state, l.rerun = laneRunning, false
-		l.mu.Unlock()
-		if dec.staged != nil {
-			p.processStaged(l, dec)
-		} else {
-			p.process(l, dec)
-		}
-		l.mu.Lock()
-		if !l.blocked && !l.failed && !l.closed && !l.waiting && (l.rerun || l.head < len(l.recs)) {
-			l.state = laneQueued
-			p.runq.push(l)
-		} else {
-			l.state = laneIdle
-		}
-		l.rerun = false
-		l.mu.Unlock()
 	}
+}
+
+// runLane runs l, taken from the run queue, with the worker's decoder
+// (rebuilt when the table changed). It returns false when the worker must
+// stop.
+func (p *Pipeline) runLane(l *lane, dec **boundDecoder) bool {
+	run, release := l.start()
+	p.budget.Release(release)
+	if !run {
+		return true
+	}
+	d, err := p.bind(*dec)
+	if err != nil {
+		p.fail(err)
+		l.fail()
+		_, release := l.finish()
+		p.budget.Release(release)
+		return false
+	}
+	*dec = d
+	if d.staged != nil {
+		p.processStaged(l, d)
+	} else {
+		p.process(l, d)
+	}
+	push, release := l.finish()
+	p.budget.Release(release)
+	if push {
+		p.runq.push(l)
+	}
+	return true
 }
 
 // recordsPerStep bounds the records a worker takes from a lane at once.
@@ -503,15 +602,14 @@ const recordsPerStep = 512
 // is parked as the resume point and the lane blocks: records already
 // decoded are never decoded again.
 func (p *Pipeline) process(l *lane, dec *boundDecoder) {
-	l.mu.Lock()
-	closed := l.closed
-	l.mu.Unlock()
-	if closed {
-		p.budget.Release(l.drop())
-		return
-	}
-	if l.parked != nil {
-		if !p.send(l, l.parked) {
+	if c := l.parked; c != nil {
+		if l.eo.unregistered {
+			// A block waiting for room among the open blocks.
+			l.parked, l.eo.unregistered = nil, false
+			if !p.eoSend(l, c) {
+				return
+			}
+		} else if !p.send(l, c) {
 			return
 		}
 		l.parked = nil
@@ -528,8 +626,7 @@ func (p *Pipeline) process(l *lane, dec *boundDecoder) {
 	for {
 		recs, ok := l.pending(recordsPerStep)
 		if !ok {
-			p.budget.Release(l.drop())
-			return
+			return // closed or failed: finish releases what it holds
 		}
 		if len(recs) == 0 {
 			// Nothing more fetched: hand over the partial chunk. A chunk
@@ -572,11 +669,7 @@ func (p *Pipeline) process(l *lane, dec *boundDecoder) {
 				c.Dest = l.dest
 				l.cur = c
 				if p.eo() {
-					l.eo.curFirst = r.Offset
-					if l.cursor >= 0 && l.cursor < r.Offset {
-						l.eo.curFirst = l.cursor
-					}
-					l.eo.openSince.Store(time.Now().UnixNano())
+					l.eo.open(r.Offset, l.cursor, p.clock())
 				}
 			}
 			_, err := dec.Decode(r.Value, l.cur)
@@ -644,6 +737,7 @@ func (p *Pipeline) process(l *lane, dec *boundDecoder) {
 		// pending is not used past this point.
 		l.advance(n, bytes)
 		p.releaseDecoded(l, bytes)
+		p.yield(hookDecoded, l)
 		if c := l.cur; c != nil && (cut || (!p.eo() && c.Size() >= p.chunkTarget)) {
 			l.cur = nil
 			if len(c.Spans) == 0 && p.eo() {
@@ -674,20 +768,56 @@ func schemaPending(err error) *decode.SchemaPendingError {
 }
 
 // sealSend seals c and hands it to its shard. With exactly-once, c is an
-// insert block: its range is registered first, and the records it holds
-// leave the budget as the block enters it.
+// insert block: the records it holds leave the budget as the block enters
+// it, and its range is registered before it is sent (eoSend).
 func (p *Pipeline) sealSend(l *lane, c *chunk.Chunk) bool {
 	if p.eo() {
 		c.BlockFirst, c.BlockNext = l.eo.curFirst, l.cursor
 		p.eoClosed(l)
-		if !p.eoRegister(l, c.BlockFirst, c.BlockNext) {
-			c.Reset()
-			p.chunks.put(c)
-			return false
-		}
+		p.seal(c)
+		return p.eoSend(l, c)
 	}
 	p.seal(c)
 	return p.send(l, c)
+}
+
+// eoSend registers the sealed block c and hands it to its shard. When the
+// partition already has checkpoint.max_open_blocks blocks registered and
+// not durable, c is parked unregistered, the lane blocks on
+// blockedOnBlocks and its partition pauses, until acknowledgements move
+// the watermark past some of them (wakeBlockWaiters). A block that cannot
+// be registered (the lane was closed, or the stop gave up) is dropped:
+// never written, its records read again by the next owner.
+func (p *Pipeline) eoSend(l *lane, c *chunk.Chunk) bool {
+	room := func() bool {
+		return p.tracker.BlockRoom(l.tp, l.epoch, c.BlockFirst, c.BlockNext, p.cfg.Checkpoint.MaxOpenBlocks)
+	}
+	if !room() {
+		l.parked, l.eo.unregistered = c, true
+		if !p.blockOn(l, blockedOnBlocks, room) {
+			return false
+		}
+		l.parked, l.eo.unregistered = nil, false
+	}
+	if !p.eoRegister(l, c.BlockFirst, c.BlockNext) {
+		p.budget.Release(int64(c.Size()))
+		c.Reset()
+		p.chunks.put(c)
+		return false
+	}
+	return p.send(l, c)
+}
+
+// wakeBlockWaiters wakes the exactly-once lanes waiting for room among
+// their partition's open blocks once they have it (after
+// acknowledgements moved watermarks).
+func (p *Pipeline) wakeBlockWaiters() {
+	max := p.cfg.Checkpoint.MaxOpenBlocks
+	for _, l := range p.pause.takeBlockedIf(blockedOnBlocks, func(l *lane) bool { return p.tracker.BlockRoom(l.tp, l.epoch, -1, -1, max) }) {
+		if l.wake() {
+			p.runq.push(l)
+		}
+	}
 }
 
 // eoClosed ends the lane's open block: its records leave the budget and
@@ -702,6 +832,12 @@ func (p *Pipeline) eoClosed(l *lane) {
 	l.eo.flushDue.Store(false)
 	if l.cursor >= 0 {
 		l.eo.pruneBounds(l.cursor)
+	}
+	if l.eo.replayEnd > 0 && l.cursor >= l.eo.replayEnd {
+		// The previous owner's blocks are rebuilt: the budget may pause
+		// the partition again.
+		l.eo.replayEnd = 0
+		p.pause.setReplaying(l, false)
 	}
 }
 
@@ -742,7 +878,7 @@ func (p *Pipeline) reject(l *lane, r *kgo.Record, err error) {
 	}
 	l.outstanding.Add(1)
 	p.dlq.Write(r, reason, err, func(werr error) {
-		defer l.outstanding.Add(-1)
+		defer l.acked()
 		if werr != nil {
 			p.log.Error("dead-letter write failed: not committing past the record",
 				"topic", r.Topic, "partition", r.Partition, "offset", off, "err", werr)
@@ -774,9 +910,7 @@ func (p *Pipeline) decodeFailed(l *lane, r *kgo.Record, err error, n int, bytes 
 			p.log.Warn("shard queue full while stopping on a bad record", "partition", l.tp)
 		}
 	}
-	l.mu.Lock()
-	l.failed = true
-	l.mu.Unlock()
+	l.fail()
 	p.log.Error("record cannot be decoded; not committing past it",
 		"topic", r.Topic, "partition", r.Partition, "offset", r.Offset, "reason", reason, "err", err)
 	p.fail(fmt.Errorf("decode %s/%d offset %d: %w", r.Topic, r.Partition, r.Offset, err))
@@ -806,42 +940,53 @@ func (p *Pipeline) seal(c *chunk.Chunk) {
 
 // send hands a sealed chunk to the shard queue without blocking. When the
 // queue is full, the chunk is parked, the lane blocks and its partition is
-// paused; OnSpace wakes it.
+// paused; the shard's OnSpace wakes it.
 func (p *Pipeline) send(l *lane, c *chunk.Chunk) bool {
 	c.Tag = l
+	// Counted before the hand-over: the sink may acknowledge at once.
 	l.outstanding.Add(1)
 	if p.queue.TryEnqueue(c) {
 		return true
 	}
-	l.outstanding.Add(-1)
+	l.acked() // not handed over after all
 	l.parked = c
-	l.mu.Lock()
-	l.blocked = true
-	l.mu.Unlock()
-	p.pause.block(l)
-	// The queue may have drained between the refusal and the block: try
-	// once more so no wake-up is missed.
-	l.outstanding.Add(1)
-	if p.queue.TryEnqueue(c) {
-		l.parked = nil
-		l.mu.Lock()
-		l.blocked = false
-		l.mu.Unlock()
-		p.pause.unblock(l)
-		return true
-	}
-	l.outstanding.Add(-1)
-	return false
+	return p.blockOn(l, c.Dest, func() bool {
+		l.outstanding.Add(1)
+		if p.queue.TryEnqueue(c) {
+			l.parked = nil
+			return true
+		}
+		l.acked()
+		return false
+	})
 }
 
-// wakeBlocked is the shard's OnSpace: every blocked lane is rescheduled
-// and its partition resumed (unless the budget holds it).
-func (p *Pipeline) wakeBlocked() {
-	for _, l := range p.pause.takeBlocked() {
-		l.mu.Lock()
-		l.blocked = false
-		l.mu.Unlock()
-		p.schedule(l)
+// blockOn blocks l on dest (a shard whose queue refused a chunk, or
+// blockedOnBlocks) and pauses its partition, then calls retry once: the
+// obstacle may have gone between the refusal and the block, and its
+// wake-up would then be missed. When retry succeeds the block is undone and
+// blockOn returns true.
+func (p *Pipeline) blockOn(l *lane, dest int, retry func() bool) bool {
+	p.yield(hookRefused, l)
+	l.block(dest)
+	p.pause.block(l, dest)
+	p.yield(hookBlocked, l)
+	if !retry() {
+		return false
+	}
+	l.unblock()
+	p.pause.unblock(l)
+	return true
+}
+
+// wakeBlocked is the OnSpace of shard dest (or, with blockedOnBlocks, the
+// tracker having fewer open blocks): the lanes blocked on it are
+// rescheduled and their partitions resumed (unless the budget holds them).
+func (p *Pipeline) wakeBlocked(dest int) {
+	for _, l := range p.pause.takeBlocked(dest) {
+		if l.wake() {
+			p.runq.push(l)
+		}
 	}
 }
 
@@ -862,15 +1007,19 @@ func (p *Pipeline) controller(ctx context.Context) {
 	}
 }
 
+// checkBudget runs the budget's hysteresis and makes the pauser follow
+// it. The poll loop and the controller both call it: the pauser reads the
+// budget's state under its own lock (followBudget) rather than applying
+// the transition Check returned, so two calls that interleave cannot leave
+// it opposite to the budget.
 func (p *Pipeline) checkBudget(now time.Time) {
-	switch p.budget.Check(now) {
-	case backpressure.Pause:
-		p.log.Debug("in-flight bytes above the high watermark: pausing the source", "inflight", p.budget.Inflight())
-		p.pause.setBudget(true)
-	case backpressure.Resume:
-		p.log.Debug("in-flight bytes below the low watermark: resuming the source", "inflight", p.budget.Inflight())
-		p.pause.setBudget(false)
+	a := p.budget.Check(now)
+	if a == backpressure.None {
+		return
 	}
+	p.yield(hookBudgetCheck, nil)
+	p.log.Debug("in-flight byte budget crossed a watermark", "action", a, "inflight", p.budget.Inflight())
+	p.pause.followBudget(p.budget)
 }
 
 // committer applies acknowledgements and commits periodically.
@@ -907,7 +1056,7 @@ func (p *Pipeline) processAcks() {
 		}
 		switch t := c.Tag.(type) {
 		case *lane:
-			t.outstanding.Add(-1)
+			t.acked()
 		case *ackGroup:
 			p.ackStaged(t)
 		}
@@ -915,6 +1064,9 @@ func (p *Pipeline) processAcks() {
 		p.rowsWritten.Add(int64(c.Rows))
 		c.Reset()
 		p.chunks.put(c)
+	}
+	if p.eo() {
+		p.wakeBlockWaiters()
 	}
 }
 
@@ -961,6 +1113,7 @@ type handler Pipeline
 
 func (h *handler) Assigned(ctx context.Context, parts kafka.Partitions) {
 	p := (*Pipeline)(h)
+	defer p.callback()()
 	p.assigned.Store(true)
 	var blocks map[TopicPartition][][2]int64
 	if p.eo() {
@@ -978,7 +1131,7 @@ func (h *handler) Assigned(ctx context.Context, parts kafka.Partitions) {
 		for _, part := range ps {
 			tp := TopicPartition{topic, part}
 			epoch := p.tracker.Assign(tp)
-			l := newLane(tp, epoch, p.m.lag.WithLabelValues(topic, strconv.Itoa(int(part))))
+			l := newLane(tp, epoch, p.m.lag.WithLabelValues(topic, strconv.Itoa(int(part))), &p.settle)
 			if len(p.sinks) > 0 {
 				s := p.sinks[0]
 				l.dest = s.dest0 + s.shardOfPartition(part)
@@ -987,7 +1140,10 @@ func (h *handler) Assigned(ctx context.Context, parts kafka.Partitions) {
 				p.eoSetup(l, b)
 			}
 			p.lanes[tp] = l
-			p.pause.assign(tp)
+			p.pause.assign(l)
+			if l.eo.replayEnd > 0 {
+				p.pause.setReplaying(l, true)
+			}
 		}
 	}
 }
@@ -1016,7 +1172,7 @@ func (h *handler) Fetched(fp *kgo.FetchTopicPartition) {
 	if bytes > 0 {
 		p.budget.Add(bytes)
 		if p.budget.Over() {
-			p.checkBudget(time.Now())
+			p.checkBudget(p.clock())
 		}
 	}
 	if sched {
@@ -1026,45 +1182,78 @@ func (h *handler) Fetched(fp *kgo.FetchTopicPartition) {
 
 func (h *handler) Revoked(ctx context.Context, parts kafka.Partitions) {
 	p := (*Pipeline)(h)
-	lanes := p.detach(parts)
-	only := map[TopicPartition]bool{}
-	for _, l := range lanes {
-		only[l.tp] = true
-	}
+	defer p.callback()()
+	r := p.revokeBegin(parts)
+	defer p.revokeEnd(r)
 	// Give the chunks already handed to the sink the drain timeout to
 	// become durable, then commit what is.
-	if !p.closing.Load() {
-		deadline := time.Now().Add(p.cfg.Checkpoint.DrainTimeout.D())
-		for time.Now().Before(deadline) && ctx.Err() == nil {
-			busy := false
-			for _, l := range lanes {
-				if l.outstanding.Load() > 0 {
-					busy = true
-				}
-			}
-			if !busy {
-				break
-			}
-			time.Sleep(10 * time.Millisecond)
+	if p.closing.Load() {
+		return
+	}
+	deadline := time.NewTimer(p.cfg.Checkpoint.DrainTimeout.D())
+	defer deadline.Stop()
+	for {
+		changed := p.settle.wait()
+		if r.settled() {
+			return
 		}
+		select {
+		case <-changed:
+		case <-deadline.C:
+			return
+		case <-ctx.Done():
+			return
+		}
+	}
+}
+
+// revoke is a revoke in progress: the lanes taken away.
+type revoke struct {
+	parts kafka.Partitions
+	lanes []*lane
+}
+
+// settled reports whether every chunk of the revoked lanes handed to the
+// sink was acknowledged.
+func (r *revoke) settled() bool {
+	for _, l := range r.lanes {
+		if l.outstanding.Load() > 0 {
+			return false
+		}
+	}
+	return true
+}
+
+// revokeBegin detaches the revoked partitions' lanes.
+func (p *Pipeline) revokeBegin(parts kafka.Partitions) *revoke {
+	return &revoke{parts: parts, lanes: p.detach(parts)}
+}
+
+// revokeEnd commits what of the revoked partitions is durable and forgets
+// them: from its return on, nothing is committed for them.
+func (p *Pipeline) revokeEnd(r *revoke) {
+	only := map[TopicPartition]bool{}
+	for _, l := range r.lanes {
+		only[l.tp] = true
 	}
 	p.processAcks()
 	p.commitMu.Lock()
 	defer p.commitMu.Unlock()
-	cctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	cctx, cancel := context.WithTimeout(context.Background(), revokeCommitTimeout)
 	defer cancel()
 	if err := p.commitLocked(cctx, only); err != nil {
 		p.log.Warn("commit on revoke failed: records since the last commit will be read again by the next owner", "err", err)
 	}
-	for _, l := range lanes {
+	for _, l := range r.lanes {
 		p.tracker.Remove(l.tp, l.epoch)
 	}
 	// From here on nothing is committed for these partitions.
-	p.log.Info("revoked partitions released", "partitions", parts)
+	p.log.Info("revoked partitions released", "partitions", r.parts)
 }
 
 func (h *handler) Lost(_ context.Context, parts kafka.Partitions) {
 	p := (*Pipeline)(h)
+	defer p.callback()()
 	lanes := p.detach(parts)
 	p.commitMu.Lock()
 	defer p.commitMu.Unlock()
@@ -1092,14 +1281,8 @@ func (p *Pipeline) detach(parts kafka.Partitions) []*lane {
 	}
 	p.mu.Unlock()
 	for _, l := range out {
-		l.mu.Lock()
-		l.closed = true
-		running := l.state != laneIdle
-		l.mu.Unlock()
-		if !running {
-			p.budget.Release(l.drop())
-		}
 		// A running or queued lane is dropped by its worker.
+		p.budget.Release(l.close())
 	}
 	return out
 }

@@ -129,15 +129,15 @@ func TestResumePoint(t *testing.T) {
 			// Let one to three chunks through per run, so sends are
 			// refused half-way through the fetched records.
 			q.setAllow(1 + round%3)
-			l.mu.Lock()
-			l.state = laneRunning
-			l.mu.Unlock()
+			l.start()
 			refusedBefore := q.refuse
 			p.process(l, dec)
 			l.mu.Lock()
 			blocked, pending := l.blocked, l.head < len(l.recs)
-			l.state = laneIdle
 			l.mu.Unlock()
+			if push, _ := l.finish(); push {
+				p.runq.pop()
+			}
 			if blocked && q.refuse == refusedBefore {
 				t.Fatal("lane blocked without a refusal")
 			}
@@ -148,7 +148,7 @@ func TestResumePoint(t *testing.T) {
 				if src.paused == 0 {
 					t.Fatal("partition of a blocked lane was not paused")
 				}
-				p.wakeBlocked() // the queue's OnSpace
+				p.wakeBlocked(0) // the queue's OnSpace
 				if l2 := p.runq.pop(); l2 != l {
 					t.Fatal("OnSpace did not reschedule the blocked lane")
 				}

@@ -79,6 +79,7 @@ func (p *Pipeline) openSinks(ctx context.Context) error {
 			maxRows, maxBytes, linger, idle = 1, 0, 0, 0
 		}
 		for i, cs := range s.clients {
+			dest := len(p.dests) // chunk.Dest of this shard's chunks
 			sh := clickhouse.NewShard(clickhouse.ShardOptions{
 				Name: strconv.Itoa(i), Replicas: cs, Target: s.target.Load(),
 				Breaker: clickhouse.BreakerOptions{FailureThreshold: s.cfg.Breaker.FailureThreshold,
@@ -89,7 +90,7 @@ func (p *Pipeline) openSinks(ctx context.Context) error {
 				MaxInflight:    s.cfg.Inflight.MaxPerShard,
 				InitialBackoff: s.cfg.Retry.InitialBackoff.D(), MaxBackoff: s.cfg.Retry.MaxBackoff.D(), MaxAttempts: s.cfg.Retry.MaxAttempts,
 				OnDone:  onDone,
-				OnSpace: p.wakeBlocked,
+				OnSpace: func() { p.wakeBlocked(dest) }, // only the lanes this shard refused
 				Budget:  p.budget,
 				Log:     p.log.With("sink", s.name),
 				Metrics: metrics,

@@ -4,7 +4,6 @@ import (
 	"errors"
 	"fmt"
 	"sync/atomic"
-	"time"
 
 	"github.com/twmb/franz-go/pkg/kgo"
 
@@ -180,15 +179,11 @@ func (e *emitter) Chunk(sink, shard int) *chunk.Chunk {
 
 // processStaged is process for the staged path.
 func (p *Pipeline) processStaged(l *lane, dec *boundDecoder) {
-	l.mu.Lock()
-	closed := l.closed
-	l.mu.Unlock()
-	if closed {
-		p.budget.Release(l.drop())
-		return
-	}
 	if !p.sendBacklog(l) {
 		return
+	}
+	if l.eo.sealPending && !p.sealOutputs(l) {
+		return // still no room among the open blocks
 	}
 	b := dec.staged
 	if l.outs == nil || len(l.outs) != len(p.dests) {
@@ -213,8 +208,7 @@ func (p *Pipeline) processStaged(l *lane, dec *boundDecoder) {
 	for {
 		recs, ok := l.pending(recordsPerStep)
 		if !ok {
-			p.budget.Release(l.drop())
-			return
+			return // closed or failed: finish releases what it holds
 		}
 		if len(recs) == 0 {
 			// With exactly-once the group is an insert block: it waits for
@@ -236,11 +230,7 @@ func (p *Pipeline) processStaged(l *lane, dec *boundDecoder) {
 					break
 				}
 				if l.group == nil {
-					l.eo.curFirst = r.Offset
-					if l.cursor >= 0 && l.cursor < r.Offset {
-						l.eo.curFirst = l.cursor
-					}
-					l.eo.openSince.Store(time.Now().UnixNano())
+					l.eo.open(r.Offset, l.cursor, p.clock())
 				}
 			}
 			l.stage.Reset()
@@ -355,6 +345,19 @@ func (p *Pipeline) processStaged(l *lane, dec *boundDecoder) {
 // hands them to their shards. It returns false when a queue refused one:
 // the rest wait in the lane's backlog and the lane blocks.
 func (p *Pipeline) sealOutputs(l *lane) bool {
+	if p.eo() && l.group != nil {
+		// Wait for room among the partition's open blocks first: the
+		// outputs stay open, their records held, until there is.
+		first, next := l.eo.curFirst, l.cursor
+		room := func() bool {
+			return p.tracker.BlockRoom(l.tp, l.epoch, first, next, p.cfg.Checkpoint.MaxOpenBlocks)
+		}
+		l.eo.sealPending = true
+		if !room() && !p.blockOn(l, blockedOnBlocks, room) {
+			return false
+		}
+		l.eo.sealPending = false
+	}
 	g := l.group
 	l.group = nil
 	if p.eo() && g != nil {
@@ -416,25 +419,18 @@ func (p *Pipeline) sealOutputs(l *lane) bool {
 // without blocking. When a queue refuses one, the lane blocks and its
 // partition pauses; OnSpace wakes it and the next run sends the rest.
 func (p *Pipeline) sendBacklog(l *lane) bool {
-	for len(l.backlog) > 0 {
-		c := l.backlog[0]
-		if !p.queue.TryEnqueue(c) {
-			l.mu.Lock()
-			l.blocked = true
-			l.mu.Unlock()
-			p.pause.block(l)
-			// The queue may have drained between the refusal and the
-			// block: try once more so no wake-up is missed.
-			if !p.queue.TryEnqueue(c) {
-				return false
-			}
-			l.mu.Lock()
-			l.blocked = false
-			l.mu.Unlock()
-			p.pause.unblock(l)
+	sent := func() bool {
+		if !p.queue.TryEnqueue(l.backlog[0]) {
+			return false
 		}
 		l.backlog[0] = nil
 		l.backlog = l.backlog[1:]
+		return true
+	}
+	for len(l.backlog) > 0 {
+		if !sent() && !p.blockOn(l, l.backlog[0].Dest, sent) {
+			return false
+		}
 	}
 	l.backlog = nil
 	return true
@@ -449,7 +445,7 @@ func (p *Pipeline) ackStaged(g *ackGroup) {
 	for _, s := range g.spans {
 		p.tracker.Ack(TopicPartition{s.Topic, s.Partition}, s.Epoch, s.First, s.Next)
 	}
-	g.lane.outstanding.Add(-1)
+	g.lane.acked()
 }
 
 // stagedFailed stops the pipeline on a record that cannot be decoded or
@@ -462,9 +458,7 @@ func (p *Pipeline) stagedFailed(l *lane, r *kgo.Record, err error) {
 	}
 	p.m.decodeErrors.WithLabelValues(reason).Inc()
 	p.decodeErrs.Add(1)
-	l.mu.Lock()
-	l.failed = true
-	l.mu.Unlock()
+	l.fail()
 	p.log.Error("record cannot be decoded or transformed; not committing past it",
 		"topic", r.Topic, "partition", r.Partition, "offset", r.Offset, "reason", reason, "err", err)
 	p.fail(fmt.Errorf("%s/%d offset %d: %w", r.Topic, r.Partition, r.Offset, err))

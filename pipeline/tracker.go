@@ -213,6 +213,26 @@ func (t *Tracker) RegisterBlock(tp TopicPartition, epoch uint64, first, next int
 	return Commit{TopicPartition: tp, Epoch: p.epoch, Offset: wm, Metadata: p.metadata()}, true
 }
 
+// BlockRoom reports whether the block [first, next) of tp may be
+// registered under a bound of max open blocks: it is registered already,
+// or fewer than max blocks end above the watermark (max 0: no bound). A partition not
+// assigned under epoch has room (registering it fails on its own).
+func (t *Tracker) BlockRoom(tp TopicPartition, epoch uint64, first, next int64, max int) bool {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	p := t.parts[tp]
+	if p == nil || p.epoch != epoch {
+		return true
+	}
+	p.pruneBlocks()
+	for _, b := range p.blocks {
+		if b.from == first && b.to == next {
+			return true
+		}
+	}
+	return max <= 0 || len(p.blocks) < max
+}
+
 // Blocks returns the registered blocks of tp that end above its watermark.
 func (t *Tracker) Blocks(tp TopicPartition) [][2]int64 {
 	t.mu.Lock()

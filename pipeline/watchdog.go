@@ -99,8 +99,16 @@ func stallString(s []Stalled) string {
 // and no partition is stalled. The message says what is wrong.
 func (p *Pipeline) Health() (bool, string) {
 	if last := p.src.LastPoll(); !last.IsZero() {
-		if age := time.Since(last); age > pollStaleAfter {
-			return false, fmt.Sprintf("poll loop has not returned for %s", age.Round(time.Second))
+		limit, what := pollStaleAfter, ""
+		if since := p.inCallback.Load(); since != 0 {
+			// The poll loop is blocked in a group callback (a revoke
+			// waits for the sink up to drain_timeout, then commits): that
+			// is the callback's time, not a dead loop.
+			limit += p.callbackLimit()
+			what = fmt.Sprintf(" (in a rebalance callback for %s)", time.Since(time.Unix(0, since)).Round(time.Second))
+		}
+		if age := time.Since(last); age > limit {
+			return false, fmt.Sprintf("poll loop has not returned for %s%s", age.Round(time.Second), what)
 		}
 	}
 	p.healthMu.Lock()
@@ -113,7 +121,26 @@ func (p *Pipeline) Health() (bool, string) {
 
 // pollStaleAfter is how long the poll loop may go without returning before
 // Health reports it; the loop returns from every poll within a second.
+// A group callback adds callbackLimit.
 const pollStaleAfter = 30 * time.Second
+
+// revokeCommitTimeout bounds the commit a revoke makes after its drain.
+const revokeCommitTimeout = 10 * time.Second
+
+// callbackLimit is the longest a group callback blocks the poll loop: a
+// revoke waits up to checkpoint.drain_timeout for the sink, then commits
+// within revokeCommitTimeout; an exactly-once assignment reads the
+// committed blocks within the same time.
+func (p *Pipeline) callbackLimit() time.Duration {
+	return p.cfg.Checkpoint.DrainTimeout.D() + revokeCommitTimeout
+}
+
+// callback marks the poll loop as blocked in a group callback until the
+// returned function is called (Health allows it callbackLimit more).
+func (p *Pipeline) callback() (done func()) {
+	p.inCallback.Store(time.Now().UnixNano())
+	return func() { p.inCallback.Store(0) }
+}
 
 // setState sets the pipeline's base state (starting, running, draining,
 // stopped) and updates etl_pipeline_state.

@@ -32,7 +32,7 @@ const (
 	exitOK           = 0
 	exitFailed       = 1 // the pipeline stopped on an error
 	exitUsage        = 2 // bad command line or configuration
-	exitDrainTimeout = 3 // stopped, but records in flight were not written
+	exitDrainTimeout = 3 // stopped, but records in flight were not written, or the final commit failed
 	exitInterrupted  = 130
 )
 
@@ -145,6 +145,9 @@ func runPipeline(args []string, stdout, stderr io.Writer) int {
 		return exitOK
 	case errors.Is(err, pipeline.ErrDrainTimeout):
 		log.Error("stopped before everything was written", "err", err)
+		return exitDrainTimeout
+	case errors.Is(err, pipeline.ErrCommitFailed):
+		log.Error("stopped with everything written but not committed", "err", err)
 		return exitDrainTimeout
 	default:
 		log.Error("pipeline failed", "err", err)

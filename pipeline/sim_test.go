@@ -1,0 +1,880 @@
+package pipeline
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"hash/fnv"
+	"io"
+	"log/slog"
+	"math/rand"
+	"os"
+	"runtime/debug"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/etl-project/etl/backpressure"
+	"github.com/etl-project/etl/chunk"
+	"github.com/etl-project/etl/config"
+	"github.com/etl-project/etl/gen"
+	"github.com/etl-project/etl/sink/clickhouse"
+	"github.com/etl-project/etl/source/kafka"
+)
+
+// The deterministic simulation of the pipeline's concurrent core: lanes,
+// workers, the byte budget, the pauser, the shard queues, the tracker and
+// the committer, with a fake source (a consumer group that fetches,
+// assigns, revokes and loses partitions) and a fake sink (shard queues,
+// inserts with random latency, transient failures, freezes, and a table
+// that counts rows and, under exactly-once, drops a block it already has).
+//
+// Everything runs on one goroutine and every choice comes from one seed,
+// so a seed replays its run exactly. Where the real code hands control to
+// another goroutine it calls Pipeline.hook; there the simulation may run
+// what another goroutine could (a revoke, acknowledgements, the budget
+// controller, a commit, the sink), so interleavings are explored on
+// purpose rather than left to luck. Invariants are checked after every
+// step and at quiesce; a violation prints the seed and the step.
+//
+//	make sim SEEDS=3000
+//	go test ./pipeline -run '^TestSim$' -sim.seed=N -v   (replay one seed)
+
+var (
+	simSeeds   = flag.Int("sim.seeds", 0, "seeds for TestSim (0: 40, or 10 with -short)")
+	simSeed    = flag.Int64("sim.seed", 0, "run only this seed of TestSim")
+	simFirst   = flag.Int64("sim.first", 1, "the first seed of TestSim")
+	simSteps   = flag.Int("sim.steps", 1500, "random steps per seed before the quiesce")
+	simSummary = flag.Bool("sim.summary", false, "print the simulation's summary line after the tests")
+	simTrace   = flag.Bool("sim.trace", false, "log every step of TestSim")
+)
+
+// simTotals is what TestSim ran, for the summary line.
+var simTotals struct {
+	seeds, steps, violations int
+	maxMeta                  int // the longest commit metadata seen
+}
+
+func TestMain(m *testing.M) {
+	flag.Parse()
+	code := m.Run()
+	if *simSummary {
+		fmt.Printf("sim: longest commit metadata %d bytes\n", simTotals.maxMeta)
+		fmt.Printf("sim: %d seeds, %d steps, %d violations\n", simTotals.seeds, simTotals.steps, simTotals.violations)
+		if simTotals.violations > 0 && code == 0 {
+			code = 1
+		}
+	}
+	os.Exit(code)
+}
+
+// TestSim runs the simulation over many seeds. Each seed draws its own
+// configuration (delivery, budget, queue capacity, chunk size) and its own
+// schedule of events.
+func TestSim(t *testing.T) {
+	first, n := *simFirst, *simSeeds
+	if n == 0 {
+		n = 40
+		if testing.Short() {
+			n = 10
+		}
+	}
+	if *simSeed != 0 {
+		first, n = *simSeed, 1
+	}
+	for seed := first; seed < first+int64(n); seed++ {
+		w := newSimWorld(t, seed)
+		steps, errs := w.run()
+		simTotals.seeds++
+		simTotals.steps += steps
+		if len(errs) > 0 {
+			simTotals.violations += len(errs)
+			t.Errorf("sim seed %d (%s): %d violations, first at step %d: %s\n\treplay: go test ./pipeline -run '^TestSim$' -sim.seed=%d -v",
+				seed, w.desc, len(errs), w.firstBad, errs[0], seed)
+		}
+	}
+}
+
+// simWorld is one seed's run.
+type simWorld struct {
+	t    testing.TB
+	seed int64
+	rng  *rand.Rand
+	desc string
+
+	p    *Pipeline
+	h    *handler
+	src  *simSource
+	sink *simSink
+
+	now      time.Time
+	step     int
+	depth    int // nested hook actions
+	parts    []TopicPartition
+	log      map[TopicPartition][]simRec
+	nextID   uint64
+	toMake   int // records still to produce
+	lanes    []*lane
+	revoking *revoke
+	revokeAt time.Time
+	eo       bool
+	calm     bool // quiescing: no more faults
+
+	errs     []string
+	firstBad int
+}
+
+// simRec is a produced record and what the table must end up with.
+type simRec struct {
+	rec *kgo.Record
+	id  uint64
+	bad bool // not decodable: skipped by on_error skip
+}
+
+const simTopic = "events"
+
+func newSimWorld(t testing.TB, seed int64) *simWorld {
+	w := &simWorld{t: t, seed: seed, rng: rand.New(rand.NewSource(seed)), now: time.Unix(1_700_000_000, 0),
+		log: map[TopicPartition][]simRec{}}
+	r := w.rng
+	w.eo = r.Intn(3) == 0
+	nparts := 2 + r.Intn(4)
+	for i := 0; i < nparts; i++ {
+		w.parts = append(w.parts, TopicPartition{simTopic, int32(i)})
+	}
+	w.toMake = 300 + r.Intn(1500)
+	ndest := 1 + r.Intn(2)
+	queueCap := 1 + r.Intn(6)
+	if r.Intn(4) == 0 {
+		queueCap = 50 + r.Intn(150) // many small blocks in flight
+	}
+	chunkTarget := 512 << r.Intn(4) // 512 B to 4 KiB: a few to a few dozen rows
+	budgetBytes := int64(16<<10) << r.Intn(5)
+	minPause := time.Duration(r.Intn(200)) * time.Millisecond
+	maxInflight := 1 + r.Intn(3)
+
+	schema, err := gen.Schema()
+	if err != nil {
+		t.Fatal(err)
+	}
+	budget, err := backpressure.New(backpressure.Options{Bytes: budgetBytes, HighRatio: 0.8, LowRatio: 0.5, MinPause: minPause})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg := &config.Config{Delivery: "at_least_once"}
+	if w.eo {
+		cfg.Delivery = "exactly_once"
+	}
+	cfg.Checkpoint.DrainTimeout = config.Duration(2 * time.Second)
+	cfg.Checkpoint.MaxOpenBlocks = 100
+	if r.Intn(2) == 0 {
+		cfg.Checkpoint.MaxOpenBlocks = 1 + r.Intn(8) // the bound, reached often
+	}
+	maxRows := 20 + r.Intn(200)
+	if r.Intn(3) == 0 {
+		maxRows = 1 + r.Intn(4) // exactly-once: tiny blocks
+	}
+	chc := &config.ClickHouse{Batch: config.Batch{MaxRows: maxRows, MaxBytes: config.ByteSize(chunkTarget * 4),
+		Linger: config.Duration(time.Duration(50+r.Intn(500)) * time.Millisecond)}}
+	w.desc = fmt.Sprintf("eo=%v parts=%d records=%d shards=%d queue=%d chunk=%d budget=%d min_pause=%s inflight=%d max_rows=%d max_open_blocks=%d",
+		w.eo, nparts, w.toMake, ndest, queueCap, chunkTarget, budgetBytes, minPause, maxInflight, maxRows, cfg.Checkpoint.MaxOpenBlocks)
+	p := &Pipeline{
+		cfg:         cfg,
+		log:         slog.New(slog.NewTextHandler(io.Discard, nil)),
+		tracker:     NewTracker(),
+		runq:        newRunQueue(),
+		acks:        newAckQueue(),
+		lanes:       map[TopicPartition]*lane{},
+		failc:       make(chan error, 1),
+		chunkTarget: chunkTarget,
+		workers:     1,
+		onError:     onErrorSkip,
+		rejectLog:   newLogLimiter(10, time.Second),
+		m:           newMetrics(nil),
+		budget:      budget,
+		stopWaiters: make(chan struct{}),
+	}
+	p.now = func() time.Time { return w.now }
+	target := &clickhouse.Target{Schema: schema}
+	sk := &sinkState{name: "default", cfg: chc}
+	for i := 0; i < ndest; i++ {
+		sk.weights = append(sk.weights, 1)
+	}
+	sk.target.Store(target)
+	p.sinks = []*sinkState{sk}
+	w.src = &simSource{w: w, paused: map[TopicPartition]bool{}, owned: map[TopicPartition]bool{},
+		pos: map[TopicPartition]int64{}, start: map[TopicPartition]int64{}, committed: map[TopicPartition]kafka.Committed{}}
+	p.src = w.src
+	p.pause = newPauser(w.src, prometheus.NewGauge(prometheus.GaugeOpts{Name: "etl_sim_paused"}))
+	w.sink = &simSink{w: w, maxInflight: maxInflight, rows: map[uint64]int{}, blocks: map[string]bool{},
+		durable: map[TopicPartition]map[int64]bool{}}
+	for i := 0; i < ndest; i++ {
+		w.sink.queues = append(w.sink.queues, &simQueue{cap: queueCap})
+	}
+	p.queue = w.sink
+	p.hook = w.hook
+	w.p, w.h = p, (*handler)(p)
+	return w
+}
+
+func (w *simWorld) tracef(format string, args ...any) {
+	if *simTrace {
+		w.t.Logf("step %d (depth %d): %s", w.step, w.depth, fmt.Sprintf(format, args...))
+	}
+}
+
+// violation records a broken invariant.
+func (w *simWorld) violation(format string, args ...any) {
+	if len(w.errs) == 0 {
+		w.firstBad = w.step
+	}
+	if len(w.errs) < 20 {
+		w.errs = append(w.errs, fmt.Sprintf(format, args...))
+	}
+}
+
+// run plays the seed: random steps, then a quiesce, then the final checks.
+func (w *simWorld) run() (int, []string) {
+	// The group's first assignment.
+	w.assign(w.parts)
+	for w.step = 1; w.step <= *simSteps && len(w.errs) == 0; w.step++ {
+		w.randomStep()
+		w.checkStep()
+	}
+	if len(w.errs) == 0 {
+		w.quiesce()
+	}
+	return w.step, w.errs
+}
+
+// randomStep runs one event chosen at random, as a goroutine of the real
+// pipeline would.
+func (w *simWorld) randomStep() {
+	r := w.rng
+	switch k := r.Intn(100); {
+	case k < 12:
+		w.produce(1 + r.Intn(40))
+	case k < 27:
+		w.fetch()
+	case k < 47:
+		w.runWorker()
+	case k < 62:
+		w.sinkStep(false)
+	case k < 70:
+		w.processAcks()
+	case k < 75:
+		w.commit()
+	case k < 83:
+		w.controller(time.Duration(r.Intn(60)) * time.Millisecond)
+	case k < 88:
+		w.rebalance()
+	case k < 92:
+		w.finishRevoke(false)
+	case k < 93:
+		w.lose()
+	case k < 96:
+		w.sink.freezeToggle()
+	default:
+		w.now = w.now.Add(time.Duration(r.Intn(300)) * time.Millisecond)
+	}
+}
+
+// hook runs, at a point where the real code may lose control, what
+// another goroutine could do at that moment.
+func (w *simWorld) hook(at hookPoint, l *lane) {
+	if w.depth >= 2 || w.rng.Intn(100) >= 40 {
+		return
+	}
+	w.depth++
+	defer func() { w.depth-- }()
+	r := w.rng
+	switch k := r.Intn(100); {
+	case k < 25 && l != nil && !w.calm && w.revoking == nil && w.src.owned[l.tp]:
+		// The group takes this very lane's partition away.
+		w.tracef("hook %d: revoke %v", at, l.tp)
+		w.beginRevoke([]TopicPartition{l.tp})
+	case k < 30 && l != nil && !w.calm && w.revoking == nil && w.src.owned[l.tp]:
+		w.tracef("hook %d: lose %v", at, l.tp)
+		w.loseParts([]TopicPartition{l.tp})
+	case k < 50:
+		w.sinkStep(w.calm)
+	case k < 60:
+		w.processAcks()
+	case k < 80:
+		// The controller, after the acknowledgements that came in.
+		w.processAcks()
+		w.controller(time.Duration(r.Intn(400)) * time.Millisecond)
+	case k < 90:
+		w.commit()
+	default:
+		w.runWorker()
+	}
+}
+
+// produce appends n records to a random partition's log.
+func (w *simWorld) produce(n int) {
+	if w.toMake <= 0 {
+		return
+	}
+	tp := w.parts[w.rng.Intn(len(w.parts))]
+	for i := 0; i < n && w.toMake > 0; i++ {
+		w.toMake--
+		off := int64(len(w.log[tp]))
+		id := w.nextID
+		w.nextID++
+		rec := simRec{id: id}
+		var v []byte
+		if w.rng.Intn(50) == 0 {
+			rec.bad = true
+			v = []byte(`{"id":`)
+		} else {
+			v = gen.Make(1, id).AppendJSON(nil)
+		}
+		rec.rec = &kgo.Record{Topic: tp.Topic, Partition: tp.Partition, Offset: off, Value: v, Timestamp: w.now}
+		w.log[tp] = append(w.log[tp], rec)
+	}
+}
+
+// fetch hands a random fetchable partition's next records to the
+// pipeline, as one poll does. Nothing is fetched while a revoke runs: the
+// poll loop is blocked in the callback.
+func (w *simWorld) fetch() {
+	if w.revoking != nil {
+		return
+	}
+	var can []TopicPartition
+	for _, tp := range w.parts {
+		if w.src.owned[tp] && !w.src.paused[tp] && w.src.pos[tp] < int64(len(w.log[tp])) {
+			can = append(can, tp)
+		}
+	}
+	if len(can) == 0 {
+		return
+	}
+	tp := can[w.rng.Intn(len(can))]
+	from := w.src.pos[tp]
+	if from > w.src.start[tp] && w.rng.Intn(10) == 0 {
+		// The client fetches again what it buffered before a pause.
+		from = max(w.src.start[tp], from-int64(1+w.rng.Intn(5)))
+	}
+	to := min(int64(len(w.log[tp])), from+int64(1+w.rng.Intn(60)))
+	recs := make([]*kgo.Record, 0, to-from)
+	for _, sr := range w.log[tp][from:to] {
+		recs = append(recs, sr.rec)
+	}
+	w.src.pos[tp] = max(w.src.pos[tp], to)
+	w.tracef("fetch %v [%d, %d)", tp, from, to)
+	w.h.Fetched(&kgo.FetchTopicPartition{Topic: tp.Topic, FetchPartition: kgo.FetchPartition{Partition: tp.Partition, Records: recs}})
+}
+
+// runWorker takes a random lane from the run queue and runs it.
+func (w *simWorld) runWorker() {
+	q := w.p.runq
+	q.mu.Lock()
+	if len(q.q) == 0 {
+		q.mu.Unlock()
+		return
+	}
+	i := w.rng.Intn(len(q.q))
+	l := q.q[i]
+	q.q = slices.Delete(q.q, i, i+1)
+	q.mu.Unlock()
+	w.tracef("worker runs %v epoch %d", l.tp, l.epoch)
+	var dec *boundDecoder
+	w.p.runLane(l, &dec)
+}
+
+func (w *simWorld) processAcks() { w.p.processAcks() }
+
+// commit is the committer's periodic commit.
+func (w *simWorld) commit() {
+	if err := w.p.commit(context.Background(), nil); err != nil {
+		w.tracef("commit failed: %v", err)
+	}
+}
+
+// controller advances the clock and runs the controller's tick.
+func (w *simWorld) controller(d time.Duration) {
+	w.now = w.now.Add(d)
+	w.p.checkBudget(w.now)
+	if w.p.eo() {
+		w.p.eoFlushLingered(w.now)
+	}
+}
+
+// assign gives the member tps (a group callback).
+func (w *simWorld) assign(tps []TopicPartition) {
+	parts := kafka.Partitions{}
+	for _, tp := range tps {
+		parts[tp.Topic] = append(parts[tp.Topic], tp.Partition)
+		w.src.owned[tp] = true
+		delete(w.src.paused, tp)
+		// The member resumes from the committed offset.
+		w.src.pos[tp] = max(0, w.src.committed[tp].Offset)
+		w.src.start[tp] = w.src.pos[tp]
+	}
+	w.tracef("assign %v", tps)
+	w.h.Assigned(context.Background(), parts)
+	for _, tp := range tps {
+		if l := w.p.lanes[tp]; l != nil && !slices.Contains(w.lanes, l) {
+			w.lanes = append(w.lanes, l)
+		}
+	}
+}
+
+// rebalance starts a revoke of some owned partitions, or assigns the
+// partitions nobody owns.
+func (w *simWorld) rebalance() {
+	if w.revoking != nil {
+		return
+	}
+	var owned, free []TopicPartition
+	for _, tp := range w.parts {
+		if w.src.owned[tp] {
+			owned = append(owned, tp)
+		} else {
+			free = append(free, tp)
+		}
+	}
+	if len(free) > 0 && (len(owned) == 0 || w.rng.Intn(2) == 0) {
+		w.assign(free)
+		return
+	}
+	var take []TopicPartition
+	for _, tp := range owned {
+		if w.rng.Intn(2) == 0 {
+			take = append(take, tp)
+		}
+	}
+	if len(take) > 0 {
+		w.beginRevoke(take)
+	}
+}
+
+func (w *simWorld) beginRevoke(tps []TopicPartition) {
+	parts := kafka.Partitions{}
+	for _, tp := range tps {
+		parts[tp.Topic] = append(parts[tp.Topic], tp.Partition)
+	}
+	w.tracef("revoke %v begins", tps)
+	w.revoking = w.p.revokeBegin(parts)
+	w.revokeAt = w.now
+}
+
+// finishRevoke ends the revoke in progress once its lanes settled or the
+// drain timeout passed (force: now).
+func (w *simWorld) finishRevoke(force bool) {
+	r := w.revoking
+	if r == nil {
+		return
+	}
+	if !force && !r.settled() && w.now.Sub(w.revokeAt) < w.p.cfg.Checkpoint.DrainTimeout.D() {
+		return
+	}
+	w.tracef("revoke %v ends", r.parts)
+	w.p.revokeEnd(r)
+	w.revoking = nil
+	for topic, ps := range r.parts {
+		for _, part := range ps {
+			delete(w.src.owned, TopicPartition{topic, part})
+		}
+	}
+}
+
+// lose takes a random owned partition away without a revoke (session
+// expired): it is the group's to give again at once.
+func (w *simWorld) lose() {
+	if w.revoking != nil {
+		return
+	}
+	var owned []TopicPartition
+	for _, tp := range w.parts {
+		if w.src.owned[tp] {
+			owned = append(owned, tp)
+		}
+	}
+	if len(owned) > 0 {
+		w.loseParts([]TopicPartition{owned[w.rng.Intn(len(owned))]})
+	}
+}
+
+func (w *simWorld) loseParts(tps []TopicPartition) {
+	parts := kafka.Partitions{}
+	for _, tp := range tps {
+		parts[tp.Topic] = append(parts[tp.Topic], tp.Partition)
+		delete(w.src.owned, tp) // gone before the callback runs
+	}
+	w.tracef("lose %v", tps)
+	w.h.Lost(context.Background(), parts)
+}
+
+// sinkStep moves the fake sink: a shard takes chunks from its queue into
+// an insert, or an insert finishes (durable, or failed and retried later).
+func (w *simWorld) sinkStep(calm bool) {
+	s := w.sink
+	d := w.rng.Intn(len(s.queues))
+	q := s.queues[d]
+	if q.frozen && !calm {
+		return
+	}
+	if len(q.inflight) > 0 && (w.rng.Intn(2) == 0 || len(q.q) == 0 || len(q.inflight) >= s.maxInflight) {
+		i := w.rng.Intn(len(q.inflight))
+		b := q.inflight[i]
+		if !calm && (w.rng.Intn(6) == 0 || w.step < b.notBefore) {
+			w.tracef("shard %d: insert failed, retried later", d)
+			return
+		}
+		q.inflight = slices.Delete(q.inflight, i, i+1)
+		s.insert(b.chunks)
+		w.tracef("shard %d: insert of %d chunks durable", d, len(b.chunks))
+		w.p.acks.push(b.chunks)
+		return
+	}
+	if len(q.q) == 0 || len(q.inflight) >= s.maxInflight {
+		return
+	}
+	n := 1 + w.rng.Intn(len(q.q))
+	if w.eo {
+		n = 1 // a chunk is a whole insert block
+	}
+	b := &simBatch{chunks: slices.Clone(q.q[:n])}
+	if w.rng.Intn(20) == 0 {
+		// An insert that keeps failing for a while.
+		b.notBefore = w.step + w.rng.Intn(1500)
+	}
+	q.q = slices.Delete(q.q, 0, n)
+	q.inflight = append(q.inflight, b)
+	if q.refused && len(q.q) <= q.cap/2 {
+		q.refused = false
+		w.tracef("shard %d: space", d)
+		w.p.wakeBlocked(d)
+	}
+}
+
+// checkStep checks the invariants that hold between any two steps.
+func (w *simWorld) checkStep() {
+	p := w.p
+	// Every byte the budget counts is held by something, and nothing a
+	// closed lane held is still counted.
+	var held int64
+	for _, l := range w.lanes {
+		b := l.held()
+		l.mu.Lock()
+		gone := l.closed && l.state == laneIdle
+		l.mu.Unlock()
+		if gone && b != 0 {
+			w.violation("lane %v epoch %d was closed but still holds %d budget bytes", l.tp, l.epoch, b)
+		}
+		held += b
+	}
+	held += w.sink.held()
+	for _, c := range p.acks.items {
+		held += int64(c.Size())
+	}
+	if got := p.budget.Inflight(); got != held {
+		w.violation("budget counts %d bytes in flight, the lanes, queues, inserts and acknowledgements hold %d", got, held)
+	}
+	// The pauser follows the budget.
+	p.pause.mu.Lock()
+	pb := p.pause.budget
+	p.pause.mu.Unlock()
+	if bp := p.budget.Paused(); pb != bp {
+		w.violation("the budget is paused=%v but the pauser holds the source paused=%v", bp, pb)
+	}
+}
+
+// quiesce stops the faults, lets every record through and checks the end
+// state.
+func (w *simWorld) quiesce() {
+	w.toMake = 0
+	w.calm = true
+	w.finishRevoke(true)
+	for _, q := range w.sink.queues {
+		q.frozen = false
+	}
+	var free []TopicPartition
+	for _, tp := range w.parts {
+		if !w.src.owned[tp] {
+			free = append(free, tp)
+		}
+	}
+	if len(free) > 0 {
+		w.assign(free)
+	}
+	done := false
+	for i := 0; i < 20000 && len(w.errs) == 0; i++ {
+		w.step++
+		w.fetch()
+		w.runWorker()
+		w.sinkStep(true)
+		w.sinkStep(true)
+		w.processAcks()
+		w.controller(50 * time.Millisecond)
+		w.commit()
+		w.checkStep()
+		if w.settled() {
+			done = true
+			break
+		}
+	}
+	if len(w.errs) > 0 {
+		return
+	}
+	if !done {
+		w.violation("did not quiesce: %s", w.state())
+		return
+	}
+	if got := w.p.budget.Inflight(); got != 0 {
+		w.violation("quiesced with %d budget bytes in flight", got)
+	}
+	if n := w.p.pause.count(); n != 0 || len(w.src.paused) != 0 {
+		w.violation("quiesced with %d partitions paused (source: %v)", n, w.src.paused)
+	}
+	for _, tp := range w.parts {
+		for _, sr := range w.log[tp] {
+			got := w.sink.rows[sr.id]
+			switch {
+			case sr.bad && got != 0:
+				w.violation("bad record %v@%d (id %d) is in the table", tp, sr.rec.Offset, sr.id)
+			case !sr.bad && got == 0:
+				w.violation("record %v@%d (id %d) never reached the table", tp, sr.rec.Offset, sr.id)
+			case !sr.bad && w.eo && got != 1:
+				w.violation("exactly-once: record %v@%d (id %d) is in the table %d times", tp, sr.rec.Offset, sr.id, got)
+			}
+		}
+	}
+}
+
+// settled reports whether every record was produced, written and
+// committed, and nothing is in flight.
+func (w *simWorld) settled() bool {
+	for _, tp := range w.parts {
+		if w.src.committed[tp].Offset != int64(len(w.log[tp])) {
+			return false
+		}
+	}
+	// The controller resumes a paused source only after min_pause: wait
+	// for it (a source paused for good never settles, and is reported).
+	return w.p.budget.Inflight() == 0 && w.sink.held() == 0 && len(w.p.acks.items) == 0 &&
+		w.p.pause.count() == 0 && len(w.src.paused) == 0
+}
+
+func (w *simWorld) state() string {
+	var b strings.Builder
+	for _, tp := range w.parts {
+		st, _ := w.p.tracker.Status(tp)
+		fmt.Fprintf(&b, "%v: log %d fetched %d committed %d watermark %d paused %v; ", tp, len(w.log[tp]), w.src.pos[tp],
+			w.src.committed[tp].Offset, st.Watermark, w.src.paused[tp])
+	}
+	fmt.Fprintf(&b, "inflight %d, sink %d, run queue %d", w.p.budget.Inflight(), w.sink.held(), len(w.p.runq.q))
+	return b.String()
+}
+
+// simSource is the fake consumer-group member.
+type simSource struct {
+	w         *simWorld
+	paused    map[TopicPartition]bool
+	owned     map[TopicPartition]bool
+	pos       map[TopicPartition]int64 // next offset to fetch
+	start     map[TopicPartition]int64 // where the assignment started
+	committed map[TopicPartition]kafka.Committed
+}
+
+func (s *simSource) Pause(p kafka.Partitions) {
+	for topic, ps := range p {
+		for _, part := range ps {
+			s.paused[TopicPartition{topic, part}] = true
+		}
+	}
+}
+
+func (s *simSource) Resume(p kafka.Partitions) {
+	w := s.w
+	for topic, ps := range p {
+		for _, part := range ps {
+			tp := TopicPartition{topic, part}
+			delete(s.paused, tp)
+			// A partition is resumed only when what paused it is gone:
+			// not while its lane's chunk still waits for a full queue.
+			l := w.p.lanes[tp]
+			if l == nil || !s.owned[tp] || w.p.budget.Paused() {
+				continue
+			}
+			l.mu.Lock()
+			blocked := l.blocked && l.blockedOn >= 0
+			l.mu.Unlock()
+			if !blocked {
+				continue // refused but not blocked yet (it blocks next), or waiting for open blocks
+			}
+			var c *chunk.Chunk
+			if l.parked != nil {
+				c = l.parked
+			} else if len(l.backlog) > 0 {
+				c = l.backlog[0]
+			}
+			if c != nil {
+				if q := w.sink.queues[c.Dest]; len(q.q) >= q.cap {
+					w.violation("partition %v resumed while the queue of shard %d its chunk waits for is still full", tp, c.Dest)
+					if *simTrace {
+						w.t.Logf("%s", debug.Stack())
+					}
+				}
+			}
+		}
+	}
+}
+
+func (s *simSource) Run(context.Context) error { return nil }
+func (s *simSource) Close()                    {}
+func (s *simSource) LastPoll() time.Time       { return s.w.now }
+
+var errSimCommit = errors.New("sim: commit failed")
+
+// Commit checks every commit against what the table holds.
+func (s *simSource) Commit(_ context.Context, offs []kafka.Offset) error {
+	w := s.w
+	if !w.calm && w.rng.Intn(20) == 0 {
+		return errSimCommit
+	}
+	for _, o := range offs {
+		tp := TopicPartition{o.Topic, o.Partition}
+		if !s.owned[tp] {
+			w.violation("commit of %v offset %d after the partition was revoked or lost", tp, o.Offset)
+		}
+		simTotals.maxMeta = max(simTotals.maxMeta, len(o.Metadata))
+		if blocks, _ := DecodeBlocks(o.Metadata); len(blocks) > w.p.cfg.Checkpoint.MaxOpenBlocks {
+			w.violation("commit metadata of %v lists %d blocks, more than checkpoint.max_open_blocks %d", tp, len(blocks), w.p.cfg.Checkpoint.MaxOpenBlocks)
+		}
+		if len(o.Metadata) > 4096 {
+			w.violation("commit metadata of %v is %d bytes: real Kafka refuses more than 4096 (offset.metadata.max.bytes)", tp, len(o.Metadata))
+		}
+		for off := max(0, s.committed[tp].Offset); off < o.Offset; off++ {
+			if int(off) >= len(w.log[tp]) {
+				w.violation("commit of %v offset %d past the log's end %d", tp, o.Offset, len(w.log[tp]))
+				break
+			}
+			if !w.log[tp][off].bad && !w.sink.durable[tp][off] {
+				w.violation("commit of %v offset %d, but offset %d is not in the table", tp, o.Offset, off)
+				break
+			}
+		}
+		if o.Offset < s.committed[tp].Offset {
+			w.violation("commit of %v moved back from %d to %d", tp, s.committed[tp].Offset, o.Offset)
+		}
+		s.committed[tp] = kafka.Committed{Offset: o.Offset, Metadata: o.Metadata}
+	}
+	w.tracef("commit %v", offs)
+	return nil
+}
+
+func (s *simSource) FetchCommitted(_ context.Context, parts kafka.Partitions) (map[string]map[int32]kafka.Committed, error) {
+	out := map[string]map[int32]kafka.Committed{}
+	for topic, ps := range parts {
+		out[topic] = map[int32]kafka.Committed{}
+		for _, part := range ps {
+			c, ok := s.committed[TopicPartition{topic, part}]
+			if !ok {
+				c = kafka.Committed{Offset: -1}
+			}
+			out[topic][part] = c
+		}
+	}
+	return out, nil
+}
+
+// simSink is the fake ClickHouse: a bounded queue and inserts in flight
+// per shard, and a table.
+type simSink struct {
+	w           *simWorld
+	queues      []*simQueue
+	maxInflight int
+	rows        map[uint64]int // id → rows in the table
+	blocks      map[string]bool
+	durable     map[TopicPartition]map[int64]bool
+}
+
+// simBatch is an insert in flight: it fails until the step notBefore.
+type simBatch struct {
+	chunks    []*chunk.Chunk
+	notBefore int
+}
+
+type simQueue struct {
+	cap      int
+	q        []*chunk.Chunk
+	inflight []*simBatch
+	refused  bool // a send was refused since the last OnSpace
+	frozen   bool
+}
+
+func (s *simSink) TryEnqueue(c *chunk.Chunk) bool {
+	q := s.queues[c.Dest]
+	if len(q.q) >= q.cap {
+		q.refused = true
+		return false
+	}
+	q.q = append(q.q, c)
+	return true
+}
+
+func (s *simSink) freezeToggle() {
+	q := s.queues[s.w.rng.Intn(len(s.queues))]
+	q.frozen = !q.frozen
+}
+
+// held is the budget bytes of the chunks in the sink's queues and inserts.
+func (s *simSink) held() int64 {
+	var n int64
+	for _, q := range s.queues {
+		for _, c := range q.q {
+			n += int64(c.Size())
+		}
+		for _, b := range q.inflight {
+			for _, c := range b.chunks {
+				n += int64(c.Size())
+			}
+		}
+	}
+	return n
+}
+
+// insert applies a durable insert to the table. Under exactly-once a block
+// identical to one the table has is dropped, as a ReplicatedMergeTree does.
+func (s *simSink) insert(b []*chunk.Chunk) {
+	for _, c := range b {
+		ids := c.Cols[0].(*chunk.Fixed[uint64]).Data[:c.Rows]
+		if s.w.eo {
+			h := fnv.New64a()
+			for _, id := range ids {
+				fmt.Fprintf(h, "%d,", id)
+			}
+			key := fmt.Sprintf("%x", h.Sum64())
+			if s.blocks[key] {
+				s.markDurable(c)
+				continue
+			}
+			s.blocks[key] = true
+		}
+		for _, id := range ids {
+			s.rows[id]++
+		}
+		s.markDurable(c)
+	}
+}
+
+func (s *simSink) markDurable(c *chunk.Chunk) {
+	for _, sp := range c.Spans {
+		tp := TopicPartition{sp.Topic, sp.Partition}
+		if s.durable[tp] == nil {
+			s.durable[tp] = map[int64]bool{}
+		}
+		for off := sp.First; off < sp.Next; off++ {
+			s.durable[tp][off] = true
+		}
+	}
+}

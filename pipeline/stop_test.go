@@ -1,0 +1,152 @@
+package pipeline
+
+import (
+	"context"
+	"errors"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/etl-project/etl/config"
+	"github.com/etl-project/etl/gen"
+	"github.com/etl-project/etl/source/kafka"
+)
+
+// downSource is a source whose broker is out of reach: every commit and
+// offset fetch fails.
+type downSource struct {
+	mu      sync.Mutex
+	commits int
+}
+
+func (s *downSource) Pause(kafka.Partitions)        {}
+func (s *downSource) Resume(kafka.Partitions)       {}
+func (s *downSource) Run(ctx context.Context) error { <-ctx.Done(); return nil }
+func (s *downSource) Close()                        {}
+func (s *downSource) LastPoll() time.Time           { return time.Now() }
+func (s *downSource) Commit(context.Context, []kafka.Offset) error {
+	s.mu.Lock()
+	s.commits++
+	s.mu.Unlock()
+	return errors.New("dial tcp 127.0.0.1:9092: connect: connection refused")
+}
+func (s *downSource) FetchCommitted(context.Context, kafka.Partitions) (map[string]map[int32]kafka.Committed, error) {
+	return nil, errors.New("dial tcp 127.0.0.1:9092: connect: connection refused")
+}
+
+func simRecords(tp TopicPartition, n int) []*kgo.Record {
+	recs := make([]*kgo.Record, n)
+	for i := range recs {
+		recs[i] = &kgo.Record{Topic: tp.Topic, Partition: tp.Partition, Offset: int64(i), Value: gen.Make(1, uint64(i)).AppendJSON(nil)}
+	}
+	return recs
+}
+
+// TestRunReportsFailedFinalCommit: every row is written, but Kafka is out
+// of reach, so the final commit fails. Run must say so (the binary exits
+// 3), not report a clean stop.
+func TestRunReportsFailedFinalCommit(t *testing.T) {
+	w := newSimWorld(t, 1)
+	p := w.p
+	p.hook, p.now = nil, nil
+	p.cfg.Delivery = "at_least_once"
+	p.cfg.Checkpoint.CommitInterval = config.Duration(time.Hour)
+	p.cfg.Checkpoint.DrainTimeout = config.Duration(5 * time.Second)
+	p.cfg.Sink.ClickHouse = p.sinks[0].cfg
+	src := &downSource{}
+	p.src = src
+	p.pause = newPauser(src, p.pause.gauge)
+	p.queue = nullSink{p}
+
+	tp := TopicPartition{simTopic, 0}
+	h := (*handler)(p)
+	h.Assigned(context.Background(), kafka.Partitions{tp.Topic: {tp.Partition}})
+	h.Fetched(&kgo.FetchTopicPartition{Topic: tp.Topic, FetchPartition: kgo.FetchPartition{Partition: tp.Partition, Records: simRecords(tp, 100)}})
+
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- p.Run(ctx) }()
+	deadline := time.Now().Add(10 * time.Second)
+	for p.Stats().RowsWritten < 100 {
+		if time.Now().After(deadline) {
+			t.Fatalf("rows written: %d of 100", p.Stats().RowsWritten)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	cancel()
+	select {
+	case err := <-done:
+		if !errors.Is(err, ErrCommitFailed) {
+			t.Fatalf("Run returned %v, want ErrCommitFailed", err)
+		}
+		t.Logf("Run: %v", err)
+	case <-time.After(30 * time.Second):
+		t.Fatal("Run did not return")
+	}
+}
+
+// TestExactlyOnceRegisterEndsOnHalt: with Kafka out of reach, an
+// exactly-once block cannot be registered and its worker retries. When
+// the stop gives up (the drain deadline), the retry loop must end by
+// itself: before, it ended only if the client declared the partition lost.
+func TestExactlyOnceRegisterEndsOnHalt(t *testing.T) {
+	w := newSimWorld(t, 1)
+	p := w.p
+	p.hook, p.now = nil, nil
+	p.cfg.Delivery = "exactly_once"
+	w.eo = true
+	src := &downSource{}
+	p.src = src
+	p.pause = newPauser(src, p.pause.gauge)
+	p.queue = nullSink{p}
+
+	tp := TopicPartition{simTopic, 0}
+	h := (*handler)(p)
+	// A new partition's blocks are read first; with the broker down that
+	// fails and the pipeline stops: give the lane by hand instead.
+	p.mu.Lock()
+	l := newLane(tp, p.tracker.Assign(tp), p.m.lag.WithLabelValues(tp.Topic, "0"), &p.settle)
+	p.lanes[tp] = l
+	p.mu.Unlock()
+	p.pause.assign(l)
+	h.Fetched(&kgo.FetchTopicPartition{Topic: tp.Topic, FetchPartition: kgo.FetchPartition{Partition: tp.Partition, Records: simRecords(tp, 50)}})
+	p.closing.Store(true) // stopping: the open block is sealed at once
+
+	if got := p.runq.pop(); got != l {
+		t.Fatal("lane not scheduled")
+	}
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		var dec *boundDecoder
+		p.runLane(l, &dec)
+	}()
+	// The worker retries the registration.
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		src.mu.Lock()
+		n := src.commits
+		src.mu.Unlock()
+		if n >= 2 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("%d registration attempts", n)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	p.haltNow()
+	select {
+	case <-done:
+	case <-time.After(5 * time.Second):
+		t.Fatal("the worker still retries the block's registration after the stop gave up")
+	}
+	if got := p.budget.Inflight(); got != 0 {
+		t.Fatalf("%d budget bytes in flight after the block was given up", got)
+	}
+	if p.Stats().RowsWritten != 0 {
+		t.Fatal("an unregistered block was written")
+	}
+}
