@@ -28,8 +28,9 @@ import (
 // has. Blocks are sealed at the registered boundaries and nowhere else
 // while they are replayed.
 
-// eo reports exactly-once delivery.
-func (p *Pipeline) eo() bool { return p.cfg.Delivery == "exactly_once" }
+// eo reports exactly-once delivery: the block policy, chosen once in New
+// (and by the tests that build pipelines by hand).
+func (p *Pipeline) eo() bool { return p.exactlyOnce }
 
 // eoState is a lane's exactly-once state, owned by the worker running it.
 type eoState struct {

@@ -50,7 +50,7 @@ func TestExactlyOnceCommitKeepsBlocks(t *testing.T) {
 		t.Fatal("no assignment")
 	}
 
-	p := &Pipeline{cfg: &config.Config{Delivery: "exactly_once"}, log: slog.Default(), src: src, tracker: NewTracker(), m: newMetrics(nil)}
+	p := &Pipeline{cfg: &config.Config{Delivery: "exactly_once"}, exactlyOnce: true, log: slog.Default(), src: src, tracker: NewTracker(), m: newMetrics(nil)}
 	tp := TopicPartition{"events", 0}
 	l := newLane(tp, p.tracker.Assign(tp), nil, nil)
 	p.tracker.Start(tp, l.epoch, 0)

@@ -80,6 +80,7 @@ type Pipeline struct {
 	chunkTarget  int
 	workers      int
 	onError      string                                  // decode.on_error
+	exactlyOnce  bool                                    // delivery: exactly_once (the block policy, exactly.go)
 	component    func(name string) prometheus.Registerer // the registerer of each component (metrics.go)
 	registry     *schemaregistry.Client                  // Avro with confluent framing
 	avroSchema   string                                  // Avro raw and single_object: the writer schema
@@ -190,6 +191,7 @@ func New(ctx context.Context, o Options) (*Pipeline, error) {
 		chunkTarget: int(cfg.Chunk.TargetBytes),
 		workers:     cfg.Pipeline.Workers,
 		onError:     cfg.Decode.OnError,
+		exactlyOnce: cfg.Delivery == "exactly_once",
 		stopWaiters: make(chan struct{}),
 		rejectLog:   newLogLimiter(10, 10*time.Second),
 		m:           newComponentMetrics(components(o.Registerer, cfg.Pipeline.Name)),
@@ -860,13 +862,7 @@ const (
 // commits only then. A dead-letter write that fails for good stops the
 // pipeline without committing past the record.
 func (p *Pipeline) reject(l *lane, r *kgo.Record, err error) {
-	reason := string(decode.ReasonCorrupt)
-	var de *decode.Error
-	if errors.As(err, &de) {
-		reason = string(de.Reason)
-	}
-	p.m.decodeErrors.WithLabelValues(reason).Inc()
-	p.decodeErrs.Add(1)
+	reason := p.countRejected(err)
 	if p.rejectLog.Allow() {
 		p.log.Warn("record cannot be decoded", "on_error", p.onError,
 			"topic", r.Topic, "partition", r.Partition, "offset", r.Offset, "reason", reason, "err", err)
@@ -893,13 +889,6 @@ func (p *Pipeline) reject(l *lane, r *kgo.Record, err error) {
 // go to the sink, the lane stops at it (nothing at or past it is
 // committed), and the pipeline stops.
 func (p *Pipeline) decodeFailed(l *lane, r *kgo.Record, err error, n int, bytes int64) {
-	reason := "corrupt"
-	var de *decode.Error
-	if errors.As(err, &de) {
-		reason = string(de.Reason)
-	}
-	p.m.decodeErrors.WithLabelValues(reason).Inc()
-	p.decodeErrs.Add(1)
 	l.advance(n, bytes)
 	p.releaseDecoded(l, bytes)
 	if c := l.cur; c != nil && len(c.Spans) > 0 {
@@ -910,8 +899,29 @@ func (p *Pipeline) decodeFailed(l *lane, r *kgo.Record, err error, n int, bytes 
 			p.log.Warn("shard queue full while stopping on a bad record", "partition", l.tp)
 		}
 	}
+	p.stopAt(l, r, err)
+}
+
+// countRejected counts a record that cannot be decoded or transformed and
+// returns its reason label.
+func (p *Pipeline) countRejected(err error) string {
+	reason := string(decode.ReasonCorrupt)
+	var de *decode.Error
+	if errors.As(err, &de) {
+		reason = string(de.Reason)
+	}
+	p.m.decodeErrors.WithLabelValues(reason).Inc()
+	p.decodeErrs.Add(1)
+	return reason
+}
+
+// stopAt stops the lane at r, a record that cannot be decoded or
+// transformed under on_error fail, and the pipeline with it: nothing at or
+// past r is committed.
+func (p *Pipeline) stopAt(l *lane, r *kgo.Record, err error) {
+	reason := p.countRejected(err)
 	l.fail()
-	p.log.Error("record cannot be decoded; not committing past it",
+	p.log.Error("record cannot be decoded or transformed; not committing past it",
 		"topic", r.Topic, "partition", r.Partition, "offset", r.Offset, "reason", reason, "err", err)
 	p.fail(fmt.Errorf("decode %s/%d offset %d: %w", r.Topic, r.Partition, r.Offset, err))
 }

@@ -148,7 +148,17 @@ func newSimWorld(t testing.TB, seed int64) *simWorld {
 		w.parts = append(w.parts, TopicPartition{simTopic, int32(i)})
 	}
 	w.toMake = 300 + r.Intn(1500)
+	// The direct path (one sink, sharding by partition), or the staged
+	// path: two sinks that both take every row, or sharding by key.
+	mode := []string{"direct", "two-sinks", "by-key"}[r.Intn(3)]
+	nsinks := 1
+	if mode == "two-sinks" {
+		nsinks = 2
+	}
 	ndest := 1 + r.Intn(2)
+	if mode == "by-key" {
+		ndest = 2
+	}
 	queueCap := 1 + r.Intn(6)
 	if r.Intn(4) == 0 {
 		queueCap = 50 + r.Intn(150) // many small blocks in flight
@@ -179,10 +189,10 @@ func newSimWorld(t testing.TB, seed int64) *simWorld {
 	if r.Intn(3) == 0 {
 		maxRows = 1 + r.Intn(4) // exactly-once: tiny blocks
 	}
-	chc := &config.ClickHouse{Batch: config.Batch{MaxRows: maxRows, MaxBytes: config.ByteSize(chunkTarget * 4),
-		Linger: config.Duration(time.Duration(50+r.Intn(500)) * time.Millisecond)}}
-	w.desc = fmt.Sprintf("eo=%v parts=%d records=%d shards=%d queue=%d chunk=%d budget=%d min_pause=%s inflight=%d max_rows=%d max_open_blocks=%d",
-		w.eo, nparts, w.toMake, ndest, queueCap, chunkTarget, budgetBytes, minPause, maxInflight, maxRows, cfg.Checkpoint.MaxOpenBlocks)
+	batch := config.Batch{MaxRows: maxRows, MaxBytes: config.ByteSize(chunkTarget * 4),
+		Linger: config.Duration(time.Duration(50+r.Intn(500)) * time.Millisecond)}
+	w.desc = fmt.Sprintf("%s eo=%v parts=%d records=%d shards=%d queue=%d chunk=%d budget=%d min_pause=%s inflight=%d max_rows=%d max_open_blocks=%d",
+		mode, w.eo, nparts, w.toMake, ndest, queueCap, chunkTarget, budgetBytes, minPause, maxInflight, maxRows, cfg.Checkpoint.MaxOpenBlocks)
 	p := &Pipeline{
 		cfg:         cfg,
 		log:         slog.New(slog.NewTextHandler(io.Discard, nil)),
@@ -199,22 +209,32 @@ func newSimWorld(t testing.TB, seed int64) *simWorld {
 		budget:      budget,
 		stopWaiters: make(chan struct{}),
 	}
+	p.exactlyOnce = w.eo
 	p.now = func() time.Time { return w.now }
-	target := &clickhouse.Target{Schema: schema}
-	sk := &sinkState{name: "default", cfg: chc}
-	for i := 0; i < ndest; i++ {
-		sk.weights = append(sk.weights, 1)
+	for si := 0; si < nsinks; si++ {
+		chc := &config.ClickHouse{Batch: batch}
+		if mode == "by-key" {
+			chc.Sharding = config.Sharding{By: "key", Column: "id"}
+		}
+		sk := &sinkState{name: fmt.Sprintf("s%d", si), cfg: chc, dest0: len(p.dests)}
+		for i := 0; i < ndest; i++ {
+			sk.weights = append(sk.weights, 1)
+			p.dests = append(p.dests, nil) // only counted: the fake sink takes the chunks
+		}
+		sk.target.Store(&clickhouse.Target{Schema: schema, Fields: schema.Names})
+		p.sinks = append(p.sinks, sk)
 	}
-	sk.target.Store(target)
-	p.sinks = []*sinkState{sk}
+	cfg.Sink.ClickHouse = p.sinks[0].cfg
 	w.src = &simSource{w: w, paused: map[TopicPartition]bool{}, owned: map[TopicPartition]bool{},
 		pos: map[TopicPartition]int64{}, start: map[TopicPartition]int64{}, committed: map[TopicPartition]kafka.Committed{}}
 	p.src = w.src
 	p.pause = newPauser(w.src, prometheus.NewGauge(prometheus.GaugeOpts{Name: "etl_sim_paused"}))
-	w.sink = &simSink{w: w, maxInflight: maxInflight, rows: map[uint64]int{}, blocks: map[string]bool{},
-		durable: map[TopicPartition]map[int64]bool{}}
-	for i := 0; i < ndest; i++ {
-		w.sink.queues = append(w.sink.queues, &simQueue{cap: queueCap})
+	w.sink = &simSink{w: w, maxInflight: maxInflight, blocks: map[string]bool{}}
+	for si := 0; si < nsinks; si++ {
+		w.sink.rows = append(w.sink.rows, map[uint64]int{})
+		for i := 0; i < ndest; i++ {
+			w.sink.queues = append(w.sink.queues, &simQueue{cap: queueCap, sink: si})
+		}
 	}
 	p.queue = w.sink
 	p.hook = w.hook
@@ -559,6 +579,11 @@ func (w *simWorld) sinkStep(calm bool) {
 // checkStep checks the invariants that hold between any two steps.
 func (w *simWorld) checkStep() {
 	p := w.p
+	select {
+	case err := <-p.failc:
+		w.violation("the pipeline stopped: %v", err)
+	default:
+	}
 	// Every byte the budget counts is held by something, and nothing a
 	// closed lane held is still counted.
 	var held int64
@@ -635,16 +660,18 @@ func (w *simWorld) quiesce() {
 	if n := w.p.pause.count(); n != 0 || len(w.src.paused) != 0 {
 		w.violation("quiesced with %d partitions paused (source: %v)", n, w.src.paused)
 	}
-	for _, tp := range w.parts {
-		for _, sr := range w.log[tp] {
-			got := w.sink.rows[sr.id]
-			switch {
-			case sr.bad && got != 0:
-				w.violation("bad record %v@%d (id %d) is in the table", tp, sr.rec.Offset, sr.id)
-			case !sr.bad && got == 0:
-				w.violation("record %v@%d (id %d) never reached the table", tp, sr.rec.Offset, sr.id)
-			case !sr.bad && w.eo && got != 1:
-				w.violation("exactly-once: record %v@%d (id %d) is in the table %d times", tp, sr.rec.Offset, sr.id, got)
+	for si, rows := range w.sink.rows {
+		for _, tp := range w.parts {
+			for _, sr := range w.log[tp] {
+				got := rows[sr.id]
+				switch {
+				case sr.bad && got != 0:
+					w.violation("bad record %v@%d (id %d) is in table %d", tp, sr.rec.Offset, sr.id, si)
+				case !sr.bad && got == 0:
+					w.violation("record %v@%d (id %d) never reached table %d", tp, sr.rec.Offset, sr.id, si)
+				case !sr.bad && w.eo && got != 1:
+					w.violation("exactly-once: record %v@%d (id %d) is in table %d %d times", tp, sr.rec.Offset, sr.id, si, got)
+				}
 			}
 		}
 	}
@@ -758,7 +785,7 @@ func (s *simSource) Commit(_ context.Context, offs []kafka.Offset) error {
 				w.violation("commit of %v offset %d past the log's end %d", tp, o.Offset, len(w.log[tp]))
 				break
 			}
-			if !w.log[tp][off].bad && !w.sink.durable[tp][off] {
+			if sr := w.log[tp][off]; !sr.bad && !w.sink.has(sr.id) {
 				w.violation("commit of %v offset %d, but offset %d is not in the table", tp, o.Offset, off)
 				break
 			}
@@ -793,9 +820,8 @@ type simSink struct {
 	w           *simWorld
 	queues      []*simQueue
 	maxInflight int
-	rows        map[uint64]int // id → rows in the table
+	rows        []map[uint64]int // per sink's table: id → rows
 	blocks      map[string]bool
-	durable     map[TopicPartition]map[int64]bool
 }
 
 // simBatch is an insert in flight: it fails until the step notBefore.
@@ -805,6 +831,7 @@ type simBatch struct {
 }
 
 type simQueue struct {
+	sink     int // the sink (table) the shard writes to
 	cap      int
 	q        []*chunk.Chunk
 	inflight []*simBatch
@@ -847,34 +874,32 @@ func (s *simSink) held() int64 {
 // identical to one the table has is dropped, as a ReplicatedMergeTree does.
 func (s *simSink) insert(b []*chunk.Chunk) {
 	for _, c := range b {
+		table := s.queues[c.Dest].sink
 		ids := c.Cols[0].(*chunk.Fixed[uint64]).Data[:c.Rows]
 		if s.w.eo {
 			h := fnv.New64a()
 			for _, id := range ids {
 				fmt.Fprintf(h, "%d,", id)
 			}
-			key := fmt.Sprintf("%x", h.Sum64())
+			key := fmt.Sprintf("%d/%x", table, h.Sum64())
 			if s.blocks[key] {
-				s.markDurable(c)
-				continue
+				continue // the table drops a block it has
 			}
 			s.blocks[key] = true
 		}
 		for _, id := range ids {
-			s.rows[id]++
+			s.rows[table][id]++
 		}
-		s.markDurable(c)
 	}
 }
 
-func (s *simSink) markDurable(c *chunk.Chunk) {
-	for _, sp := range c.Spans {
-		tp := TopicPartition{sp.Topic, sp.Partition}
-		if s.durable[tp] == nil {
-			s.durable[tp] = map[int64]bool{}
-		}
-		for off := sp.First; off < sp.Next; off++ {
-			s.durable[tp][off] = true
+// has reports whether the row of id is in every table: its record is
+// durable.
+func (s *simSink) has(id uint64) bool {
+	for _, rows := range s.rows {
+		if rows[id] == 0 {
+			return false
 		}
 	}
+	return true
 }

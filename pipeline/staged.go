@@ -5,8 +5,6 @@ import (
 	"fmt"
 	"sync/atomic"
 
-	"github.com/twmb/franz-go/pkg/kgo"
-
 	"github.com/etl-project/etl/chunk"
 	"github.com/etl-project/etl/decode"
 	"github.com/etl-project/etl/sink/clickhouse"
@@ -292,7 +290,7 @@ func (p *Pipeline) processStaged(l *lane, dec *boundDecoder) {
 					l.advance(n, bytes)
 					p.releaseDecoded(l, bytes)
 					p.sealOutputs(l)
-					p.stagedFailed(l, r, err)
+					p.stopAt(l, r, err)
 					return
 				}
 				if first < r.Offset {
@@ -446,20 +444,4 @@ func (p *Pipeline) ackStaged(g *ackGroup) {
 		p.tracker.Ack(TopicPartition{s.Topic, s.Partition}, s.Epoch, s.First, s.Next)
 	}
 	g.lane.acked()
-}
-
-// stagedFailed stops the pipeline on a record that cannot be decoded or
-// transformed under on_error fail: nothing at or past it is committed.
-func (p *Pipeline) stagedFailed(l *lane, r *kgo.Record, err error) {
-	reason := string(decode.ReasonCorrupt)
-	var de *decode.Error
-	if errors.As(err, &de) {
-		reason = string(de.Reason)
-	}
-	p.m.decodeErrors.WithLabelValues(reason).Inc()
-	p.decodeErrs.Add(1)
-	l.fail()
-	p.log.Error("record cannot be decoded or transformed; not committing past it",
-		"topic", r.Topic, "partition", r.Partition, "offset", r.Offset, "reason", reason, "err", err)
-	p.fail(fmt.Errorf("%s/%d offset %d: %w", r.Topic, r.Partition, r.Offset, err))
 }

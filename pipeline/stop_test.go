@@ -51,7 +51,7 @@ func TestRunReportsFailedFinalCommit(t *testing.T) {
 	w := newSimWorld(t, 1)
 	p := w.p
 	p.hook, p.now = nil, nil
-	p.cfg.Delivery = "at_least_once"
+	p.cfg.Delivery, p.exactlyOnce = "at_least_once", false
 	p.cfg.Checkpoint.CommitInterval = config.Duration(time.Hour)
 	p.cfg.Checkpoint.DrainTimeout = config.Duration(5 * time.Second)
 	p.cfg.Sink.ClickHouse = p.sinks[0].cfg
@@ -95,7 +95,7 @@ func TestExactlyOnceRegisterEndsOnHalt(t *testing.T) {
 	w := newSimWorld(t, 1)
 	p := w.p
 	p.hook, p.now = nil, nil
-	p.cfg.Delivery = "exactly_once"
+	p.cfg.Delivery, p.exactlyOnce = "exactly_once", true
 	w.eo = true
 	src := &downSource{}
 	p.src = src
