@@ -342,3 +342,69 @@ func count(parts kafka.Partitions) int {
 	}
 	return n
 }
+
+// eoSend registers the sealed block c and hands it to its shard. When the
+// partition already has checkpoint.max_open_blocks blocks registered and
+// not durable, c is parked unregistered, the lane blocks on
+// blockedOnBlocks and its partition pauses, until acknowledgements move
+// the watermark past some of them (wakeBlockWaiters). A block that cannot
+// be registered (the lane was closed, or the stop gave up) is dropped:
+// never written, its records read again by the next owner.
+func (p *Pipeline) eoSend(l *lane, c *chunk.Chunk) bool {
+	room := func() bool {
+		return p.tracker.BlockRoom(l.tp, l.epoch, c.BlockFirst, c.BlockNext, p.cfg.Checkpoint.MaxOpenBlocks)
+	}
+	if !room() {
+		l.parked, l.eo.unregistered = c, true
+		if !p.blockOn(l, blockedOnBlocks, room) {
+			return false
+		}
+		l.parked, l.eo.unregistered = nil, false
+	}
+	if !p.eoRegister(l, c.BlockFirst, c.BlockNext) {
+		p.budget.Release(int64(c.Size()))
+		c.Reset()
+		p.chunks.put(c)
+		return false
+	}
+	return p.send(l, c)
+}
+
+// wakeBlockWaiters wakes the exactly-once lanes waiting for room among
+// their partition's open blocks once they have it (after
+// acknowledgements moved watermarks).
+func (p *Pipeline) wakeBlockWaiters() {
+	max := p.cfg.Checkpoint.MaxOpenBlocks
+	for _, l := range p.pause.takeBlockedIf(blockedOnBlocks, func(l *lane) bool { return p.tracker.BlockRoom(l.tp, l.epoch, -1, -1, max) }) {
+		if l.wake() {
+			p.runq.push(l)
+		}
+	}
+}
+
+// eoClosed ends the lane's open block: its records leave the budget and
+// the bounds behind it are dropped.
+func (p *Pipeline) eoClosed(l *lane) {
+	if !p.eo() {
+		return
+	}
+	p.budget.Release(l.eo.held)
+	l.eo.held = 0
+	l.eo.openSince.Store(0)
+	l.eo.flushDue.Store(false)
+	if l.cursor >= 0 {
+		l.eo.pruneBounds(l.cursor)
+	}
+	if l.eo.replayEnd > 0 && l.cursor >= l.eo.replayEnd {
+		// The previous owner's blocks are rebuilt: the budget may pause
+		// the partition again.
+		l.eo.replayEnd = 0
+		p.pause.setReplaying(l, false)
+	}
+}
+
+// eoFull reports whether an exactly-once block reached the batch limits.
+func (p *Pipeline) eoFull(c *chunk.Chunk) bool {
+	b := p.sinks[0].cfg.Batch
+	return c.Rows >= b.MaxRows || int64(c.Measure()) >= int64(b.MaxBytes)
+}

@@ -21,7 +21,7 @@ func (s stalePoll) LastPoll() time.Time { return s.last }
 // loop (Kubernetes would kill a healthy member in the middle of a
 // handover), but must still report a poll loop stuck for longer.
 func TestHealthDuringRevoke(t *testing.T) {
-	w := newSimWorld(t, 1)
+	w := newDirectSimWorld(t, 1)
 	p := w.p
 	p.cfg.Checkpoint.DrainTimeout = config.Duration(40 * time.Second)
 	check := func(age time.Duration, want bool) {

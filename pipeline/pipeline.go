@@ -20,7 +20,6 @@ import (
 	"github.com/etl-project/etl/backpressure"
 	"github.com/etl-project/etl/chunk"
 	"github.com/etl-project/etl/config"
-	"github.com/etl-project/etl/decode"
 	"github.com/etl-project/etl/dlq"
 	"github.com/etl-project/etl/schemaregistry"
 	"github.com/etl-project/etl/sink/clickhouse"
@@ -153,7 +152,7 @@ const (
 	hookDecoded                      // a worker decoded a step's records
 	hookRegister                     // exactly-once: a block is about to be committed as registered
 	hookBudgetCheck                  // the budget changed state; the pauser does not know yet
-	hookRevokeWait                   // a revoke waits for the revoked lanes' chunks
+	hookCommitted                    // a commit went through; the tracker does not know yet (commitMu held)
 )
 
 // yield calls the simulation's hook, if any.
@@ -551,304 +550,6 @@ func (p *Pipeline) schedule(l *lane) {
 	}
 }
 
-// worker runs lanes from the run queue until it is closed.
-func (p *Pipeline) worker() {
-	var dec *boundDecoder
-	for {
-		l := p.runq.pop()
-		if l == nil {
-			return
-		}
-		if !p.runLane(l, &dec) {
-			return
-		}
-	}
-}
-
-// runLane runs l, taken from the run queue, with the worker's decoder
-// (rebuilt when the table changed). It returns false when the worker must
-// stop.
-func (p *Pipeline) runLane(l *lane, dec **boundDecoder) bool {
-	run, release := l.start()
-	p.budget.Release(release)
-	if !run {
-		return true
-	}
-	d, err := p.bind(*dec)
-	if err != nil {
-		p.fail(err)
-		l.fail()
-		_, release := l.finish()
-		p.budget.Release(release)
-		return false
-	}
-	*dec = d
-	if d.staged != nil {
-		p.processStaged(l, d)
-	} else {
-		p.process(l, d)
-	}
-	push, release := l.finish()
-	p.budget.Release(release)
-	if push {
-		p.runq.push(l)
-	}
-	return true
-}
-
-// recordsPerStep bounds the records a worker takes from a lane at once.
-const recordsPerStep = 512
-
-// process decodes the lane's pending records into chunks and hands each
-// full chunk to the shard queue. When the queue refuses a chunk, the chunk
-// is parked as the resume point and the lane blocks: records already
-// decoded are never decoded again.
-func (p *Pipeline) process(l *lane, dec *boundDecoder) {
-	if c := l.parked; c != nil {
-		if l.eo.unregistered {
-			// A block waiting for room among the open blocks.
-			l.parked, l.eo.unregistered = nil, false
-			if !p.eoSend(l, c) {
-				return
-			}
-		} else if !p.send(l, c) {
-			return
-		}
-		l.parked = nil
-	}
-	if c := l.cur; c != nil && c.Schema != dec.target.Schema {
-		// The table's columns changed: the open chunk goes out as built.
-		l.cur = nil
-		if len(c.Spans) > 0 {
-			if !p.sealSend(l, c) {
-				return
-			}
-		}
-	}
-	for {
-		recs, ok := l.pending(recordsPerStep)
-		if !ok {
-			return // closed or failed: finish releases what it holds
-		}
-		if len(recs) == 0 {
-			// Nothing more fetched: hand over the partial chunk. A chunk
-			// that covers nothing (its only records were rejected, each
-			// acknowledged on its own) goes back to the free list, so the
-			// lane is idle. With exactly-once a block waits for the batch
-			// linger (or the stop) to fill up, unless it is a replayed
-			// block, which ends only at its registered end.
-			if c := l.cur; c != nil {
-				if p.eo() && len(c.Spans) > 0 && (l.eo.replaying() || (!l.eo.flushDue.Load() && !p.closing.Load())) {
-					return
-				}
-				l.cur = nil
-				if len(c.Spans) == 0 {
-					c.Reset()
-					p.chunks.put(c)
-					p.eoClosed(l)
-					return
-				}
-				if !p.sealSend(l, c) {
-					return
-				}
-			}
-			return
-		}
-		var bytes int64
-		n := 0
-		cut := false
-		for _, r := range recs {
-			if p.eo() && l.cur != nil && len(l.cur.Spans) > 0 && l.eo.eoCut(r.Offset) {
-				cut = true // a registered block ends before r
-				break
-			}
-			if l.cur == nil {
-				c, err := p.newChunk(dec.target)
-				if err != nil {
-					p.fail(err)
-					return
-				}
-				c.Dest = l.dest
-				l.cur = c
-				if p.eo() {
-					l.eo.open(r.Offset, l.cursor, p.clock())
-				}
-			}
-			_, err := dec.Decode(r.Value, l.cur)
-			if pending := schemaPending(err); pending != nil {
-				// The record waits for its schema: hand over what is
-				// decoded and park the lane until the fetch ends. An
-				// exactly-once block stays open: its bounds are not the
-				// registry's business.
-				l.advance(n, bytes)
-				p.releaseDecoded(l, bytes)
-				if p.eo() {
-					p.waitSchema(l, pending.Wait)
-					return
-				}
-				if c := l.cur; c != nil && len(c.Spans) > 0 {
-					l.cur = nil
-					p.seal(c)
-					if !p.send(l, c) {
-						p.waitSchema(l, pending.Wait)
-						return
-					}
-				}
-				p.waitSchema(l, pending.Wait)
-				return
-			}
-			first := l.cursor
-			if first < 0 || first > r.Offset {
-				first = r.Offset
-			}
-			if err != nil {
-				if p.onError != onErrorSkip && p.onError != onErrorDLQ {
-					p.decodeFailed(l, r, err, n, bytes)
-					return
-				}
-				// The record is acknowledged on its own (at once when
-				// skipped, once the dead-letter write is acknowledged);
-				// the chunk covers the offsets before it.
-				if first < r.Offset {
-					l.cur.AddRange(l.tp.Topic, l.tp.Partition, l.epoch, first, r.Offset)
-				}
-				p.reject(l, r, err)
-			} else {
-				l.cur.AddRange(l.tp.Topic, l.tp.Partition, l.epoch, first, r.Offset+1)
-				l.cur.NoteTime(r.Timestamp.UnixMilli())
-			}
-			l.cursor = r.Offset + 1
-			n++
-			bytes += recordBytes(r)
-			if p.eo() {
-				if l.eo.eoCut(l.cursor) {
-					cut = true // a registered block ends after r
-					break
-				}
-				if !l.eo.replaying() && p.eoFull(l.cur) {
-					cut = true
-					break
-				}
-				continue
-			}
-			if l.cur.Measure() >= p.chunkTarget {
-				break
-			}
-		}
-		// advance may move the lane's records: the slice taken from
-		// pending is not used past this point.
-		l.advance(n, bytes)
-		p.releaseDecoded(l, bytes)
-		p.yield(hookDecoded, l)
-		if c := l.cur; c != nil && (cut || (!p.eo() && c.Size() >= p.chunkTarget)) {
-			l.cur = nil
-			if len(c.Spans) == 0 && p.eo() {
-				c.Reset()
-				p.chunks.put(c)
-				p.eoClosed(l)
-				continue
-			}
-			if !p.sealSend(l, c) {
-				return
-			}
-		}
-	}
-}
-
-// schemaPending is the error's wait for a schema, if it is one. Kept out
-// of the record loop: the variable errors.As fills escapes, and would cost
-// an allocation per record.
-func schemaPending(err error) *decode.SchemaPendingError {
-	if err == nil {
-		return nil
-	}
-	var pending *decode.SchemaPendingError
-	if errors.As(err, &pending) {
-		return pending
-	}
-	return nil
-}
-
-// sealSend seals c and hands it to its shard. With exactly-once, c is an
-// insert block: the records it holds leave the budget as the block enters
-// it, and its range is registered before it is sent (eoSend).
-func (p *Pipeline) sealSend(l *lane, c *chunk.Chunk) bool {
-	if p.eo() {
-		c.BlockFirst, c.BlockNext = l.eo.curFirst, l.cursor
-		p.eoClosed(l)
-		p.seal(c)
-		return p.eoSend(l, c)
-	}
-	p.seal(c)
-	return p.send(l, c)
-}
-
-// eoSend registers the sealed block c and hands it to its shard. When the
-// partition already has checkpoint.max_open_blocks blocks registered and
-// not durable, c is parked unregistered, the lane blocks on
-// blockedOnBlocks and its partition pauses, until acknowledgements move
-// the watermark past some of them (wakeBlockWaiters). A block that cannot
-// be registered (the lane was closed, or the stop gave up) is dropped:
-// never written, its records read again by the next owner.
-func (p *Pipeline) eoSend(l *lane, c *chunk.Chunk) bool {
-	room := func() bool {
-		return p.tracker.BlockRoom(l.tp, l.epoch, c.BlockFirst, c.BlockNext, p.cfg.Checkpoint.MaxOpenBlocks)
-	}
-	if !room() {
-		l.parked, l.eo.unregistered = c, true
-		if !p.blockOn(l, blockedOnBlocks, room) {
-			return false
-		}
-		l.parked, l.eo.unregistered = nil, false
-	}
-	if !p.eoRegister(l, c.BlockFirst, c.BlockNext) {
-		p.budget.Release(int64(c.Size()))
-		c.Reset()
-		p.chunks.put(c)
-		return false
-	}
-	return p.send(l, c)
-}
-
-// wakeBlockWaiters wakes the exactly-once lanes waiting for room among
-// their partition's open blocks once they have it (after
-// acknowledgements moved watermarks).
-func (p *Pipeline) wakeBlockWaiters() {
-	max := p.cfg.Checkpoint.MaxOpenBlocks
-	for _, l := range p.pause.takeBlockedIf(blockedOnBlocks, func(l *lane) bool { return p.tracker.BlockRoom(l.tp, l.epoch, -1, -1, max) }) {
-		if l.wake() {
-			p.runq.push(l)
-		}
-	}
-}
-
-// eoClosed ends the lane's open block: its records leave the budget and
-// the bounds behind it are dropped.
-func (p *Pipeline) eoClosed(l *lane) {
-	if !p.eo() {
-		return
-	}
-	p.budget.Release(l.eo.held)
-	l.eo.held = 0
-	l.eo.openSince.Store(0)
-	l.eo.flushDue.Store(false)
-	if l.cursor >= 0 {
-		l.eo.pruneBounds(l.cursor)
-	}
-	if l.eo.replayEnd > 0 && l.cursor >= l.eo.replayEnd {
-		// The previous owner's blocks are rebuilt: the budget may pause
-		// the partition again.
-		l.eo.replayEnd = 0
-		p.pause.setReplaying(l, false)
-	}
-}
-
-// eoFull reports whether an exactly-once block reached the batch limits.
-func (p *Pipeline) eoFull(c *chunk.Chunk) bool {
-	b := p.sinks[0].cfg.Batch
-	return c.Rows >= b.MaxRows || int64(c.Measure()) >= int64(b.MaxBytes)
-}
-
 // Values of decode.on_error.
 const (
 	onErrorFail = "fail"
@@ -856,147 +557,10 @@ const (
 	onErrorDLQ  = "dlq"
 )
 
-// reject handles a record that cannot be decoded under on_error skip or
-// dlq: it is counted and logged, then acknowledged at once (skip) or once
-// its dead-letter copy is acknowledged by the broker (dlq), so its offset
-// commits only then. A dead-letter write that fails for good stops the
-// pipeline without committing past the record.
-func (p *Pipeline) reject(l *lane, r *kgo.Record, err error) {
-	reason := p.countRejected(err)
-	if p.rejectLog.Allow() {
-		p.log.Warn("record cannot be decoded", "on_error", p.onError,
-			"topic", r.Topic, "partition", r.Partition, "offset", r.Offset, "reason", reason, "err", err)
-	}
-	tp, epoch, off := l.tp, l.epoch, r.Offset
-	if p.onError == onErrorSkip {
-		p.tracker.Ack(tp, epoch, off, off+1)
-		return
-	}
-	l.outstanding.Add(1)
-	p.dlq.Write(r, reason, err, func(werr error) {
-		defer l.acked()
-		if werr != nil {
-			p.log.Error("dead-letter write failed: not committing past the record",
-				"topic", r.Topic, "partition", r.Partition, "offset", off, "err", werr)
-			p.fail(fmt.Errorf("%s/%d offset %d: %w", tp.Topic, tp.Partition, off, werr))
-			return
-		}
-		p.tracker.Ack(tp, epoch, off, off+1)
-	})
-}
-
-// decodeFailed handles a record that cannot be decoded: the rows before it
-// go to the sink, the lane stops at it (nothing at or past it is
-// committed), and the pipeline stops.
-func (p *Pipeline) decodeFailed(l *lane, r *kgo.Record, err error, n int, bytes int64) {
-	l.advance(n, bytes)
-	p.releaseDecoded(l, bytes)
-	if c := l.cur; c != nil && len(c.Spans) > 0 {
-		l.cur = nil
-		if !p.sealSend(l, c) {
-			// The rows before the bad record wait in the parked chunk;
-			// the drain hands them over.
-			p.log.Warn("shard queue full while stopping on a bad record", "partition", l.tp)
-		}
-	}
-	p.stopAt(l, r, err)
-}
-
-// countRejected counts a record that cannot be decoded or transformed and
-// returns its reason label.
-func (p *Pipeline) countRejected(err error) string {
-	reason := string(decode.ReasonCorrupt)
-	var de *decode.Error
-	if errors.As(err, &de) {
-		reason = string(de.Reason)
-	}
-	p.m.decodeErrors.WithLabelValues(reason).Inc()
-	p.decodeErrs.Add(1)
-	return reason
-}
-
-// stopAt stops the lane at r, a record that cannot be decoded or
-// transformed under on_error fail, and the pipeline with it: nothing at or
-// past r is committed.
-func (p *Pipeline) stopAt(l *lane, r *kgo.Record, err error) {
-	reason := p.countRejected(err)
-	l.fail()
-	p.log.Error("record cannot be decoded or transformed; not committing past it",
-		"topic", r.Topic, "partition", r.Partition, "offset", r.Offset, "reason", reason, "err", err)
-	p.fail(fmt.Errorf("decode %s/%d offset %d: %w", r.Topic, r.Partition, r.Offset, err))
-}
-
-// newChunk returns an empty chunk, reusing an acknowledged one when it can.
-func (p *Pipeline) newChunk(t *clickhouse.Target) (*chunk.Chunk, error) {
-	if c := p.chunks.get(t.Schema); c != nil {
-		return c, nil
-	}
-	return chunk.New(t.Schema)
-}
-
 // closeSinks closes every replica's connections.
 func (p *Pipeline) closeSinks() {
 	for _, s := range p.sinks {
 		s.closeClients()
-	}
-}
-
-// seal counts a finished chunk against the budget and its rows as
-// decoded (once per chunk, off the per-record path).
-func (p *Pipeline) seal(c *chunk.Chunk) {
-	p.budget.Add(int64(c.Measure()))
-	p.rowsDecoded.Add(int64(c.Rows))
-}
-
-// send hands a sealed chunk to the shard queue without blocking. When the
-// queue is full, the chunk is parked, the lane blocks and its partition is
-// paused; the shard's OnSpace wakes it.
-func (p *Pipeline) send(l *lane, c *chunk.Chunk) bool {
-	c.Tag = l
-	// Counted before the hand-over: the sink may acknowledge at once.
-	l.outstanding.Add(1)
-	if p.queue.TryEnqueue(c) {
-		return true
-	}
-	l.acked() // not handed over after all
-	l.parked = c
-	return p.blockOn(l, c.Dest, func() bool {
-		l.outstanding.Add(1)
-		if p.queue.TryEnqueue(c) {
-			l.parked = nil
-			return true
-		}
-		l.acked()
-		return false
-	})
-}
-
-// blockOn blocks l on dest (a shard whose queue refused a chunk, or
-// blockedOnBlocks) and pauses its partition, then calls retry once: the
-// obstacle may have gone between the refusal and the block, and its
-// wake-up would then be missed. When retry succeeds the block is undone and
-// blockOn returns true.
-func (p *Pipeline) blockOn(l *lane, dest int, retry func() bool) bool {
-	p.yield(hookRefused, l)
-	l.block(dest)
-	p.pause.block(l, dest)
-	p.yield(hookBlocked, l)
-	if !retry() {
-		return false
-	}
-	l.unblock()
-	p.pause.unblock(l)
-	return true
-}
-
-// wakeBlocked is the OnSpace of shard dest (or, with blockedOnBlocks, the
-// tracker having fewer open blocks): the lanes blocked on it are
-// rescheduled and their partitions resumed (unless the budget holds them).
-func (p *Pipeline) wakeBlocked(dest int) {
-	for _, l := range p.pause.takeBlocked(dest) {
-		if l.wake() {
-			p.runq.push(l)
-		}
 	}
 }
 
@@ -1103,6 +667,7 @@ func (p *Pipeline) commitLocked(ctx context.Context, only map[TopicPartition]boo
 	if err := p.src.Commit(ctx, offs); err != nil {
 		return err
 	}
+	p.yield(hookCommitted, nil)
 	for _, c := range pending {
 		p.tracker.Committed(c)
 	}
@@ -1274,7 +839,9 @@ func (h *handler) Lost(_ context.Context, parts kafka.Partitions) {
 
 // detach removes the lanes of parts from the pipeline and closes them:
 // their undecoded records and unsent chunks are dropped (not committed,
-// so the next owner reads them).
+// so the next owner reads them) and leave the budget, at once for a lane
+// no worker owns, as its worker starts or finishes it otherwise
+// (lane.close).
 func (p *Pipeline) detach(parts kafka.Partitions) []*lane {
 	var out []*lane
 	p.mu.Lock()

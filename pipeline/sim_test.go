@@ -123,7 +123,8 @@ type simWorld struct {
 	revoking *revoke
 	revokeAt time.Time
 	eo       bool
-	calm     bool // quiescing: no more faults
+	calm     bool   // quiescing: no more faults
+	mode     string // direct, two-sinks or by-key
 
 	errs     []string
 	firstBad int
@@ -151,6 +152,7 @@ func newSimWorld(t testing.TB, seed int64) *simWorld {
 	// The direct path (one sink, sharding by partition), or the staged
 	// path: two sinks that both take every row, or sharding by key.
 	mode := []string{"direct", "two-sinks", "by-key"}[r.Intn(3)]
+	w.mode = mode
 	nsinks := 1
 	if mode == "two-sinks" {
 		nsinks = 2
@@ -242,6 +244,16 @@ func newSimWorld(t testing.TB, seed int64) *simWorld {
 	return w
 }
 
+// newDirectSimWorld is the world of the first seed from seed on that runs
+// the direct path (one sink, one shard), for tests of their own.
+func newDirectSimWorld(t testing.TB, seed int64) *simWorld {
+	for ; ; seed++ {
+		if w := newSimWorld(t, seed); w.mode == "direct" && len(w.p.dests) == 1 {
+			return w
+		}
+	}
+}
+
 func (w *simWorld) tracef(format string, args ...any) {
 	if *simTrace {
 		w.t.Logf("step %d (depth %d): %s", w.step, w.depth, fmt.Sprintf(format, args...))
@@ -313,6 +325,28 @@ func (w *simWorld) hook(at hookPoint, l *lane) {
 	w.depth++
 	defer func() { w.depth-- }()
 	r := w.rng
+	if at == hookCommitted {
+		// Inside a commit, under the commit lock: what does not take it.
+		switch k := r.Intn(100); {
+		case k < 30 && !w.calm && w.revoking == nil:
+			var owned []TopicPartition
+			for _, tp := range w.parts {
+				if w.src.owned[tp] {
+					owned = append(owned, tp)
+				}
+			}
+			if len(owned) > 0 {
+				tp := owned[r.Intn(len(owned))]
+				w.tracef("hook %d: revoke %v", at, tp)
+				w.beginRevoke([]TopicPartition{tp})
+			}
+		case k < 70:
+			w.sinkStep(w.calm)
+		default:
+			w.processAcks()
+		}
+		return
+	}
 	switch k := r.Intn(100); {
 	case k < 25 && l != nil && !w.calm && w.revoking == nil && w.src.owned[l.tp]:
 		// The group takes this very lane's partition away.

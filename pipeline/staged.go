@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"sync/atomic"
 
+	"github.com/twmb/franz-go/pkg/kgo"
+
 	"github.com/etl-project/etl/chunk"
 	"github.com/etl-project/etl/decode"
 	"github.com/etl-project/etl/sink/clickhouse"
@@ -175,169 +177,130 @@ func (e *emitter) Chunk(sink, shard int) *chunk.Chunk {
 	return c
 }
 
-// processStaged is process for the staged path.
-func (p *Pipeline) processStaged(l *lane, dec *boundDecoder) {
-	if !p.sendBacklog(l) {
-		return
-	}
-	if l.eo.sealPending && !p.sealOutputs(l) {
-		return // still no room among the open blocks
-	}
-	b := dec.staged
+// stagedOut is the staged path's outputs: the lane's open output chunk
+// per destination (lane.outs) and the ack group of the records they hold
+// (lane.group).
+type stagedOut struct {
+	p     *Pipeline
+	l     *lane
+	dec   *boundDecoder
+	em    emitter
+	marks []int // each output's rows before the current record
+}
+
+// stagedOutputs returns the staged outputs of l for the binding of b.
+func (p *Pipeline) stagedOutputs(l *lane, b *boundDecoder) *stagedOut {
 	if l.outs == nil || len(l.outs) != len(p.dests) {
 		l.outs = make([]*chunk.Chunk, len(p.dests))
 	}
+	o := &stagedOut{p: p, l: l, dec: b, marks: make([]int, len(l.outs))}
+	o.em = emitter{p: p, l: l, b: b.staged}
+	return o
+}
+
+func (o *stagedOut) resume() bool {
+	p, l := o.p, o.l
+	if !p.sendBacklog(l) {
+		return false
+	}
+	if l.eo.sealPending && !p.sealOutputs(l) {
+		return false // still no room among the open blocks
+	}
+	b := o.dec.staged
 	if l.binding != b.stagedShared {
 		// The tables changed: what was built for the old columns goes out
 		// as built.
 		if !p.sealOutputs(l) {
-			return
+			return false
 		}
 		l.binding = b.stagedShared
 		st, err := chunk.New(b.stage)
 		if err != nil {
 			p.fail(err)
-			return
+			return false
 		}
 		l.stage = st
 	}
-	em := &emitter{p: p, l: l, b: b}
-	marks := make([]int, len(l.outs))
-	for {
-		recs, ok := l.pending(recordsPerStep)
-		if !ok {
-			return // closed or failed: finish releases what it holds
-		}
-		if len(recs) == 0 {
-			// With exactly-once the group is an insert block: it waits for
-			// the linger (or the stop) to fill up, and a replayed one ends
-			// only at its registered end.
-			if p.eo() && l.group != nil && (l.eo.replaying() || (!l.eo.flushDue.Load() && !p.closing.Load())) {
-				return
-			}
-			p.sealOutputs(l)
-			return
-		}
-		var bytes int64
-		n := 0
-		full := false
-		for _, r := range recs {
-			if p.eo() {
-				if l.group != nil && l.eo.eoCut(r.Offset) {
-					full = true // a registered block ends before r
-					break
-				}
-				if l.group == nil {
-					l.eo.open(r.Offset, l.cursor, p.clock())
-				}
-			}
-			l.stage.Reset()
-			_, err := dec.Decode(r.Value, l.stage)
-			if pending := schemaPending(err); pending != nil {
-				l.advance(n, bytes)
-				p.releaseDecoded(l, bytes)
-				if p.eo() {
-					// The block stays open: its bounds are not the
-					// registry's business.
-					p.waitSchema(l, pending.Wait)
-					return
-				}
-				p.sealOutputs(l)
-				p.waitSchema(l, pending.Wait)
-				return
-			}
-			first := l.cursor
-			if first < 0 || first > r.Offset {
-				first = r.Offset
-			}
-			if err == nil {
-				for i, c := range l.outs {
-					marks[i] = -1
-					if c != nil {
-						marks[i] = c.Rows
-					}
-				}
-				for row := 0; row < l.stage.Rows && err == nil; row++ {
-					var res transform.Result
-					res, err = b.chain.Run(l.stage, row, em)
-					p.m.transformOut.Add(float64(res.Out))
-					p.m.transformDropped.Add(float64(res.Dropped))
-				}
-				if em.err != nil {
-					p.fail(em.err)
-					return
-				}
-				if err != nil {
-					// Undo the rows of the record's earlier staging rows.
-					for i, c := range l.outs {
-						if c != nil && marks[i] >= 0 && c.Rows > marks[i] {
-							c.Truncate(marks[i])
-						}
-					}
-					var te *transform.Error
-					if errors.As(err, &te) {
-						p.m.transformErrors.WithLabelValues(te.Reason).Inc()
-						err = &decode.Error{Reason: decode.Reason(te.Reason), Err: err}
-					}
-				}
-			}
+	return true
+}
+
+func (o *stagedOut) add(r *kgo.Record) error {
+	p, l := o.p, o.l
+	l.stage.Reset()
+	_, err := o.dec.Decode(r.Value, l.stage)
+	if err != nil {
+		if schemaPending(err) == nil {
 			p.m.transformIn.Inc()
-			if l.group == nil {
-				l.group = &ackGroup{lane: l}
-			}
-			if err != nil {
-				if p.onError != onErrorSkip && p.onError != onErrorDLQ {
-					l.advance(n, bytes)
-					p.releaseDecoded(l, bytes)
-					p.sealOutputs(l)
-					p.stopAt(l, r, err)
-					return
-				}
-				if first < r.Offset {
-					l.group.addRange(l, first, r.Offset)
-				}
-				p.reject(l, r, err)
-			} else {
-				l.group.addRange(l, first, r.Offset+1)
-				for _, c := range l.outs {
-					if c != nil {
-						c.NoteTime(r.Timestamp.UnixMilli())
-					}
-				}
-			}
-			l.cursor = r.Offset + 1
-			n++
-			bytes += recordBytes(r)
-			if p.eo() {
-				if l.eo.eoCut(l.cursor) {
-					full = true // a registered block ends after r
-					break
-				}
-				if !l.eo.replaying() {
-					for _, c := range l.outs {
-						if c != nil && p.eoFull(c) {
-							full = true
-						}
-					}
-				}
-			} else {
-				for _, c := range l.outs {
-					if c != nil && c.Measure() >= p.chunkTarget {
-						full = true
-					}
-				}
-			}
-			if full {
-				break
+		}
+		return err
+	}
+	p.m.transformIn.Inc()
+	for i, c := range l.outs {
+		o.marks[i] = -1
+		if c != nil {
+			o.marks[i] = c.Rows
+		}
+	}
+	for row := 0; row < l.stage.Rows && err == nil; row++ {
+		var res transform.Result
+		res, err = o.dec.staged.chain.Run(l.stage, row, &o.em)
+		p.m.transformOut.Add(float64(res.Out))
+		p.m.transformDropped.Add(float64(res.Dropped))
+	}
+	if o.em.err != nil {
+		return &fatalError{o.em.err}
+	}
+	if err != nil {
+		// Undo the rows of the record's earlier staging rows.
+		for i, c := range l.outs {
+			if c != nil && o.marks[i] >= 0 && c.Rows > o.marks[i] {
+				c.Truncate(o.marks[i])
 			}
 		}
-		l.advance(n, bytes)
-		p.releaseDecoded(l, bytes)
-		if full && !p.sealOutputs(l) {
-			return
+		var te *transform.Error
+		if errors.As(err, &te) {
+			p.m.transformErrors.WithLabelValues(te.Reason).Inc()
+			err = &decode.Error{Reason: decode.Reason(te.Reason), Err: err}
+		}
+	}
+	return err
+}
+
+func (o *stagedOut) cover(first, next, ms int64) {
+	l := o.l
+	if l.group == nil {
+		l.group = &ackGroup{lane: l}
+	}
+	if next > first {
+		l.group.addRange(l, first, next)
+	}
+	if ms >= 0 {
+		for _, c := range l.outs {
+			if c != nil {
+				c.NoteTime(ms)
+			}
 		}
 	}
 }
+
+func (o *stagedOut) full() bool {
+	p := o.p
+	for _, c := range o.l.outs {
+		if c == nil {
+			continue
+		}
+		if p.eo() {
+			if p.eoFull(c) {
+				return true
+			}
+		} else if c.Measure() >= p.chunkTarget {
+			return true
+		}
+	}
+	return false
+}
+
+func (o *stagedOut) seal() bool { return o.p.sealOutputs(o.l) }
 
 // sealOutputs seals the lane's open output chunks with its ack group and
 // hands them to their shards. It returns false when a queue refused one:

@@ -1,0 +1,443 @@
+package pipeline
+
+import (
+	"errors"
+	"fmt"
+
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/etl-project/etl/chunk"
+	"github.com/etl-project/etl/decode"
+	"github.com/etl-project/etl/sink/clickhouse"
+)
+
+// The pipeline workers. A worker takes a lane from the run queue and runs
+// the record loop (process) over its fetched records: each record is
+// decoded into the lane's open outputs, which are sealed into chunks and
+// handed to the shard queues without blocking. What the outputs are is the
+// lane's path, chosen with the worker's decoder (boundDecoder.outputs):
+//
+//   - direct: one sink sharded by partition, no transform step; a record
+//     is decoded straight into the lane's one open chunk, whose spans are
+//     its source offsets;
+//   - staged (staged.go): transform steps, several sinks or sharding by
+//     key; a record is decoded into a one-record staging chunk and the
+//     chain appends its rows to one open chunk per destination, sealed
+//     together with the ack group of their source offsets.
+//
+// The loop itself (schema waits, bad records, exactly-once block edges and
+// lingers, the chunk size, the resume point after a refused send) is the
+// same for both.
+
+// worker runs lanes from the run queue until it is closed.
+func (p *Pipeline) worker() {
+	var dec *boundDecoder
+	for {
+		l := p.runq.pop()
+		if l == nil {
+			return
+		}
+		if !p.runLane(l, &dec) {
+			return
+		}
+	}
+}
+
+// runLane runs l, taken from the run queue, with the worker's decoder
+// (rebuilt when the table changed). It returns false when the worker must
+// stop.
+func (p *Pipeline) runLane(l *lane, dec **boundDecoder) bool {
+	run, release := l.start()
+	p.budget.Release(release)
+	if !run {
+		return true
+	}
+	d, err := p.bind(*dec)
+	if err != nil {
+		p.fail(err)
+		l.fail()
+		_, release := l.finish()
+		p.budget.Release(release)
+		return false
+	}
+	*dec = d
+	p.process(l, d)
+	push, release := l.finish()
+	p.budget.Release(release)
+	if push {
+		p.runq.push(l)
+	}
+	return true
+}
+
+// recordsPerStep bounds the records a worker takes from a lane at once.
+const recordsPerStep = 512
+
+// outputs is what the record loop builds for the lane it runs: the direct
+// path's one open chunk, or the staged path's open output chunks. Its
+// methods are called by the worker that owns the lane.
+type outputs interface {
+	// resume hands over what a refused send left (the resume point) and
+	// seals what was built for columns the table no longer has. false:
+	// the lane stays blocked.
+	resume() bool
+	// add decodes (and transforms) r into the open outputs.
+	add(r *kgo.Record) error
+	// cover records that the open outputs cover source offsets
+	// [first, next), and, when ms >= 0, a record of that timestamp
+	// (Unix milliseconds) that made rows. An empty range only opens the
+	// outputs' acknowledgement.
+	cover(first, next, ms int64)
+	// full reports whether an open output reached its size:
+	// chunk.target_bytes, or with exactly-once the batch limits.
+	full() bool
+	// seal seals the open outputs, recycling those that hold nothing, and
+	// hands them to their shards. false: a queue refused one (or, with
+	// exactly-once, the partition has no room for another open block);
+	// the lane blocks.
+	seal() bool
+}
+
+// fatalError is an error of add that stops the pipeline rather than
+// rejecting the record.
+type fatalError struct{ err error }
+
+func (e *fatalError) Error() string { return e.err.Error() }
+
+// process is the record loop: it decodes the lane's pending records into
+// its outputs and seals them when full, when the lane runs out of records
+// (or, with exactly-once, at a block's edge or linger). When a queue
+// refuses a chunk, the lane blocks with its resume point kept: records
+// already decoded are never decoded again.
+func (p *Pipeline) process(l *lane, dec *boundDecoder) {
+	out := dec.outputs(p, l)
+	if !out.resume() {
+		return
+	}
+	for {
+		recs, ok := l.pending(recordsPerStep)
+		if !ok {
+			return // closed or failed: finish releases what it holds
+		}
+		if len(recs) == 0 {
+			// Nothing more fetched: hand over the partial outputs. With
+			// exactly-once an open block waits for the batch linger (or
+			// the stop) to fill up, unless it is a replayed block, which
+			// ends only at its registered end.
+			if p.eo() && l.eo.openSince.Load() != 0 && (l.eo.replaying() || (!l.eo.flushDue.Load() && !p.closing.Load())) {
+				return
+			}
+			out.seal()
+			return
+		}
+		var bytes int64
+		n := 0
+		full := false
+		for _, r := range recs {
+			if p.eo() {
+				if l.eo.openSince.Load() != 0 && l.eo.eoCut(r.Offset) {
+					full = true // a registered block ends before r
+					break
+				}
+				if l.eo.openSince.Load() == 0 {
+					l.eo.open(r.Offset, l.cursor, p.clock())
+				}
+			}
+			err := out.add(r)
+			if err != nil {
+				if fe, ok := err.(*fatalError); ok {
+					p.fail(fe.err)
+					return
+				}
+				if pending := schemaPending(err); pending != nil {
+					// The record waits for its schema: hand over what is
+					// decoded and park the lane until it is fetched. An
+					// exactly-once block stays open: its bounds are not
+					// the registry's business.
+					l.advance(n, bytes)
+					p.releaseDecoded(l, bytes)
+					if !p.eo() {
+						out.seal()
+					}
+					p.waitSchema(l, pending.Wait)
+					return
+				}
+			}
+			first := l.cursor
+			if first < 0 || first > r.Offset {
+				first = r.Offset
+			}
+			if err != nil {
+				if p.onError != onErrorSkip && p.onError != onErrorDLQ {
+					// The rows before it go to the sink; nothing at or
+					// past it is committed, and the pipeline stops.
+					l.advance(n, bytes)
+					p.releaseDecoded(l, bytes)
+					out.seal()
+					p.stopAt(l, r, err)
+					return
+				}
+				// The record is acknowledged on its own (at once when
+				// skipped, once the dead-letter write is acknowledged);
+				// the outputs cover the offsets before it.
+				out.cover(first, r.Offset, -1)
+				p.reject(l, r, err)
+			} else {
+				out.cover(first, r.Offset+1, r.Timestamp.UnixMilli())
+			}
+			l.cursor = r.Offset + 1
+			n++
+			bytes += recordBytes(r)
+			if p.eo() && l.eo.eoCut(l.cursor) {
+				full = true // a registered block ends after r
+				break
+			}
+			if (!p.eo() || !l.eo.replaying()) && out.full() {
+				full = true
+				break
+			}
+		}
+		// advance may move the lane's records: the slice taken from
+		// pending is not used past this point.
+		l.advance(n, bytes)
+		p.releaseDecoded(l, bytes)
+		p.yield(hookDecoded, l)
+		if full && !out.seal() {
+			return
+		}
+	}
+}
+
+// outputs returns the lane's outputs for the path the decoder is bound to.
+func (b *boundDecoder) outputs(p *Pipeline, l *lane) outputs {
+	if b.staged != nil {
+		return p.stagedOutputs(l, b)
+	}
+	return &directOutputs{p: p, l: l, dec: b}
+}
+
+// directOutputs is the direct path: the lane's one open chunk (lane.cur),
+// for the sink's shard of the partition.
+type directOutputs struct {
+	p   *Pipeline
+	l   *lane
+	dec *boundDecoder
+}
+
+func (o *directOutputs) resume() bool {
+	p, l := o.p, o.l
+	if c := l.parked; c != nil {
+		if l.eo.unregistered {
+			// A block waiting for room among the open blocks.
+			l.parked, l.eo.unregistered = nil, false
+			if !p.eoSend(l, c) {
+				return false
+			}
+		} else if !p.send(l, c) {
+			return false
+		}
+		l.parked = nil
+	}
+	if c := l.cur; c != nil && c.Schema != o.dec.target.Schema {
+		// The table's columns changed: the open chunk goes out as built.
+		return o.seal()
+	}
+	return true
+}
+
+func (o *directOutputs) add(r *kgo.Record) error {
+	l := o.l
+	if l.cur == nil {
+		c, err := o.p.newChunk(o.dec.target)
+		if err != nil {
+			return &fatalError{err}
+		}
+		c.Dest = l.dest
+		l.cur = c
+	}
+	_, err := o.dec.Decode(r.Value, l.cur)
+	return err
+}
+
+func (o *directOutputs) cover(first, next, ms int64) {
+	l := o.l
+	if next > first {
+		l.cur.AddRange(l.tp.Topic, l.tp.Partition, l.epoch, first, next)
+	}
+	if ms >= 0 {
+		l.cur.NoteTime(ms)
+	}
+}
+
+func (o *directOutputs) full() bool {
+	if o.p.eo() {
+		return o.p.eoFull(o.l.cur)
+	}
+	return o.l.cur.Measure() >= o.p.chunkTarget
+}
+
+// seal seals the open chunk; one that covers nothing (its only records
+// were rejected, each acknowledged on its own) goes back to the free list,
+// so the lane can be idle.
+func (o *directOutputs) seal() bool {
+	p, l := o.p, o.l
+	c := l.cur
+	l.cur = nil
+	if c == nil || len(c.Spans) == 0 {
+		if c != nil {
+			c.Reset()
+			p.chunks.put(c)
+		}
+		p.eoClosed(l)
+		return true
+	}
+	return p.sealSend(l, c)
+}
+
+// schemaPending is the error's wait for a schema, if it is one. Kept out
+// of the record loop: the variable errors.As fills escapes, and would cost
+// an allocation per record.
+func schemaPending(err error) *decode.SchemaPendingError {
+	if err == nil {
+		return nil
+	}
+	var pending *decode.SchemaPendingError
+	if errors.As(err, &pending) {
+		return pending
+	}
+	return nil
+}
+
+// sealSend seals c and hands it to its shard. With exactly-once, c is an
+// insert block: the records it holds leave the budget as the block enters
+// it, and its range is registered before it is sent (eoSend).
+func (p *Pipeline) sealSend(l *lane, c *chunk.Chunk) bool {
+	if p.eo() {
+		c.BlockFirst, c.BlockNext = l.eo.curFirst, l.cursor
+		p.eoClosed(l)
+		p.seal(c)
+		return p.eoSend(l, c)
+	}
+	p.seal(c)
+	return p.send(l, c)
+}
+
+// reject handles a record that cannot be decoded under on_error skip or
+// dlq: it is counted and logged, then acknowledged at once (skip) or once
+// its dead-letter copy is acknowledged by the broker (dlq), so its offset
+// commits only then. A dead-letter write that fails for good stops the
+// pipeline without committing past the record.
+func (p *Pipeline) reject(l *lane, r *kgo.Record, err error) {
+	reason := p.countRejected(err)
+	if p.rejectLog.Allow() {
+		p.log.Warn("record cannot be decoded", "on_error", p.onError,
+			"topic", r.Topic, "partition", r.Partition, "offset", r.Offset, "reason", reason, "err", err)
+	}
+	tp, epoch, off := l.tp, l.epoch, r.Offset
+	if p.onError == onErrorSkip {
+		p.tracker.Ack(tp, epoch, off, off+1)
+		return
+	}
+	l.outstanding.Add(1)
+	p.dlq.Write(r, reason, err, func(werr error) {
+		defer l.acked()
+		if werr != nil {
+			p.log.Error("dead-letter write failed: not committing past the record",
+				"topic", r.Topic, "partition", r.Partition, "offset", off, "err", werr)
+			p.fail(fmt.Errorf("%s/%d offset %d: %w", tp.Topic, tp.Partition, off, werr))
+			return
+		}
+		p.tracker.Ack(tp, epoch, off, off+1)
+	})
+}
+
+// countRejected counts a record that cannot be decoded or transformed and
+// returns its reason label.
+func (p *Pipeline) countRejected(err error) string {
+	reason := string(decode.ReasonCorrupt)
+	var de *decode.Error
+	if errors.As(err, &de) {
+		reason = string(de.Reason)
+	}
+	p.m.decodeErrors.WithLabelValues(reason).Inc()
+	p.decodeErrs.Add(1)
+	return reason
+}
+
+// stopAt stops the lane at r, a record that cannot be decoded or
+// transformed under on_error fail, and the pipeline with it: nothing at or
+// past r is committed.
+func (p *Pipeline) stopAt(l *lane, r *kgo.Record, err error) {
+	reason := p.countRejected(err)
+	l.fail()
+	p.log.Error("record cannot be decoded or transformed; not committing past it",
+		"topic", r.Topic, "partition", r.Partition, "offset", r.Offset, "reason", reason, "err", err)
+	p.fail(fmt.Errorf("decode %s/%d offset %d: %w", r.Topic, r.Partition, r.Offset, err))
+}
+
+// newChunk returns an empty chunk, reusing an acknowledged one when it can.
+func (p *Pipeline) newChunk(t *clickhouse.Target) (*chunk.Chunk, error) {
+	if c := p.chunks.get(t.Schema); c != nil {
+		return c, nil
+	}
+	return chunk.New(t.Schema)
+}
+
+// seal counts a finished chunk against the budget and its rows as
+// decoded (once per chunk, off the per-record path).
+func (p *Pipeline) seal(c *chunk.Chunk) {
+	p.budget.Add(int64(c.Measure()))
+	p.rowsDecoded.Add(int64(c.Rows))
+}
+
+// send hands a sealed chunk to the shard queue without blocking. When the
+// queue is full, the chunk is parked, the lane blocks and its partition is
+// paused; the shard's OnSpace wakes it.
+func (p *Pipeline) send(l *lane, c *chunk.Chunk) bool {
+	c.Tag = l
+	// Counted before the hand-over: the sink may acknowledge at once.
+	l.outstanding.Add(1)
+	if p.queue.TryEnqueue(c) {
+		return true
+	}
+	l.acked() // not handed over after all
+	l.parked = c
+	return p.blockOn(l, c.Dest, func() bool {
+		l.outstanding.Add(1)
+		if p.queue.TryEnqueue(c) {
+			l.parked = nil
+			return true
+		}
+		l.acked()
+		return false
+	})
+}
+
+// blockOn blocks l on dest (a shard whose queue refused a chunk, or
+// blockedOnBlocks) and pauses its partition, then calls retry once: the
+// obstacle may have gone between the refusal and the block, and its
+// wake-up would then be missed. When retry succeeds the block is undone and
+// blockOn returns true.
+func (p *Pipeline) blockOn(l *lane, dest int, retry func() bool) bool {
+	p.yield(hookRefused, l)
+	l.block(dest)
+	p.pause.block(l, dest)
+	p.yield(hookBlocked, l)
+	if !retry() {
+		return false
+	}
+	l.unblock()
+	p.pause.unblock(l)
+	return true
+}
+
+// wakeBlocked is the OnSpace of shard dest (or, with blockedOnBlocks, the
+// tracker having fewer open blocks): the lanes blocked on it are
+// rescheduled and their partitions resumed (unless the budget holds them).
+func (p *Pipeline) wakeBlocked(dest int) {
+	for _, l := range p.pause.takeBlocked(dest) {
+		if l.wake() {
+			p.runq.push(l)
+		}
+	}
+}
