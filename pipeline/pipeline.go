@@ -225,32 +225,35 @@ func New(ctx context.Context, o Options) (*Pipeline, error) {
 	p.chunks.max = freeChunks(budgetBytes, int64(cfg.Chunk.TargetBytes))
 
 	p.crashAfter = o.CrashAfterInserts
+	// A failed New closes what it opened (the startup retries call New
+	// again).
+	built := false
+	defer func() {
+		if !built {
+			p.closeClients()
+		}
+	}()
 	if err := p.openSinks(ctx); err != nil {
-		p.closeSinks()
 		return nil, err
 	}
 	if cfg.Decode.Format == "avro" {
 		if err := p.setupAvro(ctx); err != nil {
-			p.closeSinks()
 			return nil, err
 		}
 	}
 	if p.eo() {
 		if err := p.eoCheckTables(ctx); err != nil {
-			p.closeSinks()
 			return nil, err
 		}
 	}
 	// Check once that the decoder (and the chain) can fill every column.
 	if _, err := p.bind(nil); err != nil {
-		p.closeSinks()
 		return nil, err
 	}
 
 	if p.onError == onErrorDLQ {
 		kopts, err := kafka.ClientOpts(cfg.Source.Kafka)
 		if err != nil {
-			p.closeSinks()
 			return nil, err
 		}
 		if b := cfg.Decode.DLQ.Brokers; len(b) > 0 {
@@ -258,7 +261,6 @@ func New(ctx context.Context, o Options) (*Pipeline, error) {
 		}
 		p.dlq, err = dlq.New(dlq.Options{Topic: cfg.Decode.DLQ.Topic, Pipeline: cfg.Pipeline.Name, Opts: kopts, Registerer: p.component("dlq")})
 		if err != nil {
-			p.closeSinks()
 			return nil, err
 		}
 	}
@@ -267,11 +269,10 @@ func New(ctx context.Context, o Options) (*Pipeline, error) {
 		Config: cfg.Source.Kafka, Pipeline: cfg.Pipeline.Name, Handler: (*handler)(p), Log: log,
 		Registerer: p.component("source"), CommitRegisterer: p.component("checkpoint"),
 	})
-	p.src = ks
 	if err != nil {
-		p.closeSinks()
 		return nil, err
 	}
+	p.src = ks
 	p.pause = newPauser(p.src, p.m.lanesPaused)
 	if reg := p.component("decode"); reg != nil {
 		reg.MustRegister(prometheus.NewCounterFunc(prometheus.CounterOpts{
@@ -290,6 +291,7 @@ func New(ctx context.Context, o Options) (*Pipeline, error) {
 		log.Info("sink ready", "sink", sk.name, "table", t.Name(), "columns", t.Schema.Names, "shards", len(sk.shards))
 	}
 	log.Info("pipeline ready", "workers", p.workers, "budget_bytes", budgetBytes)
+	built = true
 	return p, nil
 }
 
@@ -556,6 +558,18 @@ const (
 	onErrorSkip = "skip"
 	onErrorDLQ  = "dlq"
 )
+
+// closeClients closes what New opened: every replica's connections, the
+// schema registry client and the dead-letter producer.
+func (p *Pipeline) closeClients() {
+	p.closeSinks()
+	if p.registry != nil {
+		p.registry.Close()
+	}
+	if p.dlq != nil {
+		p.dlq.Close()
+	}
+}
 
 // closeSinks closes every replica's connections.
 func (p *Pipeline) closeSinks() {
