@@ -123,7 +123,9 @@ type simWorld struct {
 	revoking *revoke
 	revokeAt time.Time
 	eo       bool
-	calm     bool   // quiescing: no more faults
+	calm     bool   // quiescing or stopping: no more faults
+	stopping bool   // the source stopped: no fetches, no rebalances
+	inPoll   bool   // inside Fetched: no group callback can run (BlockRebalanceOnPoll)
 	mode     string // direct, two-sinks or by-key
 
 	errs     []string
@@ -279,9 +281,90 @@ func (w *simWorld) run() (int, []string) {
 		w.checkStep()
 	}
 	if len(w.errs) == 0 {
-		w.quiesce()
+		// Most seeds end in a quiesce; some stop the pipeline instead,
+		// cleanly or with a shard failed for good.
+		switch k := w.rng.Intn(8); {
+		case k == 0:
+			w.stop(-1)
+		case k == 1:
+			w.stop(w.rng.Intn(len(w.sink.queues)))
+		default:
+			w.quiesce()
+		}
 	}
 	return w.step, w.errs
+}
+
+// stop ends the seed as Run stops the pipeline: the source stops (no more
+// fetches or rebalances), every lane is run until idle with the pipeline
+// closing (exactly-once blocks are sealed at once), the sink writes what
+// it can (everything, or everything but the chunks of a shard that failed
+// for good, failed >= 0), the committer goes on, and the final commit is
+// made. Every commit is checked against the tables as always; after a
+// clean stop every fetched record must be committed.
+func (w *simWorld) stop(failed int) {
+	p := w.p
+	w.toMake = 0
+	w.finishRevoke(true)
+	w.calm = true
+	w.stopping = true
+	for i, q := range w.sink.queues {
+		q.frozen = false
+		q.dead = i == failed
+	}
+	p.closing.Store(true)
+	w.tracef("stop (failed shard %d)", failed)
+	for _, l := range p.lanes {
+		p.schedule(l)
+	}
+	for i := 0; i < 5000 && len(w.errs) == 0; i++ {
+		w.step++
+		w.runWorker()
+		w.sinkStep(true)
+		w.sinkStep(true)
+		w.processAcks()
+		w.controller(50 * time.Millisecond)
+		w.commit()
+		w.checkStep()
+		if w.drained() {
+			break
+		}
+	}
+	p.processAcks()
+	if err := p.commit(context.Background(), nil); err != nil {
+		w.violation("final commit: %v", err)
+	}
+	w.checkStep()
+	if failed >= 0 || len(w.errs) > 0 {
+		return
+	}
+	if !w.drained() {
+		if !w.eo {
+			w.violation("the stop did not drain: %s", w.state())
+		}
+		return // exactly-once: a replayed block waits for records no longer fetched
+	}
+	for _, tp := range w.parts {
+		if w.src.owned[tp] && w.src.pos[tp] > w.src.start[tp] && w.src.committed[tp].Offset != w.src.pos[tp] {
+			w.violation("clean stop: %v fetched up to %d but committed %d", tp, w.src.pos[tp], w.src.committed[tp].Offset)
+		}
+	}
+}
+
+// drained reports whether every lane is idle and the live shards hold
+// nothing.
+func (w *simWorld) drained() bool {
+	for _, l := range w.p.lanes {
+		if !l.idle() {
+			return false
+		}
+	}
+	for _, q := range w.sink.queues {
+		if !q.dead && (len(q.q) > 0 || len(q.inflight) > 0) {
+			return false
+		}
+	}
+	return len(w.p.acks.items) == 0
 }
 
 // randomStep runs one event chosen at random, as a goroutine of the real
@@ -347,14 +430,23 @@ func (w *simWorld) hook(at hookPoint, l *lane) {
 		}
 		return
 	}
+	group := !w.calm && !w.inPoll // a group callback may run now
 	switch k := r.Intn(100); {
-	case k < 25 && l != nil && !w.calm && w.revoking == nil && w.src.owned[l.tp]:
+	case k < 25 && l != nil && group && w.revoking == nil && w.src.owned[l.tp]:
 		// The group takes this very lane's partition away.
 		w.tracef("hook %d: revoke %v", at, l.tp)
 		w.beginRevoke([]TopicPartition{l.tp})
-	case k < 30 && l != nil && !w.calm && w.revoking == nil && w.src.owned[l.tp]:
+	case k < 30 && l != nil && group && w.revoking == nil && w.src.owned[l.tp]:
 		w.tracef("hook %d: lose %v", at, l.tp)
 		w.loseParts([]TopicPartition{l.tp})
+	case k < 35 && group:
+		// The revoke in progress ends, or the group assigns what is free
+		// (perhaps this lane's partition again).
+		if w.revoking != nil {
+			w.finishRevoke(false)
+		} else {
+			w.rebalance()
+		}
 	case k < 50:
 		w.sinkStep(w.calm)
 	case k < 60:
@@ -398,7 +490,7 @@ func (w *simWorld) produce(n int) {
 // pipeline, as one poll does. Nothing is fetched while a revoke runs: the
 // poll loop is blocked in the callback.
 func (w *simWorld) fetch() {
-	if w.revoking != nil {
+	if w.revoking != nil || w.stopping {
 		return
 	}
 	var can []TopicPartition
@@ -423,6 +515,8 @@ func (w *simWorld) fetch() {
 	}
 	w.src.pos[tp] = max(w.src.pos[tp], to)
 	w.tracef("fetch %v [%d, %d)", tp, from, to)
+	w.inPoll = true
+	defer func() { w.inPoll = false }()
 	w.h.Fetched(&kgo.FetchTopicPartition{Topic: tp.Topic, FetchPartition: kgo.FetchPartition{Partition: tp.Partition, Records: recs}})
 }
 
@@ -573,7 +667,7 @@ func (w *simWorld) sinkStep(calm bool) {
 	s := w.sink
 	d := w.rng.Intn(len(s.queues))
 	q := s.queues[d]
-	if q.frozen && !calm {
+	if (q.frozen && !calm) || q.dead {
 		return
 	}
 	if len(q.inflight) > 0 && (w.rng.Intn(2) == 0 || len(q.q) == 0 || len(q.inflight) >= s.maxInflight) {
@@ -871,6 +965,7 @@ type simQueue struct {
 	inflight []*simBatch
 	refused  bool // a send was refused since the last OnSpace
 	frozen   bool
+	dead     bool // failed for good: takes chunks, never writes them
 }
 
 func (s *simSink) TryEnqueue(c *chunk.Chunk) bool {
