@@ -24,7 +24,9 @@ import (
 //	 │                    │ wake / schema ready │
 //	 │                    └── Blocked, Waiting ◀┤ (refused by a full queue,
 //	 └──────────────────────────────────────────┤  waiting for a schema)
-//	                                            └▶ Failed (a bad record under on_error fail)
+//	                                            └▶ Failed (a bad record under on_error fail;
+//	                                               Blocked first while the rows before it
+//	                                               wait for queue space)
 //
 //	close (revoke, loss): Idle, Blocked, Waiting, Failed ──▶ Closed at once;
 //	                      Queued, Running ──▶ Closed when the worker starts or finishes it.
@@ -35,9 +37,10 @@ import (
 // exactly once: decoded records as they are decoded (or when their block
 // is sealed), chunks when the sink acknowledges them, and whatever a
 // closed lane holds when it enters Closed, through dropLocked, which is
-// reached only from the two transitions into Closed (close and finish, or
-// start for a lane closed while queued). The transitions return those
-// bytes and the caller releases them.
+// reached only from the transitions into Closed (close, finish, or start
+// for a lane closed while queued); a failed lane's undecoded records leave
+// as it enters Failed. The transitions return those bytes and the caller
+// releases them.
 type lane struct {
 	dest  int // the shard its chunks go to (sharding by partition)
 	tp    TopicPartition
@@ -152,10 +155,17 @@ func (l *lane) finish() (push bool, release int64) {
 	case l.closed:
 		l.state = laneClosed
 		release = l.dropLocked()
-	case l.failed:
-		l.state = laneFailed
 	case l.blocked:
+		// Also a failed lane: the rows before its bad record wait in the
+		// parked chunk, and go out when the queue has room.
 		l.state = laneBlocked
+	case l.failed:
+		// Nothing at or past the bad record is decoded: its records leave
+		// the budget.
+		l.state = laneFailed
+		release = l.recBytes
+		clear(l.recs)
+		l.recs, l.head, l.recBytes = nil, 0, 0
 	case l.waiting:
 		l.state = laneWaiting
 	case rerun || l.head < len(l.recs):

@@ -126,6 +126,8 @@ type simWorld struct {
 	calm     bool   // quiescing or stopping: no more faults
 	stopping bool   // the source stopped: no fetches, no rebalances
 	inPoll   bool   // inside Fetched: no group callback can run (BlockRebalanceOnPoll)
+	failMode bool   // decode.on_error fail: a bad record stops the pipeline
+	failed   bool   // ... and it did
 	mode     string // direct, two-sinks or by-key
 
 	errs     []string
@@ -146,6 +148,7 @@ func newSimWorld(t testing.TB, seed int64) *simWorld {
 		log: map[TopicPartition][]simRec{}}
 	r := w.rng
 	w.eo = r.Intn(3) == 0
+	w.failMode = r.Intn(6) == 0
 	nparts := 2 + r.Intn(4)
 	for i := 0; i < nparts; i++ {
 		w.parts = append(w.parts, TopicPartition{simTopic, int32(i)})
@@ -195,8 +198,8 @@ func newSimWorld(t testing.TB, seed int64) *simWorld {
 	}
 	batch := config.Batch{MaxRows: maxRows, MaxBytes: config.ByteSize(chunkTarget * 4),
 		Linger: config.Duration(time.Duration(50+r.Intn(500)) * time.Millisecond)}
-	w.desc = fmt.Sprintf("%s eo=%v parts=%d records=%d shards=%d queue=%d chunk=%d budget=%d min_pause=%s inflight=%d max_rows=%d max_open_blocks=%d",
-		mode, w.eo, nparts, w.toMake, ndest, queueCap, chunkTarget, budgetBytes, minPause, maxInflight, maxRows, cfg.Checkpoint.MaxOpenBlocks)
+	w.desc = fmt.Sprintf("%s on_error=%s eo=%v parts=%d records=%d shards=%d queue=%d chunk=%d budget=%d min_pause=%s inflight=%d max_rows=%d max_open_blocks=%d",
+		mode, map[bool]string{false: "skip", true: "fail"}[w.failMode], w.eo, nparts, w.toMake, ndest, queueCap, chunkTarget, budgetBytes, minPause, maxInflight, maxRows, cfg.Checkpoint.MaxOpenBlocks)
 	p := &Pipeline{
 		cfg:         cfg,
 		log:         slog.New(slog.NewTextHandler(io.Discard, nil)),
@@ -214,6 +217,9 @@ func newSimWorld(t testing.TB, seed int64) *simWorld {
 		stopWaiters: make(chan struct{}),
 	}
 	p.exactlyOnce = w.eo
+	if w.failMode {
+		p.onError = onErrorFail
+	}
 	p.now = func() time.Time { return w.now }
 	for si := 0; si < nsinks; si++ {
 		chc := &config.ClickHouse{Batch: batch}
@@ -276,11 +282,13 @@ func (w *simWorld) violation(format string, args ...any) {
 func (w *simWorld) run() (int, []string) {
 	// The group's first assignment.
 	w.assign(w.parts)
-	for w.step = 1; w.step <= *simSteps && len(w.errs) == 0; w.step++ {
+	for w.step = 1; w.step <= *simSteps && len(w.errs) == 0 && !w.failed; w.step++ {
 		w.randomStep()
 		w.checkStep()
 	}
-	if len(w.errs) == 0 {
+	if w.failed && len(w.errs) == 0 {
+		w.stop(-1) // Run stops on the fatal error
+	} else if len(w.errs) == 0 {
 		// Most seeds end in a quiesce; some stop the pipeline instead,
 		// cleanly or with a shard failed for good.
 		switch k := w.rng.Intn(8); {
@@ -336,6 +344,15 @@ func (w *simWorld) stop(failed int) {
 	}
 	w.checkStep()
 	if failed >= 0 || len(w.errs) > 0 {
+		return
+	}
+	if w.failed {
+		// Stopped on a bad record: its lane hands over the rows before
+		// it, then stays failed; nothing past it was committed (each
+		// commit is checked).
+		if !w.drained() {
+			w.violation("the stop on a bad record did not drain: %s", w.state())
+		}
 		return
 	}
 	if !w.drained() {
@@ -709,7 +726,12 @@ func (w *simWorld) checkStep() {
 	p := w.p
 	select {
 	case err := <-p.failc:
-		w.violation("the pipeline stopped: %v", err)
+		if w.failMode && strings.Contains(err.Error(), "offset") {
+			w.failed = true // a bad record under on_error fail: the pipeline stops
+			w.tracef("the pipeline stops: %v", err)
+		} else {
+			w.violation("the pipeline stopped: %v", err)
+		}
 	default:
 	}
 	// Every byte the budget counts is held by something, and nothing a
@@ -770,6 +792,10 @@ func (w *simWorld) quiesce() {
 		w.controller(50 * time.Millisecond)
 		w.commit()
 		w.checkStep()
+		if w.failed {
+			w.stop(-1) // a bad record under on_error fail: Run stops
+			return
+		}
 		if w.settled() {
 			done = true
 			break
@@ -913,7 +939,7 @@ func (s *simSource) Commit(_ context.Context, offs []kafka.Offset) error {
 				w.violation("commit of %v offset %d past the log's end %d", tp, o.Offset, len(w.log[tp]))
 				break
 			}
-			if sr := w.log[tp][off]; !sr.bad && !w.sink.has(sr.id) {
+			if sr := w.log[tp][off]; (!sr.bad || w.failMode) && !w.sink.has(sr.id) {
 				w.violation("commit of %v offset %d, but offset %d is not in the table", tp, o.Offset, off)
 				break
 			}
