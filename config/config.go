@@ -107,8 +107,8 @@ type Decode struct {
 	// else fail.
 	OnError string `yaml:"on_error"`
 	DLQ     *DLQ   `yaml:"dlq,omitempty"`
-	// MaxRecordBytes rejects larger record values (reason too_large); 0
-	// means no limit.
+	// MaxRecordBytes rejects larger record values (reason too_large); 1 MiB
+	// by default, 0 means no limit.
 	MaxRecordBytes ByteSize `yaml:"max_record_bytes"`
 	// Fields declares the ClickHouse type of source fields that no target
 	// column gives a type to (fields only transform expressions read).
@@ -399,7 +399,8 @@ func Defaults() *Config {
 			FetchMaxWait:           Duration(500 * time.Millisecond),
 		}},
 		Decode: Decode{Format: "json", ValidateSchema: "off", JSON: JSON{Framing: "single"},
-			Avro: Avro{Framing: "confluent", NegativeCacheTTL: Duration(time.Minute)}},
+			Avro:           Avro{Framing: "confluent", NegativeCacheTTL: Duration(time.Minute)},
+			MaxRecordBytes: 1 * MiB},
 		Sink: Sink{ClickHouse: &ClickHouse{
 			Database: "default",
 			User:     "default",

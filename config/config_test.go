@@ -700,3 +700,41 @@ func TestOnErrorDerived(t *testing.T) {
 		}
 	}
 }
+
+// TestMaxRecordBytesDefault: a record value is bounded by default (1 MiB,
+// the default fetch_max_partition_bytes); 0 still lifts the limit and a
+// negative size is refused.
+func TestMaxRecordBytesDefault(t *testing.T) {
+	c, err := Parse([]byte(base), "f.yaml", env(nil))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := c.Decode.MaxRecordBytes; got != 1*MiB {
+		t.Errorf("default max_record_bytes = %d, want %d", got, 1*MiB)
+	}
+	for _, tt := range []struct {
+		value string
+		want  ByteSize
+		err   string
+	}{
+		{"0", 0, ""},
+		{"64KiB", 64 * KiB, ""},
+		{"16MiB", 16 * MiB, ""},
+		{"-1", 0, "decode.max_record_bytes: must be >= 0, got -1"},
+	} {
+		c, err := Parse([]byte(base+"decode: {max_record_bytes: "+tt.value+"}\n"), "f.yaml", env(nil))
+		if tt.err != "" {
+			if err == nil || !strings.Contains(err.Error(), tt.err) {
+				t.Errorf("%s: error %v, want %s", tt.value, err, tt.err)
+			}
+			continue
+		}
+		if err != nil {
+			t.Errorf("%s: %v", tt.value, err)
+			continue
+		}
+		if c.Decode.MaxRecordBytes != tt.want {
+			t.Errorf("%s: max_record_bytes = %d, want %d", tt.value, c.Decode.MaxRecordBytes, tt.want)
+		}
+	}
+}

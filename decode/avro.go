@@ -272,10 +272,12 @@ func NewAvro(writerSchema string, s *chunk.Schema, o AvroOptions) (*Avro, error)
 	}
 	a.steps = b.record(rec, reader, "")
 	if len(b.errs) > 0 {
-		return nil, fmt.Errorf("decode: avro writer schema does not fit the table:\n%w", errors.Join(b.errs...))
+		// Refused at every validate_schema level, off included: the
+		// records of such a schema are schema_mismatch.
+		return nil, planError{&Error{Reason: ReasonSchemaMismatch, Err: fmt.Errorf("decode: avro writer schema does not fit the table:\n%w", errors.Join(b.errs...))}}
 	}
 	if mismatches := b.validate(o.Validate, rec, reader, fields); len(mismatches) > 0 {
-		return nil, &Error{Reason: ReasonSchemaMismatch, Err: fmt.Errorf("decode: avro writer schema does not match the table (validate_schema %s):\n%w", o.Validate, errors.Join(mismatches...))}
+		return nil, planError{&Error{Reason: ReasonSchemaMismatch, Err: fmt.Errorf("decode: avro writer schema does not match the table (validate_schema %s):\n%w", o.Validate, errors.Join(mismatches...))}}
 	}
 	for i := range s.Types {
 		if !b.used[i] {
@@ -285,6 +287,15 @@ func NewAvro(writerSchema string, s *chunk.Schema, o AvroOptions) (*Avro, error)
 	return a, nil
 }
 
+// planError is the error of a writer schema refused for the table: an
+// *Error (errors.As finds it, with reason schema_mismatch) whose text is
+// the whole list of mismatches, however long, for the startup error. A
+// record's error quoting it is cut to MaxErrorBytes like every other.
+type planError struct{ e *Error }
+
+func (p planError) Error() string { return p.e.Err.Error() }
+func (p planError) Unwrap() error { return p.e }
+
 // Decode implements Decoder. It appends exactly one row.
 //
 // It panics if c was not built for a schema with the decoder's column
@@ -292,6 +303,11 @@ func NewAvro(writerSchema string, s *chunk.Schema, o AvroOptions) (*Avro, error)
 func (a *Avro) Decode(payload []byte, c *chunk.Chunk) (int, error) {
 	if c.Schema != a.schema {
 		a.checkSchema(c)
+	}
+	if payload == nil {
+		// A tombstone; an empty payload is the datum of a record of no
+		// fields (or of only nulls).
+		return 0, nullValue(payload)
 	}
 	if a.max > 0 && len(payload) > a.max {
 		return 0, tooLarge(len(payload), a.max)

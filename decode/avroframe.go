@@ -111,6 +111,9 @@ func NewAvroFramed(framing, schemaText string, src SchemaSource, table *chunk.Sc
 // Decode implements Decoder. Besides *Error it returns *SchemaPendingError
 // when a confluent record's schema is still being fetched.
 func (a *AvroFramed) Decode(value []byte, c *chunk.Chunk) (int, error) {
+	if value == nil || (len(value) == 0 && a.framing != FramingRaw) {
+		return 0, nullValue(value)
+	}
 	switch a.framing {
 	case FramingRaw:
 		return a.fixed.Decode(value, c)
@@ -147,7 +150,9 @@ func (a *AvroFramed) Decode(value []byte, c *chunk.Chunk) (int, error) {
 		a.plans[id] = p
 	}
 	if p.err != nil {
-		reason := ReasonWrongType
+		// A writer schema that cannot fill the table's columns, whatever
+		// validate_schema asks.
+		reason := ReasonSchemaMismatch
 		var de *Error
 		if errors.As(p.err, &de) {
 			reason = de.Reason

@@ -7,8 +7,10 @@
 package decode
 
 import (
+	"errors"
 	"fmt"
 	"strings"
+	"unicode/utf8"
 
 	"github.com/etl-project/etl/chunk"
 )
@@ -19,7 +21,9 @@ type Reason string
 
 // Reasons a record is rejected.
 const (
-	// ReasonCorrupt: the record is not valid JSON or not a JSON object.
+	// ReasonCorrupt: the record is not valid JSON or not a JSON object, not
+	// a valid Avro datum, or has no value at all (a null value, a Kafka
+	// tombstone, or an empty one).
 	ReasonCorrupt Reason = "corrupt"
 	// ReasonWrongType: a value has the wrong JSON type for its column, or a
 	// string that must hold a number or a UUID does not.
@@ -50,11 +54,44 @@ type Error struct {
 // Error formats the error as
 //
 //	field "amount" -> column amount (UInt32): value 5000000000 out of range
+//
+// The text is at most MaxErrorBytes long (see TruncateMessage): it goes
+// into logs and into the dead-letter record's etl.error header, and a
+// record's own bytes quoted in it must not make it as large as the record.
 func (e *Error) Error() string {
 	if e.Column == "" {
-		return fmt.Sprintf("record %s: %v", e.Reason, e.Err)
+		return TruncateMessage(fmt.Sprintf("record %s: %v", e.Reason, e.Err))
 	}
-	return fmt.Sprintf("field %q -> column %s (%s): %v", e.Field, e.Column, e.Type, e.Err)
+	return TruncateMessage(fmt.Sprintf("field %q -> column %s (%s): %v", e.Field, e.Column, e.Type, e.Err))
+}
+
+// MaxErrorBytes bounds the text of a decode error.
+const MaxErrorBytes = 1024
+
+// TruncateMessage returns s cut to at most MaxErrorBytes bytes: when it is
+// longer, its head up to a rune boundary followed by "… (N bytes more)",
+// N being the number of bytes cut off.
+func TruncateMessage(s string) string {
+	if len(s) <= MaxErrorBytes {
+		return s
+	}
+	// The marker's length depends on N, which depends on where the cut
+	// is; a cut that leaves room for the longest marker is near enough.
+	marker := fmt.Sprintf("… (%d bytes more)", len(s))
+	cut := MaxErrorBytes - len(marker)
+	for cut > 0 && !utf8.RuneStart(s[cut]) {
+		cut--
+	}
+	return s[:cut] + fmt.Sprintf("… (%d bytes more)", len(s)-cut)
+}
+
+// nullValue is the error for a record value that holds no row: nil (a
+// Kafka tombstone, told apart from an empty value) or of zero bytes.
+func nullValue(value []byte) *Error {
+	if value == nil {
+		return &Error{Reason: ReasonCorrupt, Err: errors.New("null record value (a Kafka tombstone)")}
+	}
+	return &Error{Reason: ReasonCorrupt, Err: errors.New("empty record value")}
 }
 
 // Unwrap returns the underlying error.

@@ -67,9 +67,12 @@ const (
 //     JSON text (an object or array re-serialised compactly).
 //   - FixedString(N): a JSON string of at most N bytes.
 //   - UUID: a string in the 36-character 8-4-4-4-12 hex form.
-//   - Decimal: a JSON number or a string holding one, stored as its text.
-//     Without an exponent, the integer digits must fit the precision minus
-//     the scale.
+//   - Decimal: a JSON number or a string holding one. Its digits before
+//     the point, in any form (1e30 has 31), must fit the precision minus
+//     the scale, else out_of_range. Plain text is stored as it is (digits
+//     past the scale are truncated toward zero by the insert); a number
+//     with an exponent is stored as the plain text of its value, truncated
+//     toward zero at the scale (1e3 as 1000, 1e-3 into scale 2 as 0).
 //   - Enum8, Enum16: one of the type's names, or a number (or numeric
 //     string that is not a name) equal to one of its values, stored as the
 //     name.
@@ -140,6 +143,7 @@ type JSON struct {
 	slots       []*fastjson.Value
 	p           fastjson.Parser
 	scratch     []byte
+	dec         []byte // decimal text rewritten without its exponent
 	max         int
 	framing     string
 	layout      string
@@ -289,9 +293,17 @@ func (d *JSON) Decode(value []byte, c *chunk.Chunk) (int, error) {
 	}
 	switch d.framing {
 	case FramingNDJSON:
+		// An empty value has no lines, hence no rows; a null one (a
+		// tombstone) holds no lines either.
 		return d.decodeLines(value, c)
 	case FramingArray:
+		if len(value) == 0 {
+			return 0, nullValue(value)
+		}
 		return d.decodeArray(value, c)
+	}
+	if len(value) == 0 {
+		return 0, nullValue(value)
 	}
 	if err := d.decodeOne(value, c); err != nil {
 		return 0, err
@@ -326,7 +338,7 @@ func (d *JSON) decodeLines(value []byte, c *chunk.Chunk) (int, error) {
 func (d *JSON) decodeArray(value []byte, c *chunk.Chunk) (int, error) {
 	v, err := d.p.ParseBytes(value)
 	if err != nil {
-		return 0, &Error{Reason: ReasonCorrupt, Err: err}
+		return 0, &Error{Reason: ReasonCorrupt, Err: parseError(err, value)}
 	}
 	elems, err := v.Array()
 	if err != nil {
@@ -358,7 +370,7 @@ func (d *JSON) decodeOne(value []byte, c *chunk.Chunk) *Error {
 	// fastjson path decodes the record and reports any error.
 	v, err := d.p.ParseBytes(value)
 	if err != nil {
-		return &Error{Reason: ReasonCorrupt, Err: err}
+		return &Error{Reason: ReasonCorrupt, Err: parseError(err, value)}
 	}
 	o, err := v.Object()
 	if err != nil {
@@ -558,7 +570,7 @@ func compileType(t *chunk.Type) (setter, defaulter, error) {
 		if t.Precision > 0 {
 			intDigits = t.Precision - t.Scale
 		}
-		return setDecimal(intDigits), defaultText("0"), nil
+		return setDecimal(intDigits, t.Scale), defaultText("0"), nil
 	case chunk.KindEnum8, chunk.KindEnum16:
 		if len(t.Enum) == 0 {
 			return nil, nil, fmt.Errorf("type %s has no values", t.Name)
@@ -971,24 +983,73 @@ var notHex = func() (t [256]uint8) {
 
 // setDecimal stores decimal text; intDigits is the precision minus the
 // scale, or negative when the type's precision is unknown.
-func setDecimal(intDigits int) setter {
+//
+// The value must have at most intDigits digits before the point, whatever
+// its form (1e30 has 31). Digits past the scale are kept in plain text as
+// written: the insert truncates them toward zero. A number with an
+// exponent is stored as the plain text of its value truncated toward zero
+// at the scale (what the insert would make of it), so that a huge negative
+// exponent costs no big-number arithmetic later.
+func setDecimal(intDigits, scale int) setter {
 	return func(d *JSON, v *fastjson.Value, col chunk.Column) *Error {
 		n, e := d.numberOf(v)
 		if e != nil {
 			return e
 		}
-		if intDigits >= 0 && n.exp == 0 {
-			ip := n.ip
-			for len(ip) > 0 && ip[0] == '0' {
-				ip = ip[1:]
-			}
-			if len(ip) > intDigits {
-				return newError(ReasonOutOfRange, v, "out of range")
-			}
+		if intDigits < 0 {
+			col.(*chunk.Strings).Append(n.text)
+			return nil
 		}
-		col.(*chunk.Strings).Append(n.text)
+		lo, hi, exp := n.significant()
+		// hi-lo+exp is the number of digits before the point (<= 0 for
+		// |n| < 1); exp is clamped to ±maxExp, so this cannot overflow.
+		if lo < hi && hi-lo+exp > intDigits {
+			return newError(ReasonOutOfRange, v, "out of range")
+		}
+		if bytes.IndexAny(n.text, "eE") < 0 {
+			col.(*chunk.Strings).Append(n.text)
+			return nil
+		}
+		d.dec = appendPlainDecimal(d.dec[:0], &n, lo, hi, exp, scale)
+		col.(*chunk.Strings).Append(d.dec)
 		return nil
 	}
+}
+
+// appendPlainDecimal appends the plain text (no exponent) of n, whose
+// significant digits are n.digit(lo..hi-1) with the last one at 10^exp,
+// truncated toward zero at scale digits after the point. The caller has
+// checked the digits before the point; the work is bounded by them and
+// the scale, never by the exponent.
+func appendPlainDecimal(dst []byte, n *number, lo, hi, exp, scale int) []byte {
+	top := hi - lo + exp // the highest digit is at 10^(top-1)
+	digitAt := func(p int) byte {
+		if i := hi - 1 - (p - exp); i >= lo && i < hi {
+			return n.digit(i)
+		}
+		return '0'
+	}
+	if lo == hi || top-1 < -scale {
+		return append(dst, '0') // zero, or nothing left at the scale
+	}
+	if n.neg {
+		dst = append(dst, '-')
+	}
+	if top > 0 {
+		for p := top - 1; p >= 0; p-- {
+			dst = append(dst, digitAt(p))
+		}
+	} else {
+		dst = append(dst, '0')
+	}
+	// The lowest nonzero digit is at 10^exp; nothing below 10^-scale.
+	if last := max(exp, -scale); last < 0 {
+		dst = append(dst, '.')
+		for p := -1; p >= last; p-- {
+			dst = append(dst, digitAt(p))
+		}
+	}
+	return dst
 }
 
 func setEnum(values map[string]int16, names map[int16]string) setter {

@@ -112,7 +112,7 @@ var convCases = []convCase{
 	// Decimal.
 	ok("Decimal(9, 2)", "1234567.89", "1234567.89"),
 	ok("Decimal(9, 2)", `"-0.5"`, "-0.5"),
-	ok("Decimal64(4)", "1e3", "1e3"),
+	ok("Decimal64(4)", "1e3", "1000"),
 	fail("Decimal(9, 2)", "12345678.9", ReasonOutOfRange),
 	fail("Decimal(9, 2)", `"1.2.3"`, ReasonWrongType),
 	fail("Decimal(9, 2)", "true", ReasonWrongType),
