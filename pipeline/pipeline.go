@@ -95,7 +95,7 @@ type Pipeline struct {
 	settle broadcast // a lane may have become idle, or its last chunk was acknowledged
 
 	commitMu sync.Mutex
-	closing  atomic.Bool // shutting down: revokes do not wait for the sink
+	closing  atomic.Bool // shutting down: open exactly-once blocks are sealed at once
 	// halt is closed when the stop gives up on what is still in flight
 	// (the drain deadline passed): retry loops end (haltChan, haltNow).
 	haltInit, haltClose sync.Once
@@ -775,10 +775,10 @@ func (h *handler) Revoked(ctx context.Context, parts kafka.Partitions) {
 	r := p.revokeBegin(parts)
 	defer p.revokeEnd(r)
 	// Give the chunks already handed to the sink the drain timeout to
-	// become durable, then commit what is.
-	if p.closing.Load() {
-		return
-	}
+	// become durable, then commit what is. Also while stopping: a
+	// rebalance during the drain must not commit less than the drain
+	// writes (the next owner would write it again); the stop's own
+	// deadline (haltChan) ends the wait then.
 	deadline := time.NewTimer(p.cfg.Checkpoint.DrainTimeout.D())
 	defer deadline.Stop()
 	for {
@@ -789,6 +789,8 @@ func (h *handler) Revoked(ctx context.Context, parts kafka.Partitions) {
 		select {
 		case <-changed:
 		case <-deadline.C:
+			return
+		case <-p.haltChan():
 			return
 		case <-ctx.Done():
 			return

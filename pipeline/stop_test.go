@@ -9,6 +9,7 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kgo"
 
+	"github.com/etl-project/etl/chunk"
 	"github.com/etl-project/etl/config"
 	"github.com/etl-project/etl/gen"
 	"github.com/etl-project/etl/source/kafka"
@@ -156,5 +157,95 @@ func TestExactlyOnceRegisterEndsOnHalt(t *testing.T) {
 	}
 	if p.Stats().RowsWritten != 0 {
 		t.Fatal("an unregistered block was written")
+	}
+}
+
+// recSource is a source that takes every commit and records it.
+type recSource struct {
+	downSource
+	committed map[TopicPartition]int64
+}
+
+func (s *recSource) Commit(_ context.Context, offs []kafka.Offset) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for _, o := range offs {
+		s.committed[TopicPartition{o.Topic, o.Partition}] = o.Offset
+	}
+	return nil
+}
+
+// holdSink takes every chunk and keeps it unacknowledged until released.
+type holdSink struct {
+	mu   sync.Mutex
+	held []*chunk.Chunk
+}
+
+func (s *holdSink) TryEnqueue(c *chunk.Chunk) bool {
+	s.mu.Lock()
+	s.held = append(s.held, c)
+	s.mu.Unlock()
+	return true
+}
+
+// TestRevokeWhileStoppingWaits: a rebalance that revokes partitions while
+// the pipeline drains for a stop must still wait for their chunks in the
+// sink and commit them; committing at once left the next owner to write
+// them again, though the drain wrote them.
+func TestRevokeWhileStoppingWaits(t *testing.T) {
+	w := newDirectSimWorld(t, 1)
+	p := w.p
+	p.hook, p.now = nil, nil
+	p.cfg.Delivery, p.exactlyOnce = "at_least_once", false
+	p.cfg.Checkpoint.DrainTimeout = config.Duration(10 * time.Second)
+	src := &recSource{committed: map[TopicPartition]int64{}}
+	p.src = src
+	p.pause = newPauser(src, p.pause.gauge)
+	sink := &holdSink{}
+	p.queue = sink
+
+	tp := TopicPartition{simTopic, 0}
+	h := (*handler)(p)
+	h.Assigned(context.Background(), kafka.Partitions{tp.Topic: {tp.Partition}})
+	h.Fetched(&kgo.FetchTopicPartition{Topic: tp.Topic, FetchPartition: kgo.FetchPartition{Partition: tp.Partition, Records: simRecords(tp, 100)}})
+	for len(p.runq.q) > 0 {
+		var dec *boundDecoder
+		p.runLane(p.runq.pop(), &dec)
+	}
+	sink.mu.Lock()
+	n := len(sink.held)
+	sink.mu.Unlock()
+	if n == 0 {
+		t.Fatal("no chunk reached the sink")
+	}
+
+	p.closing.Store(true) // the stop's drain is under way
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		h.Revoked(context.Background(), kafka.Partitions{tp.Topic: {tp.Partition}})
+	}()
+	time.Sleep(200 * time.Millisecond)
+	select {
+	case <-done:
+		t.Fatal("the revoke did not wait for the chunks in the sink")
+	default:
+	}
+	// The inserts finish.
+	sink.mu.Lock()
+	p.acks.push(sink.held)
+	sink.held = nil
+	sink.mu.Unlock()
+	p.processAcks()
+	select {
+	case <-done:
+	case <-time.After(5 * time.Second):
+		t.Fatal("the revoke did not end once its chunks were durable")
+	}
+	src.mu.Lock()
+	got := src.committed[tp]
+	src.mu.Unlock()
+	if got != 100 {
+		t.Fatalf("the revoke committed offset %d, want 100", got)
 	}
 }

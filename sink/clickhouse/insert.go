@@ -7,6 +7,7 @@ import (
 	"os"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/etl-project/etl/chunk"
 )
@@ -59,8 +60,10 @@ func (c *Client) Insert(ctx context.Context, t *Target, chunks []*chunk.Chunk) (
 		}
 		var ie *InsertError
 		// The driver's socket deadline comes from ictx and may fire a
-		// moment before ictx reports its own expiry.
-		if (ictx.Err() != nil || errors.Is(err, os.ErrDeadlineExceeded)) && errors.As(err, &ie) {
+		// moment before ictx reports its own expiry. Another socket
+		// timeout (a connection's handshake, after dial_timeout) is not
+		// the insert's: it keeps its own message.
+		if (ictx.Err() != nil || (errors.Is(err, os.ErrDeadlineExceeded) && nearDeadline(ictx))) && errors.As(err, &ie) {
 			ie.Err = fmt.Errorf("insert timeout %s exceeded: %w", c.opts.InsertTimeout, errors.Join(ictx.Err(), ie.Err))
 		}
 	}()
@@ -137,4 +140,11 @@ func spansString(spans []chunk.Span) string {
 	b.WriteString(spans[0].String())
 	fmt.Fprintf(&b, " and %d more span(s)", len(spans)-1)
 	return b.String()
+}
+
+// nearDeadline reports whether ctx's deadline is less than a second away
+// (or passed).
+func nearDeadline(ctx context.Context) bool {
+	dl, ok := ctx.Deadline()
+	return ok && time.Until(dl) < time.Second
 }
