@@ -6,10 +6,16 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
+	"slices"
 	"strconv"
+	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+	"github.com/twmb/franz-go/pkg/kadm"
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
 )
 
 // Header names added to every dead-letter record.
@@ -22,9 +28,45 @@ const (
 	HeaderPipeline  = "etl.pipeline"
 )
 
+// Header names added to a dead-letter record that was cut to fit the
+// dead-letter topic's max.message.bytes.
+const (
+	// HeaderTruncated is "true" on a record whose value was cut.
+	HeaderTruncated = "etl.truncated"
+	// HeaderOriginalSize is the encoded size in bytes the whole
+	// dead-letter record would have had.
+	HeaderOriginalSize = "etl.original.size"
+	// HeaderOriginalValueSize is the original value's length in bytes.
+	HeaderOriginalValueSize = "etl.original.value.size"
+	// HeaderKeyDropped is the original key's length in bytes, present when
+	// the key was left out because it did not fit with the headers.
+	HeaderKeyDropped = "etl.truncated.key"
+	// HeaderHeadersDropped is the number of the source record's headers
+	// left out, present when even without the key they did not fit.
+	HeaderHeadersDropped = "etl.truncated.headers"
+)
+
 // ErrFull is returned by Write when the producer's buffer is full: the
 // dead-letter brokers are not acknowledging.
 var ErrFull = errors.New("dead-letter buffer full: the dead-letter topic's brokers are not acknowledging")
+
+// Limits of the dead-letter record size.
+const (
+	// DefaultMaxMessageBytes is the limit used when the dead-letter topic's
+	// max.message.bytes (or the broker's message.max.bytes) cannot be read
+	// at startup. It is below Kafka's default of 1,048,588.
+	DefaultMaxMessageBytes = 1 << 20
+	// MaxMessageBytesCap bounds the limit read from the topic: larger
+	// dead-letter records are truncated to it. It is below the broker's
+	// default socket.request.max.bytes (100 MiB) and franz-go's default
+	// BrokerMaxWriteBytes.
+	MaxMessageBytesCap = 64 << 20
+	// minMessageBytes is franz-go's smallest allowed batch limit.
+	minMessageBytes = 512
+)
+
+// describeTimeout bounds reading the limit at startup.
+var describeTimeout = 10 * time.Second
 
 // Options configures a Writer.
 type Options struct {
@@ -33,6 +75,12 @@ type Options struct {
 	Opts []kgo.Opt
 	// Registerer receives etl_dlq_records_total; nil registers nothing.
 	Registerer prometheus.Registerer
+	// Log receives the warning when the topic's limit cannot be read; nil
+	// logs to slog.Default().
+	Log *slog.Logger
+	// MaxMessageBytes, when > 0, is used as the dead-letter topic's
+	// max.message.bytes instead of reading it from the brokers.
+	MaxMessageBytes int32
 }
 
 // Writer produces dead-letter records asynchronously. It is safe for
@@ -41,6 +89,8 @@ type Writer struct {
 	cl       *kgo.Client
 	topic    string
 	pipeline []byte
+	limit    int32  // the record batch limit given to the producer
+	source   string // where limit comes from, for error messages
 	written  prometheus.Counter
 	failed   prometheus.Counter
 }
@@ -48,20 +98,45 @@ type Writer struct {
 // maxBuffered bounds the dead-letter records waiting for the broker.
 const maxBuffered = 100_000
 
-// New builds the producer. It does not contact the brokers until the first
-// Write.
+// New builds the producer. It reads the dead-letter topic's
+// max.message.bytes (falling back to the broker's message.max.bytes) once,
+// waiting at most 10 s; when that fails it logs a warning and assumes
+// DefaultMaxMessageBytes. It never fails because of it.
 func New(o Options) (*Writer, error) {
+	log := o.Log
+	if log == nil {
+		log = slog.Default()
+	}
+	limit, source := o.MaxMessageBytes, "configured"
+	if limit <= 0 {
+		var err error
+		limit, source, err = readLimit(o.Topic, o.Opts)
+		if err != nil {
+			log.Warn("dead-letter topic's max.message.bytes not read; larger dead-letter records are truncated to the limit used instead",
+				"topic", o.Topic, "limit", limit, "from", source, "err", err)
+		}
+	}
+	if limit > MaxMessageBytesCap {
+		limit, source = MaxMessageBytesCap, source+", capped"
+	}
+	limit = max(limit, minMessageBytes)
 	opts := append([]kgo.Opt{
 		kgo.DefaultProduceTopic(o.Topic),
 		kgo.MaxBufferedRecords(maxBuffered),
 		kgo.RecordPartitioner(kgo.StickyKeyPartitioner(nil)),
 	}, o.Opts...)
+	// After o.Opts: the batch limit is the topic's, and the connection
+	// write limit must hold one full batch.
+	opts = append(opts,
+		kgo.ProducerBatchMaxBytes(limit),
+		kgo.BrokerMaxWriteBytes(max(100<<20, limit+64<<10)),
+	)
 	cl, err := kgo.NewClient(opts...)
 	if err != nil {
 		return nil, fmt.Errorf("dead-letter client: %w", err)
 	}
 	w := &Writer{
-		cl: cl, topic: o.Topic, pipeline: []byte(o.Pipeline),
+		cl: cl, topic: o.Topic, pipeline: []byte(o.Pipeline), limit: limit, source: source,
 		written: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "etl_dlq_records_total", Help: "Records written to the dead-letter topic and acknowledged by its brokers.",
 		}),
@@ -75,29 +150,170 @@ func New(o Options) (*Writer, error) {
 	return w, nil
 }
 
+// MaxMessageBytes is the dead-letter record batch limit in use and where it
+// comes from ("topic max.message.bytes", "broker message.max.bytes",
+// "default", "configured", possibly ", capped").
+func (w *Writer) MaxMessageBytes() (int32, string) { return w.limit, w.source }
+
+// readLimit reads topic's max.message.bytes, or the broker's
+// message.max.bytes when the topic does not set it or does not exist yet.
+// On error it returns DefaultMaxMessageBytes with the error.
+func readLimit(topic string, opts []kgo.Opt) (int32, string, error) {
+	cl, err := kgo.NewClient(opts...)
+	if err != nil {
+		return DefaultMaxMessageBytes, "default", err
+	}
+	defer cl.Close()
+	adm := kadm.NewClient(cl)
+	ctx, cancel := context.WithTimeout(context.Background(), describeTimeout)
+	defer cancel()
+
+	// The topic's value counts when the topic sets it; otherwise it is
+	// the broker's default (as Kafka reports it) and the broker's own
+	// message.max.bytes is read, the topic's value kept in case that fails.
+	var (
+		topicErr     error
+		inherited    int32
+		hasInherited bool
+	)
+	rcs, err := adm.DescribeTopicConfigs(ctx, topic)
+	if err == nil {
+		var rc kadm.ResourceConfig
+		if rc, err = rcs.On(topic, nil); err == nil {
+			err = rc.Err
+		}
+	}
+	switch {
+	case err == nil:
+		v, src, ok, perr := configValue(rcs[0].Configs, "max.message.bytes")
+		switch {
+		case perr != nil:
+			return DefaultMaxMessageBytes, "default", perr
+		case ok && (src == kmsg.ConfigSourceDynamicTopicConfig || src == kmsg.ConfigSourceUnknown):
+			return v, "topic max.message.bytes", nil
+		case ok:
+			inherited, hasInherited = v, true
+		}
+	case errors.Is(err, kerr.UnknownTopicOrPartition):
+		topicErr = fmt.Errorf("topic %s does not exist yet", topic)
+	default:
+		return DefaultMaxMessageBytes, "default", fmt.Errorf("describe topic %s: %w", topic, err)
+	}
+
+	v, ok, err := brokerLimit(ctx, adm)
+	switch {
+	case (err != nil || !ok) && hasInherited:
+		return inherited, "topic max.message.bytes", nil
+	case err != nil:
+		return DefaultMaxMessageBytes, "default", errors.Join(topicErr, err)
+	case !ok:
+		return DefaultMaxMessageBytes, "default", errors.Join(topicErr, errors.New("neither the topic nor the broker sets a message size limit"))
+	}
+	// A topic that does not exist yet is created with the broker's limit:
+	// use it, but say so.
+	return v, "broker message.max.bytes", topicErr
+}
+
+// brokerLimit reads message.max.bytes of one broker of the cluster.
+func brokerLimit(ctx context.Context, adm *kadm.Client) (int32, bool, error) {
+	bs, err := adm.ListBrokers(ctx)
+	if err != nil {
+		return 0, false, fmt.Errorf("list brokers: %w", err)
+	}
+	if len(bs) == 0 {
+		return 0, false, errors.New("no brokers in the metadata")
+	}
+	rcs, err := adm.DescribeBrokerConfigs(ctx, bs[0].NodeID)
+	if err != nil {
+		return 0, false, fmt.Errorf("describe broker %d: %w", bs[0].NodeID, err)
+	}
+	for _, rc := range rcs {
+		if rc.Err != nil {
+			return 0, false, fmt.Errorf("describe broker %d: %w", bs[0].NodeID, rc.Err)
+		}
+		if v, _, ok, err := configValue(rc.Configs, "message.max.bytes"); err != nil || ok {
+			return v, ok, err
+		}
+	}
+	return 0, false, nil
+}
+
+// configValue finds key in cs: its value, where it is defined and whether
+// it is there.
+func configValue(cs []kadm.Config, key string) (int32, kmsg.ConfigSource, bool, error) {
+	for _, c := range cs {
+		if c.Key != key || c.Value == nil {
+			continue
+		}
+		n, err := strconv.ParseInt(*c.Value, 10, 32)
+		if err != nil || n <= 0 {
+			return 0, 0, false, fmt.Errorf("%s = %q is not a positive 32-bit number", key, *c.Value)
+		}
+		return int32(n), c.Source, true, nil
+	}
+	return 0, 0, false, nil
+}
+
+// Sizes of the encoded record batch, counted the way franz-go counts them
+// (its batch overhead includes the 4-byte length before the batch, so it is
+// 4 bytes above Kafka's 61) and with every varint at its widest.
+const (
+	batchOverhead  = 65
+	recordOverhead = 5 + // length
+		1 + // attributes
+		10 + // timestamp delta
+		5 + // offset delta
+		5 + // key length
+		5 + // value length
+		5 // header count
+	headerOverhead = 5 + 5 // key and value lengths
+)
+
+// encodedSize bounds the size of a batch holding only a record with the
+// given key, value and headers.
+func encodedSize(key, value int, hs []kgo.RecordHeader) int {
+	n := batchOverhead + recordOverhead + key + value
+	for _, h := range hs {
+		n += headerOverhead + len(h.Key) + len(h.Value)
+	}
+	return n
+}
+
 // Write produces the dead-letter copy of r: its key, value and headers,
 // plus headers naming the error, its reason, the source position and the
-// pipeline. It never blocks: done is called once, from a client goroutine,
-// with nil when the broker acknowledged the record, ErrFull when too many
-// dead-letter records were waiting, or the error that made the client give
-// up.
+// pipeline. A copy larger than the dead-letter topic's max.message.bytes
+// has its value cut to fit, with HeaderTruncated, HeaderOriginalSize and
+// HeaderOriginalValueSize; when even the key and headers do not fit, the key
+// is left out (HeaderKeyDropped), then the source record's headers
+// (HeaderHeadersDropped). It never blocks: done is called once, from a
+// client goroutine, with nil when the broker acknowledged the record,
+// ErrFull when too many dead-letter records were waiting, or the error that
+// made the client give up.
 func (w *Writer) Write(r *kgo.Record, reason string, cause error, done func(error)) {
-	h := make([]kgo.RecordHeader, 0, len(r.Headers)+6)
+	own := []kgo.RecordHeader{
+		{Key: HeaderError, Value: []byte(cause.Error())},
+		{Key: HeaderReason, Value: []byte(reason)},
+		{Key: HeaderTopic, Value: []byte(r.Topic)},
+		{Key: HeaderPartition, Value: strconv.AppendInt(nil, int64(r.Partition), 10)},
+		{Key: HeaderOffset, Value: strconv.AppendInt(nil, r.Offset, 10)},
+		{Key: HeaderPipeline, Value: w.pipeline},
+	}
+	h := make([]kgo.RecordHeader, 0, len(r.Headers)+len(own)+5)
 	h = append(h, r.Headers...)
-	h = append(h,
-		kgo.RecordHeader{Key: HeaderError, Value: []byte(cause.Error())},
-		kgo.RecordHeader{Key: HeaderReason, Value: []byte(reason)},
-		kgo.RecordHeader{Key: HeaderTopic, Value: []byte(r.Topic)},
-		kgo.RecordHeader{Key: HeaderPartition, Value: strconv.AppendInt(nil, int64(r.Partition), 10)},
-		kgo.RecordHeader{Key: HeaderOffset, Value: strconv.AppendInt(nil, r.Offset, 10)},
-		kgo.RecordHeader{Key: HeaderPipeline, Value: w.pipeline},
-	)
+	h = append(h, own...)
 	dl := &kgo.Record{Topic: w.topic, Key: r.Key, Value: r.Value, Headers: h}
+	size := encodedSize(len(r.Key), len(r.Value), h)
+	if size > int(w.limit) {
+		w.truncate(dl, r, own, size)
+	}
 	w.cl.TryProduce(context.Background(), dl, func(_ *kgo.Record, err error) {
 		switch {
 		case errors.Is(err, kgo.ErrMaxBuffered):
 			w.failed.Inc()
 			done(ErrFull)
+		case errors.Is(err, kerr.MessageTooLarge):
+			w.failed.Inc()
+			done(w.tooLarge(dl, err))
 		case err != nil:
 			w.failed.Inc()
 			done(fmt.Errorf("dead-letter write to %s: %w", w.topic, err))
@@ -106,6 +322,53 @@ func (w *Writer) Write(r *kgo.Record, reason string, cause error, done func(erro
 			done(nil)
 		}
 	})
+}
+
+// truncate cuts dl, the dead-letter copy of r, to fit w.limit: size is the
+// size dl would have had.
+func (w *Writer) truncate(dl, r *kgo.Record, own []kgo.RecordHeader, size int) {
+	limit := int(w.limit)
+	hs := make([]kgo.RecordHeader, 0, len(r.Headers)+len(own)+5)
+	hs = append(hs, r.Headers...)
+	hs = append(hs, own...)
+	hs = append(hs,
+		kgo.RecordHeader{Key: HeaderTruncated, Value: []byte("true")},
+		kgo.RecordHeader{Key: HeaderOriginalSize, Value: strconv.AppendInt(nil, int64(size), 10)},
+		kgo.RecordHeader{Key: HeaderOriginalValueSize, Value: strconv.AppendInt(nil, int64(len(r.Value)), 10)},
+	)
+	key := r.Key
+	if len(key) > 0 && encodedSize(len(key), 0, hs) > limit {
+		key = nil
+		hs = append(hs, kgo.RecordHeader{Key: HeaderKeyDropped, Value: strconv.AppendInt(nil, int64(len(r.Key)), 10)})
+	}
+	if len(r.Headers) > 0 && encodedSize(len(key), 0, hs) > limit {
+		// Leave out the source record's headers, keep etl's own.
+		hs = append(slices.Clone(hs[len(r.Headers):]),
+			kgo.RecordHeader{Key: HeaderHeadersDropped, Value: strconv.AppendInt(nil, int64(len(r.Headers)), 10)})
+	}
+	if over := encodedSize(len(key), 0, hs) - limit; over > 0 {
+		// Even etl's headers do not fit (a tiny limit): cut the error
+		// text, the only one of them that can be long.
+		for i := range hs {
+			if hs[i].Key == HeaderError {
+				hs[i].Value = hs[i].Value[:max(0, len(hs[i].Value)-over)]
+				break
+			}
+		}
+	}
+	room := max(0, limit-encodedSize(len(key), 0, hs))
+	dl.Key, dl.Value, dl.Headers = key, r.Value[:min(room, len(r.Value))], hs
+}
+
+// tooLarge names the limit a dead-letter record was rejected for.
+func (w *Writer) tooLarge(dl *kgo.Record, err error) error {
+	size := encodedSize(len(dl.Key), len(dl.Value), dl.Headers)
+	if size > int(w.limit) {
+		return fmt.Errorf("dead-letter record of %d bytes exceeds the dead-letter topic %s's max.message.bytes %d (%s): %w",
+			size, w.topic, w.limit, w.source, err)
+	}
+	return fmt.Errorf("dead-letter record of at most %d bytes rejected as too large by the brokers of the dead-letter topic %s: its max.message.bytes is lower than the %d in use (%s): %w",
+		size, w.topic, w.limit, w.source, err)
 }
 
 // Flush waits until every buffered record is acknowledged or ctx ends.

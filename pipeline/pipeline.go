@@ -259,7 +259,7 @@ func New(ctx context.Context, o Options) (*Pipeline, error) {
 		if b := cfg.Decode.DLQ.Brokers; len(b) > 0 {
 			kopts = append(kopts, kgo.SeedBrokers(b...))
 		}
-		p.dlq, err = dlq.New(dlq.Options{Topic: cfg.Decode.DLQ.Topic, Pipeline: cfg.Pipeline.Name, Opts: kopts, Registerer: p.component("dlq")})
+		p.dlq, err = dlq.New(dlq.Options{Topic: cfg.Decode.DLQ.Topic, Pipeline: cfg.Pipeline.Name, Opts: kopts, Registerer: p.component("dlq"), Log: log})
 		if err != nil {
 			return nil, err
 		}
