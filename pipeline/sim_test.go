@@ -326,14 +326,7 @@ func (w *simWorld) stop(failed int) {
 		p.schedule(l)
 	}
 	for i := 0; i < 5000 && len(w.errs) == 0; i++ {
-		w.step++
-		w.runWorker()
-		w.sinkStep(true)
-		w.sinkStep(true)
-		w.processAcks()
-		w.controller(50 * time.Millisecond)
-		w.commit()
-		w.checkStep()
+		w.calmRound()
 		if w.drained() {
 			break
 		}
@@ -366,6 +359,21 @@ func (w *simWorld) stop(failed int) {
 			w.violation("clean stop: %v fetched up to %d but committed %d", tp, w.src.pos[tp], w.src.committed[tp].Offset)
 		}
 	}
+}
+
+// calmRound is one step of every goroutine, without faults: a poll
+// (nothing once the source stopped), a worker, the sink twice, the
+// committer and the controller 50 ms later; then the invariants.
+func (w *simWorld) calmRound() {
+	w.step++
+	w.fetch()
+	w.runWorker()
+	w.sinkStep(true)
+	w.sinkStep(true)
+	w.processAcks()
+	w.controller(50 * time.Millisecond)
+	w.commit()
+	w.checkStep()
 }
 
 // drained reports whether every lane is idle and the live shards hold
@@ -783,15 +791,7 @@ func (w *simWorld) quiesce() {
 	}
 	done := false
 	for i := 0; i < 20000 && len(w.errs) == 0; i++ {
-		w.step++
-		w.fetch()
-		w.runWorker()
-		w.sinkStep(true)
-		w.sinkStep(true)
-		w.processAcks()
-		w.controller(50 * time.Millisecond)
-		w.commit()
-		w.checkStep()
+		w.calmRound()
 		if w.failed {
 			w.stop(-1) // a bad record under on_error fail: Run stops
 			return

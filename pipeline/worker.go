@@ -431,9 +431,9 @@ func (p *Pipeline) blockOn(l *lane, dest int, retry func() bool) bool {
 	return true
 }
 
-// wakeBlocked is the OnSpace of shard dest (or, with blockedOnBlocks, the
-// tracker having fewer open blocks): the lanes blocked on it are
-// rescheduled and their partitions resumed (unless the budget holds them).
+// wakeBlocked is the OnSpace of shard dest: the lanes its queue refused
+// are rescheduled and their partitions resumed (unless the budget holds
+// them). Lanes waiting for open blocks are woken by wakeBlockWaiters.
 func (p *Pipeline) wakeBlocked(dest int) {
 	for _, l := range p.pause.takeBlocked(dest) {
 		if l.wake() {

@@ -227,23 +227,41 @@ func (e *env) waitRows(n uint64, timeout time.Duration, p *proc) {
 // offsets of every partition.
 func (e *env) waitCommitted(group string, timeout time.Duration) {
 	e.t.Helper()
+	waitCommittedEnd(e.t, e.kb, group, topic, partitions, timeout, nil)
+}
+
+// offsetReader reads a topic's end offsets and a group's committed ones
+// (a broker in process or in its own process).
+type offsetReader interface {
+	EndOffsets(t testing.TB, topic string) map[int32]int64
+	CommittedOffsets(t testing.TB, group, topic string) map[int32]int64
+}
+
+// waitCommittedEnd waits until group's committed offsets of topic reach
+// the end offsets of all its parts partitions, and returns them. alive,
+// when set, is asked on every round: an error (a member that exited) ends
+// the wait at once.
+func waitCommittedEnd(t testing.TB, kb offsetReader, group, topic string, parts int, timeout time.Duration, alive func() error) map[int32]int64 {
+	t.Helper()
 	deadline := time.Now().Add(timeout)
 	for {
-		end := e.kb.EndOffsets(e.t, topic)
-		got := e.kb.CommittedOffsets(e.t, group, topic)
-		ok := len(end) == partitions
+		end, got := kb.EndOffsets(t, topic), kb.CommittedOffsets(t, group, topic)
+		ok := len(end) == parts
 		for p, o := range end {
-			if got[p] != o {
-				ok = false
-			}
+			ok = ok && got[p] == o
 		}
 		if ok {
-			return
+			return got
+		}
+		if alive != nil {
+			if err := alive(); err != nil {
+				t.Fatalf("waiting for the commits to reach the end offsets: %v", err)
+			}
 		}
 		if time.Now().After(deadline) {
-			e.t.Fatalf("committed offsets %v did not reach the end offsets %v", got, end)
+			t.Fatalf("committed offsets %v did not reach the end offsets %v", got, end)
 		}
-		time.Sleep(100 * time.Millisecond)
+		time.Sleep(200 * time.Millisecond)
 	}
 }
 

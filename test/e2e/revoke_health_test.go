@@ -160,24 +160,12 @@ func TestRevokeOverFrozenSinkStaysHealthy(t *testing.T) {
 		t.Fatal(err)
 	}
 	e.waitRows(n, 2*time.Minute, a)
-	deadline := time.Now().Add(2 * time.Minute)
-	for {
-		end, got := kb.EndOffsets(t, topic), kb.CommittedOffsets(t, group, topic)
-		ok := len(end) == parts
-		for p, o := range end {
-			ok = ok && got[p] == o
-		}
-		if ok {
-			break
-		}
+	waitCommittedEnd(t, kb, group, topic, parts, 2*time.Minute, func() error {
 		if !a.running() {
-			t.Fatalf("A exited (%v) while waiting for its commits", a.err)
+			return fmt.Errorf("A exited (%v)", a.err)
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("committed offsets %v did not reach the end offsets %v", got, end)
-		}
-		time.Sleep(200 * time.Millisecond)
-	}
+		return nil
+	})
 	if code, body, err := probe("http://" + addr + "/healthz"); err != nil || code != http.StatusOK {
 		t.Errorf("/healthz after the thaw: %d %q %v", code, body, err)
 	}

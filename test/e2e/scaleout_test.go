@@ -79,21 +79,7 @@ func TestScaleOut(t *testing.T) {
 		t.Fatal(err)
 	}
 	e.waitRows(n, 3*time.Minute, p1)
-	deadline := time.Now().Add(2 * time.Minute)
-	for {
-		end, got := kb.EndOffsets(t, topic), kb.CommittedOffsets(t, group, topic)
-		ok := len(end) == parts
-		for p, o := range end {
-			ok = ok && got[p] == o
-		}
-		if ok {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("committed offsets %v did not reach the end offsets %v", got, end)
-		}
-		time.Sleep(200 * time.Millisecond)
-	}
+	waitCommittedEnd(t, kb, group, topic, parts, 2*time.Minute, nil)
 	r1, r5 := scrape(t, a1)["etl_source_rebalances_total"], scrape(t, a5)["etl_source_rebalances_total"]
 	// The first member is assigned at start and again at least once as
 	// members leave and join (rebalances close together may merge).

@@ -376,22 +376,8 @@ func TestRebalanceStorm(t *testing.T) {
 	}
 
 	// Committed offsets reach the end of every partition.
-	deadline = time.Now().Add(time.Minute)
-	for {
-		end, got := kb.EndOffsets(t, topic), kb.CommittedOffsets(t, group, topic)
-		ok := len(end) == parts
-		for p, o := range end {
-			ok = ok && got[p] == o
-		}
-		if ok {
-			t.Logf("committed offsets at the end offsets of all %d partitions: %v", parts, got)
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("committed offsets %v did not reach the end offsets %v", got, end)
-		}
-		time.Sleep(200 * time.Millisecond)
-	}
+	got := waitCommittedEnd(t, kb, group, topic, parts, time.Minute, nil)
+	t.Logf("committed offsets at the end offsets of all %d partitions: %v", parts, got)
 
 	for i, m := range slots {
 		if code := m.p.stop(t, syscall.SIGTERM, 30*time.Second); code != 0 {
