@@ -262,6 +262,16 @@ func (l *lane) fail() {
 	l.mu.Unlock()
 }
 
+// giveUp records, from the worker running the lane, that the lane can do
+// nothing more before the stop (exactly-once: a rebuilt block whose rest
+// will not be fetched): the run ends in Closed, dropping what it holds, as
+// for a revoke; nothing of it is committed.
+func (l *lane) giveUp() {
+	l.mu.Lock()
+	l.closed = true
+	l.mu.Unlock()
+}
+
 // recordBytes is what a fetched record counts against the byte budget: its
 // key, value and headers plus the client's per-record overhead.
 func recordBytes(r *kgo.Record) int64 {

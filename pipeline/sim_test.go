@@ -343,18 +343,22 @@ func (w *simWorld) stop(failed int) {
 		// Stopped on a bad record: its lane hands over the rows before
 		// it, then stays failed; nothing past it was committed (each
 		// commit is checked).
-		if !w.drained() && !w.replayWaits() {
+		if !w.drained() {
 			w.violation("the stop on a bad record did not drain: %s; lanes: %s", w.state(), w.laneStates())
 		}
 		return
 	}
 	if !w.drained() {
-		if !w.replayWaits() {
-			w.violation("the stop did not drain: %s; lanes: %s", w.state(), w.laneStates())
-		}
+		w.violation("the stop did not drain: %s; lanes: %s", w.state(), w.laneStates())
 		return
 	}
 	for _, tp := range w.parts {
+		if l := p.lanes[tp]; l != nil && l.closed {
+			// It gave up a block rebuilt for a previous owner whose rest
+			// was not fetched: that block and what follows are not
+			// committed (each commit was checked against the tables).
+			continue
+		}
 		if w.src.owned[tp] && w.src.pos[tp] > w.src.start[tp] && w.src.committed[tp].Offset != w.src.pos[tp] {
 			w.violation("clean stop: %v fetched up to %d but committed %d", tp, w.src.pos[tp], w.src.committed[tp].Offset)
 		}
@@ -374,24 +378,6 @@ func (w *simWorld) calmRound() {
 	w.controller(50 * time.Millisecond)
 	w.commit()
 	w.checkStep()
-}
-
-// replayWaits reports whether every lane that is not idle holds an
-// exactly-once block rebuilt for a previous owner, waiting for records the
-// stopped source no longer fetches: it ends only at its registered end, so
-// the stop's drain runs out (exit code 3) and its records are read again.
-func (w *simWorld) replayWaits() bool {
-	for _, l := range w.p.lanes {
-		if !l.idle() && !(w.eo && l.eo.openSince.Load() != 0 && l.eo.replaying()) {
-			return false
-		}
-	}
-	for _, q := range w.sink.queues {
-		if !q.dead && (len(q.q) > 0 || len(q.inflight) > 0) {
-			return false
-		}
-	}
-	return true
 }
 
 // laneStates describes the lanes that are not idle.

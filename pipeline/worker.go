@@ -124,6 +124,16 @@ func (p *Pipeline) process(l *lane, dec *boundDecoder) {
 			// exactly-once an open block waits for the batch linger (or
 			// the stop) to fill up, unless it is a replayed block, which
 			// ends only at its registered end.
+			if p.eo() && l.eo.openSince.Load() != 0 && l.eo.replaying() && p.closing.Load() {
+				// Stopping: the rest of a block rebuilt for a previous
+				// owner will not be fetched, and it may end only at its
+				// registered end. The lane gives up what it holds (not
+				// committed; the block stays registered, so the next
+				// owner rebuilds it) instead of holding the drain until
+				// its deadline.
+				l.giveUp()
+				return
+			}
 			if p.eo() && l.eo.openSince.Load() != 0 && (l.eo.replaying() || (!l.eo.flushDue.Load() && !p.closing.Load())) {
 				return
 			}
