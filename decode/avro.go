@@ -42,6 +42,10 @@ type AvroOptions struct {
 	// fields the writer lacks take the reader's default (the column's own
 	// default when it has none).
 	ReaderSchema string
+	// Ranges are the Date and DateTime ranges of the server the rows go
+	// to (chunk.RangesFor its version); the zero value is the narrower
+	// range every server reads back (chunk.DefaultRanges).
+	Ranges chunk.ServerRanges
 }
 
 // Avro decodes Avro binary datums of one writer schema (a record), one
@@ -240,6 +244,7 @@ func NewAvro(writerSchema string, s *chunk.Schema, o AvroOptions) (*Avro, error)
 		groups: nestedGroups(s),
 		max:    o.MaxRecordBytes,
 	}
+	a.r.rg = o.Ranges.OrDefault()
 	b := &avroBuilder{
 		s:        s,
 		byPath:   make(map[string][]int),
@@ -1330,7 +1335,7 @@ func avroFloorDiv(v, d int64) int64 {
 }
 
 // avroSetDateTime converts a timestamp of unit per second, or for unit
-// -86400 a date in days, to DateTime seconds.
+// -86400 a date in days, to DateTime seconds within the server's range.
 func avroSetDateTime(isInt bool, unit int64, l avro.LogicalType) avroSetter {
 	return func(r *avroReader, col chunk.Column) *Error {
 		v, e := r.integer(isInt)
@@ -1339,15 +1344,21 @@ func avroSetDateTime(isInt bool, unit int64, l avro.LogicalType) avroSetter {
 		}
 		var sec int64
 		if unit < 0 {
-			if v < 0 || v > maxDateTime/86400+1 {
+			if v < 0 {
 				return avroTimeRange(v, l, notDateTime)
+			}
+			if v > chunk.WideDateTimeMax/86400+1 {
+				return avroPastRange(v, l, r.ranges().DateTimeError(chunk.WideDateTimeMax+1))
 			}
 			sec = v * 86400
 		} else {
 			sec = avroFloorDiv(v, unit)
 		}
-		if sec < 0 || sec > maxDateTime {
+		if sec < 0 {
 			return avroTimeRange(v, l, notDateTime)
+		}
+		if rg := r.ranges(); sec > rg.DateTimeMax {
+			return avroPastRange(v, l, rg.DateTimeError(sec))
 		}
 		col.(*chunk.Fixed[int64]).Append(sec)
 		return nil
@@ -1355,7 +1366,7 @@ func avroSetDateTime(isInt bool, unit int64, l avro.LogicalType) avroSetter {
 }
 
 // avroSetDate converts a date (unit 0) or a timestamp of unit per second
-// to a Date.
+// to a Date within the server's range.
 func avroSetDate(isInt bool, unit int64, l avro.LogicalType) avroSetter {
 	return func(r *avroReader, col chunk.Column) *Error {
 		v, e := r.integer(isInt)
@@ -1366,12 +1377,21 @@ func avroSetDate(isInt bool, unit int64, l avro.LogicalType) avroSetter {
 		if unit != 0 {
 			days = avroFloorDiv(avroFloorDiv(v, unit), 86400)
 		}
-		if days < 0 || days > maxDate {
+		if days < 0 {
 			return avroTimeRange(v, l, notDate)
+		}
+		if rg := r.ranges(); days > rg.DateMax {
+			return avroPastRange(v, l, rg.DateError(days))
 		}
 		col.(*chunk.Fixed[time.Time]).Append(time.Unix(days*86400, 0).UTC())
 		return nil
 	}
+}
+
+// avroPastRange is the out_of_range error of a date past the server's
+// range.
+func avroPastRange(v int64, l avro.LogicalType, msg string) *Error {
+	return &Error{Reason: ReasonOutOfRange, Err: fmt.Errorf("value %d (%s): %s", v, l, msg)}
 }
 
 func avroTimeRange(v int64, l avro.LogicalType, what string) *Error {
@@ -1712,6 +1732,18 @@ type avroReader struct {
 	digits, text []byte
 	limbs        []uint32
 	chunks       []uint32
+	// rg is the server's Date and DateTime ranges (AvroOptions.Ranges);
+	// zero in the reader that checks reader defaults, which then get the
+	// default ranges.
+	rg chunk.ServerRanges
+}
+
+// ranges returns the server's Date and DateTime ranges.
+func (r *avroReader) ranges() chunk.ServerRanges {
+	if r.rg.DateMax == 0 {
+		return chunk.DefaultRanges()
+	}
+	return r.rg
 }
 
 func (r *avroReader) corrupt(what string) *Error {

@@ -33,6 +33,10 @@ type JSONOptions struct {
 	// object, the default), FramingNDJSON (one object per line, blank lines
 	// ignored) or FramingArray (a JSON array of objects).
 	Framing string
+	// Ranges are the Date and DateTime ranges of the server the rows go
+	// to (chunk.RangesFor its version); the zero value is the narrower
+	// range every server reads back (chunk.DefaultRanges).
+	Ranges chunk.ServerRanges
 }
 
 // Framings of JSON record values.
@@ -160,6 +164,8 @@ type JSON struct {
 	seen   []uint32 // seen[i] == gen: column i has its value in this record
 	gen    uint32
 	noFast bool // tests and benchmarks only: always take the fastjson path
+
+	ranges chunk.ServerRanges // the server's Date and DateTime maximums (setDate, setDateTime)
 }
 
 // colPlan is the compiled plan of one column.
@@ -228,6 +234,7 @@ func NewJSON(s *chunk.Schema, o JSONOptions) (*JSON, error) {
 		max:     o.MaxRecordBytes,
 		framing: o.Framing,
 		layout:  o.TimeLayout,
+		ranges:  o.Ranges.OrDefault(),
 	}
 	for i, t := range s.Types {
 		if _, err := chunk.NewColumn(t); err != nil {
@@ -1108,33 +1115,41 @@ func (d *JSON) timeOf(v *fastjson.Value, what string) (int64, *Error) {
 }
 
 const (
-	notDateTime = "is not a date-time in 1970-01-01T00:00:00Z..2106-02-07T06:28:15Z"
-	notDate     = "is not a date in 1970-01-01..2149-06-06"
+	notDateTime = "is not a date-time from 1970-01-01T00:00:00Z on"
+	notDate     = "is not a date from 1970-01-01 on"
 )
 
+// setDateTime appends a DateTime within the server's range (d.ranges).
 func setDateTime(d *JSON, v *fastjson.Value, col chunk.Column) *Error {
 	sec, e := d.timeOf(v, notDateTime)
 	if e != nil {
 		return e
 	}
-	if sec > maxDateTime {
-		return newError(ReasonOutOfRange, v, notDateTime)
+	if sec > d.ranges.DateTimeMax {
+		return pastRange(v, d.ranges.DateTimeError(sec))
 	}
 	col.(*chunk.Fixed[int64]).Append(sec)
 	return nil
 }
 
+// setDate appends a Date within the server's range (d.ranges).
 func setDate(d *JSON, v *fastjson.Value, col chunk.Column) *Error {
 	sec, e := d.timeOf(v, notDate)
 	if e != nil {
 		return e
 	}
 	days := sec / 86400
-	if days > maxDate {
-		return newError(ReasonOutOfRange, v, notDate)
+	if days > d.ranges.DateMax {
+		return pastRange(v, d.ranges.DateError(days))
 	}
 	col.(*chunk.Fixed[time.Time]).Append(time.Unix(days*86400, 0).UTC())
 	return nil
+}
+
+// pastRange is the out_of_range error of a date past the server's range:
+// `value "2106-02-08": Date 2106-02-08 is past the server's maximum ...`.
+func pastRange(v *fastjson.Value, msg string) *Error {
+	return &Error{Reason: ReasonOutOfRange, Err: errors.New("value " + shown(v) + ": " + msg)}
 }
 
 func setNullable(inner setter) setter {

@@ -9,6 +9,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/etl-project/etl/chunk"
 	"github.com/etl-project/etl/decode"
 	"github.com/etl-project/etl/schemaregistry"
 	"github.com/etl-project/etl/sink/clickhouse"
@@ -78,11 +79,30 @@ func (p *Pipeline) newAvroDecoder(t *clickhouse.Target) (decode.Decoder, error) 
 	}
 	d, err := decode.NewAvroFramed(p.cfg.Decode.Avro.Framing, p.avroSchema, src, t.Schema,
 		decode.AvroOptions{Fields: t.Fields, MaxRecordBytes: int(p.cfg.Decode.MaxRecordBytes), ReaderSchema: p.readerSchema,
-			Validate: p.cfg.Decode.ValidateSchema})
+			Validate: p.cfg.Decode.ValidateSchema, Ranges: p.serverRanges()})
 	if err != nil {
 		return nil, fmt.Errorf("decode: %w", err)
 	}
 	return d, nil
+}
+
+// serverRanges are the Date and DateTime ranges the decoders (and the
+// transforms' conversions) hold values to: the narrowest of every server
+// whose version is known (a replica not reached yet is not counted; the
+// replicas of one table run one version), or chunk.DefaultRanges when no
+// server answered yet.
+func (p *Pipeline) serverRanges() chunk.ServerRanges {
+	var rs []chunk.ServerRanges
+	for _, s := range p.sinks {
+		for _, shard := range s.clients {
+			for _, c := range shard {
+				if v := c.ServerVersion(); v != "" {
+					rs = append(rs, chunk.RangesFor(v))
+				}
+			}
+		}
+	}
+	return chunk.Narrowest(rs...)
 }
 
 // registrySource adapts the registry client to the decoder's SchemaSource.

@@ -106,7 +106,7 @@ func (p *Pipeline) stagedLayoutFor(targets []*clickhouse.Target) (*stagedShared,
 	outs := make([]transform.Output, len(p.sinks))
 	for i, s := range p.sinks {
 		t := targets[i]
-		o := transform.Output{Name: s.name, Schema: t.Schema, Fields: t.Fields, ShardKey: -1, Weights: s.weights}
+		o := transform.Output{Name: s.name, Schema: t.Schema, Fields: t.Fields, ShardKey: -1, Weights: s.weights, Ranges: p.serverRanges()}
 		if s.cfg.Sharding.By == "key" {
 			o.ShardKey = -1
 			for j, n := range t.Schema.Names {

@@ -40,6 +40,7 @@ func (p *Pipeline) newDecoder(t *clickhouse.Target) (decode.Decoder, error) {
 	d, err := decode.NewJSON(t.Schema, decode.JSONOptions{
 		Fields: t.Fields, MaxRecordBytes: int(p.cfg.Decode.MaxRecordBytes),
 		Framing: p.cfg.Decode.JSON.Framing, TimeLayout: p.cfg.Decode.JSON.TimeLayout,
+		Ranges: p.serverRanges(),
 	})
 	if err != nil {
 		return nil, fmt.Errorf("decode: %w", err)

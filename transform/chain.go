@@ -25,6 +25,11 @@ type Output struct {
 	ShardKey int
 	// Weights are the shard weights (len = shard count; may be 1).
 	Weights []int
+	// Ranges are the Date and DateTime ranges of the sink's server
+	// (chunk.RangesFor its version); the zero value is the narrower range
+	// every server reads back. Computed values into Date and DateTime
+	// columns are held to the narrowest of every output's.
+	Ranges chunk.ServerRanges
 }
 
 // Emitter gives the chunk a row of a sink (and shard) goes into. During
@@ -358,6 +363,7 @@ type chainCompiler struct {
 	binds     map[binding]int
 	prog      *program
 	errs      CompileErrors
+	ranges    chunk.ServerRanges // the outputs' narrowest Date and DateTime ranges
 }
 
 // Compile compiles the chain for staging chunks of schema in (see Inputs)
@@ -387,6 +393,11 @@ func newChainCompiler(in *chunk.Schema, outs []Output) *chainCompiler {
 		cc.index[n] = i
 		cc.prog.inCanon = append(cc.prog.inCanon, canon(in.Types[i]))
 	}
+	rs := make([]chunk.ServerRanges, len(outs))
+	for i, o := range outs {
+		rs[i] = o.Ranges
+	}
+	cc.ranges = chunk.Narrowest(rs...)
 	for i, o := range outs {
 		if _, dup := cc.sinks[o.Name]; dup {
 			cc.errorf(config.Pos{}, "", "two outputs are named %q", o.Name)
@@ -957,5 +968,5 @@ func (cc *chainCompiler) appender(ref *fieldRef, ct *chunk.Type, where string) (
 	if err != nil {
 		return nil, err
 	}
-	return convert(n, ct, where)
+	return convert(n, ct, where, cc.ranges)
 }

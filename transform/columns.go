@@ -392,13 +392,13 @@ type appender func(r *rt, dst chunk.Column)
 
 // convert builds the appender putting n's value into a column of type t;
 // where names the column in run-time errors.
-func convert(n *node, t *chunk.Type, where string) (appender, error) {
+func convert(n *node, t *chunk.Type, where string, rg chunk.ServerRanges) (appender, error) {
 	t = t.Base()
 	if t.Kind == chunk.KindNullable {
 		if n.t.k == kNull {
 			return func(r *rt, dst chunk.Column) { dst.(*chunk.Nullable).AppendNull() }, nil
 		}
-		inner, err := convertValue(n, t.Elem.Base(), where)
+		inner, err := convertValue(n, t.Elem.Base(), where, rg)
 		if err != nil {
 			return nil, err
 		}
@@ -423,7 +423,7 @@ func convert(n *node, t *chunk.Type, where string) (appender, error) {
 	if n.t.null {
 		return nil, fmt.Errorf("the value is %s and the column is not Nullable: give it a default with ??", n.t)
 	}
-	return convertValue(n, t, where)
+	return convertValue(n, t, where, rg)
 }
 
 func outOfRange(r *rt, where string, format string, args ...any) {
@@ -515,7 +515,9 @@ func cannot(n *node, tname string) error {
 
 // convertValue builds the appender of a non-Nullable value into a column
 // of the non-Nullable base type t.
-func convertValue(n *node, t *chunk.Type, where string) (appender, error) {
+// rg bounds Date and DateTime values: the range of the servers the rows
+// go to.
+func convertValue(n *node, t *chunk.Type, where string, rg chunk.ServerRanges) (appender, error) {
 	if n.t.k == kNull {
 		return nil, fmt.Errorf("nil cannot go into a %s column, which is not Nullable", t.Name)
 	}
@@ -592,7 +594,7 @@ func convertValue(n *node, t *chunk.Type, where string) (appender, error) {
 	case chunk.KindDecimal:
 		return decimalTo(n, t, where)
 	case chunk.KindDateTime:
-		return dateTimeTo(n, where, tn)
+		return dateTimeTo(n, where, tn, rg)
 	case chunk.KindDateTime64:
 		if n.t.k != kTime {
 			return nil, cannot(n, tn)
@@ -607,7 +609,7 @@ func convertValue(n *node, t *chunk.Type, where string) (appender, error) {
 		if n.t.k != kTime {
 			return nil, cannot(n, tn)
 		}
-		lo, hi := int64(0), int64(math.MaxUint16)
+		lo, hi := int64(0), rg.OrDefault().DateMax
 		if t.Kind == chunk.KindDate32 {
 			lo, hi = -25567, 120529 // 1900-01-01 .. 2299-12-31
 		}
@@ -615,6 +617,10 @@ func convertValue(n *node, t *chunk.Type, where string) (appender, error) {
 		return func(r *rt, dst chunk.Column) {
 			d := floorDiv(f(r), day)
 			if d < lo || d > hi {
+				if t.Kind == chunk.KindDate && d > hi {
+					outOfRange(r, where, "%s", rg.DateError(d))
+					return
+				}
 				outOfRange(r, where, "day %s is out of the range of %s", time.Unix(d*86400, 0).UTC().Format(time.DateOnly), tn)
 				return
 			}
@@ -684,7 +690,8 @@ func fastConvert(n *node, t *chunk.Type, where string) appender {
 	return nil
 }
 
-func dateTimeTo(n *node, where, tn string) (appender, error) {
+func dateTimeTo(n *node, where, tn string, rg chunk.ServerRanges) (appender, error) {
+	hi := rg.OrDefault().DateTimeMax
 	var sec func(*rt) (int64, bool)
 	switch n.t.k {
 	case kTime:
@@ -704,7 +711,11 @@ func dateTimeTo(n *node, where, tn string) (appender, error) {
 	}
 	return func(r *rt, dst chunk.Column) {
 		s, ok := sec(r)
-		if !ok || s < 0 || s > math.MaxUint32 {
+		if ok && s > hi {
+			outOfRange(r, where, "%s", rg.DateTimeError(s))
+			return
+		}
+		if !ok || s < 0 {
 			outOfRange(r, where, "%d seconds since the epoch is out of the range of DateTime", s)
 			return
 		}
