@@ -41,7 +41,56 @@ type Chunk struct {
 	// Oldest is the earliest source record timestamp among the chunk's
 	// records, in Unix milliseconds (0: none), for the end-to-end latency.
 	Oldest int64
-	size   int
+	// Marks map rows back to the records they came from: mark i says that
+	// rows [Marks[i-1].End, Marks[i].End) came from the record at
+	// Marks[i].Offset (of the partition of the chunk's spans). Only
+	// records that made rows are marked. The sink uses them to find the
+	// record behind a row the server refuses.
+	Marks []Mark
+	size  int
+}
+
+// Mark is the end of one record's rows in a chunk.
+type Mark struct {
+	End    int   // the chunk's row count after the record's rows
+	Offset int64 // the record's source offset
+}
+
+// MarkRecord notes that the rows appended since the last mark came from
+// the record at offset. It does nothing when the record made no row.
+func (c *Chunk) MarkRecord(offset int64) {
+	last := 0
+	if n := len(c.Marks); n > 0 {
+		last = c.Marks[n-1].End
+	}
+	if c.Rows > last {
+		c.Marks = append(c.Marks, Mark{End: c.Rows, Offset: offset})
+	}
+}
+
+// RecordRows returns the rows [from, to) of the i-th marked record and
+// its offset.
+func (c *Chunk) RecordRows(i int) (from, to int, offset int64) {
+	if i > 0 {
+		from = c.Marks[i-1].End
+	}
+	return from, c.Marks[i].End, c.Marks[i].Offset
+}
+
+// Slice returns a new chunk of the same schema holding copies of rows
+// [from, to), measured, with no spans, marks or tag.
+func (c *Chunk) Slice(from, to int) (*Chunk, error) {
+	out, err := New(c.Schema)
+	if err != nil {
+		return nil, err
+	}
+	for i, col := range out.Cols {
+		col.(rowCopier).appendRows(c.Cols[i], from, to)
+	}
+	out.Rows = to - from
+	out.Dest = c.Dest
+	out.Measure()
+	return out, nil
 }
 
 // NoteTime lowers Oldest to ms, a record's timestamp in Unix milliseconds.
@@ -86,6 +135,7 @@ func (c *Chunk) AddRange(topic string, partition int32, epoch uint64, first, nex
 func (c *Chunk) Reset() {
 	c.Truncate(0)
 	c.Spans = c.Spans[:0]
+	c.Marks = c.Marks[:0]
 	c.Tag = nil
 	c.Oldest = 0
 	c.BlockFirst, c.BlockNext = 0, 0
@@ -105,6 +155,9 @@ func (c *Chunk) Truncate(n int) {
 		}
 	}
 	c.Rows = n
+	for len(c.Marks) > 0 && c.Marks[len(c.Marks)-1].End > n {
+		c.Marks = c.Marks[:len(c.Marks)-1]
+	}
 }
 
 // Measure recomputes and returns the bytes held by the chunk's columns.

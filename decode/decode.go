@@ -35,6 +35,9 @@ const (
 	ReasonOutOfRange Reason = "out_of_range"
 	// ReasonTooLarge: the record is larger than the configured maximum.
 	ReasonTooLarge Reason = "too_large"
+	// ReasonInsertRejected: ClickHouse refused the insert of the record's
+	// rows (found by bisecting a refused batch; the error is the server's).
+	ReasonInsertRejected Reason = "insert_rejected"
 )
 
 // Error is the error a Decoder returns for a record it rejects.

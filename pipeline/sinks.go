@@ -89,11 +89,12 @@ func (p *Pipeline) openSinks(ctx context.Context) error {
 				MaxRows:       maxRows, MaxBytes: maxBytes, Linger: linger, Idle: idle,
 				MaxInflight:    s.cfg.Inflight.MaxPerShard,
 				InitialBackoff: s.cfg.Retry.InitialBackoff.D(), MaxBackoff: s.cfg.Retry.MaxBackoff.D(), MaxAttempts: s.cfg.Retry.MaxAttempts,
-				OnDone:  onDone,
-				OnSpace: func() { p.wakeBlocked(dest) }, // only the lanes this shard refused
-				Budget:  p.budget,
-				Log:     p.log.With("sink", s.name),
-				Metrics: metrics,
+				OnDone:     onDone,
+				OnSpace:    func() { p.wakeBlocked(dest) }, // only the lanes this shard refused
+				OnRejected: p.onRejected(),
+				Budget:     p.budget,
+				Log:        p.log.With("sink", s.name),
+				Metrics:    metrics,
 			})
 			s.shards = append(s.shards, sh)
 			p.dests = append(p.dests, sh)

@@ -262,8 +262,14 @@ func (o *stagedOut) add(r *kgo.Record) error {
 			p.m.transformErrors.WithLabelValues(te.Reason).Inc()
 			err = &decode.Error{Reason: decode.Reason(te.Reason), Err: err}
 		}
+		return err
 	}
-	return err
+	for _, c := range l.outs {
+		if c != nil {
+			c.MarkRecord(r.Offset)
+		}
+	}
+	return nil
 }
 
 func (o *stagedOut) cover(first, next, ms int64) {

@@ -266,6 +266,9 @@ func (o *directOutputs) add(r *kgo.Record) error {
 		l.cur = c
 	}
 	_, err := o.dec.Decode(r.Value, l.cur)
+	if err == nil {
+		l.cur.MarkRecord(r.Offset)
+	}
 	return err
 }
 

@@ -62,6 +62,7 @@ var permanentCodes = map[int32]string{
 	368: "BAD_TYPE_OF_FIELD",
 	369: "BAD_GET",
 	386: "NO_COMMON_TYPE",
+	395: "FUNCTION_THROW_IF_VALUE_IS_NON_ZERO", // a throwIf in a column's expression
 	396: "TOO_MANY_ROWS_OR_BYTES",
 	407: "DECIMAL_OVERFLOW",
 	469: "VIOLATED_CONSTRAINT",

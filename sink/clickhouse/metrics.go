@@ -26,6 +26,8 @@ type Metrics struct {
 	replicaHealthy *prometheus.GaugeVec
 	replicaErrors  *prometheus.CounterVec
 	breakerOpens   *prometheus.CounterVec
+	bisections     *prometheus.CounterVec
+	rejected       *prometheus.CounterVec
 }
 
 // Flush reasons: why a batch was closed.
@@ -92,6 +94,12 @@ func NewMetrics(reg prometheus.Registerer, constLabels prometheus.Labels) *Metri
 		replicaErrors: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "etl_sink_replica_errors_total", Help: "Insert attempts that failed on the replica (transient errors).", ConstLabels: constLabels,
 		}, []string{"shard", "replica"}),
+		bisections: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "etl_sink_bisections_total", Help: "Batches the server refused for the values of some rows, bisected to find their records.", ConstLabels: constLabels,
+		}, shard),
+		rejected: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "etl_sink_rejected_records_total", Help: "Records whose rows the server refused, found by bisection and handed to on_error.", ConstLabels: constLabels,
+		}, shard),
 		breakerOpens: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "etl_sink_breaker_opens_total", Help: "Times the replica's circuit breaker opened.", ConstLabels: constLabels,
 		}, []string{"shard", "replica"}),
@@ -114,6 +122,8 @@ func NewMetrics(reg prometheus.Registerer, constLabels prometheus.Labels) *Metri
 	m.replicaHealthy = register(reg, m.replicaHealthy)
 	m.replicaErrors = register(reg, m.replicaErrors)
 	m.breakerOpens = register(reg, m.breakerOpens)
+	m.bisections = register(reg, m.bisections)
+	m.rejected = register(reg, m.rejected)
 	return m
 }
 
@@ -137,6 +147,7 @@ type shardMetrics struct {
 	batchRows, batchBytes               prometheus.Observer
 	flush                               map[string]prometheus.Counter
 	transient, permanent                prometheus.Counter
+	bisections, rejected                prometheus.Counter
 }
 
 func (m *Metrics) forShard(shard string) *shardMetrics {
@@ -158,7 +169,9 @@ func (m *Metrics) forShard(shard string) *shardMetrics {
 			reasonDrain:  m.flushes.WithLabelValues(shard, reasonDrain),
 			reasonSchema: m.flushes.WithLabelValues(shard, reasonSchema),
 		},
-		transient: m.errors.WithLabelValues(shard, "transient"),
-		permanent: m.errors.WithLabelValues(shard, "permanent"),
+		transient:  m.errors.WithLabelValues(shard, "transient"),
+		permanent:  m.errors.WithLabelValues(shard, "permanent"),
+		bisections: m.bisections.WithLabelValues(shard),
+		rejected:   m.rejected.WithLabelValues(shard),
 	}
 }

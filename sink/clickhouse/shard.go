@@ -59,6 +59,13 @@ type ShardOptions struct {
 	// unbounded channel). Never called for a batch that failed, nor for any
 	// batch once a batch has failed for good.
 	OnDone func(chunks []*chunk.Chunk)
+	// OnRejected, when set, makes a batch the server refuses for the
+	// values of some rows (RowRejected) be bisected down to the records
+	// behind them (bisect.go): each is handed to OnRejected, from an
+	// insert goroutine, and the rest of the batch is written. The batch is
+	// acknowledged only after OnRejected returned nil for each; an error
+	// ends the shard. Nil: such a batch ends the shard.
+	OnRejected func(ctx context.Context, r Rejected) error
 	// OnSpace, when set, is called once the queue, after a TryEnqueue was
 	// refused, has drained to half its capacity or less, so paused
 	// producers can be rescheduled. It is called from the batching loop and
@@ -507,12 +514,56 @@ func (s *Shard) moveOn(r *replica) {
 	}
 }
 
-// insert inserts b, retrying transient errors on the next healthy replica
-// at once and, once every replica has failed it, after a backoff; it
-// acknowledges b on success. It returns nil, ctx.Err() when ctx ends, or the
-// *InsertError that ends the shard. While every replica's breaker is open
-// it waits: the queue fills and the producers see backpressure.
+// insert inserts b and acknowledges it. It returns nil, ctx.Err() when ctx
+// ends, or the *InsertError that ends the shard. A batch the server
+// refuses for the values of some rows is bisected down to the records
+// behind them when OnRejected is set (bisect.go).
 func (s *Shard) insert(ctx context.Context, b *batch) error {
+	err := s.attempt(ctx, b.chunks, b.rows, b.bytes)
+	if err == nil {
+		s.ack(b.chunks)
+		return nil
+	}
+	if ctx.Err() != nil {
+		return ctx.Err()
+	}
+	permanent := Permanent(err)
+	if permanent && s.o.OnRejected != nil && RowRejected(err) {
+		s.log.Warn("insert refused for the values of some rows: bisecting the batch to find their records",
+			slog.Int("rows", b.rows), slog.Int("chunks", len(b.chunks)), slog.Any("error", err))
+		berr := s.bisect(ctx, b, err)
+		if berr == nil {
+			s.ack(b.chunks)
+			return nil
+		}
+		if ctx.Err() != nil {
+			return ctx.Err()
+		}
+		err = berr
+	}
+	var ie *InsertError
+	if !errors.As(err, &ie) {
+		ie = &InsertError{Table: s.targetFor(b.chunks[0].Schema).Name(), Err: err}
+	}
+	s.fail()
+	if permanent {
+		s.m.permanent.Inc()
+		s.log.Error("insert failed permanently", slog.Int("attempt", ie.Attempts),
+			slog.Int("rows", b.rows), slog.Int("chunks", len(b.chunks)), slog.Any("error", ie))
+	} else {
+		s.log.Error("insert failed, attempts exhausted", slog.Int("attempt", ie.Attempts),
+			slog.Int("rows", b.rows), slog.Int("chunks", len(b.chunks)), slog.Any("error", ie))
+	}
+	return ie
+}
+
+// attempt inserts chunks (rows rows, bytes bytes), retrying transient
+// errors on the next healthy replica at once and, once every replica has
+// failed them, after a backoff. It returns nil, ctx.Err() when ctx ends,
+// or the *InsertError of a permanent failure or of MaxAttempts transient
+// ones. While every replica's breaker is open it
+// waits: the queue fills and the producers see backpressure.
+func (s *Shard) attempt(ctx context.Context, chunks []*chunk.Chunk, rows, bytes int) error {
 	reprojected := false
 	tried := 0 // replicas that failed this batch since the last backoff
 	waitedOpen := false
@@ -521,7 +572,7 @@ func (s *Shard) insert(ctx context.Context, b *batch) error {
 		if r == nil {
 			wait := s.reopens()
 			if !waitedOpen {
-				s.log.Warn("every replica's circuit breaker is open: waiting", slog.Duration("for", wait), slog.Int("rows", b.rows))
+				s.log.Warn("every replica's circuit breaker is open: waiting", slog.Duration("for", wait), slog.Int("rows", rows))
 				waitedOpen = true
 			}
 			attempt--
@@ -533,23 +584,22 @@ func (s *Shard) insert(ctx context.Context, b *batch) error {
 		waitedOpen = false
 		start := time.Now()
 		if s.o.Budget != nil {
-			s.o.Budget.Add(int64(b.bytes))
+			s.o.Budget.Add(int64(bytes))
 		}
-		target := s.targetFor(b.chunks[0].Schema)
-		err := r.c.Insert(ctx, target, b.chunks)
+		target := s.targetFor(chunks[0].Schema)
+		err := r.c.Insert(ctx, target, chunks)
 		if s.o.Budget != nil {
-			s.o.Budget.Release(int64(b.bytes))
+			s.o.Budget.Release(int64(bytes))
 		}
 		elapsed := time.Since(start).Seconds()
 		if err == nil {
 			r.durOK.Observe(elapsed)
 			r.br.success()
-			s.m.records.Add(float64(b.rows))
-			s.m.bytes.Add(float64(b.bytes))
+			s.m.records.Add(float64(rows))
+			s.m.bytes.Add(float64(bytes))
 			if attempt > 1 {
-				s.log.Info("insert succeeded after retries", slog.Int("attempt", attempt), slog.String("replica", r.name), slog.Int("rows", b.rows))
+				s.log.Info("insert succeeded after retries", slog.Int("attempt", attempt), slog.String("replica", r.name), slog.Int("rows", rows))
 			}
-			s.ack(b.chunks)
 			return nil
 		}
 		if ctx.Err() != nil {
@@ -568,10 +618,6 @@ func (s *Shard) insert(ctx context.Context, b *batch) error {
 			// The data does not fit the table: no replica would take it,
 			// and it says nothing about the replica's health.
 			ie.Attempts = attempt
-			s.m.permanent.Inc()
-			s.fail()
-			s.log.Error("insert failed permanently", slog.Int("attempt", attempt), slog.String("replica", r.name),
-				slog.Int("rows", b.rows), slog.Int("chunks", len(b.chunks)), slog.Any("error", ie))
 			return ie
 		}
 		s.m.transient.Inc()
@@ -582,22 +628,19 @@ func (s *Shard) insert(ctx context.Context, b *batch) error {
 		s.moveOn(r)
 		if s.o.MaxAttempts > 0 && attempt >= s.o.MaxAttempts {
 			ie.Attempts = attempt
-			s.fail()
-			s.log.Error("insert failed, attempts exhausted", slog.Int("attempt", attempt),
-				slog.Int("rows", b.rows), slog.Int("chunks", len(b.chunks)), slog.Any("error", ie))
 			return ie
 		}
 		s.m.retries.Inc()
 		tried++
 		if tried < len(s.replicas) {
 			s.log.Warn("insert failed, retrying on the next replica", slog.Int("attempt", attempt),
-				slog.String("replica", r.name), slog.Int("rows", b.rows), slog.Any("error", err))
+				slog.String("replica", r.name), slog.Int("rows", rows), slog.Any("error", err))
 			continue
 		}
 		tried = 0
 		wait := s.backoff(attempt)
 		s.log.Warn("insert failed, retrying", slog.Int("attempt", attempt), slog.Duration("backoff", wait),
-			slog.String("replica", r.name), slog.Int("rows", b.rows), slog.Any("error", err))
+			slog.String("replica", r.name), slog.Int("rows", rows), slog.Any("error", err))
 		if !sleep(ctx, wait) {
 			return ctx.Err()
 		}

@@ -1,0 +1,169 @@
+package pipeline
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"math"
+	"net"
+	"reflect"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/etl-project/etl/chunk"
+	"github.com/etl-project/etl/decode"
+	"github.com/etl-project/etl/sink/clickhouse"
+)
+
+// onRejected is the shards' handler of a record whose rows ClickHouse
+// refused (sink/clickhouse/bisect.go), or nil when such a refusal stops the
+// pipeline: under on_error fail, and with exactly-once delivery, where the
+// bisected parts of a block would be new insert blocks that a replay
+// could not rebuild the same way, and ClickHouse's block deduplication
+// would take parts with equal rows for duplicates.
+//
+// Under skip the record is counted (reason insert_rejected) and logged;
+// under dlq its rows, as JSON, go to the dead-letter topic with the
+// server's message and the record's source position, and the handler
+// returns once the broker has the copy: the batch, and with it the
+// record's offset, is acknowledged only after that.
+func (p *Pipeline) onRejected() func(ctx context.Context, r clickhouse.Rejected) error {
+	if (p.onError != onErrorSkip && p.onError != onErrorDLQ) || p.eo() {
+		return nil
+	}
+	return func(ctx context.Context, r clickhouse.Rejected) error {
+		// The chunks of the staged path carry no spans (their ack group
+		// does): the lane that built the chunk names the partition.
+		var l *lane
+		switch t := r.Chunk.Tag.(type) {
+		case *lane:
+			l = t
+		case *ackGroup:
+			l = t.lane
+		}
+		if l != nil {
+			r.Topic, r.Partition = l.tp.Topic, l.tp.Partition
+		}
+		err := &decode.Error{Reason: decode.ReasonInsertRejected, Err: r.Err}
+		reason := p.countRejected(err)
+		if p.rejectLog.Allow() {
+			p.log.Warn("ClickHouse refused a record's rows", "on_error", p.onError, "table", r.Table,
+				"topic", r.Topic, "partition", r.Partition, "offset", r.Offset, "rows", r.To-r.From, "err", r.Err)
+		}
+		if p.onError == onErrorSkip {
+			return nil
+		}
+		rec := &kgo.Record{Topic: r.Topic, Partition: r.Partition, Offset: r.Offset, Value: rowsJSON(r.Chunk, r.From, r.To)}
+		done := make(chan error, 1)
+		p.dlq.Write(rec, reason, err, func(werr error) { done <- werr })
+		select {
+		case werr := <-done:
+			if werr != nil {
+				p.log.Error("dead-letter write failed: not committing past the record",
+					"topic", r.Topic, "partition", r.Partition, "offset", r.Offset, "err", werr)
+				return fmt.Errorf("%s/%d offset %d: rows refused by %s (%v); %w", r.Topic, r.Partition, r.Offset, r.Table, r.Err, werr)
+			}
+			return nil
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
+}
+
+// rowsJSON renders rows [from, to) of c as the dead-letter value of a
+// record whose rows the server refused: a JSON object of column name to
+// value for one row, an array of them for several. Values are as they were
+// sent: numbers, strings, arrays, NULL as null; times as
+// "2006-01-02 15:04:05" UTC, maps as arrays of [key, value], floats that
+// JSON cannot hold as strings.
+func rowsJSON(c *chunk.Chunk, from, to int) []byte {
+	part, err := c.Slice(from, to)
+	if err != nil {
+		b, _ := json.Marshal(map[string]string{"error": err.Error()})
+		return b
+	}
+	rows := make([]map[string]any, part.Rows)
+	for i := range rows {
+		rows[i] = make(map[string]any, len(part.Cols))
+	}
+	for j, col := range part.Cols {
+		name, t := part.Schema.Names[j], part.Schema.Types[j].Base()
+		v := reflect.ValueOf(col.Driver())
+		for i := 0; i < part.Rows && i < v.Len(); i++ {
+			rows[i][name] = jsonCell(t, v.Index(i))
+		}
+	}
+	var out any = rows
+	if len(rows) == 1 {
+		out = rows[0]
+	}
+	b, err := json.Marshal(out)
+	if err != nil {
+		b, _ = json.Marshal(map[string]string{"error": err.Error()})
+	}
+	return b
+}
+
+// jsonCell converts one driver value into something encoding/json writes.
+// t is the column's type at the top level (nil below it).
+func jsonCell(t *chunk.Type, v reflect.Value) any {
+	for v.Kind() == reflect.Interface || v.Kind() == reflect.Pointer {
+		if v.IsNil() {
+			return nil
+		}
+		if m, ok := v.Interface().(*chunk.MapRow); ok {
+			var pairs [][2]any
+			for it := m.Iterator(); it.Next(); {
+				pairs = append(pairs, [2]any{jsonCell(nil, reflect.ValueOf(it.Key())), jsonCell(nil, reflect.ValueOf(it.Value()))})
+			}
+			return pairs
+		}
+		v = v.Elem()
+	}
+	if !v.IsValid() {
+		return nil
+	}
+	switch x := v.Interface().(type) {
+	case time.Time:
+		return x.UTC().Format("2006-01-02 15:04:05.999999999")
+	case float32:
+		return jsonFloat(float64(x))
+	case float64:
+		return jsonFloat(x)
+	case [16]byte:
+		return net.IP(x[:]).String()
+	case []byte:
+		return string(x)
+	case string:
+		return x
+	}
+	if t != nil {
+		switch t.Kind {
+		case chunk.KindDateTime:
+			if v.CanInt() {
+				return time.Unix(v.Int(), 0).UTC().Format("2006-01-02 15:04:05")
+			}
+		case chunk.KindIPv4:
+			if v.CanUint() {
+				n := v.Uint()
+				return net.IPv4(byte(n>>24), byte(n>>16), byte(n>>8), byte(n)).String()
+			}
+		}
+	}
+	if v.Kind() == reflect.Slice || v.Kind() == reflect.Array {
+		out := make([]any, v.Len())
+		for i := range out {
+			out[i] = jsonCell(nil, v.Index(i))
+		}
+		return out
+	}
+	return v.Interface()
+}
+
+func jsonFloat(f float64) any {
+	if math.IsNaN(f) || math.IsInf(f, 0) {
+		return fmt.Sprint(f)
+	}
+	return f
+}
