@@ -19,8 +19,12 @@ import (
 // agree.
 //
 // The fast path is compiled only when every column's type has a fast
-// setter: integers, floats, String, DateTime, and Nullable and
-// LowCardinality of those.
+// setter: integers, floats, String, DateTime, Nullable and LowCardinality
+// of those, and Array of any of these. An array into an Array column is
+// streamed element by element into the column, and the value of a field no
+// column reads is skipped whatever its shape, so that a large record in
+// the fast path's subset costs no parse tree: decoding it allocates only
+// the column data (docs/DESIGN.md, "Memory per record").
 
 // token is the JSON type of a scalar value.
 type token uint8
@@ -38,7 +42,34 @@ const (
 // it would not accept it.
 type fastSetter func(d *JSON, t token, text []byte, col chunk.Column) bool
 
-// compileFast returns the fast setter of type t, or nil.
+// fastCol is the fast path's plan of one column: set for a column of
+// scalars, or elem and elemDef (the element type's setter and default, as
+// setArray has them) for an Array column of scalars.
+type fastCol struct {
+	set     fastSetter
+	elem    fastSetter
+	elemDef defaulter
+}
+
+// compileFastCol returns the fast path's plan of a column of type t, or
+// false when the fast path cannot decode it.
+func compileFastCol(t *chunk.Type) (fastCol, bool) {
+	if b := t.Base(); b.Kind == chunk.KindArray {
+		elem := compileFast(b.Elem)
+		if elem == nil {
+			return fastCol{}, false
+		}
+		_, def, err := compile(b.Elem)
+		if err != nil {
+			return fastCol{}, false
+		}
+		return fastCol{elem: elem, elemDef: def}, true
+	}
+	set := compileFast(t)
+	return fastCol{set: set}, set != nil
+}
+
+// compileFast returns the fast setter of scalar type t, or nil.
 func compileFast(t *chunk.Type) fastSetter {
 	t = t.Base()
 	switch t.Kind {
@@ -378,6 +409,122 @@ func skipScalar(s []byte, i int) (int, bool) {
 	return i, false
 }
 
+// maxSkipDepth is the deepest nesting the fast path skips (the top-level
+// object is depth 1, as fastjson counts); deeper values are left to
+// fastjson, which refuses nesting beyond fastjson.MaxDepth.
+const maxSkipDepth = 256
+
+// skipValue skips the value at s[i] of a field no column reads, arrays and
+// objects too, accepting only what fastjson accepts. depth is the value's
+// nesting depth.
+func skipValue(s []byte, i, depth int) (int, bool) {
+	if i >= len(s) {
+		return i, false
+	}
+	switch s[i] {
+	case '[':
+		if depth > maxSkipDepth {
+			return i, false
+		}
+		i = skipWS(s, i+1)
+		if i < len(s) && s[i] == ']' {
+			return i + 1, true
+		}
+		for {
+			var ok bool
+			if i, ok = skipValue(s, i, depth+1); !ok {
+				return i, false
+			}
+			i = skipWS(s, i)
+			if i >= len(s) {
+				return i, false
+			}
+			switch s[i] {
+			case ',':
+				i = skipWS(s, i+1)
+				continue
+			case ']':
+				return i + 1, true
+			}
+			return i, false
+		}
+	case '{':
+		if depth > maxSkipDepth {
+			return i, false
+		}
+		i = skipWS(s, i+1)
+		if i < len(s) && s[i] == '}' {
+			return i + 1, true
+		}
+		for {
+			if i >= len(s) || s[i] != '"' {
+				return i, false
+			}
+			var ok bool
+			if i, ok = skipScalar(s, i); !ok { // the key, a string
+				return i, false
+			}
+			i = skipWS(s, i)
+			if i >= len(s) || s[i] != ':' {
+				return i, false
+			}
+			if i, ok = skipValue(s, skipWS(s, i+1), depth+1); !ok {
+				return i, false
+			}
+			i = skipWS(s, i)
+			if i >= len(s) {
+				return i, false
+			}
+			switch s[i] {
+			case ',':
+				i = skipWS(s, i+1)
+				continue
+			case '}':
+				return i + 1, true
+			}
+			return i, false
+		}
+	}
+	return skipScalar(s, i)
+}
+
+// fastArray appends the array at s[i] (its '[') as one row of a, each
+// element as setArray would append it, and returns the index past the
+// array; false when an element is not a scalar, or is one the element's
+// setter would refuse, or the syntax is not what fastjson accepts (the
+// caller then truncates the chunk back).
+func (d *JSON) fastArray(s []byte, i int, f *fastCol, a *chunk.Array) (int, bool) {
+	i = skipWS(s, i+1)
+	if i < len(s) && s[i] == ']' {
+		a.EndRow()
+		return i + 1, true
+	}
+	for {
+		t, text, next, ok := d.scalar(s, i)
+		if !ok {
+			return i, false
+		}
+		if t == tokNull {
+			appendDefault(f.elemDef, a.Inner)
+		} else if !f.elem(d, t, text, a.Inner) {
+			return i, false
+		}
+		i = skipWS(s, next)
+		if i >= len(s) {
+			return i, false
+		}
+		switch s[i] {
+		case ',':
+			i = skipWS(s, i+1)
+			continue
+		case ']':
+			a.EndRow()
+			return i + 1, true
+		}
+		return i, false
+	}
+}
+
 // decodeFast decodes value into one row of c, or leaves c as it was and
 // reports false.
 func (d *JSON) decodeFast(s []byte, c *chunk.Chunk) bool {
@@ -434,11 +581,24 @@ func (d *JSON) fastRow(s []byte, c *chunk.Chunk) bool {
 			}
 			if fi < 0 {
 				var ok bool
-				if i, ok = skipScalar(s, i); !ok {
+				if i, ok = skipValue(s, i, 2); !ok {
 					return false
 				}
+			} else if d.next = fi + 1; i < len(s) && s[i] == '[' {
+				// An array, streamed into each Array column reading it.
+				next := i
+				for _, ci := range d.fields[fi] {
+					if d.seen[ci] == d.gen || d.fast[ci].elem == nil {
+						return false
+					}
+					d.seen[ci] = d.gen
+					var ok bool
+					if next, ok = d.fastArray(s, i, &d.fast[ci], c.Cols[ci].(*chunk.Array)); !ok {
+						return false
+					}
+				}
+				i = next
 			} else {
-				d.next = fi + 1
 				t, text, next, ok := d.scalar(s, i)
 				if !ok {
 					return false
@@ -453,7 +613,7 @@ func (d *JSON) fastRow(s []byte, c *chunk.Chunk) bool {
 						appendDefault(d.cols[ci].null, c.Cols[ci])
 						continue
 					}
-					if !d.fast[ci](d, t, text, c.Cols[ci]) {
+					if set := d.fast[ci].set; set == nil || !set(d, t, text, c.Cols[ci]) {
 						return false
 					}
 				}

@@ -1,6 +1,7 @@
 package decode
 
 import (
+	"strings"
 	"testing"
 
 	"github.com/etl-project/etl/gen"
@@ -11,9 +12,10 @@ import (
 var fastColumns = []string{
 	"a Int8", "a2 UInt64", "b Int64", "c Float32", "d Float64", "f String", "l DateTime",
 	"n Nullable(Int16)", "q LowCardinality(Nullable(String))", "s Nullable(DateTime)", "u UInt8", "w Int32",
+	"r Array(Int32)", "r2 Array(Nullable(UInt8))", "t Array(LowCardinality(String))", "v Array(DateTime)",
 }
 
-var fastFields = []string{"a", "a", "b", "c", "d", "f", "l", "n", "q", "s", "u", "w"}
+var fastFields = []string{"a", "a", "b", "c", "d", "f", "l", "n", "q", "s", "u", "w", "r", "r", "t", "v"}
 
 var fastSeeds = []string{
 	`{}`, ` { } `, `{"a":1,"b":-5,"c":1.5,"d":"2.5","f":"x\"y\\z\/\b\f\n\r\t","l":"2026-11-29 10:00:00","n":null,` +
@@ -26,6 +28,18 @@ var fastSeeds = []string{
 	`{"l":1.5}`, `{"l":true}`, `{"s":null}`, `{"n":"12"}`, `{"n":1.0}`, `{"n":1.5}`, `{"zz":nul}`, `{"zz":tru}`,
 	`{"zz":1-2e+}`, `{"zz":-inf}`, "{\"a\"\t:\n1\r}", `{"a\u0062":1}`, `{"f":"` + "\x01\xff" + `"}`, `{"zz":"a\`,
 	`{"f":"a\"`, `{"a":1 "b":2}`, `{"a":+1}`, `{"d":.5}`, `{"d":5.}`, `{"a":1e2}`, `{"a":1E+0}`,
+	// Arrays into Array columns, and values of unread fields of every shape.
+	`{"r":[]}`, `{"r":[ ]}`, `{"r":[1,-2, 3 ,null]}`, `{"r":[1,]}`, `{"r":[,1]}`, `{"r":[1 2]}`, `{"r":[1`, `{"r":[1]`,
+	`{"r":[2147483648]}`, `{"r":[255,256]}`, `{"r":[1.0,"7"]}`, `{"r":[[1]]}`, `{"r":[{}]}`, `{"r":1}`, `{"r":null}`,
+	`{"r":"[1]"}`, `{"r":[1],"r":[2]}`, `{"r":[true]}`, `{"r":[NaN]}`, `{"t":["a","b\n",null,1,true]}`,
+	`{"t":["\u0041"]}`, `{"t":[{"x":1}]}`, `{"v":["2026-11-29 10:00:00",1795946400,null]}`, `{"v":[-1]}`,
+	`{"f":[1]}`, `{"f":{}}`, `{"n":[1]}`, "{\"r\":[\t1\n,\r2 ]}", `{"r":[1]}x`,
+	`{"zz":[]}`, `{"zz":{}}`, `{"zz":[1,[2,{"a":[3]}],{"b":null,"c":"x\"y"}]}`, `{"zz":[1,]}`, `{"zz":{"a":1,}}`,
+	`{"zz":{"a"}}`, `{"zz":{a:1}}`, `{"zz":{"a":1 "b":2}}`, `{"zz":[1 2]}`, `{"zz":[`, `{"zz":{"a":`, `{"zz":[nan]}`,
+	`{"zz":{"a\"b":1}}`, `{"zz":{"\u0061":[]}}`, `{"zz":[[[[[[[[[[1]]]]]]]]]]}`, `{"zz":[-]}`, `{"zz":{"a":tru}}`,
+	`{"zz":` + strings.Repeat("[", 298) + strings.Repeat("]", 298) + `}`,
+	`{"zz":` + strings.Repeat("[", 299) + strings.Repeat("]", 299) + `}`,
+	`{"zz":` + strings.Repeat(`{"a":`, 299) + "1" + strings.Repeat("}", 299) + `}`,
 }
 
 // FuzzFastPath checks that the fast path agrees with the fastjson path:
@@ -101,11 +115,35 @@ func TestFastPathTaken(t *testing.T) {
 // TestFastPathUnsupported: a column type without a fast setter turns the
 // fast path off for the whole decoder.
 func TestFastPathUnsupported(t *testing.T) {
-	d, err := NewJSON(schemaOf(t, "a UInt64", "b Array(String)"), JSONOptions{})
+	for _, typ := range []string{"Array(UUID)", "Array(Array(String))", "UUID", "Map(String, String)"} {
+		d, err := NewJSON(schemaOf(t, "a UInt64", "b "+typ), JSONOptions{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if d.fast != nil {
+			t.Fatalf("fast path compiled for %s", typ)
+		}
+	}
+}
+
+// TestFastPathArrays: arrays of scalars into Array columns, and values of
+// any shape in fields no column reads, stay on the fast path.
+func TestFastPathArrays(t *testing.T) {
+	s := schemaOf(t, fastColumns...)
+	d, err := NewJSON(s, JSONOptions{Fields: fastFields})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if d.fast != nil {
-		t.Fatal("fast path compiled for Array(String)")
+	if d.fast == nil {
+		t.Fatal("no fast path for the fast columns")
+	}
+	c := newChunk(t, s)
+	for _, rec := range []string{
+		`{"r":[1,2,null],"t":["a","b\"",null],"v":[1795946400,"2026-11-29 10:00:00"]}`,
+		`{"a":1,"r":[],"zz":[1,[2,{"a":[3]}],{"b":null,"c":"x\"y"}],"z2":{"a":{"b":[]}}}`,
+	} {
+		if !d.decodeFast([]byte(rec), c) {
+			t.Errorf("%s left the fast path", rec)
+		}
 	}
 }

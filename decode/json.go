@@ -124,10 +124,10 @@ const (
 // "2026-11-29 10:00:00" works), or a bare date; a time without a zone is
 // UTC whatever the column's time zone.
 //
-// Records that are flat objects of scalars are decoded in one pass when
-// every column has a fast setter (fast.go), with exactly the results
-// described here; every other record, and every error, goes through
-// fastjson.
+// Records that are flat objects of scalars and arrays of scalars are
+// decoded in one pass when every column has a fast setter (fast.go), with
+// exactly the results described here; every other record, and every
+// error, goes through fastjson.
 //
 // Parsing uses fastjson, which is lenient in a few places: invalid escape
 // sequences in strings are kept as written, control characters inside
@@ -160,7 +160,7 @@ type JSON struct {
 
 	// The one-pass fast path (fast.go); fast is nil when a column's type
 	// has no fast setter.
-	fast   []fastSetter
+	fast   []fastCol
 	seen   []uint32 // seen[i] == gen: column i has its value in this record
 	gen    uint32
 	noFast bool // tests and benchmarks only: always take the fastjson path
@@ -253,7 +253,7 @@ func NewJSON(s *chunk.Schema, o JSONOptions) (*JSON, error) {
 			}
 		}
 		if d.fast != nil || i == 0 {
-			if f := compileFast(t); f != nil {
+			if f, ok := compileFastCol(t); ok {
 				d.fast = append(d.fast, f)
 			} else {
 				d.fast = nil
@@ -276,8 +276,9 @@ func NewJSON(s *chunk.Schema, o JSONOptions) (*JSON, error) {
 	if d.nested {
 		d.rest = make([][]string, len(d.cols))
 	}
-	// The fast path reads flat objects only.
-	if len(d.fast) == len(d.cols) && !d.nested {
+	// The fast path reads flat objects only, and does not check the
+	// lengths of a Nested structure's arrays.
+	if len(d.fast) == len(d.cols) && !d.nested && d.groups == nil {
 		d.seen = make([]uint32, len(d.cols))
 	} else {
 		d.fast = nil
@@ -343,6 +344,7 @@ func (d *JSON) decodeLines(value []byte, c *chunk.Chunk) (int, error) {
 
 // decodeArray decodes a JSON array of objects, all or nothing.
 func (d *JSON) decodeArray(value []byte, c *chunk.Chunk) (int, error) {
+	defer d.release(len(value))
 	v, err := d.p.ParseBytes(value)
 	if err != nil {
 		return 0, &Error{Reason: ReasonCorrupt, Err: parseError(err, value)}
@@ -375,6 +377,9 @@ func (d *JSON) decodeOne(value []byte, c *chunk.Chunk) *Error {
 	}
 	// Outside the fast path's subset (or a value it would reject): the
 	// fastjson path decodes the record and reports any error.
+	if len(value) > keepParserBytes {
+		defer d.release(len(value))
+	}
 	v, err := d.p.ParseBytes(value)
 	if err != nil {
 		return &Error{Reason: ReasonCorrupt, Err: parseError(err, value)}
@@ -384,6 +389,33 @@ func (d *JSON) decodeOne(value []byte, c *chunk.Chunk) *Error {
 		return &Error{Reason: ReasonCorrupt, Err: fmt.Errorf("record is %s, want an object", article(v.Type()))}
 	}
 	return d.fromObject(o, c)
+}
+
+// keepParserBytes is the largest value whose parse tree the decoder keeps
+// for the next record. fastjson's parser keeps a value for every value of
+// the largest document it has parsed (80 bytes each, and the arrays they
+// point to), so a parser that has seen a 1 MiB array of one-digit numbers
+// holds 44 MB until it is dropped; after a value of up to 32 KiB it holds
+// about 1.5 MB at most, a fixed cost of each worker. (Parsing costs more
+// while it lasts: about 225 bytes per byte of such an array, counting the
+// arrays the parser's cache outgrew, which the tree still points into.)
+const keepParserBytes = 32 << 10
+
+// release drops the parser, and every value its cache holds, after a
+// value of n bytes larger than keepParserBytes: the next record starts
+// with a fresh one, and the garbage collector takes the tree back.
+func (d *JSON) release(n int) {
+	if n <= keepParserBytes {
+		return
+	}
+	d.p = fastjson.Parser{}
+	clear(d.slots)
+	if cap(d.scratch) > keepParserBytes {
+		d.scratch = nil // a large value re-serialised into a String column
+	}
+	if cap(d.dec) > keepParserBytes {
+		d.dec = nil
+	}
 }
 
 // fromObject appends one row from a parsed object.

@@ -73,6 +73,7 @@ type rt struct {
 	jlen    int
 	jv      *fastjson.Value
 	jparsed bool
+	jbig    bool // a document larger than keepParserBytes was parsed: drop jp at the reset
 
 	// touched are the chunks appended to for the current record.
 	touched []touched
@@ -123,8 +124,19 @@ func (r *rt) save(b []byte) string {
 }
 
 // resetJSON forgets the cached JSON document: the memory its source string
-// lived in may be reused.
-func (r *rt) resetJSON() { r.jsrc, r.jlen, r.jv, r.jparsed = nil, 0, nil, false }
+// lived in may be reused. After a large document it drops the parser too,
+// whose cache would otherwise keep every value of it (about 200 bytes per
+// value) for as long as the runtime lives.
+func (r *rt) resetJSON() {
+	r.jsrc, r.jlen, r.jv, r.jparsed = nil, 0, nil, false
+	if r.jbig {
+		r.jp, r.jbig = fastjson.Parser{}, false
+	}
+}
+
+// keepParserBytes is the largest JSON document whose parse tree the
+// runtime keeps for the next record (as the JSON decoder does).
+const keepParserBytes = 32 << 10
 
 // json parses s, reusing the last parse when s is the same string (same
 // memory and length: strings are never changed in place within a record
@@ -133,6 +145,9 @@ func (r *rt) json(s string) *fastjson.Value {
 	p := unsafe.StringData(s)
 	if r.jparsed && p == r.jsrc && len(s) == r.jlen {
 		return r.jv
+	}
+	if len(s) > keepParserBytes {
+		r.jbig = true
 	}
 	v, err := r.jp.Parse(s)
 	if err != nil {

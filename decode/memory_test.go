@@ -1,0 +1,134 @@
+package decode
+
+import (
+	"bytes"
+	"fmt"
+	"os"
+	"runtime"
+	"testing"
+)
+
+// memShape is a large record and the table that reads it.
+type memShape struct {
+	name   string
+	cols   []string
+	fields []string
+	rec    []byte
+	// allocX and retainX are the most bytes allocated while decoding the
+	// record, and held by the decoder after it, per byte of record.
+	allocX, retainX float64
+}
+
+// repeatArray returns {"<field>":[elem,elem,...]} (plus a prefix of other
+// fields) of about size bytes.
+func repeatArray(prefix, field, elem string, size int) []byte {
+	b := bytes.NewBufferString("{" + prefix + `"` + field + `":[`)
+	for b.Len() < size-len(elem)-2 {
+		b.WriteString(elem)
+		b.WriteByte(',')
+	}
+	b.WriteString(elem + "]}")
+	return b.Bytes()
+}
+
+const memRecordSize = 1 << 20
+
+func memShapes() []memShape {
+	deep := "[[[[[[[[[[[[[[[[1]]]]]]]]]]]]]]]]"
+	return []memShape{
+		// The worst case of the issue: an array of one-digit numbers,
+		// streamed by the fast path into the column.
+		{name: "numbers", cols: []string{"a Array(UInt8)"}, rec: repeatArray("", "a", "1", memRecordSize), allocX: 2, retainX: 0.1},
+		{name: "numbers/Int64", cols: []string{"id UInt64", "a Array(Int64)"}, rec: repeatArray(`"id":7,`, "a", "1", memRecordSize), allocX: 9, retainX: 0.1},
+		{name: "strings", cols: []string{"a Array(String)"}, rec: repeatArray("", "a", `"x"`, memRecordSize), allocX: 8, retainX: 0.1},
+		{name: "nullable", cols: []string{"a Array(Nullable(Int32))"}, rec: repeatArray("", "a", `null`, memRecordSize), allocX: 8, retainX: 0.1},
+		// A field no column reads is skipped without a parse tree.
+		{name: "unread", cols: []string{"id UInt64"}, rec: repeatArray(`"id":7,`, "x", `{"b":[1,{}]}`, memRecordSize), allocX: 0.1, retainX: 0.1},
+		// Outside the fast path: fastjson builds a parse tree of about
+		// 450 bytes per value while it decodes (80 for the value, the rest
+		// the arrays its cache outgrew, which the tree still points into;
+		// the values are 2 bytes each here), and the decoder drops it
+		// afterwards.
+		{name: "objects", cols: []string{"a.b Array(UInt8)"}, fields: []string{"a.b"}, rec: repeatArray("", "a", `{"b":1}`, memRecordSize), allocX: 240, retainX: 0.1},
+		{name: "numbers/slow", cols: []string{"a Array(UInt8)", "u UUID"}, rec: repeatArray("", "a", "1", memRecordSize), allocX: 240, retainX: 0.1},
+		{name: "deep", cols: []string{"a String"}, rec: repeatArray("", "a", deep, memRecordSize), allocX: 240, retainX: 0.1},
+	}
+}
+
+// heapInUse is the heap in use after a full collection.
+func heapInUse() uint64 {
+	var m runtime.MemStats
+	runtime.GC()
+	runtime.GC()
+	runtime.ReadMemStats(&m)
+	return m.HeapInuse
+}
+
+// TestDecodeMemory holds the memory one large record costs the JSON
+// decoder: what decoding it allocates (an upper bound of its peak), and
+// what the decoder still holds once a small record has followed it. The
+// chunk the rows go to is not counted: it is the data itself, and the
+// pipeline's budget counts it. ETL_MEMORY_REPORT=1 prints the figures.
+func TestDecodeMemory(t *testing.T) {
+	if testing.Short() {
+		t.Skip("allocates a few hundred MB")
+	}
+	small := []byte(`{}`)
+	for _, sh := range memShapes() {
+		t.Run(sh.name, func(t *testing.T) {
+			s := schemaOf(t, sh.cols...)
+			d, err := NewJSON(s, JSONOptions{Fields: sh.fields, MaxRecordBytes: 2 * memRecordSize})
+			if err != nil {
+				t.Fatal(err)
+			}
+			// Warm the decoder up with small records, as a worker is.
+			for range 3 {
+				if _, err := d.Decode(small, newChunk(t, s)); err != nil {
+					t.Fatal(err)
+				}
+			}
+			// The chunk's columns, grown to the record's rows by another
+			// decoder beforehand, are not the decoder's.
+			c := newChunk(t, s)
+			d2, err := NewJSON(s, JSONOptions{Fields: sh.fields, MaxRecordBytes: 2 * memRecordSize})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if _, err := d2.Decode(sh.rec, c); err != nil {
+				t.Fatal(err)
+			}
+			d2 = nil
+			c.Truncate(0)
+			base := heapInUse()
+			var m0, m1 runtime.MemStats
+			runtime.ReadMemStats(&m0)
+			if _, err := d.Decode(sh.rec, c); err != nil {
+				t.Fatal(err)
+			}
+			runtime.ReadMemStats(&m1)
+			alloc := m1.TotalAlloc - m0.TotalAlloc
+			c.Truncate(0)
+			if _, err := d.Decode(small, c); err != nil {
+				t.Fatal(err)
+			}
+			after := heapInUse()
+			runtime.KeepAlive(d)
+			runtime.KeepAlive(c)
+			var retained uint64
+			if after > base {
+				retained = after - base
+			}
+			size := float64(len(sh.rec))
+			ax, rx := float64(alloc)/size, float64(retained)/size
+			if os.Getenv("ETL_MEMORY_REPORT") != "" {
+				fmt.Printf("%-14s %8d B record: allocated %6.2f x its size, retained %5.2f x\n", sh.name, len(sh.rec), ax, rx)
+			}
+			if ax > sh.allocX {
+				t.Errorf("decoding a %d-byte record allocated %d bytes, %.1f times its size (want at most %.1f)", len(sh.rec), alloc, ax, sh.allocX)
+			}
+			if rx > sh.retainX {
+				t.Errorf("after a %d-byte record the decoder holds %d bytes, %.2f times its size (want at most %.2f)", len(sh.rec), retained, rx, sh.retainX)
+			}
+		})
+	}
+}
