@@ -3,6 +3,7 @@
 package dlq
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -46,9 +47,22 @@ const (
 	HeaderHeadersDropped = "etl.truncated.headers"
 )
 
-// ErrFull is returned by Write when the producer's buffer is full: the
-// dead-letter brokers are not acknowledging.
+// ErrFull is returned by Write when the producer's buffer stayed full for
+// BufferWait: the dead-letter brokers are not acknowledging.
 var ErrFull = errors.New("dead-letter buffer full: the dead-letter topic's brokers are not acknowledging")
+
+// Bounds of what the producer buffers.
+const (
+	// DefaultMaxBufferedBytes is the least the producer may buffer, in
+	// record bytes (keys, values and headers), before Write waits.
+	// The bound in use is the larger of it and twice the record size
+	// limit, so that a record of the largest size can wait for the
+	// broker while the next one is buffered.
+	DefaultMaxBufferedBytes = 64 << 20
+	// BufferWait is how long Write waits for room in a full buffer before
+	// it fails with ErrFull.
+	BufferWait = 30 * time.Second
+)
 
 // Limits of the dead-letter record size.
 const (
@@ -81,6 +95,13 @@ type Options struct {
 	// MaxMessageBytes, when > 0, is used as the dead-letter topic's
 	// max.message.bytes instead of reading it from the brokers.
 	MaxMessageBytes int32
+	// MaxBufferedBytes, when > 0, bounds the record bytes the producer
+	// buffers instead of the default (DefaultMaxBufferedBytes, or twice the
+	// record size limit when larger); it is raised to the record size
+	// limit when below it, so that every record fits.
+	MaxBufferedBytes int
+	// BufferWait, when > 0, replaces BufferWait (tests).
+	BufferWait time.Duration
 }
 
 // Writer produces dead-letter records asynchronously. It is safe for
@@ -91,6 +112,8 @@ type Writer struct {
 	pipeline []byte
 	limit    int32  // the record batch limit given to the producer
 	source   string // where limit comes from, for error messages
+	maxBuf   int    // the bound of buffered record bytes
+	wait     time.Duration
 	written  prometheus.Counter
 	failed   prometheus.Counter
 }
@@ -120,9 +143,19 @@ func New(o Options) (*Writer, error) {
 		limit, source = MaxMessageBytesCap, source+", capped"
 	}
 	limit = max(limit, minMessageBytes)
+	maxBuf := o.MaxBufferedBytes
+	if maxBuf <= 0 {
+		maxBuf = max(DefaultMaxBufferedBytes, 2*int(limit))
+	}
+	maxBuf = max(maxBuf, int(limit))
+	wait := o.BufferWait
+	if wait <= 0 {
+		wait = BufferWait
+	}
 	opts := append([]kgo.Opt{
 		kgo.DefaultProduceTopic(o.Topic),
 		kgo.MaxBufferedRecords(maxBuffered),
+		kgo.MaxBufferedBytes(maxBuf),
 		kgo.RecordPartitioner(kgo.StickyKeyPartitioner(nil)),
 	}, o.Opts...)
 	// After o.Opts: the batch limit is the topic's, and the connection
@@ -136,7 +169,7 @@ func New(o Options) (*Writer, error) {
 		return nil, fmt.Errorf("dead-letter client: %w", err)
 	}
 	w := &Writer{
-		cl: cl, topic: o.Topic, pipeline: []byte(o.Pipeline), limit: limit, source: source,
+		cl: cl, topic: o.Topic, pipeline: []byte(o.Pipeline), limit: limit, source: source, maxBuf: maxBuf, wait: wait,
 		written: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "etl_dlq_records_total", Help: "Records written to the dead-letter topic and acknowledged by its brokers.",
 		}),
@@ -145,7 +178,13 @@ func New(o Options) (*Writer, error) {
 		}),
 	}
 	if o.Registerer != nil {
-		o.Registerer.MustRegister(w.written, w.failed)
+		buffered := prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+			Name: "etl_dlq_buffered_bytes", Help: "Record bytes (keys, values, headers) of dead-letter records waiting for the brokers.",
+		}, func() float64 { return float64(cl.BufferedProduceBytes()) })
+		bound := prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+			Name: "etl_dlq_buffer_max_bytes", Help: "The most record bytes the dead-letter producer buffers before a write waits.",
+		}, func() float64 { return float64(maxBuf) })
+		o.Registerer.MustRegister(w.written, w.failed, buffered, bound)
 	}
 	return w, nil
 }
@@ -154,6 +193,12 @@ func New(o Options) (*Writer, error) {
 // comes from ("topic max.message.bytes", "broker message.max.bytes",
 // "default", "configured", possibly ", capped").
 func (w *Writer) MaxMessageBytes() (int32, string) { return w.limit, w.source }
+
+// MaxBufferedBytes is the bound of the record bytes the producer buffers.
+func (w *Writer) MaxBufferedBytes() int { return w.maxBuf }
+
+// BufferedBytes is the record bytes buffered now.
+func (w *Writer) BufferedBytes() int64 { return w.cl.BufferedProduceBytes() }
 
 // readLimit reads topic's max.message.bytes, or the broker's
 // message.max.bytes when the topic does not set it or does not exist yet.
@@ -285,10 +330,16 @@ func encodedSize(key, value int, hs []kgo.RecordHeader) int {
 // has its value cut to fit, with HeaderTruncated, HeaderOriginalSize and
 // HeaderOriginalValueSize; when even the key and headers do not fit, the key
 // is left out (HeaderKeyDropped), then the source record's headers
-// (HeaderHeadersDropped). It never blocks: done is called once, from a
-// client goroutine, with nil when the broker acknowledged the record,
-// ErrFull when too many dead-letter records were waiting, or the error that
-// made the client give up.
+// (HeaderHeadersDropped). A cut value is a copy, so that the buffered
+// record does not hold the whole source value.
+//
+// Write returns once the record is buffered. When the producer already
+// buffers MaxBufferedBytes of records (or 100,000 records), it waits for
+// room, at most BufferWait: the worker that rejected the record stops,
+// which is backpressure. done is called once, from a client goroutine,
+// with nil when the broker acknowledged the record, ErrFull when the
+// buffer stayed full for BufferWait, or the error that made the client
+// give up.
 func (w *Writer) Write(r *kgo.Record, reason string, cause error, done func(error)) {
 	own := []kgo.RecordHeader{
 		{Key: HeaderError, Value: []byte(cause.Error())},
@@ -306,9 +357,15 @@ func (w *Writer) Write(r *kgo.Record, reason string, cause error, done func(erro
 	if size > int(w.limit) {
 		w.truncate(dl, r, own, size)
 	}
-	w.cl.TryProduce(context.Background(), dl, func(_ *kgo.Record, err error) {
+	// The context ends the wait for room only: once the record is
+	// buffered the timer is stopped and the context never ends, so a
+	// buffered record is not failed for waiting on the broker.
+	ctx, cancel := context.WithCancel(context.Background())
+	timer := time.AfterFunc(w.wait, cancel)
+	defer timer.Stop()
+	w.cl.Produce(ctx, dl, func(_ *kgo.Record, err error) {
 		switch {
-		case errors.Is(err, kgo.ErrMaxBuffered):
+		case errors.Is(err, kgo.ErrMaxBuffered), errors.Is(err, context.Canceled):
 			w.failed.Inc()
 			done(ErrFull)
 		case errors.Is(err, kerr.MessageTooLarge):
@@ -357,7 +414,7 @@ func (w *Writer) truncate(dl, r *kgo.Record, own []kgo.RecordHeader, size int) {
 		}
 	}
 	room := max(0, limit-encodedSize(len(key), 0, hs))
-	dl.Key, dl.Value, dl.Headers = key, r.Value[:min(room, len(r.Value))], hs
+	dl.Key, dl.Value, dl.Headers = key, bytes.Clone(r.Value[:min(room, len(r.Value))]), hs
 }
 
 // tooLarge names the limit a dead-letter record was rejected for.

@@ -9,12 +9,14 @@ import (
 	"math/rand/v2"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kfake"
 	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/etl-project/etl/internal/testenv"
 )
@@ -313,4 +315,128 @@ func TestTooLargeNamesTheLimit(t *testing.T) {
 		t.Fatalf("error does not name the limit: %v", err)
 	}
 	t.Log(err)
+}
+
+// TestBufferedBytesBounded: while the brokers do not acknowledge, the
+// producer buffers at most MaxBufferedBytes of records; a write beyond it
+// waits for room, fails with ErrFull after BufferWait, and goes through
+// when room comes in time.
+func TestBufferedBytesBounded(t *testing.T) {
+	kb := testenv.Kafka(t)
+	createTopic(t, kb, "dlq", "2000000")
+	release := make(chan struct{})
+	var once sync.Once
+	open := func() { once.Do(func() { close(release) }) }
+	t.Cleanup(open)
+	c := kb.Cluster()
+	c.ControlKey(int16(kmsg.Produce), func(kmsg.Request) (kmsg.Response, error, bool) {
+		c.KeepControl()
+		c.SleepControl(func() { <-release })
+		return nil, nil, false
+	})
+	const bound = 4 << 20
+	wait := 2 * time.Second
+	w := newWriter(t, kb, "dlq", Options{MaxBufferedBytes: bound, BufferWait: wait})
+	if got := w.MaxBufferedBytes(); got != bound {
+		t.Fatalf("MaxBufferedBytes = %d, want %d", got, bound)
+	}
+	results := make(chan error, 8)
+	writeAsync := func() time.Duration {
+		start := time.Now()
+		w.Write(source(1_000_000), "too_large", errors.New("record too large"), func(err error) { results <- err })
+		if b := w.BufferedBytes(); b > bound {
+			t.Fatalf("%d bytes buffered, more than the bound %d", b, bound)
+		}
+		return time.Since(start)
+	}
+	// Four records of 1 MB fit in 4 MiB, each buffered at once.
+	for i := range 4 {
+		if d := writeAsync(); d > wait/2 {
+			t.Fatalf("write %d waited %v with room in the buffer", i+1, d)
+		}
+	}
+	if b := w.BufferedBytes(); b < 4_000_000 {
+		t.Fatalf("%d bytes buffered after four 1 MB records, want them all", b)
+	}
+	// The fifth does not fit: it waits, then fails.
+	if d := writeAsync(); d < wait*9/10 {
+		t.Fatalf("write over the bound returned after %v, want a wait of %v", d, wait)
+	}
+	select {
+	case err := <-results:
+		if !errors.Is(err, ErrFull) {
+			t.Fatalf("write over the bound: %v, want ErrFull", err)
+		}
+	case <-time.After(10 * time.Second):
+		t.Fatal("write over the bound not done")
+	}
+	// The sixth waits for room, which comes when the brokers answer.
+	go func() {
+		time.Sleep(wait / 4)
+		open()
+	}()
+	if d := writeAsync(); d < wait/5 {
+		t.Fatalf("write over the bound returned after %v, before the brokers answered", d)
+	}
+	for i := range 5 {
+		select {
+		case err := <-results:
+			if err != nil {
+				t.Fatalf("record %d: %v", i+1, err)
+			}
+		case <-time.After(30 * time.Second):
+			t.Fatalf("record %d not acknowledged", i+1)
+		}
+	}
+}
+
+// TestTruncatedCopies: a cut dead-letter value is a copy, so a buffered
+// dead-letter record does not hold the whole source value: the source
+// value, changed while its cut copy waits for the broker, does not change
+// what is written.
+func TestTruncatedCopies(t *testing.T) {
+	kb := testenv.Kafka(t)
+	createTopic(t, kb, "dlq", "100000")
+	release := make(chan struct{})
+	c := kb.Cluster()
+	c.ControlKey(int16(kmsg.Produce), func(kmsg.Request) (kmsg.Response, error, bool) {
+		c.SleepControl(func() { <-release })
+		return nil, nil, false
+	})
+	w := newWriter(t, kb, "dlq", Options{})
+	r := source(3_000_000)
+	want := bytes.Clone(r.Value)
+	res := make(chan error, 1)
+	w.Write(r, "too_large", errors.New("record too large"), func(err error) { res <- err })
+	clear(r.Value)
+	close(release)
+	if err := <-res; err != nil {
+		t.Fatal(err)
+	}
+	got := readOne(t, kb, "dlq")
+	if len(got.Value) == 0 || len(got.Value) >= 100_000 || !bytes.Equal(got.Value, want[:len(got.Value)]) {
+		t.Fatalf("dead-letter value of %d bytes is not the start of the source value as it was written", len(got.Value))
+	}
+}
+
+// TestBufferBoundDerived: the default bound is 64 MiB, or twice the record
+// size limit when that is more; a configured bound below the limit is
+// raised to it.
+func TestBufferBoundDerived(t *testing.T) {
+	kb := testenv.Kafka(t)
+	for _, c := range []struct {
+		limit  int32
+		buffer int
+		want   int
+	}{
+		{1 << 20, 0, DefaultMaxBufferedBytes},
+		{48 << 20, 0, 96 << 20},
+		{8 << 20, 1 << 20, 8 << 20},
+		{1 << 20, 5 << 20, 5 << 20},
+	} {
+		w := newWriter(t, kb, "dlq", Options{MaxMessageBytes: c.limit, MaxBufferedBytes: c.buffer})
+		if got := w.MaxBufferedBytes(); got != c.want {
+			t.Errorf("limit %d, configured %d: bound %d, want %d", c.limit, c.buffer, got, c.want)
+		}
+	}
 }
