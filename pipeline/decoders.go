@@ -42,6 +42,21 @@ func (p *Pipeline) setupAvro(ctx context.Context) error {
 			return fmt.Errorf("decode.avro.schema_file: %w", err)
 		}
 		p.avroSchema = string(b)
+	}
+	// The fields' types for the transform chain: those of the reader
+	// schema, which every record is resolved to, or else of the one
+	// writer schema.
+	if known := p.readerSchema; known != "" || p.avroSchema != "" {
+		if known == "" {
+			known = p.avroSchema
+		}
+		types, err := decode.AvroFieldTypes(known)
+		if err != nil {
+			return fmt.Errorf("decode.avro: %w", err)
+		}
+		p.avroFieldTypes = types
+	}
+	if a.Framing != decode.FramingConfluent {
 		return nil
 	}
 	r := a.Registry

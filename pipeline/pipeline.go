@@ -76,19 +76,20 @@ type Pipeline struct {
 	pause   *pauser
 	m       *metrics
 
-	chunkTarget  int
-	workers      int
-	onError      string                                  // decode.on_error
-	exactlyOnce  bool                                    // delivery: exactly_once (the block policy, exactly.go)
-	component    func(name string) prometheus.Registerer // the registerer of each component (metrics.go)
-	registry     *schemaregistry.Client                  // Avro with confluent framing
-	avroSchema   string                                  // Avro raw and single_object: the writer schema
-	readerSchema string                                  // Avro: the reader schema, if any
-	waiters      sync.WaitGroup                          // lanes waiting for a schema
-	stopWaiters  chan struct{}
-	dlq          *dlq.Writer // when on_error is dlq
-	rejectLog    *logLimiter
-	chunks       chunkPool // emptied chunks, reused to keep their columns' capacity
+	chunkTarget    int
+	workers        int
+	onError        string                                  // decode.on_error
+	exactlyOnce    bool                                    // delivery: exactly_once (the block policy, exactly.go)
+	component      func(name string) prometheus.Registerer // the registerer of each component (metrics.go)
+	registry       *schemaregistry.Client                  // Avro with confluent framing
+	avroSchema     string                                  // Avro raw and single_object: the writer schema
+	avroFieldTypes map[string]string                       // field -> ClickHouse type, from the reader or the writer schema (transform inputs)
+	readerSchema   string                                  // Avro: the reader schema, if any
+	waiters        sync.WaitGroup                          // lanes waiting for a schema
+	stopWaiters    chan struct{}
+	dlq            *dlq.Writer // when on_error is dlq
+	rejectLog      *logLimiter
+	chunks         chunkPool // emptied chunks, reused to keep their columns' capacity
 
 	mu     sync.RWMutex
 	lanes  map[TopicPartition]*lane
@@ -179,6 +180,9 @@ func New(ctx context.Context, o Options) (*Pipeline, error) {
 	if log == nil {
 		log = slog.Default()
 	}
+	if err := Preflight(cfg); err != nil {
+		return nil, err
+	}
 	p := &Pipeline{
 		cfg:         cfg,
 		log:         log,
@@ -248,7 +252,9 @@ func New(ctx context.Context, o Options) (*Pipeline, error) {
 	}
 	// Check once that the decoder (and the chain) can fill every column.
 	if _, err := p.bind(nil); err != nil {
-		return nil, err
+		// The configuration does not fit the tables: a mistake to fix,
+		// not an outage to wait out.
+		return nil, &ConfigError{Errs: []error{err}}
 	}
 
 	if p.onError == onErrorDLQ {

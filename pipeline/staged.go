@@ -120,7 +120,7 @@ func (p *Pipeline) stagedLayoutFor(targets []*clickhouse.Target) (*stagedShared,
 		}
 		outs[i] = o
 	}
-	stage, err := transform.Inputs(p.cfg.Transform, outs, p.cfg.Decode.Fields)
+	stage, err := transform.InputsKnown(p.cfg.Transform, outs, p.cfg.Decode.Fields, p.avroFieldTypes)
 	if err != nil {
 		return nil, err
 	}

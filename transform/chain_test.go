@@ -105,10 +105,27 @@ func TestInputsTypes(t *testing.T) {
 
 	// Errors: an untyped field, a conflict, a dropped field.
 	_, err = Inputs([]config.Step{filter(`score > 0.5 && amount > 1`, 3)}, outs, map[string]string{"amount": "Int64"})
-	wantErr := `p.yaml:3:13: transform[0].filter: field "score" has no known type: no sink column receives it unchanged; ` +
-		`declare it in decode.fields (e.g. decode.fields: {score: Int64}), at column 1 of: score > 0.5 && amount > 1`
+	// The hint's type is the one the expression's use suggests.
+	wantErr := `p.yaml:3:13: transform[0].filter: field "score" has no known type: no sink column receives it unchanged and decode.fields does not declare it; ` +
+		`declare it (e.g. decode.fields: {score: Float64}), at column 1 of: score > 0.5 && amount > 1`
 	if err == nil || err.Error() != wantErr {
 		t.Errorf("got %v\nwant %s", err, wantErr)
+	}
+	// A misspelled field: did you mean the declared field, or the field
+	// that goes into a column, with its type.
+	_, err = Inputs([]config.Step{filter(`events.valeu > 0`, 3)}, outs, map[string]string{"events.value": "Int64"})
+	wantErr = `p.yaml:3:13: transform[0].filter: field "events.valeu" has no known type: no sink column receives it unchanged and decode.fields does not declare it; ` +
+		`did you mean "events.value" (Int64)? If "events.valeu" is a field of its own, declare its ClickHouse type in decode.fields (e.g. decode.fields: {events.valeu: Int64}), at column 1 of: events.valeu > 0`
+	if err == nil || err.Error() != wantErr {
+		t.Errorf("got %v\nwant %s", err, wantErr)
+	}
+	_, err = Inputs([]config.Step{filter(`upper(whoo) == "X"`, 3)}, outs, nil)
+	if err == nil || !strings.Contains(err.Error(), `did you mean "who" (String)?`) {
+		t.Errorf("got %v, want a did-you-mean of who", err)
+	}
+	_, err = Inputs([]config.Step{filter(`upper(city) == "X"`, 3)}, outs, nil)
+	if err == nil || !strings.Contains(err.Error(), `(e.g. decode.fields: {city: String})`) {
+		t.Errorf("got %v, want a String hint for a field passed to upper", err)
 	}
 	conflict := []Output{output(t, "a", "x UInt64"), output(t, "b", "x String")}
 	_, err = Inputs(nil, conflict, nil)

@@ -28,6 +28,7 @@ type need struct {
 	text  string
 	at    int // rune offset in text of the first reference
 	flows []flow
+	hint  string // a type the expressions' use suggests, for messages
 }
 
 // flow is an output column a source field goes into unchanged.
@@ -43,6 +44,8 @@ type inputs struct {
 	scope     map[string]origin
 	gone      map[string]string
 	needs     map[string]*need
+	known     map[string]string // field -> type, for did-you-mean
+	schema    map[string]string // field -> type from the Avro schema
 	order     []string
 	errs      CompileErrors
 }
@@ -57,7 +60,15 @@ type inputs struct {
 // field, the step and its position, telling to declare it in
 // decode.fields. Fields are in the order they are first read.
 func Inputs(steps []config.Step, outs []Output, declared map[string]string) (*chunk.Schema, error) {
-	in := &inputs{scope: map[string]origin{}, gone: map[string]string{}, needs: map[string]*need{}}
+	return InputsKnown(steps, outs, declared, nil)
+}
+
+// InputsKnown is Inputs with the types a writer or reader schema gives
+// the source fields (decode.AvroFieldTypes): a field neither declared nor
+// flowing unchanged into a column takes its type from schema instead of
+// being an error.
+func InputsKnown(steps []config.Step, outs []Output, declared, schema map[string]string) (*chunk.Schema, error) {
+	in := &inputs{scope: map[string]origin{}, gone: map[string]string{}, needs: map[string]*need{}, schema: schema}
 	errorf := func(pos config.Pos, path, format string, args ...any) {
 		in.errs = append(in.errs, &CompileError{Pos: pos, Path: path, Msg: fmt.Sprintf(format, args...)})
 	}
@@ -176,6 +187,32 @@ func Inputs(steps []config.Step, outs []Output, declared map[string]string) (*ch
 			}
 		}
 	}
+	// The fields whose types are known, for the did-you-mean of a field
+	// whose type is not: the declared ones and those flowing into columns.
+	in.known = map[string]string{}
+	for name, t := range in.schema {
+		in.known[name] = t
+	}
+	for name, t := range declared {
+		in.known[name] = t
+	}
+	for _, n := range in.needs {
+		if len(n.flows) > 0 {
+			in.known[n.name] = n.flows[0].t.Name
+		}
+	}
+	for _, o := range outs {
+		if o.Schema == nil {
+			continue
+		}
+		for ci, fname := range o.Fields {
+			if fname != "" && ci < len(o.Schema.Types) {
+				if _, ok := in.known[fname]; !ok {
+					in.known[fname] = stagingType(o.Schema.Types[ci]).Name
+				}
+			}
+		}
+	}
 	s := &chunk.Schema{}
 	for _, name := range in.order {
 		n := in.needs[name]
@@ -210,12 +247,36 @@ func (in *inputs) typeOf(n *need, declared map[string]string) (*chunk.Type, stri
 		}
 		return t, ""
 	}
-	if len(n.flows) == 0 {
-		example := "Int64"
-		if n.elem {
-			example = "Int64 (the type of one element)"
+	if t, ok := in.schema[n.name]; ok && len(n.flows) == 0 {
+		ct, err := chunk.ParseType(t)
+		if err != nil {
+			return nil, fmt.Sprintf("field %q: type %s from the Avro schema: %v", n.name, t, err)
 		}
-		return nil, fmt.Sprintf("field %q has no known type: no sink column receives it unchanged; declare it in decode.fields (e.g. decode.fields: {%s: %s})",
+		if n.elem && ct.Base().Kind != chunk.KindArray {
+			if ct, err = chunk.ParseType("Array(" + ct.Name + ")"); err != nil {
+				return nil, fmt.Sprintf("field %q: %v", n.name, err)
+			}
+		}
+		return ct, ""
+	}
+	if len(n.flows) == 0 {
+		names := make([]string, 0, len(in.known))
+		for name := range in.known {
+			names = append(names, name)
+		}
+		sort.Strings(names)
+		if s := suggest(n.name, names); s != "" && s != n.name {
+			return nil, fmt.Sprintf("field %q has no known type: no sink column receives it unchanged and decode.fields does not declare it; did you mean %q (%s)? If %q is a field of its own, declare its ClickHouse type in decode.fields (e.g. decode.fields: {%s: %s})",
+				n.name, s, in.known[s], n.name, n.name, in.known[s])
+		}
+		example := "String (or Int64, Float64, Nullable(String), Array(Int64)...: its ClickHouse type)"
+		if n.hint != "" {
+			example = n.hint
+		}
+		if n.elem {
+			example += " (the type of one element)"
+		}
+		return nil, fmt.Sprintf("field %q has no known type: no sink column receives it unchanged and decode.fields does not declare it; declare it (e.g. decode.fields: {%s: %s})",
 			n.name, n.name, example)
 	}
 	first := n.flows[0]
@@ -272,6 +333,8 @@ func (in *inputs) expr(path string, e config.Expr, fallback config.Pos) {
 		in.errs = append(in.errs, &CompileError{Pos: pos, Path: path, Msg: exprMsg(e.Text, perr)})
 		return
 	}
+	hints := map[string]string{}
+	usageHints(tree, hints)
 	reported := false
 	walkFields(tree, func(name string, at int) {
 		o, msg := in.get(name)
@@ -283,7 +346,10 @@ func (in *inputs) expr(path string, e config.Expr, fallback config.Pos) {
 			return
 		}
 		if !o.derived {
-			in.use(o, path, pos, e.Text, at)
+			n := in.use(o, path, pos, e.Text, at)
+			if n.hint == "" && name == o.src {
+				n.hint = hints[name]
+			}
 		}
 	})
 }
@@ -331,5 +397,77 @@ func walkFields(n ast.Node, f func(name string, at int)) {
 		walkFields(n.Node, f)
 		walkFields(n.From, f)
 		walkFields(n.To, f)
+	}
+}
+
+// stringFuncs take a String as their first argument.
+var stringFuncs = map[string]bool{
+	"upper": true, "lower": true, "trim": true, "trimPrefix": true, "trimSuffix": true, "substring": true,
+	"concat": true, "split": true, "replace": true, "matches": true, "contains": true, "startsWith": true,
+	"endsWith": true, "hasPrefix": true, "hasSuffix": true, "indexOf": true, "parse_time": true,
+	"json_string": true, "json_int": true, "json_float": true, "json_bool": true, "json_has": true,
+}
+
+// usageHints notes, for fields an expression compares with a literal or
+// passes to a string function, the type that use suggests: the hint of a
+// message asking to declare the field's type.
+func usageHints(n ast.Node, hints map[string]string) {
+	note := func(field ast.Node, t string) {
+		if name, ok := dotted(field); ok && t != "" {
+			if _, seen := hints[name]; !seen {
+				hints[name] = t
+			}
+		}
+	}
+	litType := func(n ast.Node) string {
+		switch n.(type) {
+		case *ast.IntegerNode:
+			return "Int64"
+		case *ast.FloatNode:
+			return "Float64"
+		case *ast.StringNode:
+			return "String"
+		case *ast.BoolNode:
+			return "Bool"
+		}
+		return ""
+	}
+	switch n := n.(type) {
+	case *ast.BinaryNode:
+		if t := litType(n.Right); n.Operator == "??" && t != "" {
+			note(n.Left, "Nullable("+t+")")
+		}
+		note(n.Left, litType(n.Right))
+		note(n.Right, litType(n.Left))
+		usageHints(n.Left, hints)
+		usageHints(n.Right, hints)
+	case *ast.UnaryNode:
+		usageHints(n.Node, hints)
+	case *ast.ConditionalNode:
+		usageHints(n.Cond, hints)
+		usageHints(n.Exp1, hints)
+		usageHints(n.Exp2, hints)
+	case *ast.BuiltinNode:
+		if stringFuncs[n.Name] && len(n.Arguments) > 0 {
+			note(n.Arguments[0], "String")
+		}
+		for _, a := range n.Arguments {
+			usageHints(a, hints)
+		}
+	case *ast.CallNode:
+		if id, ok := n.Callee.(*ast.IdentifierNode); ok {
+			name := id.Value
+			if real, ok := aliasOf[name]; ok {
+				name = real
+			}
+			if stringFuncs[name] && len(n.Arguments) > 0 {
+				note(n.Arguments[0], "String")
+			}
+		}
+		for _, a := range n.Arguments {
+			usageHints(a, hints)
+		}
+	case *ast.ChainNode:
+		usageHints(n.Node, hints)
 	}
 }

@@ -71,6 +71,9 @@ func runPipeline(args []string, stdout, stderr io.Writer) int {
 		return exitUsage
 	}
 	cfg, err := config.Load(*path)
+	if err == nil {
+		err = pipeline.Preflight(cfg)
+	}
 	if err != nil {
 		fmt.Fprintf(stderr, "etl: %v\n", err)
 		return exitUsage
@@ -125,10 +128,15 @@ func runPipeline(args []string, stdout, stderr io.Writer) int {
 	}
 	defer srv.Close()
 	p, err := st.run(ctx)
+	var cfgErr *pipeline.ConfigError
 	switch {
 	case err != nil && ctx.Err() != nil:
 		log.Info("stopped before the pipeline started: nothing was read")
 		return exitOK
+	case errors.As(err, &cfgErr):
+		log.Error("the configuration cannot run", "err", err)
+		fmt.Fprintf(stderr, "etl: %s\n", err)
+		return exitUsage
 	case err != nil:
 		log.Error("cannot start the pipeline", "err", err)
 		return exitFailed

@@ -28,6 +28,11 @@ func validate(args []string, stdout, stderr io.Writer) int {
 		return exitUsage
 	}
 	cfg, err := config.Load(*path)
+	if err == nil {
+		// Everything that can be built without a network: the files the
+		// configuration names, the schemas, the transform expressions.
+		err = pipeline.Preflight(cfg)
+	}
 	if err != nil {
 		fmt.Fprintln(stderr, err)
 		return exitUsage

@@ -1,0 +1,73 @@
+package pipeline
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/hamba/avro/v2"
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/etl-project/etl/config"
+	"github.com/etl-project/etl/gen"
+)
+
+// TestAvroSchemaTypesTheChain: with a writer schema file, fields that only
+// the transform chain reads (amount, user_id: no column of the table)
+// take their types from the schema; decode.fields is not needed. The rows
+// written are exactly those the filter keeps.
+func TestAvroSchemaTypesTheChain(t *testing.T) {
+	kb, ch := setup(t)
+	ch.Exec(t, "CREATE TABLE default.slim (id UInt64, kind String, big UInt8) ENGINE = MergeTree ORDER BY id")
+	schema := avro.MustParse(eventSchema)
+	const n = 500
+	raw := map[uint64][]byte{}
+	want := 0
+	for i := uint64(0); i < n; i++ {
+		e := gen.Make(seed, i)
+		b, err := avro.Marshal(schema, e.Avro())
+		if err != nil {
+			t.Fatal(err)
+		}
+		raw[i] = b
+		if e.Amount > 50 && e.UserID%2 == 0 {
+			want++
+		}
+	}
+	produce(t, kb, 0, n, raw)
+	file := filepath.Join(t.TempDir(), "event.avsc")
+	if err := os.WriteFile(file, []byte(eventSchema), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	cfg := testConfig(t, kb, ch, "avro-types")
+	cfg.Source.Kafka.Topics = []string{"events"}
+	cfg.Sink.ClickHouse.Table = "slim"
+	cfg.Decode.Format = "avro"
+	cfg.Decode.Avro = config.Avro{Framing: "raw", SchemaFile: file}
+	cfg.Decode.OnError = "fail"
+	cfg.Transform = []config.Step{
+		{Filter: &config.Expr{Text: "amount > 50.0 && user_id % 2 == 0"}},
+		{Set: []config.Assignment{{Field: "big", Expr: config.Expr{Text: "amount > 75.0 ? 1 : 0"}}}},
+	}
+	p, err := New(context.Background(), Options{Config: cfg, Log: testLogger(t), Registerer: prometheus.NewRegistry()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- p.Run(ctx) }()
+	waitFor(t, "commits", 30*time.Second, func() bool {
+		c := kb.CommittedOffsets(t, "avro-types", "events")
+		return c[0]+c[1]+c[2] == n
+	})
+	cancel()
+	if err := <-done; err != nil {
+		t.Fatalf("Run: %v", err)
+	}
+	if got := ch.Query(t, "SELECT count() FROM default.slim"); got != fmt.Sprint(want) {
+		t.Fatalf("%s rows, want %d", got, want)
+	}
+}

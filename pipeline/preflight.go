@@ -1,0 +1,91 @@
+package pipeline
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"strings"
+
+	"github.com/hamba/avro/v2"
+
+	"github.com/etl-project/etl/config"
+	"github.com/etl-project/etl/decode"
+	"github.com/etl-project/etl/transform"
+)
+
+// ConfigError is a mistake in the configuration found before any server
+// was reached: the process exits 2 for it, as for a file that does not
+// parse, and retrying cannot help.
+type ConfigError struct{ Errs []error }
+
+func (e *ConfigError) Error() string {
+	lines := make([]string, len(e.Errs))
+	for i, err := range e.Errs {
+		lines[i] = err.Error()
+	}
+	return strings.Join(lines, "\n")
+}
+
+func (e *ConfigError) Unwrap() []error { return e.Errs }
+
+// Preflight builds everything of cfg that can be built without a network:
+// every file the configuration names (Avro schema files, the reader
+// schema, TLS CA, certificate and key files) is read and parsed, and every
+// transform expression is parsed with its functions checked. It returns a
+// *ConfigError listing every problem, or nil. `etl validate` and the run
+// both call it, so a mistake it can see never starts a pipeline.
+func Preflight(cfg *config.Config) error {
+	var errs []error
+	if k := cfg.Source.Kafka; k != nil && k.TLS != nil && k.TLS.Enabled {
+		if _, err := k.TLS.Config("source.kafka.tls"); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	if cfg.Decode.Format == "avro" {
+		a := cfg.Decode.Avro
+		if rs := a.ReaderSchema; rs != "" {
+			text, where := rs, "decode.avro.reader_schema"
+			if !strings.HasPrefix(strings.TrimSpace(rs), "{") {
+				b, err := os.ReadFile(rs)
+				if err != nil {
+					errs = append(errs, fmt.Errorf("%s: %w", where, err))
+					text = ""
+				} else {
+					text, where = string(b), where+" "+rs
+				}
+			}
+			if text != "" {
+				if _, err := avro.ParseWithCache(text, "", &avro.SchemaCache{}); err != nil {
+					errs = append(errs, fmt.Errorf("%s: %w", where, err))
+				}
+			}
+		}
+		if a.Framing != decode.FramingConfluent && a.SchemaFile != "" {
+			b, err := os.ReadFile(a.SchemaFile)
+			if err != nil {
+				errs = append(errs, fmt.Errorf("decode.avro.schema_file: %w", err))
+			} else if _, err := avro.ParseWithCache(string(b), "", &avro.SchemaCache{}); err != nil {
+				errs = append(errs, fmt.Errorf("decode.avro.schema_file %s: %w", a.SchemaFile, err))
+			}
+		}
+		if r := a.Registry; a.Framing == decode.FramingConfluent && r != nil && r.TLS != nil && r.TLS.Enabled {
+			if _, err := r.TLS.Config("decode.avro.registry.tls"); err != nil {
+				errs = append(errs, err)
+			}
+		}
+	}
+	if err := transform.Check(cfg.Transform); err != nil {
+		var ce transform.CompileErrors
+		if errors.As(err, &ce) {
+			for _, e := range ce {
+				errs = append(errs, e)
+			}
+		} else {
+			errs = append(errs, err)
+		}
+	}
+	if len(errs) > 0 {
+		return &ConfigError{Errs: errs}
+	}
+	return nil
+}
