@@ -5,7 +5,7 @@ LDFLAGS   := -s -w -X main.version=$(VERSION)
 BIN       := bin
 DEMO_DIR  ?= .demo
 
-.PHONY: all build test test-short vet fmt check-deploy sim demo demo-stop bench clean
+.PHONY: all build test test-short vet fmt check-deploy sim fuzz demo demo-stop bench clean
 
 all: build
 
@@ -29,6 +29,21 @@ SEEDS ?= 1000
 sim:
 	$(GO) test -c -o $(BIN)/pipeline.test ./pipeline
 	$(BIN)/pipeline.test -test.run '^TestSim$$' -test.count=1 -sim.seeds=$(SEEDS) -sim.summary
+
+# Go native fuzzing of the JSON and Avro decoders against a real ClickHouse
+# (decode/fuzz_server_test.go): whatever a decoder accepts must be accepted
+# by the server's insert. FUZZTIME (Go duration in s, m or h) is split
+# evenly between the two targets; one fuzz worker each, one server each.
+FUZZTIME ?= 10m
+fuzz:
+	@half=$$(echo "$(FUZZTIME)" | awk '{ u = substr($$0, length($$0)); v = substr($$0, 1, length($$0) - 1); \
+	  if (u == "h") v *= 3600; else if (u == "m") v *= 60; else if (u != "s") { print "bad"; exit } \
+	  printf "%ds", v / 2 }'); \
+	  if [ "$$half" = "bad" ]; then echo "FUZZTIME=$(FUZZTIME): want a duration in s, m or h"; exit 2; fi; \
+	  for target in FuzzServerJSON FuzzServerAvro; do \
+	    echo "fuzz: $$target for $$half"; \
+	    $(GO) test ./decode -run '^$$' -fuzz "^$$target\$$" -fuzztime $$half -parallel 1 || exit 1; \
+	  done
 
 test-short: vet
 	$(GO) test -count=1 -short ./...

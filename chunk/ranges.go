@@ -41,11 +41,12 @@ const (
 
 // Servers from this version on have the extended date tables (1925..2283
 // and later 1900..2299), which cover the whole of Date and DateTime. The
-// tables were extended in the 21.x line (ClickHouse's "extended range of
-// DateTime64 ... from year 1925 to 2283", spring 2021, 21.4 by its
-// changelog); 21.8, the first LTS release that certainly has them, is the
-// threshold chosen to be safe: a server from 21.4 to 21.7 is only held to
-// the narrower range, which it reads back correctly too.
+// tables were extended in the 21.x line (the DateTime64 "extended range"
+// of 1925..2283, spring 2021, about 21.3 or 21.4; the exact release could
+// not be checked here); 21.8, the first LTS release that certainly has
+// them, is the threshold chosen to be safe: a server between the
+// extension and 21.8 is only held to the narrower range, which it reads
+// back correctly too.
 const (
 	wideFromMajor = 21
 	wideFromMinor = 8
