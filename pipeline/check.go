@@ -6,26 +6,34 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"os"
 	"strings"
+	"time"
 
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/etl-project/etl/config"
-	"github.com/etl-project/etl/decode"
-	"github.com/etl-project/etl/sink/clickhouse"
 	"github.com/etl-project/etl/source/kafka"
 )
 
-// Check reaches the brokers and ClickHouse: every topic exists, the table
-// exists, and every column maps to a field the decoder can convert. It
-// returns a report line per finding and an error listing every problem.
-func Check(ctx context.Context, cfg *config.Config) ([]string, error) {
+// Check reaches the servers a run needs and builds what a run builds
+// before it consumes, without joining the consumer group: the brokers and
+// every topic (the dead-letter topic too); then every sink (`sinks:`
+// included) with its tables read, the Avro schemas and registry, the
+// exactly-once requirements, the decoders and the transform chain against
+// the tables, and the dead-letter producer. Each part has its own timeout,
+// so a slow broker does not fail a healthy ClickHouse. It returns a report
+// line per finding and an error listing every problem.
+func Check(cfg *config.Config, timeout time.Duration) ([]string, error) {
+	if err := Preflight(cfg); err != nil {
+		return nil, err
+	}
 	var report []string
 	var problems []error
 
+	// Kafka.
+	brokers := strings.Join(cfg.Source.Kafka.Brokers, ",")
 	opts, err := kafka.ClientOpts(cfg.Source.Kafka)
 	if err != nil {
 		return nil, err
@@ -34,67 +42,82 @@ func Check(ctx context.Context, cfg *config.Config) ([]string, error) {
 	if err != nil {
 		return nil, fmt.Errorf("kafka client: %w", err)
 	}
-	defer cl.Close()
-	topics, err := kadm.NewClient(cl).ListTopics(ctx, cfg.Source.Kafka.Topics...)
+	topics := append([]string(nil), cfg.Source.Kafka.Topics...)
+	dlqTopic := ""
+	if cfg.Decode.OnError == onErrorDLQ && cfg.Decode.DLQ != nil && len(cfg.Decode.DLQ.Brokers) == 0 {
+		dlqTopic = cfg.Decode.DLQ.Topic
+		topics = append(topics, dlqTopic)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), timeout)
+	listed, err := kadm.NewClient(cl).ListTopics(ctx, topics...)
+	cancel()
+	cl.Close()
 	if err != nil {
-		problems = append(problems, fmt.Errorf("source.kafka.brokers %s: %w", strings.Join(cfg.Source.Kafka.Brokers, ","), err))
+		problems = append(problems, fmt.Errorf("source.kafka.brokers %s: no answer within %v: %w", brokers, timeout, err))
 	} else {
-		report = append(report, fmt.Sprintf("kafka: brokers %s reachable", strings.Join(cfg.Source.Kafka.Brokers, ",")))
-		for _, t := range cfg.Source.Kafka.Topics {
-			d, ok := topics[t]
+		report = append(report, fmt.Sprintf("kafka: brokers %s reachable", brokers))
+		for _, t := range topics {
+			key := "source.kafka.topics"
+			if t == dlqTopic {
+				key = "decode.dlq.topic"
+			}
+			d, ok := listed[t]
 			switch {
 			case !ok || errors.Is(d.Err, kerr.UnknownTopicOrPartition) || d.Err == nil && len(d.Partitions) == 0:
-				problems = append(problems, fmt.Errorf("source.kafka.topics: topic %q does not exist", t))
+				problems = append(problems, fmt.Errorf("%s: topic %q does not exist", key, t))
 			case d.Err != nil:
-				problems = append(problems, fmt.Errorf("source.kafka.topics: topic %q: %w", t, d.Err))
+				problems = append(problems, fmt.Errorf("%s: topic %q: %w", key, t, d.Err))
 			default:
 				report = append(report, fmt.Sprintf("kafka: topic %s has %d partitions", t, len(d.Partitions)))
 			}
 		}
 	}
 
-	chc := cfg.Sink.ClickHouse
-	ch, err := clickhouse.Connect(ctx, clickhouse.Options{
-		Addr: chc.Addr, Database: chc.Database, Table: chc.Table, User: chc.User, Password: chc.Password.Value(),
-		DialTimeout: chc.DialTimeout.D(), InsertTimeout: chc.InsertTimeout.D(), Settings: chc.Settings,
-		Compression: chc.Compression, Columns: chc.Columns, Insert: chc.InsertPath,
-	}, slog.New(slog.NewTextHandler(io.Discard, nil)))
+	// ClickHouse, the registry, the decoders and the chain: what New
+	// builds before it would join the group.
+	ctx, cancel = context.WithTimeout(context.Background(), timeout)
+	defer cancel()
+	p, err := New(ctx, Options{Config: cfg, Log: slog.New(slog.NewTextHandler(io.Discard, nil)), checkOnly: true})
 	if err != nil {
-		problems = append(problems, fmt.Errorf("sink.clickhouse: %w", err))
+		if ctx.Err() != nil {
+			err = fmt.Errorf("no answer within %v: %w", timeout, err)
+		}
+		problems = append(problems, err)
 		return report, errors.Join(problems...)
 	}
-	defer ch.Close()
-	report = append(report, fmt.Sprintf("clickhouse: %s reachable, server %s", strings.Join(chc.Addr, ","), ch.ServerVersion()))
-	target, err := ch.Plan(ctx)
-	if err != nil {
-		problems = append(problems, fmt.Errorf("sink.clickhouse: %w", err))
-		return report, errors.Join(problems...)
+	defer p.closeClients()
+	for _, s := range p.sinks {
+		t := s.target.Load()
+		var addrs []string
+		for _, cs := range s.clients {
+			for _, c := range cs {
+				addrs = append(addrs, c.Addr()+" ("+c.ServerVersion()+")")
+			}
+		}
+		report = append(report, fmt.Sprintf("clickhouse: sink %s: %s reachable; table %s has %d insertable columns",
+			s.name, strings.Join(addrs, ", "), t.Name(), len(t.Schema.Names)))
+		for i, name := range t.Schema.Names {
+			field := t.Fields[i]
+			if field == "" {
+				field = "(none: column default)"
+			}
+			report = append(report, fmt.Sprintf("  column %s %s <- field %s", name, t.Schema.Types[i].Name, field))
+		}
 	}
-	report = append(report, fmt.Sprintf("clickhouse: table %s has %d insertable columns", target.Name(), len(target.Schema.Names)))
-	for i, name := range target.Schema.Names {
-		field := target.Fields[i]
-		if field == "" {
-			field = "(none: column default)"
+	if cfg.Decode.Format == "avro" {
+		switch {
+		case p.avroSchema != "":
+			report = append(report, fmt.Sprintf("avro: schema %s fills the tables' columns", cfg.Decode.Avro.SchemaFile))
+		default:
+			report = append(report, "avro: writer schemas come from the registry and are checked as records name them")
 		}
-		report = append(report, fmt.Sprintf("  column %s %s <- field %s", name, target.Schema.Types[i].Name, field))
 	}
-	switch a := cfg.Decode.Avro; {
-	case cfg.Decode.Format != "avro":
-		if _, err := decode.NewJSON(target.Schema, decode.JSONOptions{Fields: target.Fields}); err != nil {
-			problems = append(problems, fmt.Errorf("decode: %w", err))
-		}
-	case a.Framing != decode.FramingConfluent:
-		// The writer schema is known: check that it fills the columns.
-		text, err := os.ReadFile(a.SchemaFile)
-		if err != nil {
-			problems = append(problems, fmt.Errorf("decode.avro.schema_file: %w", err))
-		} else if _, err := decode.NewAvro(string(text), target.Schema, decode.AvroOptions{Fields: target.Fields}); err != nil {
-			problems = append(problems, fmt.Errorf("decode.avro.schema_file %s: %w", a.SchemaFile, err))
-		} else {
-			report = append(report, fmt.Sprintf("avro: schema %s fills the table's columns", a.SchemaFile))
-		}
-	default:
-		report = append(report, "avro: writer schemas come from the registry and are checked as records name them")
+	if len(cfg.Transform) > 0 {
+		report = append(report, fmt.Sprintf("transform: %d steps compiled against the tables", len(cfg.Transform)))
+	}
+	if p.dlq != nil {
+		limit, source := p.dlq.MaxMessageBytes()
+		report = append(report, fmt.Sprintf("dlq: topic %s, records up to %d bytes (%s)", cfg.Decode.DLQ.Topic, limit, source))
 	}
 	return report, errors.Join(problems...)
 }

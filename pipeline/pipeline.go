@@ -47,6 +47,9 @@ type Options struct {
 	// that many acknowledged inserts, before their acknowledgement is
 	// processed (0: never).
 	CrashAfterInserts int64
+	// checkOnly makes New stop once everything but the consumer is built
+	// (Check): nothing joins the consumer group.
+	checkOnly bool
 }
 
 // source is what the pipeline needs of the Kafka source: *kafka.Source, or
@@ -271,6 +274,10 @@ func New(ctx context.Context, o Options) (*Pipeline, error) {
 		}
 	}
 
+	if o.checkOnly {
+		built = true
+		return p, nil
+	}
 	ks, err := kafka.New(kafka.Options{
 		Config: cfg.Source.Kafka, Pipeline: cfg.Pipeline.Name, Handler: (*handler)(p), Log: log,
 		Registerer: p.component("source"), CommitRegisterer: p.component("checkpoint"),

@@ -132,3 +132,53 @@ sink: {clickhouse: {addr: [b:2], table: t, password: hunter2}}
 		}
 	}
 }
+
+// TestValidateConnectSinks: `validate -connect` checks a `sinks:`
+// configuration (every sink's table), the dead-letter topic and the chain
+// compiled against the tables: a misspelled field is refused with a
+// did-you-mean, a missing dead-letter topic is named, and the fixed file
+// passes with every sink reported.
+func TestValidateConnectSinks(t *testing.T) {
+	kb := testenv.Kafka(t)
+	kb.CreateTopic(t, "events", 2)
+	ch := testenv.ClickHouse(t)
+	ch.Exec(t, "CREATE TABLE default.clicks (id UInt64, kind String) ENGINE = MergeTree ORDER BY id")
+	ch.Exec(t, "CREATE TABLE default.others (id UInt64, kind String) ENGINE = MergeTree ORDER BY id")
+	cfg := func(field string) string {
+		return writeFile(t, "p.yaml", fmt.Sprintf(`pipeline: {name: x}
+source: {kafka: {brokers: [%q], topics: [events], group_id: g}}
+decode: {on_error: dlq, dlq: {topic: events.dlq}, fields: {value: Int64}}
+transform:
+  - filter: "%s > 0"
+  - route:
+      rules: [{when: "kind == 'click'", sink: clicks}]
+      unmatched: others
+sinks:
+  clicks: {clickhouse: {addr: [%q], table: clicks}}
+  others: {clickhouse: {addr: [%q], table: others}}
+metrics: {listen: "off"}
+`, kb.Addr(), field, ch.TCPAddr(), ch.TCPAddr()))
+	}
+	var out, errb bytes.Buffer
+	code := run([]string{"validate", "-connect", "-config", cfg("valeu")}, &out, &errb)
+	if code != exitUsage {
+		t.Fatalf("exit code %d for a misspelled field, want %d; stdout:\n%s", code, exitUsage, out.String())
+	}
+	for _, w := range []string{`decode.dlq.topic: topic "events.dlq" does not exist`, `field "valeu" has no known type`, `did you mean "value" (Int64)?`} {
+		if !strings.Contains(errb.String(), w) {
+			t.Errorf("stderr lacks %q:\n%s", w, errb.String())
+		}
+	}
+
+	kb.CreateTopic(t, "events.dlq", 1)
+	out.Reset()
+	errb.Reset()
+	if code := run([]string{"validate", "-connect", "-config", cfg("value")}, &out, &errb); code != 0 {
+		t.Fatalf("exit code %d; stdout:\n%s\nstderr:\n%s", code, out.String(), errb.String())
+	}
+	for _, w := range []string{"sink clicks:", "table default.clicks has 2 insertable columns", "sink others:", "transform: 2 steps compiled", "dlq: topic events.dlq", "topic events.dlq has 1 partitions"} {
+		if !strings.Contains(out.String(), w) {
+			t.Errorf("report lacks %q:\n%s", w, out.String())
+		}
+	}
+}

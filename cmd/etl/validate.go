@@ -1,7 +1,7 @@
 package main
 
 import (
-	"context"
+	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -18,7 +18,7 @@ func validate(args []string, stdout, stderr io.Writer) int {
 	fs.SetOutput(stderr)
 	path := fs.String("config", "", "pipeline configuration `file` (YAML)")
 	connect := fs.Bool("connect", false, "also reach Kafka and ClickHouse and check the table")
-	timeout := fs.Duration("timeout", 15*time.Second, "time allowed for -connect checks")
+	timeout := fs.Duration("timeout", 15*time.Second, "time allowed for each part of the -connect checks (Kafka; ClickHouse and the registry)")
 	printCfg := fs.Bool("print", false, "print the effective configuration, defaults filled in and secrets masked")
 	if err := fs.Parse(args); err != nil {
 		return exitUsage
@@ -41,14 +41,16 @@ func validate(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprint(stdout, cfg.Redacted())
 	}
 	if *connect {
-		ctx, cancel := context.WithTimeout(context.Background(), *timeout)
-		defer cancel()
-		report, err := pipeline.Check(ctx, cfg)
+		report, err := pipeline.Check(cfg, *timeout)
 		for _, line := range report {
 			fmt.Fprintln(stdout, line)
 		}
 		if err != nil {
 			fmt.Fprintln(stderr, err)
+			var ce *pipeline.ConfigError
+			if errors.As(err, &ce) {
+				return exitUsage // the file does not fit the servers' tables or schemas
+			}
 			return exitFailed
 		}
 	}
