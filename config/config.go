@@ -75,6 +75,9 @@ type Kafka struct {
 	SessionTimeout         Duration `yaml:"session_timeout"`
 	RebalanceTimeout       Duration `yaml:"rebalance_timeout"`
 	FetchMaxWait           Duration `yaml:"fetch_max_wait"`
+	// UnreachableTimeout is how long the brokers may go without answering
+	// before /healthz reports it.
+	UnreachableTimeout Duration `yaml:"unreachable_timeout"`
 }
 
 // TLS configures TLS for the Kafka connection.
@@ -395,6 +398,7 @@ func Defaults() *Config {
 			FetchMaxBytes:          16 * MiB,
 			FetchMaxPartitionBytes: 1 * MiB,
 			SessionTimeout:         Duration(45 * time.Second),
+			UnreachableTimeout:     Duration(2 * time.Minute),
 			RebalanceTimeout:       Duration(60 * time.Second),
 			FetchMaxWait:           Duration(500 * time.Millisecond),
 		}},

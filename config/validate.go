@@ -78,6 +78,11 @@ var rules = []rule{
 	{path: "source.kafka.session_timeout", when: hasKafka, check: func(c *Config) string {
 		return durRange(c.Source.Kafka.SessionTimeout, sec, hour)
 	}},
+	// Under 10s a broker restart would flap /healthz; over a day nobody
+	// would notice.
+	{path: "source.kafka.unreachable_timeout", when: hasKafka, check: func(c *Config) string {
+		return durRange(c.Source.Kafka.UnreachableTimeout, 10*sec, 24*hour)
+	}},
 	// A rebalance must leave time to finish in-flight inserts; over an hour
 	// the group is effectively stuck.
 	{path: "source.kafka.rebalance_timeout", when: hasKafka, check: func(c *Config) string {

@@ -59,6 +59,9 @@ type source interface {
 	Run(ctx context.Context) error
 	Close()
 	LastPoll() time.Time
+	// Brokers is when a broker last answered and the last connection
+	// error.
+	Brokers() (lastAnswer time.Time, lastErr string)
 	Commit(ctx context.Context, offsets []kafka.Offset) error
 	FetchCommitted(ctx context.Context, parts kafka.Partitions) (map[string]map[int32]kafka.Committed, error)
 }

@@ -930,9 +930,10 @@ func (s *simSource) Resume(p kafka.Partitions) {
 	}
 }
 
-func (s *simSource) Run(context.Context) error { return nil }
-func (s *simSource) Close()                    {}
-func (s *simSource) LastPoll() time.Time       { return s.w.now }
+func (s *simSource) Run(context.Context) error    { return nil }
+func (s *simSource) Close()                       {}
+func (s *simSource) LastPoll() time.Time          { return s.w.now }
+func (s *simSource) Brokers() (time.Time, string) { return s.w.now, "" }
 
 var errSimCommit = errors.New("sim: commit failed")
 

@@ -27,6 +27,7 @@ func (s *downSource) Resume(kafka.Partitions)       {}
 func (s *downSource) Run(ctx context.Context) error { <-ctx.Done(); return nil }
 func (s *downSource) Close()                        {}
 func (s *downSource) LastPoll() time.Time           { return time.Now() }
+func (s *downSource) Brokers() (time.Time, string)  { return time.Now(), "" }
 func (s *downSource) Commit(context.Context, []kafka.Offset) error {
 	s.mu.Lock()
 	s.commits++

@@ -111,6 +111,15 @@ func (p *Pipeline) Health() (bool, string) {
 			return false, fmt.Sprintf("poll loop has not returned for %s%s", age.Round(time.Second), what)
 		}
 	}
+	if k := p.cfg.Source.Kafka; k != nil && k.UnreachableTimeout > 0 {
+		last, lastErr := p.src.Brokers()
+		if age := time.Since(last); !last.IsZero() && age > k.UnreachableTimeout.D() {
+			if lastErr == "" {
+				lastErr = "no answer"
+			}
+			return false, fmt.Sprintf("no Kafka broker has answered for %s (source.kafka.unreachable_timeout): %s", age.Round(time.Second), lastErr)
+		}
+	}
 	p.healthMu.Lock()
 	defer p.healthMu.Unlock()
 	if len(p.stalled) > 0 {

@@ -112,7 +112,7 @@ func Connect(ctx context.Context, o Options, log *slog.Logger) (*Client, error) 
 		DialTimeout:  o.DialTimeout,
 		Settings:     settings,
 		MaxOpenConns: o.MaxOpenConns,
-		Logger:       log.With(slog.String("component", "clickhouse-go")),
+		Logger:       driverLog(log),
 	}
 	if o.MaxOpenConns > 0 && o.MaxOpenConns < 5 {
 		// The driver's default idle pool (5) must not exceed the open cap.

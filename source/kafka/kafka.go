@@ -67,6 +67,13 @@ type Source struct {
 	log      *slog.Logger
 	metrics  *metrics
 	lastPoll atomic.Int64 // unix nanoseconds of the last return from a poll
+	brokers  *brokerWatch
+}
+
+// Brokers reports when a broker last answered a request (the client's
+// creation before the first answer) and the last connection error.
+func (s *Source) Brokers() (lastAnswer time.Time, lastErr string) {
+	return s.brokers.LastAnswer(), s.brokers.LastError()
 }
 
 // LastPoll is when the poll loop last returned from a poll (zero before
@@ -94,7 +101,9 @@ func New(o Options) (*Source, error) {
 	if err != nil {
 		return nil, err
 	}
+	s.brokers = newBrokerWatch(s.log, o.Config.TLS != nil && o.Config.TLS.Enabled, s.metrics.connErrors)
 	opts = append(opts,
+		kgo.WithHooks(s.brokers),
 		kgo.ConsumerGroup(o.Config.GroupID),
 		kgo.ConsumeTopics(o.Config.Topics...),
 		kgo.DisableAutoCommit(),
@@ -378,6 +387,7 @@ func count(p map[string][]int32) int {
 }
 
 type metrics struct {
+	connErrors                                            *prometheus.CounterVec
 	records, bytes, fetchErrors, rebalances, commitErrors prometheus.Counter
 	assigned                                              prometheus.Gauge
 	pollSeconds                                           prometheus.Histogram
@@ -385,9 +395,13 @@ type metrics struct {
 
 func newMetrics(reg, commitReg prometheus.Registerer) *metrics {
 	m := &metrics{
-		records:      prometheus.NewCounter(prometheus.CounterOpts{Name: "etl_source_records_total", Help: "Records fetched from Kafka."}),
-		bytes:        prometheus.NewCounter(prometheus.CounterOpts{Name: "etl_source_bytes_total", Help: "Key and value bytes fetched from Kafka."}),
-		fetchErrors:  prometheus.NewCounter(prometheus.CounterOpts{Name: "etl_source_fetch_errors_total", Help: "Errors returned by fetches."}),
+		records:     prometheus.NewCounter(prometheus.CounterOpts{Name: "etl_source_records_total", Help: "Records fetched from Kafka."}),
+		bytes:       prometheus.NewCounter(prometheus.CounterOpts{Name: "etl_source_bytes_total", Help: "Key and value bytes fetched from Kafka."}),
+		fetchErrors: prometheus.NewCounter(prometheus.CounterOpts{Name: "etl_source_fetch_errors_total", Help: "Errors returned by fetches."}),
+		connErrors: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "etl_source_connection_errors_total",
+			Help: "Failed connections and requests to a Kafka broker (dial, TLS handshake, SASL, broken connection), by broker.",
+		}, []string{"broker"}),
 		rebalances:   prometheus.NewCounter(prometheus.CounterOpts{Name: "etl_source_rebalances_total", Help: "Partition assignments received from the consumer group."}),
 		commitErrors: prometheus.NewCounter(prometheus.CounterOpts{Name: "etl_checkpoint_commit_errors_total", Help: "Offset commits that failed."}),
 		assigned:     prometheus.NewGauge(prometheus.GaugeOpts{Name: "etl_source_assigned_partitions", Help: "Partitions assigned to this member now."}),
@@ -397,7 +411,7 @@ func newMetrics(reg, commitReg prometheus.Registerer) *metrics {
 		}),
 	}
 	if reg != nil {
-		reg.MustRegister(m.records, m.bytes, m.fetchErrors, m.rebalances, m.assigned, m.pollSeconds)
+		reg.MustRegister(m.records, m.bytes, m.fetchErrors, m.connErrors, m.rebalances, m.assigned, m.pollSeconds)
 		if commitReg == nil {
 			commitReg = reg
 		}
