@@ -13,7 +13,10 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 
+	"github.com/etl-project/etl/chunk"
 	"github.com/etl-project/etl/config"
+	"github.com/etl-project/etl/decode"
+	"github.com/etl-project/etl/schemaregistry"
 	"github.com/etl-project/etl/source/kafka"
 )
 
@@ -38,7 +41,8 @@ func Check(cfg *config.Config, timeout time.Duration) ([]string, error) {
 	if err != nil {
 		return nil, err
 	}
-	cl, err := kgo.NewClient(opts...)
+	watch, lastErr := kafka.WatchConnections(cfg.Source.Kafka)
+	cl, err := kgo.NewClient(append(opts, watch)...)
 	if err != nil {
 		return nil, fmt.Errorf("kafka client: %w", err)
 	}
@@ -53,6 +57,9 @@ func Check(cfg *config.Config, timeout time.Duration) ([]string, error) {
 	cancel()
 	cl.Close()
 	if err != nil {
+		if last := lastErr(); last != "" {
+			err = fmt.Errorf("%w; last connection error: %s", err, last)
+		}
 		problems = append(problems, fmt.Errorf("source.kafka.brokers %s: no answer within %v: %w", brokers, timeout, err))
 	} else {
 		report = append(report, fmt.Sprintf("kafka: brokers %s reachable", brokers))
@@ -108,8 +115,10 @@ func Check(cfg *config.Config, timeout time.Duration) ([]string, error) {
 		switch {
 		case p.avroSchema != "":
 			report = append(report, fmt.Sprintf("avro: schema %s fills the tables' columns", cfg.Decode.Avro.SchemaFile))
-		default:
-			report = append(report, "avro: writer schemas come from the registry and are checked as records name them")
+		case p.registry != nil:
+			r, probs := p.checkRegistry(ctx)
+			report = append(report, r...)
+			problems = append(problems, probs...)
 		}
 	}
 	if len(cfg.Transform) > 0 {
@@ -120,4 +129,56 @@ func Check(cfg *config.Config, timeout time.Duration) ([]string, error) {
 		report = append(report, fmt.Sprintf("dlq: topic %s, records up to %d bytes (%s)", cfg.Decode.DLQ.Topic, limit, source))
 	}
 	return report, errors.Join(problems...)
+}
+
+// checkRegistry fetches the latest schema of every prewarm subject (or,
+// without any, of each topic's "<topic>-value" subject, the default naming)
+// and checks that it fills the tables as the run's decoders would, under
+// decode.validate_schema and the reader schema. A prewarm subject the
+// registry does not know is a problem; a default-named one is only
+// reported (the producers may name subjects otherwise).
+func (p *Pipeline) checkRegistry(ctx context.Context) (report []string, problems []error) {
+	a := p.cfg.Decode.Avro
+	subjects, configured := a.PrewarmSubjects, true
+	if len(subjects) == 0 {
+		configured = false
+		for _, t := range p.cfg.Source.Kafka.Topics {
+			subjects = append(subjects, t+"-value")
+		}
+	}
+	b, err := p.bind(nil)
+	if err != nil {
+		return nil, []error{err}
+	}
+	target, fields := b.target, []string(nil)
+	var schema *chunk.Schema
+	if b.staged != nil {
+		schema = b.staged.stage
+		fields = b.staged.stage.Names
+	} else {
+		schema, fields = target.Schema, target.Fields
+	}
+	for _, subject := range subjects {
+		s, err := p.registry.Latest(ctx, subject)
+		switch {
+		case errors.Is(err, schemaregistry.ErrSubjectNotFound) && !configured:
+			report = append(report, fmt.Sprintf("avro: the registry has no subject %s (records will be checked as they name their schemas)", subject))
+			continue
+		case errors.Is(err, schemaregistry.ErrSubjectNotFound):
+			problems = append(problems, &ConfigError{Errs: []error{fmt.Errorf("decode.avro.prewarm_subjects: %w", err)}})
+			continue
+		case err != nil:
+			problems = append(problems, fmt.Errorf("decode.avro.registry %s: %w", a.Registry.URL, err))
+			continue
+		}
+		_, err = decode.NewAvro(s.Text, schema, decode.AvroOptions{Fields: fields, ReaderSchema: p.readerSchema,
+			Validate: p.cfg.Decode.ValidateSchema, Ranges: p.serverRanges()})
+		if err != nil {
+			problems = append(problems, &ConfigError{Errs: []error{fmt.Errorf("decode.avro: the latest schema of subject %s (id %d) cannot be decoded into the tables (validate_schema %s): %w",
+				subject, s.ID, p.cfg.Decode.ValidateSchema, err)}})
+			continue
+		}
+		report = append(report, fmt.Sprintf("avro: subject %s, latest schema id %d, fills the tables' columns", subject, s.ID))
+	}
+	return report, problems
 }

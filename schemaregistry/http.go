@@ -88,6 +88,17 @@ func (c *Client) fetchID(ctx context.Context, id int32) (*Schema, error) {
 	return s, nil
 }
 
+// Latest fetches the latest version of subject (one request, no retry)
+// and caches its schema under its id. A subject the registry does not know
+// is an error wrapping ErrSubjectNotFound.
+func (c *Client) Latest(ctx context.Context, subject string) (*Schema, error) {
+	return c.fetchLatest(ctx, subject)
+}
+
+// ErrSubjectNotFound is the registry's answer for a subject it does not
+// know.
+var ErrSubjectNotFound = errors.New("subject not found")
+
 // fetchLatest makes one request for the latest version of subject and
 // caches its schema under its id.
 func (c *Client) fetchLatest(ctx context.Context, subject string) (*Schema, error) {
@@ -106,6 +117,7 @@ func (c *Client) fetchLatest(ctx context.Context, subject string) (*Schema, erro
 			// unknown. Not a reachability problem.
 			c.m.fetchNotFound.Inc()
 			c.noteResult(target, nil)
+			err = fmt.Errorf("%w: %w", ErrSubjectNotFound, err)
 		default:
 			c.m.fetchError.Inc()
 			c.noteResult(target, err)

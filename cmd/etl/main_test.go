@@ -10,6 +10,7 @@ import (
 
 	"github.com/etl-project/etl/gen"
 	"github.com/etl-project/etl/internal/testenv"
+	"github.com/etl-project/etl/schemaregistry/registrytest"
 )
 
 func writeFile(t *testing.T, name, text string) string {
@@ -180,5 +181,84 @@ metrics: {listen: "off"}
 		if !strings.Contains(out.String(), w) {
 			t.Errorf("report lacks %q:\n%s", w, out.String())
 		}
+	}
+}
+
+// TestValidateConnectAvro: with Confluent framing, `validate -connect`
+// fetches the latest schema of each subject from the registry and checks
+// that it fills the table: a registry that is down, a prewarm subject it
+// does not know, and a writer schema whose field cannot go into its column
+// (array<string> into String) are each refused by name; the last two are
+// mistakes of the configuration or the producers (exit 2), the first an
+// outage (exit 1).
+func TestValidateConnectAvro(t *testing.T) {
+	kb := testenv.Kafka(t)
+	kb.CreateTopic(t, "events", 1)
+	ch := testenv.ClickHouse(t)
+	ch.Exec(t, "CREATE TABLE default.ev (id Int64, tags String) ENGINE = MergeTree ORDER BY id")
+	reg := registrytest.New(t)
+	reg.Register("good-value", `{"type":"record","name":"E","fields":[{"name":"id","type":"long"},{"name":"tags","type":"string"}]}`)
+	reg.Register("events-value", `{"type":"record","name":"E","fields":[{"name":"id","type":"long"},{"name":"tags","type":{"type":"array","items":"string"}}]}`)
+	cfg := func(prewarm string) string {
+		return writeFile(t, "p.yaml", fmt.Sprintf(`pipeline: {name: x}
+source: {kafka: {brokers: [%q], topics: [events], group_id: g}}
+decode:
+  format: avro
+  avro: {framing: confluent, registry: {url: %q}%s}
+sink: {clickhouse: {addr: [%q], table: ev}}
+metrics: {listen: "off"}
+`, kb.Addr(), reg.URL(), prewarm, ch.TCPAddr()))
+	}
+	check := func(path string, wantCode int, want ...string) {
+		t.Helper()
+		var out, errb bytes.Buffer
+		if code := run([]string{"validate", "-connect", "-timeout", "5s", "-config", path}, &out, &errb); code != wantCode {
+			t.Fatalf("exit code %d, want %d; stdout:\n%s\nstderr:\n%s", code, wantCode, out.String(), errb.String())
+		}
+		for _, w := range want {
+			if !strings.Contains(out.String()+errb.String(), w) {
+				t.Errorf("output lacks %q:\nstdout:\n%s\nstderr:\n%s", w, out.String(), errb.String())
+			}
+		}
+	}
+	// The topic's subject (the default naming) has a field that cannot go
+	// into its column.
+	check(cfg(""), exitUsage, "subject events-value", "tags")
+	check(cfg(", prewarm_subjects: [good-value, nosuch-value]"), exitUsage, `subject "nosuch-value"`, "subject good-value, latest schema id")
+	check(cfg(", prewarm_subjects: [good-value]"), exitOK, "subject good-value, latest schema id")
+	reg.SetDown(true)
+	check(cfg(", prewarm_subjects: [good-value]"), exitFailed, "decode.avro.registry")
+}
+
+// TestValidateConnectBrokerHints: when the brokers cannot be reached,
+// `validate -connect` names the likely cause, and ClickHouse, checked with
+// its own timeout, still passes: TLS against a plaintext listener, and
+// ClickHouse's HTTP port given as a broker.
+func TestValidateConnectBrokerHints(t *testing.T) {
+	kb := testenv.Kafka(t)
+	kb.CreateTopic(t, "events", 1)
+	ch := testenv.ClickHouse(t)
+	ch.Exec(t, gen.TableDDL("default", "events"))
+	for _, tc := range []struct{ name, broker, tls, want string }{
+		{"tls-to-plaintext", kb.Addr(), ", tls: {enabled: true, insecure_skip_verify: true}", "TLS handshake to a plaintext listener?"},
+		{"http-port", ch.HTTPAddr(), "", "an HTTP server answered"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			path := writeFile(t, "p.yaml", fmt.Sprintf(`pipeline: {name: x}
+source: {kafka: {brokers: [%q], topics: [events], group_id: g%s}}
+sink: {clickhouse: {addr: [%q], table: events}}
+metrics: {listen: "off"}
+`, tc.broker, tc.tls, ch.TCPAddr()))
+			var out, errb bytes.Buffer
+			if code := run([]string{"validate", "-connect", "-timeout", "4s", "-config", path}, &out, &errb); code != exitFailed {
+				t.Fatalf("exit code %d; stdout:\n%s\nstderr:\n%s", code, out.String(), errb.String())
+			}
+			if !strings.Contains(errb.String(), tc.want) {
+				t.Errorf("stderr lacks %q:\n%s", tc.want, errb.String())
+			}
+			if !strings.Contains(out.String(), "table default.events has 6 insertable columns") {
+				t.Errorf("ClickHouse was not checked on its own:\n%s", out.String())
+			}
+		})
 	}
 }

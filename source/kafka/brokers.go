@@ -14,6 +14,8 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/etl-project/etl/config"
 )
 
 // brokerWatch makes an unreachable cluster loud. Every failed dial, TLS
@@ -118,4 +120,14 @@ func brokerHint(err error, tls bool) string {
 		return "wrong SASL user name or password"
 	}
 	return ""
+}
+
+// WatchConnections returns a client option that keeps the last connection
+// error of a client of c's cluster, with its likely cause, and a function
+// returning it ("" while there is none): for one-shot clients such as
+// `etl validate -connect`, whose own errors end in a timeout.
+func WatchConnections(c *config.Kafka) (kgo.Opt, func() string) {
+	w := newBrokerWatch(slog.New(slog.NewTextHandler(io.Discard, nil)), c.TLS != nil && c.TLS.Enabled,
+		prometheus.NewCounterVec(prometheus.CounterOpts{Name: "unregistered"}, []string{"broker"}))
+	return kgo.WithHooks(w), w.LastError
 }
