@@ -12,8 +12,9 @@
 // ClickHouse's Nested layout (`events.value Array(Int64)`, `events.kind
 // Array(String)`). A field's staging type is its type in decode.fields, or
 // else the type of the sink column it goes into unchanged (through
-// renames; Array(T) for a flattened element field feeding a T column). A
-// field read only by expressions must be declared in decode.fields.
+// renames; Array(T) for a flattened element field feeding a T column), or
+// the type a known Avro schema gives it (InputsKnown). A field read only by
+// expressions and typed by none of these must be declared in decode.fields.
 //
 // Run takes staging row i and appends zero or more rows to the sinks'
 // chunks. Steps before the flatten run once per record; steps after it

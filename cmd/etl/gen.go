@@ -24,7 +24,7 @@ func genCmd(args []string, stdout, stderr io.Writer) int {
 	fs.SetOutput(stderr)
 	brokers := fs.String("brokers", envOr("KAFKA_BROKERS", "127.0.0.1:19092"), "comma-separated Kafka `brokers`")
 	topic := fs.String("topic", "events", "`topic` to produce to")
-	partitions := fs.Int("partitions", 6, "partitions of the topic (created with this many when missing); record n goes to n mod partitions")
+	partitions := fs.Int("partitions", 6, "partitions of the topic (created with this many when missing; default for an existing topic: all of its partitions); record n goes to n mod partitions")
 	seed := fs.Int64("seed", 1, "data set `seed`")
 	start := fs.Uint64("start", 0, "first record number")
 	count := fs.Uint64("count", 100000, "records to produce (0 with -rate: until -duration ends)")
@@ -60,6 +60,22 @@ func genCmd(args []string, stdout, stderr io.Writer) int {
 	if _, err := adm.CreateTopic(ctx, int32(*partitions), -1, nil, *topic); err != nil && !strings.Contains(err.Error(), "TOPIC_ALREADY_EXISTS") {
 		fmt.Fprintf(stderr, "etl gen: create topic %s: %v\n", *topic, err)
 		return exitFailed
+	}
+	// An existing topic keeps its partitions: spread the records over
+	// them, unless -partitions asks for fewer.
+	set := false
+	fs.Visit(func(f *flag.Flag) { set = set || f.Name == "partitions" })
+	if td, err := adm.ListTopics(ctx, *topic); err == nil {
+		if d, ok := td[*topic]; ok && d.Err == nil && len(d.Partitions) > 0 {
+			have := len(d.Partitions)
+			switch {
+			case !set:
+				*partitions = have
+			case *partitions > have:
+				fmt.Fprintf(stderr, "etl gen: topic %s has %d partitions, fewer than -partitions %d\n", *topic, have, *partitions)
+				return exitUsage
+			}
+		}
 	}
 	began := time.Now()
 	n, err := gen.Produce(ctx, cl, gen.ProduceOptions{

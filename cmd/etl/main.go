@@ -18,6 +18,7 @@ import (
 	"os/signal"
 	"runtime/pprof"
 	"strconv"
+	"strings"
 	"syscall"
 
 	"github.com/etl-project/etl/config"
@@ -116,14 +117,14 @@ func runPipeline(args []string, stdout, stderr io.Writer) int {
 	crashAfter, _ := strconv.ParseInt(os.Getenv("ETL_TEST_CRASH_AFTER_INSERTS"), 10, 64)
 	st, err := newStartup(pipeline.Options{Config: cfg, Log: log, CrashAfterInserts: crashAfter}, reg)
 	if err != nil {
-		log.Error("cannot start the pipeline", "err", err)
+		logError(log, "cannot start the pipeline", err)
 		return exitFailed
 	}
 	// The probes and /metrics answer while the pipeline is being built,
 	// which takes as long as ClickHouse cannot be reached.
 	srv, err := startHTTP(cfg.Metrics.Listen, cfg.Metrics.Pprof, st.metrics, st, log)
 	if err != nil {
-		log.Error("cannot start the metrics server", "err", err)
+		logError(log, "cannot start the metrics server", err)
 		return exitFailed
 	}
 	defer srv.Close()
@@ -134,11 +135,11 @@ func runPipeline(args []string, stdout, stderr io.Writer) int {
 		log.Info("stopped before the pipeline started: nothing was read")
 		return exitOK
 	case errors.As(err, &cfgErr):
-		log.Error("the configuration cannot run", "err", err)
+		logError(log, "the configuration cannot run", err)
 		fmt.Fprintf(stderr, "etl: %s\n", err)
 		return exitUsage
 	case err != nil:
-		log.Error("cannot start the pipeline", "err", err)
+		logError(log, "cannot start the pipeline", err)
 		return exitFailed
 	}
 	setMemoryLimit(p.Stats().BudgetBytes, log)
@@ -152,13 +153,13 @@ func runPipeline(args []string, stdout, stderr io.Writer) int {
 	case err == nil:
 		return exitOK
 	case errors.Is(err, pipeline.ErrDrainTimeout):
-		log.Error("stopped before everything was written", "err", err)
+		logError(log, "stopped before everything was written", err)
 		return exitDrainTimeout
 	case errors.Is(err, pipeline.ErrCommitFailed):
-		log.Error("stopped with everything written but not committed", "err", err)
+		logError(log, "stopped with everything written but not committed", err)
 		return exitDrainTimeout
 	default:
-		log.Error("pipeline failed", "err", err)
+		logError(log, "pipeline failed", err)
 		return exitFailed
 	}
 }
@@ -192,4 +193,19 @@ func logUsage(log *slog.Logger) {
 		"user_seconds", fmt.Sprintf("%.2f", float64(ru.Utime.Sec)+float64(ru.Utime.Usec)/1e6),
 		"system_seconds", fmt.Sprintf("%.2f", float64(ru.Stime.Sec)+float64(ru.Stime.Usec)/1e6),
 		"max_rss_bytes", ru.Maxrss*1024, "page_faults", ru.Minflt)
+}
+
+// logError logs err under msg; an error of several lines (a list of
+// problems) is logged as one record per line, numbered, so that no line
+// is squeezed into an escaped string.
+func logError(log *slog.Logger, msg string, err error) {
+	lines := strings.Split(strings.TrimRight(err.Error(), "\n"), "\n")
+	if len(lines) == 1 {
+		log.Error(msg, "err", err)
+		return
+	}
+	log.Error(msg, "problems", len(lines))
+	for i, l := range lines {
+		log.Error(msg, "problem", i+1, "err", l)
+	}
 }

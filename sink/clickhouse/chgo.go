@@ -227,9 +227,18 @@ func (p *chgoPool) ping(ctx context.Context) error {
 		p.put(cn, err)
 	}
 	if err != nil {
-		return fmt.Errorf("clickhouse %s: %w", p.addr, chgoError(err))
+		return addrError(p.addr, chgoError(err))
 	}
 	return nil
+}
+
+// addrError prefixes err with the server's address, unless err names it
+// already (a dial error does).
+func addrError(addr string, err error) error {
+	if strings.Contains(err.Error(), addr) {
+		return fmt.Errorf("clickhouse: %w", err)
+	}
+	return fmt.Errorf("clickhouse %s: %w", addr, err)
 }
 
 // dial opens a connection.

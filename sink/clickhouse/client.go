@@ -134,7 +134,7 @@ func Connect(ctx context.Context, o Options, log *slog.Logger) (*Client, error) 
 	c := &Client{conn: conn, log: log, opts: o, settings: settings}
 	if err := conn.Ping(ctx); err != nil {
 		if _, isServer := exceptionCode(err); o.Lazy && o.Database != "" && !isServer {
-			log.Warn("clickhouse does not answer; inserts will try it again", slog.Any("addr", o.Addr), slog.Any("error", err))
+			log.Warn("clickhouse does not answer yet", slog.Any("addr", o.Addr), slog.Any("error", err))
 			c.db = o.Database
 			if err := c.setInsertPath(); err != nil {
 				_ = conn.Close()
@@ -216,7 +216,7 @@ func (c *Client) Ping(ctx context.Context) error {
 		return c.chgo.ping(ctx)
 	}
 	if err := c.conn.Ping(ctx); err != nil {
-		return fmt.Errorf("clickhouse %v: %w", c.opts.Addr, err)
+		return addrError(strings.Join(c.opts.Addr, ","), err)
 	}
 	return nil
 }
