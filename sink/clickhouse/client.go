@@ -133,6 +133,9 @@ func Connect(ctx context.Context, o Options, log *slog.Logger) (*Client, error) 
 	}
 	c := &Client{conn: conn, log: log, opts: o, settings: settings}
 	if err := conn.Ping(ctx); err != nil {
+		if _, isServer := exceptionCode(err); !isServer {
+			err = withPortHint(o.Addr, err)
+		}
 		if _, isServer := exceptionCode(err); o.Lazy && o.Database != "" && !isServer {
 			log.Warn("clickhouse does not answer yet", slog.Any("addr", o.Addr), slog.Any("error", err))
 			c.db = o.Database
