@@ -3,28 +3,33 @@ package decode
 import (
 	"math"
 
+	"github.com/valyala/fastjson"
+
 	"github.com/etl-project/etl/chunk"
 )
 
-// The fast path decodes the common record, a flat object of scalars, in
-// one pass over its bytes: no parse tree, values go straight from the text
-// into the columns. It handles exactly the records it can decode the way
-// the fastjson path does and gives up on everything else: a nested object
-// or array, a \u escape or an invalid one, a key with an escape, a field
-// that appears twice, any syntax the fastjson path would reject or treat
-// leniently, and any value a setter would reject. Then the chunk is
-// truncated back and the fastjson path decodes the record, so every error,
-// and every record outside the fast path's subset, is handled by the one
-// path that defines the conversions. FuzzFastPath checks that both paths
-// agree.
+// The fast path decodes a flat object in one pass over its bytes, with no
+// parse tree of the whole record: scalars go straight from the text into
+// the columns; an array into an Array column is streamed element by
+// element (a scalar element straight into the column, any other parsed
+// alone by fastjson and given to the element type's setter); any other
+// value a column reads (an object, an array into a column of another type,
+// a scalar for a type without a fast setter) is parsed alone by fastjson
+// and given to the column's setter; the value of a field no column reads is
+// skipped whatever its shape. So decoding a record builds at most the parse
+// tree of one field's value, or of one array element, never of the whole
+// record (docs/DESIGN.md, "Memory per record").
 //
-// The fast path is compiled only when every column's type has a fast
-// setter: integers, floats, String, DateTime, Nullable and LowCardinality
-// of those, and Array of any of these. An array into an Array column is
-// streamed element by element into the column, and the value of a field no
-// column reads is skipped whatever its shape, so that a large record in
-// the fast path's subset costs no parse tree: decoding it allocates only
-// the column data (docs/DESIGN.md, "Memory per record").
+// It handles exactly the records it can decode the way the fastjson path
+// does and gives up on everything else: a key with an escape, a field that
+// appears twice, nesting deeper than maxSkipDepth, any syntax the fastjson
+// path would reject or treat leniently, and any value a setter would
+// reject. Then the chunk is truncated back and the fastjson path decodes
+// the record, so every error is reported by the one path that defines the
+// conversions. FuzzFastPath checks that both paths agree.
+//
+// Scalars have fast setters for integers, floats, String, DateTime, and
+// Nullable and LowCardinality of those.
 
 // token is the JSON type of a scalar value.
 type token uint8
@@ -42,31 +47,30 @@ const (
 // it would not accept it.
 type fastSetter func(d *JSON, t token, text []byte, col chunk.Column) bool
 
-// fastCol is the fast path's plan of one column: set for a column of
-// scalars, or elem and elemDef (the element type's setter and default, as
-// setArray has them) for an Array column of scalars.
+// fastCol is the fast path's plan of one column.
 type fastCol struct {
-	set     fastSetter
+	// set is the fast setter of a scalar, nil when the type has none (the
+	// column's setter then takes the value parsed alone).
+	set fastSetter
+	// array marks an Array column, whose arrays are streamed: elem is the
+	// element type's fast setter (or nil), elemSet and elemDef its setter
+	// and default, as setArray has them.
+	array   bool
 	elem    fastSetter
+	elemSet setter
 	elemDef defaulter
 }
 
-// compileFastCol returns the fast path's plan of a column of type t, or
-// false when the fast path cannot decode it.
-func compileFastCol(t *chunk.Type) (fastCol, bool) {
+// compileFastCol returns the fast path's plan of a column of type t.
+func compileFastCol(t *chunk.Type) fastCol {
 	if b := t.Base(); b.Kind == chunk.KindArray {
-		elem := compileFast(b.Elem)
-		if elem == nil {
-			return fastCol{}, false
-		}
-		_, def, err := compile(b.Elem)
+		elemSet, def, err := compile(b.Elem)
 		if err != nil {
-			return fastCol{}, false
+			return fastCol{} // cannot happen: the column's type compiled
 		}
-		return fastCol{elem: elem, elemDef: def}, true
+		return fastCol{array: true, elem: compileFast(b.Elem), elemSet: elemSet, elemDef: def}
 	}
-	set := compileFast(t)
-	return fastCol{set: set}, set != nil
+	return fastCol{set: compileFast(t)}
 }
 
 // compileFast returns the fast setter of scalar type t, or nil.
@@ -490,9 +494,9 @@ func skipValue(s []byte, i, depth int) (int, bool) {
 
 // fastArray appends the array at s[i] (its '[') as one row of a, each
 // element as setArray would append it, and returns the index past the
-// array; false when an element is not a scalar, or is one the element's
-// setter would refuse, or the syntax is not what fastjson accepts (the
-// caller then truncates the chunk back).
+// array; false when an element is one its setter would refuse, or the
+// syntax is not what fastjson accepts (the caller then truncates the chunk
+// back).
 func (d *JSON) fastArray(s []byte, i int, f *fastCol, a *chunk.Array) (int, bool) {
 	i = skipWS(s, i+1)
 	if i < len(s) && s[i] == ']' {
@@ -500,16 +504,34 @@ func (d *JSON) fastArray(s []byte, i int, f *fastCol, a *chunk.Array) (int, bool
 		return i + 1, true
 	}
 	for {
-		t, text, next, ok := d.scalar(s, i)
-		if !ok {
+		if i >= len(s) {
 			return i, false
 		}
-		if t == tokNull {
-			appendDefault(f.elemDef, a.Inner)
-		} else if !f.elem(d, t, text, a.Inner) {
-			return i, false
+		done := false
+		if f.elem != nil && s[i] != '[' && s[i] != '{' {
+			if t, text, next, ok := d.scalar(s, i); ok {
+				if t == tokNull {
+					appendDefault(f.elemDef, a.Inner)
+				} else if !f.elem(d, t, text, a.Inner) {
+					return i, false
+				}
+				i, done = next, true
+			}
 		}
-		i = skipWS(s, next)
+		if !done {
+			// An element without a fast setter: parsed alone.
+			v, end, ok := d.parseAlone(s, i, 3)
+			if !ok || f.elemSet == nil {
+				return i, false
+			}
+			if v.Type() == fastjson.TypeNull {
+				appendDefault(f.elemDef, a.Inner)
+			} else if f.elemSet(d, v, a.Inner) != nil {
+				return i, false
+			}
+			i = end
+		}
+		i = skipWS(s, i)
 		if i >= len(s) {
 			return i, false
 		}
@@ -525,15 +547,116 @@ func (d *JSON) fastArray(s []byte, i int, f *fastCol, a *chunk.Array) (int, bool
 	}
 }
 
+// parseAlone parses the value at s[i], at nesting depth depth, with
+// fastjson on its own, and returns it and the index past it. The value is
+// valid until the next parse.
+func (d *JSON) parseAlone(s []byte, i, depth int) (*fastjson.Value, int, bool) {
+	end, ok := skipValue(s, i, depth)
+	if !ok {
+		return nil, i, false
+	}
+	v, err := d.p.ParseBytes(s[i:end])
+	if err != nil {
+		return nil, i, false
+	}
+	if end-i > keepParserBytes {
+		d.parsedBig = true
+	}
+	return v, end, true
+}
+
+// fastScalar appends the scalar at s[i] of field fi to every column
+// reading it when they all have fast setters, the common case, and returns
+// the index past it. taken is false, with nothing appended, when the value
+// is not such a scalar (fastField then decodes it); ok is false when a
+// column refuses it.
+func (d *JSON) fastScalar(s []byte, i, fi int, c *chunk.Chunk) (next int, taken, ok bool) {
+	if !d.fieldFast[fi] {
+		return i, false, true
+	}
+	t, text, next, ok := d.scalar(s, i)
+	if !ok {
+		return i, false, true
+	}
+	for _, ci := range d.fields[fi] {
+		if d.seen[ci] == d.gen {
+			return i, true, false // a field twice: the fastjson path keeps the last
+		}
+		d.seen[ci] = d.gen
+		if t == tokNull {
+			appendDefault(d.cols[ci].null, c.Cols[ci])
+		} else if !d.fastSet[ci](d, t, text, c.Cols[ci]) {
+			return i, true, false
+		}
+	}
+	return next, true, true
+}
+
+// fastField appends the value at s[i] of field fi to every column reading
+// it and returns the index past it.
+func (d *JSON) fastField(s []byte, i, fi int, c *chunk.Chunk) (int, bool) {
+	cols := d.fields[fi]
+	for _, ci := range cols {
+		if d.seen[ci] == d.gen {
+			return i, false // a field twice: the fastjson path keeps the last
+		}
+		d.seen[ci] = d.gen
+	}
+	if i >= len(s) {
+		return i, false
+	}
+	switch {
+	case s[i] == '[' && d.fieldArr[fi]:
+		// An array, streamed into each Array column reading it.
+		next := i
+		for _, ci := range cols {
+			var ok bool
+			if next, ok = d.fastArray(s, i, &d.fast[ci], c.Cols[ci].(*chunk.Array)); !ok {
+				return i, false
+			}
+		}
+		return next, true
+	case s[i] != '[' && s[i] != '{':
+		t, text, next, ok := d.scalar(s, i)
+		if ok && (t == tokNull || d.fieldFast[fi]) {
+			for _, ci := range cols {
+				if t == tokNull {
+					appendDefault(d.cols[ci].null, c.Cols[ci])
+				} else if !d.fast[ci].set(d, t, text, c.Cols[ci]) {
+					return i, false
+				}
+			}
+			return next, true
+		}
+	}
+	// Any other value is parsed alone, and each column's setter takes it.
+	v, end, ok := d.parseAlone(s, i, 2)
+	if !ok {
+		return i, false
+	}
+	for _, ci := range cols {
+		if v.Type() == fastjson.TypeNull {
+			appendDefault(d.cols[ci].null, c.Cols[ci])
+		} else if d.cols[ci].set(d, v, c.Cols[ci]) != nil {
+			return i, false
+		}
+	}
+	return end, true
+}
+
 // decodeFast decodes value into one row of c, or leaves c as it was and
 // reports false.
 func (d *JSON) decodeFast(s []byte, c *chunk.Chunk) bool {
 	rows := c.Rows
-	if !d.fastRow(s, c) {
+	ok := d.fastRow(s, c)
+	if !ok {
 		c.Truncate(rows)
-		return false
 	}
-	return true
+	if d.parsedBig {
+		d.parsedBig = false
+		d.release(len(s))
+	}
+	return ok
 }
 
 func (d *JSON) fastRow(s []byte, c *chunk.Chunk) bool {
@@ -584,39 +707,16 @@ func (d *JSON) fastRow(s []byte, c *chunk.Chunk) bool {
 				if i, ok = skipValue(s, i, 2); !ok {
 					return false
 				}
-			} else if d.next = fi + 1; i < len(s) && s[i] == '[' {
-				// An array, streamed into each Array column reading it.
-				next := i
-				for _, ci := range d.fields[fi] {
-					if d.seen[ci] == d.gen || d.fast[ci].elem == nil {
-						return false
-					}
-					d.seen[ci] = d.gen
-					var ok bool
-					if next, ok = d.fastArray(s, i, &d.fast[ci], c.Cols[ci].(*chunk.Array)); !ok {
-						return false
-					}
-				}
-				i = next
 			} else {
-				t, text, next, ok := d.scalar(s, i)
+				d.next = fi + 1
+				next, taken, ok := d.fastScalar(s, i, fi, c)
+				if !taken {
+					next, ok = d.fastField(s, i, fi, c)
+				}
 				if !ok {
 					return false
 				}
 				i = next
-				for _, ci := range d.fields[fi] {
-					if d.seen[ci] == d.gen {
-						return false // a field twice: the fastjson path keeps the last
-					}
-					d.seen[ci] = d.gen
-					if t == tokNull {
-						appendDefault(d.cols[ci].null, c.Cols[ci])
-						continue
-					}
-					if set := d.fast[ci].set; set == nil || !set(d, t, text, c.Cols[ci]) {
-						return false
-					}
-				}
 			}
 
 			i = skipWS(s, i)

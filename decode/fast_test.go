@@ -13,9 +13,15 @@ var fastColumns = []string{
 	"a Int8", "a2 UInt64", "b Int64", "c Float32", "d Float64", "f String", "l DateTime",
 	"n Nullable(Int16)", "q LowCardinality(Nullable(String))", "s Nullable(DateTime)", "u UInt8", "w Int32",
 	"r Array(Int32)", "r2 Array(Nullable(UInt8))", "t Array(LowCardinality(String))", "v Array(DateTime)",
+	// Types without a fast setter: their values are parsed alone.
+	"g UUID", "g2 String", "h Map(String, Int32)", "k Array(Nullable(UUID))", "m Tuple(a Int8, b String)",
+	"o Decimal(9, 2)", "x Array(Array(UInt8))", "y Nullable(Date)",
 }
 
-var fastFields = []string{"a", "a", "b", "c", "d", "f", "l", "n", "q", "s", "u", "w", "r", "r", "t", "v"}
+var fastFields = []string{
+	"a", "a", "b", "c", "d", "f", "l", "n", "q", "s", "u", "w", "r", "r", "t", "v",
+	"g", "g", "h", "k", "m", "o", "x", "y",
+}
 
 var fastSeeds = []string{
 	`{}`, ` { } `, `{"a":1,"b":-5,"c":1.5,"d":"2.5","f":"x\"y\\z\/\b\f\n\r\t","l":"2026-11-29 10:00:00","n":null,` +
@@ -40,6 +46,17 @@ var fastSeeds = []string{
 	`{"zz":` + strings.Repeat("[", 298) + strings.Repeat("]", 298) + `}`,
 	`{"zz":` + strings.Repeat("[", 299) + strings.Repeat("]", 299) + `}`,
 	`{"zz":` + strings.Repeat(`{"a":`, 299) + "1" + strings.Repeat("}", 299) + `}`,
+	// Values parsed alone.
+	`{"g":"6ba7b810-9dad-11d1-80b4-00c04fd430c8"}`, `{"g":"6ba7b810-9dad-11d1-80b4-00c04fd430c"}`, `{"g":null}`, `{"g":[1]}`,
+	`{"h":{"a":1,"b":null,"a":2}}`, `{"h":{}}`, `{"h":[]}`, `{"h":{"a":"x"}}`, `{"h":{"\u0061":1}}`, `{"h":{"a":1,}}`,
+	`{"k":["6ba7b810-9dad-11d1-80b4-00c04fd430c8",null]}`, `{"k":[1]}`, `{"k":[[]]}`, `{"k":[]}`, `{"k":null}`,
+	`{"m":[1,"x"]}`, `{"m":{"b":"y","a":2}}`, `{"m":[1]}`, `{"m":{"a":300}}`, `{"o":1.5}`, `{"o":"1e30"}`, `{"o":1e3}`,
+	`{"o":12345678.9}`, `{"x":[[1,2],[],null,[3]]}`, `{"x":[[256]]}`, `{"x":[1]}`, `{"x":[[1],`, `{"y":"2026-11-29"}`,
+	`{"y":null}`, `{"y":"2300-01-01"}`, `{"f":"\u00e9"}`, `{"t":["\u00e9",{"a":[1]},[null]]}`, `{"f":{"a":[1,{"b":"\u0041"}]}}`,
+	`{"g":"6ba7b810-9dad-11d1-80b4-00c04fd430c8","g":"6ba7b810-9dad-11d1-80b4-00c04fd430c8"}`,
+	`{"x":` + strings.Repeat("[", 250) + strings.Repeat("]", 250) + `}`,
+	`{"f":` + strings.Repeat("[", 298) + strings.Repeat("]", 298) + `}`,
+	`{"f":` + strings.Repeat("[", 299) + strings.Repeat("]", 299) + `}`,
 }
 
 // FuzzFastPath checks that the fast path agrees with the fastjson path:
@@ -112,16 +129,21 @@ func TestFastPathTaken(t *testing.T) {
 	}
 }
 
-// TestFastPathUnsupported: a column type without a fast setter turns the
-// fast path off for the whole decoder.
-func TestFastPathUnsupported(t *testing.T) {
-	for _, typ := range []string{"Array(UUID)", "Array(Array(String))", "UUID", "Map(String, String)"} {
-		d, err := NewJSON(schemaOf(t, "a UInt64", "b "+typ), JSONOptions{})
+// TestFastPathOff: a field path into nested objects, or a Nested
+// structure, turns the fast path off for the whole decoder.
+func TestFastPathOff(t *testing.T) {
+	for _, c := range []struct {
+		cols, fields []string
+	}{
+		{[]string{"a UInt64", "b String"}, []string{"a", "x.b"}},
+		{[]string{"n.a Array(UInt8)", "n.b Array(String)"}, []string{"a", "b"}},
+	} {
+		d, err := NewJSON(schemaOf(t, c.cols...), JSONOptions{Fields: c.fields})
 		if err != nil {
 			t.Fatal(err)
 		}
 		if d.fast != nil {
-			t.Fatalf("fast path compiled for %s", typ)
+			t.Fatalf("fast path compiled for %v from %v", c.cols, c.fields)
 		}
 	}
 }
@@ -141,6 +163,8 @@ func TestFastPathArrays(t *testing.T) {
 	for _, rec := range []string{
 		`{"r":[1,2,null],"t":["a","b\"",null],"v":[1795946400,"2026-11-29 10:00:00"]}`,
 		`{"a":1,"r":[],"zz":[1,[2,{"a":[3]}],{"b":null,"c":"x\"y"}],"z2":{"a":{"b":[]}}}`,
+		`{"g":"6ba7b810-9dad-11d1-80b4-00c04fd430c8","h":{"a":1},"k":[null,"6ba7b810-9dad-11d1-80b4-00c04fd430c8"],` +
+			`"m":{"a":1},"o":"1.25","x":[[1],[]],"y":"2026-11-29","f":{"x":[1]},"t":["\u00e9",[1]]}`,
 	} {
 		if !d.decodeFast([]byte(rec), c) {
 			t.Errorf("%s left the fast path", rec)

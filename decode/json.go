@@ -124,10 +124,12 @@ const (
 // "2026-11-29 10:00:00" works), or a bare date; a time without a zone is
 // UTC whatever the column's time zone.
 //
-// Records that are flat objects of scalars and arrays of scalars are
-// decoded in one pass when every column has a fast setter (fast.go), with
-// exactly the results described here; every other record, and every
-// error, goes through fastjson.
+// Records that are flat objects (no field path into nested objects, no
+// Nested structure) are decoded in one pass (fast.go), with exactly the
+// results described here: scalars and arrays of scalars go straight from
+// the text into the columns, other values are parsed by fastjson one field
+// (one array element, for an Array column) at a time. Every other record,
+// and every error, goes through fastjson whole.
 //
 // Parsing uses fastjson, which is lenient in a few places: invalid escape
 // sequences in strings are kept as written, control characters inside
@@ -158,12 +160,16 @@ type JSON struct {
 	visitFn     func(key []byte, v *fastjson.Value)
 	lookupByGet bool // benchmarks only: Object.Get per column (first duplicate wins) instead of one Visit
 
-	// The one-pass fast path (fast.go); fast is nil when a column's type
-	// has no fast setter.
-	fast   []fastCol
-	seen   []uint32 // seen[i] == gen: column i has its value in this record
-	gen    uint32
-	noFast bool // tests and benchmarks only: always take the fastjson path
+	// The one-pass path (fast.go); fast is nil when records are not flat
+	// (a field path into nested objects, or a Nested structure).
+	fast      []fastCol
+	fastSet   []fastSetter // fast[i].set, for the common case
+	fieldFast []bool       // every column reading field i has a fast setter for scalars
+	fieldArr  []bool       // every column reading field i is an Array column
+	seen      []uint32     // seen[i] == gen: column i has its value in this record
+	gen       uint32
+	parsedBig bool // the one-pass path parsed a value larger than keepParserBytes alone
+	noFast    bool // tests and benchmarks only: always take the fastjson path
 
 	ranges chunk.ServerRanges // the server's Date and DateTime maximums (setDate, setDateTime)
 }
@@ -252,13 +258,7 @@ func NewJSON(s *chunk.Schema, o JSONOptions) (*JSON, error) {
 				d.cols[i].elemSet, d.cols[i].elemDef, _ = compile(t.Elem) // cannot fail: compile(t) compiled it
 			}
 		}
-		if d.fast != nil || i == 0 {
-			if f, ok := compileFastCol(t); ok {
-				d.fast = append(d.fast, f)
-			} else {
-				d.fast = nil
-			}
-		}
+		d.fast = append(d.fast, compileFastCol(t))
 		if fields[i] == "" {
 			continue
 		}
@@ -278,8 +278,19 @@ func NewJSON(s *chunk.Schema, o JSONOptions) (*JSON, error) {
 	}
 	// The fast path reads flat objects only, and does not check the
 	// lengths of a Nested structure's arrays.
-	if len(d.fast) == len(d.cols) && !d.nested && d.groups == nil {
+	if !d.nested && d.groups == nil {
 		d.seen = make([]uint32, len(d.cols))
+		for _, f := range d.fast {
+			d.fastSet = append(d.fastSet, f.set)
+		}
+		d.fieldFast, d.fieldArr = make([]bool, len(d.fields)), make([]bool, len(d.fields))
+		for fi, cols := range d.fields {
+			d.fieldFast[fi], d.fieldArr[fi] = true, true
+			for _, ci := range cols {
+				d.fieldFast[fi] = d.fieldFast[fi] && d.fast[ci].set != nil
+				d.fieldArr[fi] = d.fieldArr[fi] && d.fast[ci].array
+			}
+		}
 	} else {
 		d.fast = nil
 	}
