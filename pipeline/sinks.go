@@ -92,6 +92,7 @@ func (p *Pipeline) openSinks(ctx context.Context) error {
 				OnDone:     onDone,
 				OnSpace:    func() { p.wakeBlocked(dest) }, // only the lanes this shard refused
 				OnRejected: p.onRejected(),
+				Reshape:    p.reshape,
 				Budget:     p.budget,
 				Log:        p.log.With("sink", s.name),
 				Metrics:    metrics,

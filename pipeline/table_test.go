@@ -105,3 +105,33 @@ func TestTableDropColumn(t *testing.T) {
 		t.Fatalf("target still inserts amount: %s", got)
 	}
 }
+
+// TestTableModifyColumn: a column whose type changes with ALTER TABLE
+// under a running pipeline (user_id UInt32 to String, and kind String to
+// LowCardinality(String)) does not stop it: the batch built for the old
+// types is converted to the new ones, and later chunks are built for them.
+// The periodic read is off, so only the failed insert can notice.
+func TestTableModifyColumn(t *testing.T) {
+	kb, ch := setup(t)
+	cfg := testConfig(t, kb, ch, "modcol")
+	cfg.Sink.ClickHouse.DescribeInterval = 0
+	_, stop := runPipeline(t, cfg)
+
+	produce(t, kb, 0, 1000, nil)
+	waitFor(t, "the first rows", time.Minute, func() bool { return ch.Count(t, "default.events") >= 1000 })
+	ch.Exec(t, "ALTER TABLE default.events MODIFY COLUMN user_id String")
+	produce(t, kb, 1000, 1000, nil)
+	waitFor(t, "the later rows", time.Minute, func() bool { return ch.Count(t, "default.events") >= 2000 })
+	stop()
+
+	if got := ch.Query(t, "SELECT count(), uniqExact(id) FROM default.events"); got != "2000\t2000" {
+		t.Fatalf("count, distinct = %s", got)
+	}
+	var want strings.Builder
+	for i := uint64(0); i < 2000; i++ {
+		fmt.Fprintf(&want, "%d\t%d\n", i, gen.Make(seed, i).UserID)
+	}
+	if got := ch.Query(t, "SELECT id, user_id FROM default.events ORDER BY id"); got != strings.TrimSuffix(want.String(), "\n") {
+		t.Fatalf("user_id differs from the generated records:\n%.300s", got)
+	}
+}

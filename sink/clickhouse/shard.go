@@ -59,6 +59,11 @@ type ShardOptions struct {
 	// unbounded channel). Never called for a batch that failed, nor for any
 	// batch once a batch has failed for good.
 	OnDone func(chunks []*chunk.Chunk)
+	// Reshape, when set with Refresh, converts chunks built for columns
+	// whose types the table has changed since into chunks of the live
+	// target (Refresh's), so that a refused insert after an ALTER TABLE
+	// ... MODIFY COLUMN is retried converted instead of failing.
+	Reshape func(chunks []*chunk.Chunk, live *Target) ([]*chunk.Chunk, error)
 	// OnRejected, when set, makes a batch the server refuses for the
 	// values of some rows (RowRejected) be bisected down to the records
 	// behind them (bisect.go): each is handed to OnRejected, from an
@@ -268,6 +273,26 @@ func (s *Shard) reproject(ctx context.Context, old *Target) bool {
 	s.targets[t.From] = t
 	s.tmu.Unlock()
 	return true
+}
+
+// retyped re-reads the table after an insert built for target was refused
+// and lists target's columns whose type the table changed since (by name),
+// with the live target.
+func (s *Shard) retyped(ctx context.Context, target *Target) (*Target, []string) {
+	live, err := s.o.Refresh(ctx)
+	if err != nil {
+		s.log.Warn("could not read the table's columns again", slog.Any("error", err))
+		return nil, nil
+	}
+	var changed []string
+	for i, n := range target.Schema.Names {
+		for j, m := range live.Schema.Names {
+			if m == n && live.Schema.Types[j].Name != target.Schema.Types[i].Name {
+				changed = append(changed, fmt.Sprintf("%s %s -> %s", n, target.Schema.Types[i].Name, live.Schema.Types[j].Name))
+			}
+		}
+	}
+	return live, changed
 }
 
 // QueueLen is the number of chunks waiting in the queue.
@@ -564,7 +589,7 @@ func (s *Shard) insert(ctx context.Context, b *batch) error {
 // ones. While every replica's breaker is open it
 // waits: the queue fills and the producers see backpressure.
 func (s *Shard) attempt(ctx context.Context, chunks []*chunk.Chunk, rows, bytes int) error {
-	reprojected := false
+	reprojected, retyped := false, false
 	tried := 0 // replicas that failed this batch since the last backoff
 	waitedOpen := false
 	for attempt := 1; ; attempt++ {
@@ -613,6 +638,25 @@ func (s *Shard) attempt(ctx context.Context, chunks []*chunk.Chunk, rows, bytes 
 		if missingColumn(err) && !reprojected && s.reproject(ctx, target) {
 			reprojected = true
 			continue
+		}
+		if Permanent(err) && !retyped && s.o.Reshape != nil && s.o.Refresh != nil {
+			if live, changed := s.retyped(ctx, target); len(changed) > 0 {
+				retyped = true
+				conv, cerr := s.o.Reshape(chunks, live)
+				if cerr != nil {
+					ie.Err = fmt.Errorf("the types of columns %v changed under the running pipeline, and the batch built for the old ones cannot be converted: %w (the insert was refused with: %w)", changed, cerr, ie.Err)
+					ie.Attempts = attempt
+					return ie
+				}
+				s.log.Warn("the types of some columns changed under the running pipeline: converting the batch built for the old ones",
+					slog.Any("columns", changed), slog.Int("rows", rows))
+				s.AddTarget(live)
+				chunks, bytes = conv, 0
+				for _, c := range conv {
+					bytes += c.Size()
+				}
+				continue
+			}
 		}
 		if Permanent(err) {
 			// The data does not fit the table: no replica would take it,
