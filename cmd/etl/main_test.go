@@ -242,6 +242,7 @@ func TestValidateConnectBrokerHints(t *testing.T) {
 	for _, tc := range []struct{ name, broker, tls, want string }{
 		{"tls-to-plaintext", kb.Addr(), ", tls: {enabled: true, insecure_skip_verify: true}", "TLS handshake to a plaintext listener?"},
 		{"http-port", ch.HTTPAddr(), "", "an HTTP server answered"},
+		{"sasl-not-enabled", kb.Addr(), ", sasl: {mechanism: PLAIN, username: u, password: p}", "SASL"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			path := writeFile(t, "p.yaml", fmt.Sprintf(`pipeline: {name: x}

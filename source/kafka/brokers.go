@@ -26,6 +26,7 @@ import (
 type brokerWatch struct {
 	log    *slog.Logger
 	tls    bool
+	sasl   bool
 	errs   *prometheus.CounterVec
 	since  atomic.Int64 // unix nanoseconds: the last response, or the watch's start
 	logged atomic.Int64 // unix nanoseconds of the last log line
@@ -36,8 +37,8 @@ type brokerWatch struct {
 
 const brokerLogEvery = 10 * time.Second
 
-func newBrokerWatch(log *slog.Logger, tls bool, errs *prometheus.CounterVec) *brokerWatch {
-	w := &brokerWatch{log: log, tls: tls, errs: errs}
+func newBrokerWatch(log *slog.Logger, c *config.Kafka, errs *prometheus.CounterVec) *brokerWatch {
+	w := &brokerWatch{log: log, tls: c.TLS != nil && c.TLS.Enabled, sasl: c.SASL != nil, errs: errs}
 	w.since.Store(time.Now().UnixNano())
 	return w
 }
@@ -72,7 +73,7 @@ func (w *brokerWatch) failed(meta kgo.BrokerMetadata, what string, err error) {
 	addr := net.JoinHostPort(meta.Host, fmt.Sprint(meta.Port))
 	w.errs.WithLabelValues(addr).Inc()
 	msg := err.Error()
-	if hint := brokerHint(err, w.tls); hint != "" {
+	if hint := brokerHint(err, w.tls, w.sasl); hint != "" {
 		msg += " (" + hint + ")"
 	}
 	w.mu.Lock()
@@ -96,7 +97,7 @@ func (w *brokerWatch) LastError() string {
 }
 
 // brokerHint names the likely cause of a connection error.
-func brokerHint(err error, tls bool) string {
+func brokerHint(err error, tls, sasl bool) string {
 	msg := err.Error()
 	var ne net.Error
 	var first *kgo.ErrFirstReadEOF
@@ -114,6 +115,8 @@ func brokerHint(err error, tls bool) string {
 		return "source.kafka.tls is enabled, but the listener is plaintext"
 	case tls && (errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) || errors.As(err, &ne) && ne.Timeout()):
 		return "TLS handshake to a plaintext listener? The broker closed the connection or did not answer the handshake"
+	case sasl && (errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF)):
+		return "the broker closed the connection during SASL: is SASL enabled on this listener, with this mechanism (source.kafka.sasl.mechanism)?"
 	case strings.Contains(msg, "UNSUPPORTED_SASL_MECHANISM") || strings.Contains(msg, "unsupported sasl mechanism"):
 		return "the SASL mechanism is not enabled on the broker"
 	case strings.Contains(msg, "SASL_AUTHENTICATION_FAILED"):
@@ -127,7 +130,7 @@ func brokerHint(err error, tls bool) string {
 // returning it ("" while there is none): for one-shot clients such as
 // `etl validate -connect`, whose own errors end in a timeout.
 func WatchConnections(c *config.Kafka) (kgo.Opt, func() string) {
-	w := newBrokerWatch(slog.New(slog.NewTextHandler(io.Discard, nil)), c.TLS != nil && c.TLS.Enabled,
+	w := newBrokerWatch(slog.New(slog.NewTextHandler(io.Discard, nil)), c,
 		prometheus.NewCounterVec(prometheus.CounterOpts{Name: "unregistered"}, []string{"broker"}))
 	return kgo.WithHooks(w), w.LastError
 }

@@ -101,7 +101,7 @@ func New(o Options) (*Source, error) {
 	if err != nil {
 		return nil, err
 	}
-	s.brokers = newBrokerWatch(s.log, o.Config.TLS != nil && o.Config.TLS.Enabled, s.metrics.connErrors)
+	s.brokers = newBrokerWatch(s.log, o.Config, s.metrics.connErrors)
 	opts = append(opts,
 		kgo.WithHooks(s.brokers),
 		kgo.ConsumerGroup(o.Config.GroupID),
