@@ -278,8 +278,8 @@ func (p *Pipeline) eoCheckTables(ctx context.Context) error {
 	for _, s := range p.sinks {
 		t := s.target.Load()
 		if v, ok := s.cfg.Settings["insert_deduplicate"]; ok && fmt.Sprint(v) != "1" && fmt.Sprint(v) != "true" {
-			return fmt.Errorf("delivery: exactly_once relies on ClickHouse dropping a re-inserted block, and sink %s sets insert_deduplicate: %v: "+
-				"remove it from the sink's settings, or set delivery: at_least_once", s.name, v)
+			return &ConfigError{Errs: []error{fmt.Errorf("delivery: exactly_once relies on ClickHouse dropping a re-inserted block, and sink %s sets insert_deduplicate: %v: "+
+				"remove it from the sink's settings, or set delivery: at_least_once", s.name, v)}}
 		}
 		var engine string
 		var window int64
@@ -295,16 +295,16 @@ func (p *Pipeline) eoCheckTables(ctx context.Context) error {
 			return fmt.Errorf("sink %s: %w", s.name, err)
 		}
 		if !strings.HasPrefix(engine, "Replicated") || !strings.HasSuffix(engine, "MergeTree") {
-			return fmt.Errorf("delivery: exactly_once needs a table that drops a block it already has, and %s (sink %s) is %s: "+
+			return &ConfigError{Errs: []error{fmt.Errorf("delivery: exactly_once needs a table that drops a block it already has, and %s (sink %s) is %s: "+
 				"use a Replicated*MergeTree table (ClickHouse deduplicates re-inserted identical blocks there; "+
 				"18.16 has no insert_deduplication_token nor non_replicated_deduplication_window for other engines), "+
-				"or set delivery: at_least_once", t.Name(), s.name, engine)
+				"or set delivery: at_least_once", t.Name(), s.name, engine)}}
 		}
 		if window <= 0 {
-			return fmt.Errorf("delivery: exactly_once needs a table that drops a block it already has, and %s (sink %s) has "+
+			return &ConfigError{Errs: []error{fmt.Errorf("delivery: exactly_once needs a table that drops a block it already has, and %s (sink %s) has "+
 				"replicated_deduplication_window = %d, which turns that off: set it in the table's SETTINGS "+
 				"(or the server's <merge_tree> config) to %d or more, or set delivery: at_least_once",
-				t.Name(), s.name, window, eoWindowWarn)
+				t.Name(), s.name, window, eoWindowWarn)}}
 		}
 		if window < eoWindowWarn {
 			p.log.Warn("exactly_once: the table remembers few blocks; a block replayed after more newer blocks than that "+

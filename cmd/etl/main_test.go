@@ -263,3 +263,26 @@ metrics: {listen: "off"}
 		})
 	}
 }
+
+// TestValidateConnectExactlyOnce: `validate -connect` refuses
+// delivery: exactly_once on a table that does not drop re-inserted blocks
+// (a plain MergeTree), as startup does, with exit 2.
+func TestValidateConnectExactlyOnce(t *testing.T) {
+	kb := testenv.Kafka(t)
+	kb.CreateTopic(t, "events", 1)
+	ch := testenv.ClickHouse(t)
+	ch.Exec(t, gen.TableDDL("default", "events"))
+	path := writeFile(t, "p.yaml", fmt.Sprintf(`pipeline: {name: x}
+delivery: exactly_once
+source: {kafka: {brokers: [%q], topics: [events], group_id: g}}
+sink: {clickhouse: {addr: [%q], table: events}}
+metrics: {listen: "off"}
+`, kb.Addr(), ch.TCPAddr()))
+	var out, errb bytes.Buffer
+	if code := run([]string{"validate", "-connect", "-config", path}, &out, &errb); code != exitUsage {
+		t.Fatalf("exit code %d, want %d; stdout:\n%s\nstderr:\n%s", code, exitUsage, out.String(), errb.String())
+	}
+	if !strings.Contains(errb.String(), "exactly_once needs a table that drops a block it already has, and default.events (sink default) is MergeTree") {
+		t.Errorf("stderr:\n%s", errb.String())
+	}
+}
