@@ -83,7 +83,46 @@ func (p *Pipeline) setupAvro(ctx context.Context) error {
 			p.log.Warn("could not fetch every prewarm subject; their schemas will be fetched on demand", "err", err)
 		}
 	}
+	if p.avroFieldTypes == nil && len(p.cfg.Transform) > 0 {
+		p.avroFieldTypes = p.registryFieldTypes(ctx)
+	}
 	return nil
+}
+
+// registryFieldTypes types the fields the transform chain reads from the
+// latest schema of each prewarm subject (or of each topic's "<topic>-value"
+// subject): a field takes the type the first subject gives it. Subjects
+// the registry does not have, or a registry that does not answer within
+// prewarmTimeout, type nothing: those fields must then be declared in
+// decode.fields, and the error saying so names the registry's failure.
+func (p *Pipeline) registryFieldTypes(ctx context.Context) map[string]string {
+	subjects := p.cfg.Decode.Avro.PrewarmSubjects
+	if len(subjects) == 0 {
+		for _, t := range p.cfg.Source.Kafka.Topics {
+			subjects = append(subjects, t+"-value")
+		}
+	}
+	ctx, cancel := context.WithTimeout(ctx, prewarmTimeout)
+	defer cancel()
+	types := map[string]string{}
+	for _, subject := range subjects {
+		s, err := p.registry.Latest(ctx, subject)
+		if err != nil {
+			p.log.Warn("cannot type the transform's fields from the registry", "subject", subject, "err", err)
+			continue
+		}
+		ft, err := decode.AvroFieldTypes(s.Text)
+		if err != nil {
+			p.log.Warn("cannot type the transform's fields from the registry", "subject", subject, "id", s.ID, "err", err)
+			continue
+		}
+		for f, t := range ft {
+			if _, ok := types[f]; !ok {
+				types[f] = t
+			}
+		}
+	}
+	return types
 }
 
 // newAvroDecoder returns one worker's Avro decoder for target t.
