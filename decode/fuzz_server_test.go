@@ -3,6 +3,9 @@ package decode
 import (
 	"context"
 	"fmt"
+	"math"
+	"math/big"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -60,6 +63,24 @@ func insertOrFail(t *testing.T, cl *clickhouse.Client, tg *clickhouse.Target, c 
 	}
 }
 
+// serverFuzzRecord is the record a FuzzServerJSON input stands for: with
+// whole set, text itself; else an object with the field of column col%n
+// holding text, as it is or (quoted) as a JSON string (only its double
+// quotes escaped, so that its backslashes are escapes to parse). Most
+// inputs then are records the decoder reads as far as the value's
+// conversion, and many of them it accepts: those are what the server is
+// asked about.
+func serverFuzzRecord(tg *clickhouse.Target, col uint8, text string, quoted, whole bool) []byte {
+	if whole {
+		return []byte(text)
+	}
+	field := tg.Fields[int(col)%len(tg.Fields)]
+	if quoted {
+		text = `"` + strings.ReplaceAll(text, `"`, `\"`) + `"`
+	}
+	return []byte(`{"` + field + `":` + text + `}`)
+}
+
 func FuzzServerJSON(f *testing.F) {
 	for _, s := range []string{
 		`{}`, `{"a":1,"b":-5,"c":1.5,"d":"2.5","f":{"z":[1]},"g":"abcd","h":"123e4567-e89b-12d3-a456-426614174000","i":"1234.56",` +
@@ -69,22 +90,38 @@ func FuzzServerJSON(f *testing.F) {
 		`{"l":4294943999,"m":"2106-02-07","dn":"2106-02-07T23:59:59Z","r":[49710]}`,
 		`{"c":3.4028235e38,"d":4.9e-324,"f":"\u0000\ud800","g":"éé","h":"FFFFFFFF-FFFF-FFFF-FFFF-FFFFFFFFFFFF"}`,
 	} {
-		f.Add([]byte(s))
+		f.Add(uint8(0), s, false, true)
+	}
+	// Edge values of the differential test, a few into every column.
+	var edges []string
+	for _, fam := range diffFamilies() {
+		edges = append(edges, fam.values...)
+	}
+	for col := range 27 {
+		for k := range 6 {
+			v := edges[(col*37+k*101)%len(edges)]
+			if unq, err := strconv.Unquote(v); err == nil && strings.HasPrefix(v, `"`) && !strings.ContainsAny(unq, `"\`) {
+				f.Add(uint8(col), unq, true, false)
+			} else {
+				f.Add(uint8(col), v, false, false)
+			}
+		}
 	}
 	cl, tg, rg := serverFuzzTarget(f, "fuzz_json", serverFuzzTable)
 	dec, err := NewJSON(tg.Schema, JSONOptions{Fields: tg.Fields, MaxRecordBytes: 4096, Ranges: rg})
 	if err != nil {
 		f.Fatal(err)
 	}
-	f.Fuzz(func(t *testing.T, value []byte) {
+	f.Fuzz(func(t *testing.T, col uint8, text string, quoted, whole bool) {
 		c, err := chunk.New(tg.Schema)
 		if err != nil {
 			t.Fatal(err)
 		}
-		if _, err := dec.Decode(value, c); err != nil {
+		rec := serverFuzzRecord(tg, col, text, quoted, whole)
+		if _, err := dec.Decode(rec, c); err != nil {
 			return
 		}
-		insertOrFail(t, cl, tg, c, string(value))
+		insertOrFail(t, cl, tg, c, fmt.Sprintf("%q", rec))
 	})
 }
 
@@ -102,23 +139,58 @@ const serverFuzzAvroSchema = `{"type":"record","name":"R","fields":[
   {"name":"s","type":["null",{"type":"int","logicalType":"date"}]}
 ]}`
 
+// serverFuzzDatum is the datum of FuzzServerAvro's typed inputs: every
+// input is a valid datum of serverFuzzAvroSchema, so the decoder reads
+// each to its conversions, and whatever it accepts goes to the server.
+func serverFuzzDatum(schema avro.Schema, a int64, u8 int32, u32, l int64, m int32, dn int64, dnNull bool, dec []byte,
+	c float64, g, h, j string, n int64, nNull bool, p int64) ([]byte, error) {
+	unscaled := new(big.Int).SetBytes(dec)
+	if len(dec) > 0 && dec[0]&0x80 != 0 { // two's complement
+		unscaled.Sub(unscaled, new(big.Int).Lsh(big.NewInt(1), uint(8*len(dec))))
+	}
+	// Within the writer's precision: 30 digits at scale 4, 38 at scale 2.
+	lim := new(big.Int).Exp(big.NewInt(10), big.NewInt(30), nil)
+	unscaled.Rem(unscaled, lim)
+	v := map[string]any{
+		"a": a, "u8": u8, "u32": u32, "l": time.UnixMilli(l).UTC(), "m": time.Unix(int64(m)*86400, 0).UTC(),
+		"dn": nil, "i": new(big.Rat).SetFrac(unscaled, big.NewInt(10000)), "dd": new(big.Rat).SetFrac(unscaled, big.NewInt(100)),
+		"c": c, "g": g, "h": h, "j": j, "n": nil, "p": [][]int64{{p}, {}}, "s": nil,
+	}
+	if !dnNull {
+		v["dn"] = time.UnixMicro(dn).UTC()
+		v["s"] = time.Unix(int64(m)*86400, 0).UTC()
+	}
+	if !nNull {
+		v["n"] = n
+	}
+	return avro.Marshal(schema, v)
+}
+
 func FuzzServerAvro(f *testing.F) {
-	f.Add([]byte{})
 	schema := avroParse(f, serverFuzzAvroSchema)
-	for _, v := range []map[string]any{
-		{"a": int64(127), "u8": 255, "u32": int64(4294967295), "l": time.Unix(4294943999, 0).UTC(), "m": time.Unix(49710*86400, 0).UTC(),
-			"dn": nil, "i": avroDec(999999999, 2), "dd": avroDec(-99999999999999, 4), "c": 3.4e38, "g": "abcd",
-			"h": "123e4567-e89b-12d3-a456-426614174000", "j": "y", "n": int64(-32768), "p": [][]int64{{255}, {}}, "s": nil},
-		{"a": int64(-128), "u8": 0, "u32": int64(0), "l": time.Unix(0, 0).UTC(), "m": time.Unix(0, 0).UTC(),
-			"dn": time.Unix(1795946400, 0).UTC(), "i": avroDec(-1, 6), "dd": avroDec(1, 0), "c": -0.0, "g": "",
-			"h": "00000000-0000-0000-0000-000000000000", "j": "x", "n": nil, "p": [][]int64{}, "s": time.Unix(86400, 0).UTC()},
+	type in struct {
+		a       int64
+		u8      int32
+		u32, l  int64
+		m       int32
+		dn      int64
+		dnNull  bool
+		dec     []byte
+		c       float64
+		g, h, j string
+		n       int64
+		nNull   bool
+		p       int64
+	}
+	for _, x := range []in{
+		{127, 255, 4294967295, 4294943999999, 49710, 4294943999999999, false, []byte{0x3b, 0x9a, 0xc9, 0xff}, 3.4e38, "abcd",
+			"123e4567-e89b-12d3-a456-426614174000", "y", -32768, false, 255},
+		{-128, 0, 0, 0, 0, 0, true, []byte{0xff}, -0.0, "", "00000000-0000-0000-0000-000000000000", "x", 0, true, 0},
+		{128, 256, 4294967296, 4294944000000, 49711, -1, false, []byte{0x7f, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff}, 3.5e38,
+			"abcde", "not a uuid", "z", 32768, false, 256},
+		{-1 << 63, -1, -1, -1, -1, 1 << 62, false, nil, math.Inf(1), "é", "", "", 1 << 40, false, -1},
 	} {
-		b, err := avro.Marshal(schema, v)
-		if err != nil {
-			f.Fatal(err)
-		}
-		f.Add(b)
-		f.Add(b[:len(b)/2])
+		f.Add(x.a, x.u8, x.u32, x.l, x.m, x.dn, x.dnNull, x.dec, x.c, x.g, x.h, x.j, x.n, x.nNull, x.p)
 	}
 	cl, tg, rg := serverFuzzTarget(f, "fuzz_avro", serverFuzzTable)
 	// Only the columns the writer schema fills: the others get defaults.
@@ -126,14 +198,19 @@ func FuzzServerAvro(f *testing.F) {
 	if err != nil {
 		f.Fatal(err)
 	}
-	f.Fuzz(func(t *testing.T, datum []byte) {
-		c, err := chunk.New(tg.Schema)
+	f.Fuzz(func(t *testing.T, av int64, u8 int32, u32, l int64, m int32, dn int64, dnNull bool, dec []byte,
+		c float64, g, h, j string, n int64, nNull bool, p int64) {
+		datum, err := serverFuzzDatum(schema, av, u8, u32, l, m, dn, dnNull, dec, c, g, h, j, n, nNull, p)
+		if err != nil {
+			return // not a datum of the schema (hamba/avro refuses to write it)
+		}
+		ch, err := chunk.New(tg.Schema)
 		if err != nil {
 			t.Fatal(err)
 		}
-		if _, err := a.Decode(datum, c); err != nil {
+		if _, err := a.Decode(datum, ch); err != nil {
 			return
 		}
-		insertOrFail(t, cl, tg, c, fmt.Sprintf("Avro datum %x", datum))
+		insertOrFail(t, cl, tg, ch, fmt.Sprintf("Avro datum %x", datum))
 	})
 }
