@@ -512,10 +512,13 @@ func (d *JSON) fastArray(s []byte, i int, f *fastCol, a *chunk.Array) (int, bool
 			if t, text, next, ok := d.scalar(s, i); ok {
 				if t == tokNull {
 					appendDefault(f.elemDef, a.Inner)
-				} else if !f.elem(d, t, text, a.Inner) {
+					i, done = next, true
+				} else if f.elem(d, t, text, a.Inner) {
+					i, done = next, true
+				} else if !d.diag {
 					return i, false
 				}
-				i, done = next, true
+				// Diagnosing: the element's setter says why, below.
 			}
 		}
 		if !done {
@@ -526,7 +529,10 @@ func (d *JSON) fastArray(s []byte, i int, f *fastCol, a *chunk.Array) (int, bool
 			}
 			if v.Type() == fastjson.TypeNull {
 				appendDefault(f.elemDef, a.Inner)
-			} else if f.elemSet(d, v, a.Inner) != nil {
+			} else if e := f.elemSet(d, v, a.Inner); e != nil {
+				if d.diag {
+					d.diagErr = e // as setArray returns it
+				}
 				return i, false
 			}
 			i = end
@@ -586,7 +592,18 @@ func (d *JSON) fastScalar(s []byte, i, fi int, c *chunk.Chunk) (next int, taken,
 		if t == tokNull {
 			appendDefault(d.cols[ci].null, c.Cols[ci])
 		} else if !d.fastSet[ci](d, t, text, c.Cols[ci]) {
-			return i, true, false
+			if !d.diag {
+				return i, true, false
+			}
+			// Diagnosing: the column's setter says why.
+			v, _, ok := d.parseAlone(s, i, 2)
+			if !ok {
+				return i, true, false
+			}
+			if e := d.cols[ci].set(d, v, c.Cols[ci]); e != nil {
+				d.diagnosed(e, ci)
+				return i, true, false
+			}
 		}
 	}
 	return next, true, true
@@ -612,6 +629,9 @@ func (d *JSON) fastField(s []byte, i, fi int, c *chunk.Chunk) (int, bool) {
 		for _, ci := range cols {
 			var ok bool
 			if next, ok = d.fastArray(s, i, &d.fast[ci], c.Cols[ci].(*chunk.Array)); !ok {
+				if d.diagErr != nil {
+					d.diagnosed(d.diagErr, ci)
+				}
 				return i, false
 			}
 		}
@@ -637,11 +657,118 @@ func (d *JSON) fastField(s []byte, i, fi int, c *chunk.Chunk) (int, bool) {
 	for _, ci := range cols {
 		if v.Type() == fastjson.TypeNull {
 			appendDefault(d.cols[ci].null, c.Cols[ci])
-		} else if d.cols[ci].set(d, v, c.Cols[ci]) != nil {
+		} else if e := d.cols[ci].set(d, v, c.Cols[ci]); e != nil {
+			d.diagnosed(e, ci)
 			return i, false
 		}
 	}
 	return end, true
+}
+
+// diagnosed records e, the error of column ci, when diagnosing.
+func (d *JSON) diagnosed(e *Error, ci int) {
+	if !d.diag {
+		return
+	}
+	p := &d.cols[ci]
+	e.Field, e.Column, e.Type = p.field, p.name, p.typ
+	d.diagErr = e
+}
+
+// diagnoseBytes is the size from which a record the one-pass path gave up
+// is diagnosed by it (diagnose) before the fastjson path parses it whole.
+var diagnoseBytes = keepParserBytes
+
+// diagnose runs the one-pass path again on a record it gave up, letting
+// each column's setter decide every value a fast setter refused: a large
+// record with a bad value is then reported without a parse tree of the
+// whole record. done is false when it cannot tell (a syntax the one-pass
+// path leaves to fastjson, a field twice): the fastjson path decides. When
+// done, the record's row is appended (e nil), or nothing and e is the
+// error of the first bad value in the record's order (the fastjson path
+// reports the first in the columns' order: the two differ only for a
+// record with bad values in several columns). A record whose syntax is
+// bad anywhere is left to fastjson.
+func (d *JSON) diagnose(s []byte, c *chunk.Chunk) (done bool, e *Error) {
+	d.diag, d.diagErr = true, nil
+	defer func() { d.diag, d.diagErr = false, nil }()
+	rows := c.Rows
+	ok := d.fastRow(s, c)
+	if d.parsedBig {
+		d.parsedBig = false
+		defer d.release(len(s))
+	}
+	if ok {
+		return true, nil
+	}
+	c.Truncate(rows)
+	if d.diagErr == nil || d.diagErr.Column == "" {
+		return false, nil
+	}
+	// The rest of the record must be valid too, else fastjson reports its
+	// syntax error (corrupt), and the bad value's field must not appear
+	// again (fastjson takes the last).
+	if !d.readFieldsOnce(s) {
+		return false, nil
+	}
+	return true, d.diagErr
+}
+
+// readFieldsOnce reports whether s is a flat object in the syntax the
+// one-pass path accepts in which no field a column reads appears twice.
+func (d *JSON) readFieldsOnce(s []byte) bool {
+	d.gen++
+	if d.gen == 0 {
+		clear(d.seen)
+		d.gen = 1
+	}
+	i := skipWS(s, 0)
+	if i >= len(s) || s[i] != '{' {
+		return false
+	}
+	i = skipWS(s, i+1)
+	if i < len(s) && s[i] == '}' {
+		return skipWS(s, i+1) == len(s)
+	}
+	for {
+		if i >= len(s) || s[i] != '"' {
+			return false
+		}
+		ks := i + 1
+		for i = ks; i < len(s) && s[i] != '"' && s[i] != '\\'; i++ {
+		}
+		if i >= len(s) || s[i] != '"' {
+			return false
+		}
+		if fi, ok := d.index[string(s[ks:i])]; ok {
+			for _, ci := range d.fields[fi] {
+				if d.seen[ci] == d.gen {
+					return false
+				}
+				d.seen[ci] = d.gen
+			}
+		}
+		i = skipWS(s, i+1)
+		if i >= len(s) || s[i] != ':' {
+			return false
+		}
+		var ok bool
+		if i, ok = skipValue(s, skipWS(s, i+1), 2); !ok {
+			return false
+		}
+		i = skipWS(s, i)
+		if i >= len(s) {
+			return false
+		}
+		switch s[i] {
+		case ',':
+			i = skipWS(s, i+1)
+			continue
+		case '}':
+			return skipWS(s, i+1) == len(s)
+		}
+		return false
+	}
 }
 
 // decodeFast decodes value into one row of c, or leaves c as it was and

@@ -1,6 +1,7 @@
 package decode
 
 import (
+	"errors"
 	"strings"
 	"testing"
 
@@ -83,6 +84,10 @@ func FuzzFastPath(f *testing.F) {
 		f.Fatal(err)
 	}
 	slow.noFast = true
+	diag, err := NewJSON(s, JSONOptions{Fields: fastFields})
+	if err != nil {
+		f.Fatal(err)
+	}
 	good := []byte(`{"a":1,"f":"x","s":5}`)
 	f.Fuzz(func(t *testing.T, value []byte) {
 		cf, cs := newChunk(t, s), newChunk(t, s)
@@ -102,6 +107,37 @@ func FuzzFastPath(f *testing.F) {
 		}
 		if df, ds := dump(cf), dump(cs); df != ds {
 			t.Fatalf("%q: fast path rows\n%s\nfastjson path rows\n%s", value, df, ds)
+		}
+		// Diagnosing (as for a large record the fast path gave up) gives
+		// the fastjson path's row, or an error where it has one: the same
+		// for the same column.
+		cd := newChunk(t, s)
+		if _, err := diag.Decode(good, cd); err != nil {
+			t.Fatalf("good record: %v", err)
+		}
+		done, e := diag.diagnose(value, cd)
+		if done && e == nil {
+			cd.Rows++
+		}
+		var es *Error
+		switch {
+		case !done:
+		case errs == nil && e != nil:
+			t.Fatalf("%q: diagnosed %v; the fastjson path takes it", value, e)
+		case errs != nil && e == nil:
+			t.Fatalf("%q: diagnosed a row; the fastjson path: %v", value, errs)
+		case e != nil && errors.As(errs, &es) && es.Column == e.Column && es.Error() != e.Error():
+			t.Fatalf("%q: diagnosed %v; the fastjson path: %v", value, e, errs)
+		case e != nil && cd.Rows != 1:
+			t.Fatalf("%q: diagnosing left %d rows", value, cd.Rows)
+		}
+		if err := checkConsistent(cd); err != nil {
+			t.Fatalf("%q: diagnosing leaves the chunk inconsistent: %v", value, err)
+		}
+		if done && e == nil {
+			if dd, ds := dump(cd), dump(cs); dd != ds {
+				t.Fatalf("%q: diagnosed rows\n%s\nfastjson path rows\n%s", value, dd, ds)
+			}
 		}
 	})
 }

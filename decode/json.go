@@ -129,7 +129,8 @@ const (
 // results described here: scalars and arrays of scalars go straight from
 // the text into the columns, other values are parsed by fastjson one field
 // (one array element, for an Array column) at a time. Every other record,
-// and every error, goes through fastjson whole.
+// and every error, goes through fastjson whole, except that a record over
+// 32 KiB with a bad value is diagnosed by the one-pass path (diagnose).
 //
 // Parsing uses fastjson, which is lenient in a few places: invalid escape
 // sequences in strings are kept as written, control characters inside
@@ -168,8 +169,10 @@ type JSON struct {
 	fieldArr  []bool       // every column reading field i is an Array column
 	seen      []uint32     // seen[i] == gen: column i has its value in this record
 	gen       uint32
-	parsedBig bool // the one-pass path parsed a value larger than keepParserBytes alone
-	noFast    bool // tests and benchmarks only: always take the fastjson path
+	parsedBig bool   // the one-pass path parsed a value larger than keepParserBytes alone
+	diag      bool   // the one-pass path is diagnosing a record it gave up (diagnose)
+	diagErr   *Error // what it found
+	noFast    bool   // tests and benchmarks only: always take the fastjson path
 
 	ranges chunk.ServerRanges // the server's Date and DateTime maximums (setDate, setDateTime)
 }
@@ -382,9 +385,20 @@ func (d *JSON) decodeArray(value []byte, c *chunk.Chunk) (int, error) {
 
 // decodeOne decodes one JSON object into one row.
 func (d *JSON) decodeOne(value []byte, c *chunk.Chunk) *Error {
-	if d.fast != nil && !d.noFast && !d.lookupByGet && d.decodeFast(value, c) {
-		c.Rows++
-		return nil
+	if d.fast != nil && !d.noFast && !d.lookupByGet {
+		if d.decodeFast(value, c) {
+			c.Rows++
+			return nil
+		}
+		// A large record: find its bad value without parsing it whole.
+		if len(value) > diagnoseBytes {
+			if done, e := d.diagnose(value, c); done {
+				if e == nil {
+					c.Rows++
+				}
+				return e
+			}
+		}
 	}
 	// Outside the fast path's subset (or a value it would reject): the
 	// fastjson path decodes the record and reports any error.

@@ -6,6 +6,8 @@ import (
 	"os"
 	"runtime"
 	"testing"
+
+	"github.com/etl-project/etl/chunk"
 )
 
 // memShape is a large record and the table that reads it.
@@ -14,6 +16,9 @@ type memShape struct {
 	cols   []string
 	fields []string
 	rec    []byte
+	// bad is a record with a bad value: its error must be the fastjson
+	// path's.
+	bad bool
 	// allocX and retainX are the most bytes allocated while decoding the
 	// record, and held by the decoder after it, per byte of record.
 	allocX, retainX float64
@@ -55,10 +60,31 @@ func memShapes() []memShape {
 		// cache outgrew, which the tree still points into; the values are
 		// 2 bytes each here), and the decoder drops it afterwards.
 		{name: "deep", cols: []string{"a String"}, rec: repeatArray("", "a", deep, memRecordSize), allocX: 240, retainX: 0.1},
+		// A large record with a bad value is diagnosed by the one-pass
+		// path, without a parse tree of the whole record.
+		{name: "bad/number", bad: true, cols: []string{"a Array(UInt8)"}, rec: badLast(repeatArray("", "a", "1", memRecordSize), `256`), allocX: 0.1, retainX: 0.1},
+		{name: "bad/uuid", bad: true, cols: []string{"a Array(UUID)"}, rec: badLast(repeatArray("", "a", `"6ba7b810-9dad-11d1-80b4-00c04fd430c8"`, memRecordSize), `"x"`), allocX: 0.1, retainX: 0.1},
+		{name: "bad/scalar", bad: true, cols: []string{"a Array(UInt8)", "u Int8"}, rec: repeatArray(`"u":128,`, "a", "1", memRecordSize), allocX: 0.1, retainX: 0.1},
 		// So is a record with a field path into nested objects, or a
 		// Nested structure: fastjson parses the whole record.
 		{name: "objects", cols: []string{"a.b Array(UInt8)"}, fields: []string{"a.b"}, rec: repeatArray("", "a", `{"b":1}`, memRecordSize), allocX: 240, retainX: 0.1},
 	}
+}
+
+// badLast replaces the last element of the array that ends rec.
+func badLast(rec []byte, elem string) []byte {
+	i := bytes.LastIndexByte(rec, ',')
+	return append(append(rec[:i+1:i+1], elem...), "]}"...)
+}
+
+// NewJSONMust is NewJSON for a test.
+func NewJSONMust(t *testing.T, s *chunk.Schema, fields []string) *JSON {
+	t.Helper()
+	d, err := NewJSON(s, JSONOptions{Fields: fields, MaxRecordBytes: 2 * memRecordSize})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return d
 }
 
 // heapInUse is the heap in use after a full collection.
@@ -100,7 +126,23 @@ func TestDecodeMemory(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if _, err := d2.Decode(sh.rec, c); err != nil {
+			if sh.bad {
+				// The same error as the fastjson path's, which also grows
+				// the chunk's columns as the good decoding would.
+				d2.noFast = true
+				_, want := d2.Decode(sh.rec, c)
+				_, err := d.Decode(sh.rec, newChunk(t, s))
+				if want == nil || err == nil || err.Error() != want.Error() {
+					t.Fatalf("error %v, want the fastjson path's %v", err, want)
+				}
+				d2 = nil
+				good := bytes.ReplaceAll(sh.rec, []byte("256"), []byte("1"))
+				good = bytes.ReplaceAll(good, []byte(`"x"`), []byte(`"6ba7b810-9dad-11d1-80b4-00c04fd430c8"`))
+				good = bytes.ReplaceAll(good, []byte("128"), []byte("1"))
+				if _, err := NewJSONMust(t, s, sh.fields).Decode(good, c); err != nil {
+					t.Fatal(err)
+				}
+			} else if _, err := d2.Decode(sh.rec, c); err != nil {
 				t.Fatal(err)
 			}
 			d2 = nil
@@ -108,7 +150,7 @@ func TestDecodeMemory(t *testing.T) {
 			base := heapInUse()
 			var m0, m1 runtime.MemStats
 			runtime.ReadMemStats(&m0)
-			if _, err := d.Decode(sh.rec, c); err != nil {
+			if _, err := d.Decode(sh.rec, c); (err != nil) != sh.bad {
 				t.Fatal(err)
 			}
 			runtime.ReadMemStats(&m1)
