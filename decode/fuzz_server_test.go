@@ -140,9 +140,11 @@ const serverFuzzAvroSchema = `{"type":"record","name":"R","fields":[
 ]}`
 
 // serverFuzzDatum is the datum of FuzzServerAvro's typed inputs: every
-// input is a valid datum of serverFuzzAvroSchema, so the decoder reads
-// each to its conversions, and whatever it accepts goes to the server.
-func serverFuzzDatum(schema avro.Schema, a int64, u8 int32, u32, l int64, m int32, dn int64, dnNull bool, dec []byte,
+// input is a valid datum of serverFuzzAvroSchema. Field which%15 takes
+// its input, the others a value every column accepts, so that a value out
+// of its column's range refuses only the inputs that put it there, and
+// whatever the decoder accepts goes to the server.
+func serverFuzzDatum(schema avro.Schema, which uint8, a int64, u8 int32, u32, l int64, m int32, dn int64, dnNull bool, dec []byte,
 	c float64, g, h, j string, n int64, nNull bool, p int64) ([]byte, error) {
 	unscaled := new(big.Int).SetBytes(dec)
 	if len(dec) > 0 && dec[0]&0x80 != 0 { // two's complement
@@ -152,16 +154,48 @@ func serverFuzzDatum(schema avro.Schema, a int64, u8 int32, u32, l int64, m int3
 	lim := new(big.Int).Exp(big.NewInt(10), big.NewInt(30), nil)
 	unscaled.Rem(unscaled, lim)
 	v := map[string]any{
-		"a": a, "u8": u8, "u32": u32, "l": time.UnixMilli(l).UTC(), "m": time.Unix(int64(m)*86400, 0).UTC(),
-		"dn": nil, "i": new(big.Rat).SetFrac(unscaled, big.NewInt(10000)), "dd": new(big.Rat).SetFrac(unscaled, big.NewInt(100)),
-		"c": c, "g": g, "h": h, "j": j, "n": nil, "p": [][]int64{{p}, {}}, "s": nil,
+		"a": int64(1), "u8": int32(1), "u32": int64(1), "l": time.Unix(1, 0).UTC(), "m": time.Unix(86400, 0).UTC(),
+		"dn": nil, "i": big.NewRat(1, 1), "dd": big.NewRat(1, 1), "c": 1.0, "g": "g", "h": "123e4567-e89b-12d3-a456-426614174000",
+		"j": "x", "n": nil, "p": [][]int64{{1}}, "s": nil,
 	}
-	if !dnNull {
-		v["dn"] = time.UnixMicro(dn).UTC()
-		v["s"] = time.Unix(int64(m)*86400, 0).UTC()
-	}
-	if !nNull {
-		v["n"] = n
+	date := time.Unix(int64(m)*86400, 0).UTC()
+	switch which % 15 {
+	case 0:
+		v["a"] = a
+	case 1:
+		v["u8"] = u8
+	case 2:
+		v["u32"] = u32
+	case 3:
+		v["l"] = time.UnixMilli(l).UTC()
+	case 4:
+		v["m"] = date
+	case 5:
+		if !dnNull {
+			v["dn"] = time.UnixMicro(dn).UTC()
+		}
+	case 6:
+		v["i"] = new(big.Rat).SetFrac(unscaled, big.NewInt(10000))
+	case 7:
+		v["dd"] = new(big.Rat).SetFrac(unscaled, big.NewInt(100))
+	case 8:
+		v["c"] = c
+	case 9:
+		v["g"] = g
+	case 10:
+		v["h"] = h
+	case 11:
+		v["j"] = j
+	case 12:
+		if !nNull {
+			v["n"] = n
+		}
+	case 13:
+		v["p"] = [][]int64{{p}, {}, {p, a}}
+	case 14:
+		if !dnNull {
+			v["s"] = date
+		}
 	}
 	return avro.Marshal(schema, v)
 }
@@ -190,7 +224,9 @@ func FuzzServerAvro(f *testing.F) {
 			"abcde", "not a uuid", "z", 32768, false, 256},
 		{-1 << 63, -1, -1, -1, -1, 1 << 62, false, nil, math.Inf(1), "é", "", "", 1 << 40, false, -1},
 	} {
-		f.Add(x.a, x.u8, x.u32, x.l, x.m, x.dn, x.dnNull, x.dec, x.c, x.g, x.h, x.j, x.n, x.nNull, x.p)
+		for which := range uint8(15) {
+			f.Add(which, x.a, x.u8, x.u32, x.l, x.m, x.dn, x.dnNull, x.dec, x.c, x.g, x.h, x.j, x.n, x.nNull, x.p)
+		}
 	}
 	cl, tg, rg := serverFuzzTarget(f, "fuzz_avro", serverFuzzTable)
 	// Only the columns the writer schema fills: the others get defaults.
@@ -198,9 +234,9 @@ func FuzzServerAvro(f *testing.F) {
 	if err != nil {
 		f.Fatal(err)
 	}
-	f.Fuzz(func(t *testing.T, av int64, u8 int32, u32, l int64, m int32, dn int64, dnNull bool, dec []byte,
+	f.Fuzz(func(t *testing.T, which uint8, av int64, u8 int32, u32, l int64, m int32, dn int64, dnNull bool, dec []byte,
 		c float64, g, h, j string, n int64, nNull bool, p int64) {
-		datum, err := serverFuzzDatum(schema, av, u8, u32, l, m, dn, dnNull, dec, c, g, h, j, n, nNull, p)
+		datum, err := serverFuzzDatum(schema, which, av, u8, u32, l, m, dn, dnNull, dec, c, g, h, j, n, nNull, p)
 		if err != nil {
 			return // not a datum of the schema (hamba/avro refuses to write it)
 		}
