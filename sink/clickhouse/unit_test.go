@@ -96,7 +96,16 @@ func TestPermanentClassification(t *testing.T) {
 		err  error
 		want bool
 	}{
+		// Seen from 18.16 in the tests against the server: 16 (a dropped
+		// column, pipeline TestTableDropColumn), 38 (a MATERIALIZED
+		// toDate, TestShardBisectsRefusedRows), 60 and 164 and 252
+		// (pipeline TestServerRefusals), 193 (a wrong password). The
+		// others are from ClickHouse's ErrorCodes.cpp with the meaning
+		// documented there.
 		{"no such column", &ch.Exception{Code: 16, Message: "No such column x in table db.t"}, true},
+		{"cannot parse date", &ch.Exception{Code: 38}, true},
+		{"readonly", &ch.Exception{Code: 164}, true},
+		{"wrong password", &ch.Exception{Code: 193}, true},
 		{"type mismatch", &ch.Exception{Code: 53}, true},
 		{"unknown table", &ch.Exception{Code: 60}, true},
 		{"cannot parse", &ch.Exception{Code: 27}, true},
