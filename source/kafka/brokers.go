@@ -20,8 +20,10 @@ import (
 
 // brokerWatch makes an unreachable cluster loud. Every failed dial, TLS
 // handshake or request is counted (etl_source_connection_errors_total),
-// logged at most every brokerLogEvery with a likely cause, and kept as the
-// last error; every response read marks the brokers as answering. Health
+// logged with a likely cause (at most every brokerLogEvery, and only once
+// no broker has answered for that long: a connection a broker closed and
+// the client reopens is not worth a warning), and kept as the last error;
+// every response read marks the brokers as answering. Health
 // reads LastAnswer and LastError.
 type brokerWatch struct {
 	log    *slog.Logger
@@ -80,6 +82,12 @@ func (w *brokerWatch) failed(meta kgo.BrokerMetadata, what string, err error) {
 	w.lastErr = addr + ": " + msg
 	w.mu.Unlock()
 	now := time.Now().UnixNano()
+	if now-w.since.Load() < int64(brokerLogEvery) {
+		// A broker answered within the last seconds: a connection the
+		// broker closed (idle, restarted) that the client reopens.
+		w.log.Debug("a Kafka broker connection failed", "broker", addr, "during", what, "err", msg)
+		return
+	}
 	if last := w.logged.Load(); now-last >= int64(brokerLogEvery) && w.logged.CompareAndSwap(last, now) {
 		w.log.Warn("cannot reach a Kafka broker", "broker", addr, "during", what, "err", msg)
 	}
