@@ -2,6 +2,7 @@ package decode
 
 import (
 	"math"
+	"slices"
 
 	"github.com/valyala/fastjson"
 
@@ -12,8 +13,9 @@ import (
 // parse tree of the whole record: scalars go straight from the text into
 // the columns; an array into an Array column is streamed element by
 // element (a scalar element straight into the column, any other parsed
-// alone by fastjson and given to the element type's setter); any other
-// value a column reads (an object, an array into a column of another type,
+// alone by fastjson and given to the element type's setter); an object or
+// array into a String column is stored as its compacted text; any other
+// value a column reads (an object or array into a column of another type,
 // a scalar for a type without a fast setter) is parsed alone by fastjson
 // and given to the column's setter; the value of a field no column reads is
 // skipped whatever its shape. So decoding a record builds at most the parse
@@ -52,6 +54,10 @@ type fastCol struct {
 	// set is the fast setter of a scalar, nil when the type has none (the
 	// column's setter then takes the value parsed alone).
 	set fastSetter
+	// text marks a String column (or Nullable or LowCardinality of one):
+	// an object or array goes in as its JSON text, compacted, which set
+	// takes as a number's text.
+	text bool
 	// array marks an Array column, whose arrays are streamed: elem is the
 	// element type's fast setter (or nil), elemSet and elemDef its setter
 	// and default, as setArray has them.
@@ -70,7 +76,33 @@ func compileFastCol(t *chunk.Type) fastCol {
 		}
 		return fastCol{array: true, elem: compileFast(b.Elem), elemSet: elemSet, elemDef: def}
 	}
-	return fastCol{set: compileFast(t)}
+	b := t.Base()
+	if b.Kind == chunk.KindNullable {
+		b = b.Elem.Base()
+	}
+	return fastCol{set: compileFast(t), text: b.Kind == chunk.KindString}
+}
+
+// appendCompact appends s, a JSON value whose syntax is valid, without the
+// whitespace outside its strings: what fastjson's MarshalTo writes for the
+// value as parsed (strings, keys and numbers as written).
+func appendCompact(dst, s []byte) []byte {
+	for i := 0; i < len(s); i++ {
+		switch c := s[i]; {
+		case c == '"':
+			j := i + 1
+			for ; j < len(s) && s[j] != '"'; j++ {
+				if s[j] == '\\' {
+					j++ // a quote after an odd run of backslashes is escaped
+				}
+			}
+			dst = append(dst, s[i:min(j+1, len(s))]...)
+			i = j
+		case !isWS(c):
+			dst = append(dst, c)
+		}
+	}
+	return dst
 }
 
 // compileFast returns the fast setter of scalar type t, or nil.
@@ -571,42 +603,22 @@ func (d *JSON) parseAlone(s []byte, i, depth int) (*fastjson.Value, int, bool) {
 	return v, end, true
 }
 
-// fastScalar appends the scalar at s[i] of field fi to every column
-// reading it when they all have fast setters, the common case, and returns
-// the index past it. taken is false, with nothing appended, when the value
-// is not such a scalar (fastField then decodes it); ok is false when a
-// column refuses it.
-func (d *JSON) fastScalar(s []byte, i, fi int, c *chunk.Chunk) (next int, taken, ok bool) {
-	if !d.fieldFast[fi] {
-		return i, false, true
+// diagScalar decides, when diagnosing, the scalar at s[i] that column
+// ci's fast setter refused with the column's setter: false when it refuses
+// it too (or the value cannot be parsed alone).
+func (d *JSON) diagScalar(s []byte, i, ci int, c *chunk.Chunk) bool {
+	if !d.diag {
+		return false
 	}
-	t, text, next, ok := d.scalar(s, i)
+	v, _, ok := d.parseAlone(s, i, 2)
 	if !ok {
-		return i, false, true
+		return false
 	}
-	for _, ci := range d.fields[fi] {
-		if d.seen[ci] == d.gen {
-			return i, true, false // a field twice: the fastjson path keeps the last
-		}
-		d.seen[ci] = d.gen
-		if t == tokNull {
-			appendDefault(d.cols[ci].null, c.Cols[ci])
-		} else if !d.fastSet[ci](d, t, text, c.Cols[ci]) {
-			if !d.diag {
-				return i, true, false
-			}
-			// Diagnosing: the column's setter says why.
-			v, _, ok := d.parseAlone(s, i, 2)
-			if !ok {
-				return i, true, false
-			}
-			if e := d.cols[ci].set(d, v, c.Cols[ci]); e != nil {
-				d.diagnosed(e, ci)
-				return i, true, false
-			}
-		}
+	if e := d.cols[ci].set(d, v, c.Cols[ci]); e != nil {
+		d.diagnosed(e, ci)
+		return false
 	}
-	return next, true, true
+	return true
 }
 
 // fastField appends the value at s[i] of field fi to every column reading
@@ -648,6 +660,23 @@ func (d *JSON) fastField(s []byte, i, fi int, c *chunk.Chunk) (int, bool) {
 			}
 			return next, true
 		}
+	}
+	if (s[i] == '[' || s[i] == '{') && d.fieldText[fi] {
+		// An object or array into String columns: its text, compacted.
+		end, ok := skipValue(s, i, 2)
+		if !ok {
+			return i, false
+		}
+		d.scratch = appendCompact(slices.Grow(d.scratch[:0], end-i), s[i:end])
+		if end-i > keepParserBytes {
+			d.parsedBig = true // (release drops the large scratch)
+		}
+		for _, ci := range cols {
+			if !d.fastSet[ci](d, tokNumber, d.scratch, c.Cols[ci]) {
+				return i, false
+			}
+		}
+		return end, true
 	}
 	// Any other value is parsed alone, and each column's setter takes it.
 	v, end, ok := d.parseAlone(s, i, 2)
@@ -836,14 +865,31 @@ func (d *JSON) fastRow(s []byte, c *chunk.Chunk) bool {
 				}
 			} else {
 				d.next = fi + 1
-				next, taken, ok := d.fastScalar(s, i, fi, c)
+				taken := false
+				if d.fieldFast[fi] {
+					// The common case, inline: a scalar into columns with
+					// fast setters.
+					if t, text, next, ok := d.scalar(s, i); ok {
+						for _, ci := range d.fields[fi] {
+							if d.seen[ci] == d.gen {
+								return false // a field twice: the fastjson path keeps the last
+							}
+							d.seen[ci] = d.gen
+							if t == tokNull {
+								appendDefault(d.cols[ci].null, c.Cols[ci])
+							} else if !d.fastSet[ci](d, t, text, c.Cols[ci]) && !d.diagScalar(s, i, ci, c) {
+								return false
+							}
+						}
+						i, taken = next, true
+					}
+				}
 				if !taken {
-					next, ok = d.fastField(s, i, fi, c)
+					var ok bool
+					if i, ok = d.fastField(s, i, fi, c); !ok {
+						return false
+					}
 				}
-				if !ok {
-					return false
-				}
-				i = next
 			}
 
 			i = skipWS(s, i)

@@ -56,6 +56,12 @@ var fastSeeds = []string{
 	`{"y":null}`, `{"y":"2300-01-01"}`, `{"f":"\u00e9"}`, `{"t":["\u00e9",{"a":[1]},[null]]}`, `{"f":{"a":[1,{"b":"\u0041"}]}}`,
 	`{"g":"6ba7b810-9dad-11d1-80b4-00c04fd430c8","g":"6ba7b810-9dad-11d1-80b4-00c04fd430c8"}`,
 	`{"x":` + strings.Repeat("[", 250) + strings.Repeat("]", 250) + `}`,
+	// Objects and arrays into String columns, as their compacted text.
+	"{\"f\": [ 1 , \"a\\\" b\" , { \"k\\u0041\" : null, \"x\":\t[ true,false ]\n} ] }", `{"q":{"a":"\\\\"}}`,
+	`{"q":[1,2,]}`, `{"f":{"a":1 "b":2}}`, `{"f":{"a":"\u00e9 ","b":-1.5e+3}}`, `{"f":[nan]}`, `{"f":{"a":1,"a":2}}`,
+	// For the array framing.
+	`[]`, ` [ ] `, `[{"a":1},{"a":2}]`, `[{"a":1},3]`, `[{"a":1},"x"]`, `[{"a":1},[]]`, `[{"a":1},null]`, `[{"a":1},]`,
+	`[{"a":1}`, `[{"a":1}]x`, `[{"a":1},{"a":"x"}]`, `[{"a":1,"a":2}]`, `{"a":1}`, `1`, `[1,{"a":"x"}]`,
 	`{"f":` + strings.Repeat("[", 298) + strings.Repeat("]", 298) + `}`,
 	`{"f":` + strings.Repeat("[", 299) + strings.Repeat("]", 299) + `}`,
 }
@@ -88,6 +94,16 @@ func FuzzFastPath(f *testing.F) {
 	if err != nil {
 		f.Fatal(err)
 	}
+	// The array framing, element by element and whole.
+	fastArr, err := NewJSON(s, JSONOptions{Fields: fastFields, Framing: FramingArray})
+	if err != nil {
+		f.Fatal(err)
+	}
+	slowArr, err := NewJSON(s, JSONOptions{Fields: fastFields, Framing: FramingArray})
+	if err != nil {
+		f.Fatal(err)
+	}
+	slowArr.noFast = true
 	good := []byte(`{"a":1,"f":"x","s":5}`)
 	f.Fuzz(func(t *testing.T, value []byte) {
 		cf, cs := newChunk(t, s), newChunk(t, s)
@@ -137,6 +153,20 @@ func FuzzFastPath(f *testing.F) {
 		if done && e == nil {
 			if dd, ds := dump(cd), dump(cs); dd != ds {
 				t.Fatalf("%q: diagnosed rows\n%s\nfastjson path rows\n%s", value, dd, ds)
+			}
+		}
+		for _, arr := range [][]byte{value, append(append([]byte("[ "), value...), ", {\"a\":2} ]"...)} {
+			ca, cs := newChunk(t, s), newChunk(t, s)
+			rf, errf := fastArr.Decode(arr, ca)
+			rs, errs := slowArr.Decode(arr, cs)
+			if rf != rs || (errf == nil) != (errs == nil) || errf != nil && errf.Error() != errs.Error() {
+				t.Fatalf("%q: array framing by element gives %d, %v; whole %d, %v", arr, rf, errf, rs, errs)
+			}
+			if err := checkConsistent(ca); err != nil {
+				t.Fatalf("%q: array framing by element leaves the chunk inconsistent: %v", arr, err)
+			}
+			if df, ds := dump(ca), dump(cs); df != ds {
+				t.Fatalf("%q: array framing by element rows\n%s\nwhole rows\n%s", arr, df, ds)
 			}
 		}
 	})

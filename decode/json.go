@@ -167,6 +167,7 @@ type JSON struct {
 	fastSet   []fastSetter // fast[i].set, for the common case
 	fieldFast []bool       // every column reading field i has a fast setter for scalars
 	fieldArr  []bool       // every column reading field i is an Array column
+	fieldText []bool       // every column reading field i is a String column
 	seen      []uint32     // seen[i] == gen: column i has its value in this record
 	gen       uint32
 	parsedBig bool   // the one-pass path parsed a value larger than keepParserBytes alone
@@ -286,12 +287,14 @@ func NewJSON(s *chunk.Schema, o JSONOptions) (*JSON, error) {
 		for _, f := range d.fast {
 			d.fastSet = append(d.fastSet, f.set)
 		}
-		d.fieldFast, d.fieldArr = make([]bool, len(d.fields)), make([]bool, len(d.fields))
+		n := len(d.fields)
+		d.fieldFast, d.fieldArr, d.fieldText = make([]bool, n), make([]bool, n), make([]bool, n)
 		for fi, cols := range d.fields {
-			d.fieldFast[fi], d.fieldArr[fi] = true, true
+			d.fieldFast[fi], d.fieldArr[fi], d.fieldText[fi] = true, true, true
 			for _, ci := range cols {
 				d.fieldFast[fi] = d.fieldFast[fi] && d.fast[ci].set != nil
 				d.fieldArr[fi] = d.fieldArr[fi] && d.fast[ci].array
+				d.fieldText[fi] = d.fieldText[fi] && d.fast[ci].text
 			}
 		}
 	} else {
@@ -358,6 +361,11 @@ func (d *JSON) decodeLines(value []byte, c *chunk.Chunk) (int, error) {
 
 // decodeArray decodes a JSON array of objects, all or nothing.
 func (d *JSON) decodeArray(value []byte, c *chunk.Chunk) (int, error) {
+	if d.fast != nil && !d.noFast && !d.lookupByGet {
+		if n, err, ok := d.arrayElements(value, c); ok {
+			return n, err
+		}
+	}
 	defer d.release(len(value))
 	v, err := d.p.ParseBytes(value)
 	if err != nil {
@@ -381,6 +389,45 @@ func (d *JSON) decodeArray(value []byte, c *chunk.Chunk) (int, error) {
 		}
 	}
 	return c.Rows - start, nil
+}
+
+// arrayElements decodes a JSON array of objects one element at a time
+// (each as decodeOne decodes a record), so that no parse tree holds more
+// than one element, with decodeArray's results and errors. ok is false
+// when the array's syntax is not one the one-pass path accepts: the
+// fastjson path then parses it whole, and reports the error.
+func (d *JSON) arrayElements(value []byte, c *chunk.Chunk) (n int, err error, ok bool) {
+	i := skipWS(value, 0)
+	if i >= len(value) || value[i] != '[' {
+		return 0, nil, false
+	}
+	if end, ok := skipValue(value, i, 1); !ok || skipWS(value, end) != len(value) {
+		return 0, nil, false
+	}
+	// The syntax is valid from here on.
+	start := c.Rows
+	i = skipWS(value, i+1)
+	for k := 0; value[i] != ']'; k++ {
+		end, _ := skipValue(value, i, 2)
+		if value[i] != '{' {
+			c.Truncate(start)
+			what := "a value"
+			if v, err := d.p.ParseBytes(value[i:end]); err == nil {
+				what = article(v.Type())
+			}
+			d.release(end - i)
+			return 0, &Error{Reason: ReasonCorrupt, Err: fmt.Errorf("element %d is %s, want an object", k, what)}, true
+		}
+		if e := d.decodeOne(value[i:end], c); e != nil {
+			c.Truncate(start)
+			e.Err = fmt.Errorf("element %d: %w", k, e.Err)
+			return 0, e, true
+		}
+		if i = skipWS(value, end); value[i] == ',' {
+			i = skipWS(value, i+1)
+		}
+	}
+	return c.Rows - start, nil, true
 }
 
 // decodeOne decodes one JSON object into one row.
