@@ -31,8 +31,18 @@ const serverFuzzTable = `CREATE TABLE default.%s (
   u8 UInt8, u32 UInt32, u64 UInt64, dn Nullable(Date), ds Decimal(38, 10)
 ) ENGINE = Memory`
 
-// serverFuzzTarget creates the table and returns its client and target.
-func serverFuzzTarget(f *testing.F, table, ddl string) (*clickhouse.Client, *clickhouse.Target, chunk.ServerRanges) {
+// serverFuzz is the table a fuzz target inserts into.
+type serverFuzz struct {
+	d       *diffCH
+	table   string
+	cl      *clickhouse.Client
+	tg      *clickhouse.Target
+	rg      chunk.ServerRanges
+	inserts int
+}
+
+// serverFuzzTarget creates the table and connects to it.
+func serverFuzzTarget(f *testing.F, table, ddl string) *serverFuzz {
 	d := newDiffCH(f)
 	create := strings.Replace(ddl, "%s", table, 1)
 	resp, err := postSettings(d, create)
@@ -51,15 +61,22 @@ func serverFuzzTarget(f *testing.F, table, ddl string) (*clickhouse.Client, *cli
 	if err != nil {
 		f.Fatal(err)
 	}
-	return c, tg, chunk.RangesFor(c.ServerVersion())
+	return &serverFuzz{d: d, table: table, cl: c, tg: tg, rg: chunk.RangesFor(c.ServerVersion())}
 }
 
-// insertOrFail inserts c and fails t if the server refuses it.
-func insertOrFail(t *testing.T, cl *clickhouse.Client, tg *clickhouse.Target, c *chunk.Chunk, what string) {
+// insertOrFail inserts c and fails t if the server refuses it. The table
+// (Memory, which checks the block as a real table does) is emptied every
+// 10,000 inserts, so that a long run does not fill the server's memory.
+func (s *serverFuzz) insertOrFail(t *testing.T, c *chunk.Chunk, what string) {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	if err := cl.Insert(ctx, tg, []*chunk.Chunk{c}); err != nil {
+	if err := s.cl.Insert(ctx, s.tg, []*chunk.Chunk{c}); err != nil {
 		t.Fatalf("decoded %s, but the server refused the insert: %v", what, err)
+	}
+	if s.inserts++; s.inserts%10000 == 0 {
+		if _, err := s.d.srv.QueryErr("TRUNCATE TABLE default." + s.table); err != nil {
+			t.Fatal(err)
+		}
 	}
 }
 
@@ -107,8 +124,9 @@ func FuzzServerJSON(f *testing.F) {
 			}
 		}
 	}
-	cl, tg, rg := serverFuzzTarget(f, "fuzz_json", serverFuzzTable)
-	dec, err := NewJSON(tg.Schema, JSONOptions{Fields: tg.Fields, MaxRecordBytes: 4096, Ranges: rg})
+	sf := serverFuzzTarget(f, "fuzz_json", serverFuzzTable)
+	tg := sf.tg
+	dec, err := NewJSON(tg.Schema, JSONOptions{Fields: tg.Fields, MaxRecordBytes: 4096, Ranges: sf.rg})
 	if err != nil {
 		f.Fatal(err)
 	}
@@ -121,7 +139,7 @@ func FuzzServerJSON(f *testing.F) {
 		if _, err := dec.Decode(rec, c); err != nil {
 			return
 		}
-		insertOrFail(t, cl, tg, c, fmt.Sprintf("%q", rec))
+		sf.insertOrFail(t, c, fmt.Sprintf("%q", rec))
 	})
 }
 
@@ -228,9 +246,10 @@ func FuzzServerAvro(f *testing.F) {
 			f.Add(which, x.a, x.u8, x.u32, x.l, x.m, x.dn, x.dnNull, x.dec, x.c, x.g, x.h, x.j, x.n, x.nNull, x.p)
 		}
 	}
-	cl, tg, rg := serverFuzzTarget(f, "fuzz_avro", serverFuzzTable)
+	sf := serverFuzzTarget(f, "fuzz_avro", serverFuzzTable)
+	tg := sf.tg
 	// Only the columns the writer schema fills: the others get defaults.
-	a, err := NewAvro(serverFuzzAvroSchema, tg.Schema, AvroOptions{Fields: tg.Fields, MaxRecordBytes: 1 << 16, Ranges: rg})
+	a, err := NewAvro(serverFuzzAvroSchema, tg.Schema, AvroOptions{Fields: tg.Fields, MaxRecordBytes: 1 << 16, Ranges: sf.rg})
 	if err != nil {
 		f.Fatal(err)
 	}
@@ -247,6 +266,6 @@ func FuzzServerAvro(f *testing.F) {
 		if _, err := a.Decode(datum, ch); err != nil {
 			return
 		}
-		insertOrFail(t, cl, tg, ch, fmt.Sprintf("Avro datum %x", datum))
+		sf.insertOrFail(t, ch, fmt.Sprintf("Avro datum %x", datum))
 	})
 }
