@@ -34,15 +34,29 @@ sim:
 # (decode/fuzz_server_test.go): whatever a decoder accepts must be accepted
 # by the server's insert. FUZZTIME (Go duration in s, m or h) is split
 # evenly between the two targets; one fuzz worker each, one server each.
+# Go 1.26's fuzzing coordinator can end a run with a bare "context deadline
+# exceeded" when a worker is busy at the deadline (go.dev/issue/75804,
+# fixed in Go 1.27): a failure that wrote no failing input under
+# decode/testdata/fuzz is reported as that and does not fail the target.
 FUZZTIME ?= 10m
 fuzz:
 	@half=$$(echo "$(FUZZTIME)" | awk '{ u = substr($$0, length($$0)); v = substr($$0, 1, length($$0) - 1); \
 	  if (u == "h") v *= 3600; else if (u == "m") v *= 60; else if (u != "s") { print "bad"; exit } \
 	  printf "%ds", v / 2 }'); \
 	  if [ "$$half" = "bad" ]; then echo "FUZZTIME=$(FUZZTIME): want a duration in s, m or h"; exit 2; fi; \
+	  log=$$(mktemp); rc=$$(mktemp); trap 'rm -f "$$log" "$$rc"' EXIT; \
 	  for target in FuzzServerJSON FuzzServerAvro; do \
 	    echo "fuzz: $$target for $$half"; \
-	    $(GO) test ./decode -run '^$$' -fuzz "^$$target\$$" -fuzztime $$half -parallel 1 || exit 1; \
+	    before=$$(ls decode/testdata/fuzz/$$target 2>/dev/null | wc -l); \
+	    { $(GO) test ./decode -run '^$$' -fuzz "^$$target\$$" -fuzztime $$half -parallel 1 2>&1; echo $$? > "$$rc"; } | tee "$$log"; \
+	    if [ "$$(cat "$$rc")" = 0 ]; then continue; fi; \
+	    after=$$(ls decode/testdata/fuzz/$$target 2>/dev/null | wc -l); \
+	    if [ "$$after" = "$$before" ] && grep -q '^    context deadline exceeded$$' "$$log" && \
+	      ! grep -q 'Failing input\|panic:\|server refused' "$$log"; then \
+	      echo "fuzz: $$target: the coordinator's deadline race (go.dev/issue/75804), no failing input: not a finding"; \
+	      continue; \
+	    fi; \
+	    exit 1; \
 	  done
 
 test-short: vet
