@@ -1,6 +1,7 @@
 package decode
 
 import (
+	"fmt"
 	"math"
 	"slices"
 
@@ -14,10 +15,11 @@ import (
 // the columns; an array into an Array column is streamed element by
 // element (a scalar element straight into the column, any other parsed
 // alone by fastjson and given to the element type's setter); an object or
-// array into a String column is stored as its compacted text; any other
-// value a column reads (an object or array into a column of another type,
-// a scalar for a type without a fast setter) is parsed alone by fastjson
-// and given to the column's setter; the value of a field no column reads is
+// array into a String column is stored as its compacted text; an object
+// into a Map column is streamed key by key (values as array elements are);
+// any other value a column reads (an object or array into a column of
+// another type, a scalar for a type without a fast setter) is parsed alone
+// by fastjson and given to the column's setter; the value of a field no column reads is
 // skipped whatever its shape. So decoding a record builds at most the parse
 // tree of one field's value, or of one array element, never of the whole
 // record (docs/DESIGN.md, "Memory per record").
@@ -65,6 +67,9 @@ type fastCol struct {
 	elem    fastSetter
 	elemSet setter
 	elemDef defaulter
+	// mapKey marks a Map column, whose objects are streamed: mapKey is the
+	// key setter, elem, elemSet and elemDef are the value type's.
+	mapKey mapKeySetter
 }
 
 // compileFastCol returns the fast path's plan of a column of type t.
@@ -75,6 +80,17 @@ func compileFastCol(t *chunk.Type) fastCol {
 			return fastCol{} // cannot happen: the column's type compiled
 		}
 		return fastCol{array: true, elem: compileFast(b.Elem), elemSet: elemSet, elemDef: def}
+	}
+	if b := t.Base(); b.Kind == chunk.KindMap {
+		key, err := compileMapKey(b.Key)
+		if err != nil {
+			return fastCol{} // cannot happen: the column's type compiled
+		}
+		val, def, err := compile(b.Elem)
+		if err != nil {
+			return fastCol{}
+		}
+		return fastCol{mapKey: key, elem: compileFast(b.Elem), elemSet: val, elemDef: def}
 	}
 	b := t.Base()
 	if b.Kind == chunk.KindNullable {
@@ -536,38 +552,9 @@ func (d *JSON) fastArray(s []byte, i int, f *fastCol, a *chunk.Array) (int, bool
 		return i + 1, true
 	}
 	for {
-		if i >= len(s) {
-			return i, false
-		}
-		done := false
-		if f.elem != nil && s[i] != '[' && s[i] != '{' {
-			if t, text, next, ok := d.scalar(s, i); ok {
-				if t == tokNull {
-					appendDefault(f.elemDef, a.Inner)
-					i, done = next, true
-				} else if f.elem(d, t, text, a.Inner) {
-					i, done = next, true
-				} else if !d.diag {
-					return i, false
-				}
-				// Diagnosing: the element's setter says why, below.
-			}
-		}
-		if !done {
-			// An element without a fast setter: parsed alone.
-			v, end, ok := d.parseAlone(s, i, 3)
-			if !ok || f.elemSet == nil {
-				return i, false
-			}
-			if v.Type() == fastjson.TypeNull {
-				appendDefault(f.elemDef, a.Inner)
-			} else if e := f.elemSet(d, v, a.Inner); e != nil {
-				if d.diag {
-					d.diagErr = e // as setArray returns it
-				}
-				return i, false
-			}
-			i = end
+		var ok bool
+		if i, ok = d.fastElem(s, i, f, a.Inner); !ok {
+			return i, false // (diagErr as setArray returns it)
 		}
 		i = skipWS(s, i)
 		if i >= len(s) {
@@ -579,6 +566,98 @@ func (d *JSON) fastArray(s []byte, i int, f *fastCol, a *chunk.Array) (int, bool
 			continue
 		case ']':
 			a.EndRow()
+			return i + 1, true
+		}
+		return i, false
+	}
+}
+
+// fastElem appends the value at s[i], an element of an array or a map's
+// value at depth 3, to col as setArray and the map setter append one
+// (null gives elemDef), and returns the index past it. When diagnosing, a
+// refusal leaves the setter's error in diagErr.
+func (d *JSON) fastElem(s []byte, i int, f *fastCol, col chunk.Column) (int, bool) {
+	if i >= len(s) {
+		return i, false
+	}
+	if f.elem != nil && s[i] != '[' && s[i] != '{' {
+		if t, text, next, ok := d.scalar(s, i); ok {
+			if t == tokNull {
+				appendDefault(f.elemDef, col)
+				return next, true
+			}
+			if f.elem(d, t, text, col) {
+				return next, true
+			}
+			if !d.diag {
+				return i, false
+			}
+			// Diagnosing: the element's setter says why, below.
+		}
+	}
+	// An element without a fast setter: parsed alone.
+	v, end, ok := d.parseAlone(s, i, 3)
+	if !ok || f.elemSet == nil {
+		return i, false
+	}
+	if v.Type() == fastjson.TypeNull {
+		appendDefault(f.elemDef, col)
+	} else if e := f.elemSet(d, v, col); e != nil {
+		if d.diag {
+			d.diagErr = e
+		}
+		return i, false
+	}
+	return end, true
+}
+
+// fastMap appends the object at s[i] (its '{') as one row of m, each key
+// and value as the map setter appends them, and returns the index past it;
+// false as fastArray.
+func (d *JSON) fastMap(s []byte, i int, f *fastCol, m *chunk.Map) (int, bool) {
+	i = skipWS(s, i+1)
+	if i < len(s) && s[i] == '}' {
+		m.EndRow()
+		return i + 1, true
+	}
+	for {
+		if i >= len(s) || s[i] != '"' {
+			return i, false
+		}
+		ks := i + 1
+		for i = ks; i < len(s) && s[i] != '"' && s[i] != '\\'; i++ {
+		}
+		if i >= len(s) || s[i] != '"' {
+			return i, false // (a key with an escape is left to fastjson)
+		}
+		key := s[ks:i]
+		if i = skipWS(s, i+1); i >= len(s) || s[i] != ':' {
+			return i, false
+		}
+		if e := f.mapKey(d, key, m.Keys); e != nil {
+			if d.diag {
+				e.Err = fmt.Errorf("map key %s: %w", avroShown(key), e.Err)
+				d.diagErr = e
+			}
+			return i, false
+		}
+		var ok bool
+		if i, ok = d.fastElem(s, skipWS(s, i+1), f, m.Values); !ok {
+			if d.diagErr != nil {
+				d.diagErr.Err = fmt.Errorf("map value of key %s: %w", avroShown(key), d.diagErr.Err)
+			}
+			return i, false
+		}
+		i = skipWS(s, i)
+		if i >= len(s) {
+			return i, false
+		}
+		switch s[i] {
+		case ',':
+			i = skipWS(s, i+1)
+			continue
+		case '}':
+			m.EndRow()
 			return i + 1, true
 		}
 		return i, false
@@ -641,6 +720,19 @@ func (d *JSON) fastField(s []byte, i, fi int, c *chunk.Chunk) (int, bool) {
 		for _, ci := range cols {
 			var ok bool
 			if next, ok = d.fastArray(s, i, &d.fast[ci], c.Cols[ci].(*chunk.Array)); !ok {
+				if d.diagErr != nil {
+					d.diagnosed(d.diagErr, ci)
+				}
+				return i, false
+			}
+		}
+		return next, true
+	case s[i] == '{' && d.fieldMap[fi]:
+		// An object, streamed into each Map column reading it.
+		next := i
+		for _, ci := range cols {
+			var ok bool
+			if next, ok = d.fastMap(s, i, &d.fast[ci], c.Cols[ci].(*chunk.Map)); !ok {
 				if d.diagErr != nil {
 					d.diagnosed(d.diagErr, ci)
 				}

@@ -16,12 +16,12 @@ var fastColumns = []string{
 	"r Array(Int32)", "r2 Array(Nullable(UInt8))", "t Array(LowCardinality(String))", "v Array(DateTime)",
 	// Types without a fast setter: their values are parsed alone.
 	"g UUID", "g2 String", "h Map(String, Int32)", "k Array(Nullable(UUID))", "m Tuple(a Int8, b String)",
-	"o Decimal(9, 2)", "x Array(Array(UInt8))", "y Nullable(Date)",
+	"o Decimal(9, 2)", "x Array(Array(UInt8))", "y Nullable(Date)", "h2 Map(UInt8, Array(Nullable(UUID)))",
 }
 
 var fastFields = []string{
 	"a", "a", "b", "c", "d", "f", "l", "n", "q", "s", "u", "w", "r", "r", "t", "v",
-	"g", "g", "h", "k", "m", "o", "x", "y",
+	"g", "g", "h", "k", "m", "o", "x", "y", "h2",
 }
 
 var fastSeeds = []string{
@@ -59,6 +59,11 @@ var fastSeeds = []string{
 	// Objects and arrays into String columns, as their compacted text.
 	"{\"f\": [ 1 , \"a\\\" b\" , { \"k\\u0041\" : null, \"x\":\t[ true,false ]\n} ] }", `{"q":{"a":"\\\\"}}`,
 	`{"q":[1,2,]}`, `{"f":{"a":1 "b":2}}`, `{"f":{"a":"\u00e9 ","b":-1.5e+3}}`, `{"f":[nan]}`, `{"f":{"a":1,"a":2}}`,
+	// Maps, streamed.
+	`{"h":{"a":1,"b":null,"a":"2"}}`, `{"h":{ "a" : 1 , "b":2 }}`, `{"h":{"a":1.5}}`, `{"h":{"a":[1]}}`, `{"h":{"a":}}`,
+	`{"h":{"a":1,"b"}}`, `{"h":{"a" 1}}`, `{"h":{"a":1}`, `{"h":{"a\"b":1}}`, `{"h":{"":2147483648}}`,
+	`{"h2":{"1":["6ba7b810-9dad-11d1-80b4-00c04fd430c8",null],"2":null,"3":[]}}`, `{"h2":{"256":[]}}`,
+	`{"h2":{"x":[]}}`, `{"h2":{"1":["x"]}}`, `{"h2":{"1":{}}}`, `{"h2":{"-0":[]}}`, `{"h2":{" 1":[]}}`,
 	// For the array framing.
 	`[]`, ` [ ] `, `[{"a":1},{"a":2}]`, `[{"a":1},3]`, `[{"a":1},"x"]`, `[{"a":1},[]]`, `[{"a":1},null]`, `[{"a":1},]`,
 	`[{"a":1}`, `[{"a":1}]x`, `[{"a":1},{"a":"x"}]`, `[{"a":1,"a":2}]`, `{"a":1}`, `1`, `[1,{"a":"x"}]`,

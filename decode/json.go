@@ -168,6 +168,7 @@ type JSON struct {
 	fieldFast []bool       // every column reading field i has a fast setter for scalars
 	fieldArr  []bool       // every column reading field i is an Array column
 	fieldText []bool       // every column reading field i is a String column
+	fieldMap  []bool       // every column reading field i is a Map column
 	seen      []uint32     // seen[i] == gen: column i has its value in this record
 	gen       uint32
 	parsedBig bool   // the one-pass path parsed a value larger than keepParserBytes alone
@@ -288,10 +289,11 @@ func NewJSON(s *chunk.Schema, o JSONOptions) (*JSON, error) {
 			d.fastSet = append(d.fastSet, f.set)
 		}
 		n := len(d.fields)
-		d.fieldFast, d.fieldArr, d.fieldText = make([]bool, n), make([]bool, n), make([]bool, n)
+		d.fieldFast, d.fieldArr, d.fieldText, d.fieldMap = make([]bool, n), make([]bool, n), make([]bool, n), make([]bool, n)
 		for fi, cols := range d.fields {
-			d.fieldFast[fi], d.fieldArr[fi], d.fieldText[fi] = true, true, true
+			d.fieldFast[fi], d.fieldArr[fi], d.fieldText[fi], d.fieldMap[fi] = true, true, true, true
 			for _, ci := range cols {
+				d.fieldMap[fi] = d.fieldMap[fi] && d.fast[ci].mapKey != nil
 				d.fieldFast[fi] = d.fieldFast[fi] && d.fast[ci].set != nil
 				d.fieldArr[fi] = d.fieldArr[fi] && d.fast[ci].array
 				d.fieldText[fi] = d.fieldText[fi] && d.fast[ci].text

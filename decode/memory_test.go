@@ -58,12 +58,14 @@ func memShapes() []memShape {
 		{name: "uuids", cols: []string{"a Array(UUID)"}, rec: repeatArray("", "a", `"6ba7b810-9dad-11d1-80b4-00c04fd430c8"`, memRecordSize), allocX: 0.1, retainX: 0.1},
 		// An array into a String column: its text, compacted.
 		{name: "deep", cols: []string{"a String"}, rec: repeatArray("", "a", deep, memRecordSize), allocX: 1.1, retainX: 0.1},
+		// An object into a Map column, streamed.
+		{name: "map", cols: []string{"m Map(String, UInt8)"}, rec: mapRecord(`"k":1`), allocX: 0.1, retainX: 0.1},
 		// A value read whole by a column of another type (an object into
-		// a Map column) is parsed alone: fastjson builds its tree, about
+		// a Tuple column) is parsed alone: fastjson builds its tree, about
 		// 80 bytes per value and the arrays its cache outgrew, which the
 		// tree still points into, while it decodes, and the decoder drops
 		// it afterwards.
-		{name: "map", cols: []string{"m Map(String, UInt8)"}, rec: bytes.Replace(bytes.Replace(repeatArray("", "m", `"k":1`, memRecordSize), []byte(`"m":[`), []byte(`"m":{`), 1), []byte("]}"), []byte("}}"), 1), allocX: 240, retainX: 0.1},
+		{name: "tuple", cols: []string{"m Tuple(a Array(UInt8))"}, rec: bytes.Replace(repeatArray(`"m":{`, "a", "1", memRecordSize), []byte("]}"), []byte("]}}"), 1), allocX: 240, retainX: 0.1},
 		// A large record with a bad value is diagnosed by the one-pass
 		// path, without a parse tree of the whole record.
 		{name: "bad/number", bad: true, cols: []string{"a Array(UInt8)"}, rec: badLast(repeatArray("", "a", "1", memRecordSize), `256`), allocX: 0.1, retainX: 0.1},
@@ -75,6 +77,13 @@ func memShapes() []memShape {
 		// Nested structure: fastjson parses the whole record.
 		{name: "objects", cols: []string{"a.b Array(UInt8)"}, fields: []string{"a.b"}, rec: repeatArray("", "a", `{"b":1}`, memRecordSize), allocX: 240, retainX: 0.1},
 	}
+}
+
+// mapRecord returns {"m":{kv,kv,...}} of about memRecordSize bytes.
+func mapRecord(kv string) []byte {
+	b := repeatArray("", "m", kv, memRecordSize)
+	b = bytes.Replace(b, []byte(`"m":[`), []byte(`"m":{`), 1)
+	return append(b[:len(b)-2], "}}"...)
 }
 
 // framedArray returns [elem,elem,...] of about size bytes.
