@@ -47,6 +47,10 @@ const (
 	HeaderHeadersDropped = "etl.truncated.headers"
 )
 
+// ErrTopicMissing is the dead-letter topic not existing when New read its
+// configuration.
+var ErrTopicMissing = errors.New("does not exist")
+
 // ErrFull is returned by Write when the producer's buffer stayed full for
 // BufferWait: the dead-letter brokers are not acknowledging.
 var ErrFull = errors.New("dead-letter buffer full: the dead-letter topic's brokers are not acknowledging")
@@ -116,7 +120,15 @@ type Writer struct {
 	wait     time.Duration
 	written  prometheus.Counter
 	failed   prometheus.Counter
+	missing  bool // the topic did not exist at New
 }
+
+// FailedCounter is etl_dlq_errors_total.
+func (w *Writer) FailedCounter() prometheus.Counter { return w.failed }
+
+// TopicMissing reports whether the dead-letter topic did not exist when
+// New read its configuration.
+func (w *Writer) TopicMissing() bool { return w.missing }
 
 // maxBuffered bounds the dead-letter records waiting for the broker.
 const maxBuffered = 100_000
@@ -131,9 +143,11 @@ func New(o Options) (*Writer, error) {
 		log = slog.Default()
 	}
 	limit, source := o.MaxMessageBytes, "configured"
+	missing := false
 	if limit <= 0 {
 		var err error
 		limit, source, err = readLimit(o.Topic, o.Opts)
+		missing = errors.Is(err, ErrTopicMissing)
 		if err != nil {
 			log.Warn("dead-letter topic's max.message.bytes not read; larger dead-letter records are truncated to the limit used instead",
 				"topic", o.Topic, "limit", limit, "from", source, "err", err)
@@ -169,12 +183,12 @@ func New(o Options) (*Writer, error) {
 		return nil, fmt.Errorf("dead-letter client: %w", err)
 	}
 	w := &Writer{
-		cl: cl, topic: o.Topic, pipeline: []byte(o.Pipeline), limit: limit, source: source, maxBuf: maxBuf, wait: wait,
+		cl: cl, topic: o.Topic, pipeline: []byte(o.Pipeline), limit: limit, source: source, maxBuf: maxBuf, wait: wait, missing: missing,
 		written: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "etl_dlq_records_total", Help: "Records written to the dead-letter topic and acknowledged by its brokers.",
 		}),
 		failed: prometheus.NewCounter(prometheus.CounterOpts{
-			Name: "etl_dlq_errors_total", Help: "Dead-letter writes that failed for good (the pipeline stops).",
+			Name: "etl_dlq_errors_total", Help: "Dead-letter writes that failed (the pipeline retries them with backoff, not committing past their records).",
 		}),
 	}
 	if o.Registerer != nil {
@@ -240,7 +254,7 @@ func readLimit(topic string, opts []kgo.Opt) (int32, string, error) {
 			inherited, hasInherited = v, true
 		}
 	case errors.Is(err, kerr.UnknownTopicOrPartition):
-		topicErr = fmt.Errorf("topic %s does not exist yet", topic)
+		topicErr = fmt.Errorf("topic %s %w", topic, ErrTopicMissing)
 	default:
 		return DefaultMaxMessageBytes, "default", fmt.Errorf("describe topic %s: %w", topic, err)
 	}
@@ -373,6 +387,9 @@ func (w *Writer) Write(r *kgo.Record, reason string, cause error, done func(erro
 			done(w.tooLarge(dl, err))
 		case err != nil:
 			w.failed.Inc()
+			// The topic may have been deleted and created again (a new
+			// topic ID): the next attempt must see it.
+			w.cl.ForceMetadataRefresh()
 			done(fmt.Errorf("dead-letter write to %s: %w", w.topic, err))
 		default:
 			w.written.Inc()

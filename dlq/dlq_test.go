@@ -136,8 +136,8 @@ func TestLimitFromBrokerWhenTopicMissing(t *testing.T) {
 	if n, src := w.MaxMessageBytes(); n != 2_500_000 || src != "broker message.max.bytes" {
 		t.Fatalf("limit = %d (%s), want 2500000 from the broker", n, src)
 	}
-	if !strings.Contains(logs.String(), "does not exist yet") {
-		t.Fatalf("no warning about the missing topic: %q", logs.String())
+	if !strings.Contains(logs.String(), "topic not-yet does not exist") || !w.TopicMissing() {
+		t.Fatalf("no warning about the missing topic (TopicMissing %v): %q", w.TopicMissing(), logs.String())
 	}
 	// A topic that does not set it has the broker's limit.
 	createTopic(t, kb, "plain", "")

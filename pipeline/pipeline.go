@@ -94,6 +94,8 @@ type Pipeline struct {
 	waiters        sync.WaitGroup                          // lanes waiting for a schema
 	stopWaiters    chan struct{}
 	dlq            *dlq.Writer // when on_error is dlq
+	dlqs           dlqState
+	dlqLog         *logLimiter
 	rejectLog      *logLimiter
 	chunks         chunkPool // emptied chunks, reused to keep their columns' capacity
 
@@ -203,6 +205,7 @@ func New(ctx context.Context, o Options) (*Pipeline, error) {
 		exactlyOnce: cfg.Delivery == "exactly_once",
 		stopWaiters: make(chan struct{}),
 		rejectLog:   newLogLimiter(10, 10*time.Second),
+		dlqLog:      newLogLimiter(1, 10*time.Second),
 		m:           newComponentMetrics(components(o.Registerer, cfg.Pipeline.Name)),
 		component:   components(o.Registerer, cfg.Pipeline.Name),
 		describeReq: make(chan struct{}, 1),
@@ -274,6 +277,9 @@ func New(ctx context.Context, o Options) (*Pipeline, error) {
 		p.dlq, err = dlq.New(dlq.Options{Topic: cfg.Decode.DLQ.Topic, Pipeline: cfg.Pipeline.Name, Opts: kopts, Registerer: p.component("dlq"), Log: log})
 		if err != nil {
 			return nil, err
+		}
+		if p.dlq.TopicMissing() {
+			return nil, &ConfigError{Errs: []error{fmt.Errorf("decode.dlq.topic: topic %q does not exist: create it (etl does not rely on the brokers creating topics)", cfg.Decode.DLQ.Topic)}}
 		}
 	}
 
@@ -468,6 +474,14 @@ func (p *Pipeline) Run(ctx context.Context) error {
 	// only once acknowledged), then commit what is durable and leave the
 	// group.
 	if p.dlq != nil {
+		// Records waiting to be written again are given up (not
+		// committed: the next run reads them again); writes in flight get
+		// until the drain deadline.
+		p.dlqGiveUp()
+		if !p.waitDeadLetters(drainCtx) {
+			drained = false
+			p.log.Error("dead-letter writes not acknowledged before the drain timeout: their records are not committed", "pending", p.dlqs.pending.Load())
+		}
 		if err := p.dlq.Flush(drainCtx); err != nil {
 			drained = false
 			p.log.Error("dead-letter writes not acknowledged before the drain timeout", "err", err)

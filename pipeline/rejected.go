@@ -55,18 +55,40 @@ func (p *Pipeline) onRejected() func(ctx context.Context, r clickhouse.Rejected)
 			return nil
 		}
 		rec := &kgo.Record{Topic: r.Topic, Partition: r.Partition, Offset: r.Offset, Value: rowsJSON(r.Chunk, r.From, r.To)}
-		done := make(chan error, 1)
-		p.dlq.Write(rec, reason, err, func(werr error) { done <- werr })
-		select {
-		case werr := <-done:
-			if werr != nil {
-				p.log.Error("dead-letter write failed: not committing past the record",
-					"topic", r.Topic, "partition", r.Partition, "offset", r.Offset, "err", werr)
-				return fmt.Errorf("%s/%d offset %d: rows refused by %s (%v); %w", r.Topic, r.Partition, r.Offset, r.Table, r.Err, werr)
+		// A write that fails is retried with backoff, holding the batch
+		// (and so its offsets) until the copy is acknowledged.
+		for attempt := 1; ; attempt++ {
+			done := make(chan error, 1)
+			p.dlq.Write(rec, reason, err, func(werr error) { done <- werr })
+			var werr error
+			select {
+			case werr = <-done:
+			case <-ctx.Done():
+				return ctx.Err()
 			}
-			return nil
-		case <-ctx.Done():
-			return ctx.Err()
+			if werr == nil {
+				p.dlqs.failingFrom.Store(0)
+				return nil
+			}
+			p.dlqs.failingFrom.CompareAndSwap(0, time.Now().UnixNano())
+			p.dlqs.mu.Lock()
+			p.dlqs.lastErr = werr.Error()
+			p.dlqs.mu.Unlock()
+			wait := dlqBackoff(attempt)
+			if p.dlqLog.Allow() {
+				p.log.Warn("dead-letter write failed: retrying; not committing past the record",
+					"topic", r.Topic, "partition", r.Partition, "offset", r.Offset, "attempt", attempt, "retry_in", wait.Round(time.Millisecond), "err", werr)
+			}
+			t := time.NewTimer(wait)
+			select {
+			case <-t.C:
+			case <-ctx.Done():
+				t.Stop()
+				return ctx.Err()
+			case <-p.haltChan():
+				t.Stop()
+				return fmt.Errorf("%s/%d offset %d: rows refused by %s (%v); the dead-letter write failed: %w", r.Topic, r.Partition, r.Offset, r.Table, r.Err, werr)
+			}
 		}
 	}
 }

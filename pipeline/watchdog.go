@@ -120,6 +120,9 @@ func (p *Pipeline) Health() (bool, string) {
 			return false, fmt.Sprintf("no Kafka broker has answered for %s (source.kafka.unreachable_timeout): %s", age.Round(time.Second), lastErr)
 		}
 	}
+	if ok, msg := p.dlqHealth(); !ok {
+		return false, msg
+	}
 	p.healthMu.Lock()
 	defer p.healthMu.Unlock()
 	if len(p.stalled) > 0 {

@@ -338,8 +338,9 @@ func (p *Pipeline) sealSend(l *lane, c *chunk.Chunk) bool {
 // reject handles a record that cannot be decoded under on_error skip or
 // dlq: it is counted and logged, then acknowledged at once (skip) or once
 // its dead-letter copy is acknowledged by the broker (dlq), so its offset
-// commits only then. A dead-letter write that fails for good stops the
-// pipeline without committing past the record.
+// commits only then. A dead-letter write that fails is retried with
+// backoff (dlqretry.go) until it succeeds or the stop gives up on it; the
+// record is never skipped and its offset never committed before.
 func (p *Pipeline) reject(l *lane, r *kgo.Record, err error) {
 	reason := p.countRejected(err)
 	if p.rejectLog.Allow() {
@@ -352,16 +353,7 @@ func (p *Pipeline) reject(l *lane, r *kgo.Record, err error) {
 		return
 	}
 	l.outstanding.Add(1)
-	p.dlq.Write(r, reason, err, func(werr error) {
-		defer l.acked()
-		if werr != nil {
-			p.log.Error("dead-letter write failed: not committing past the record",
-				"topic", r.Topic, "partition", r.Partition, "offset", off, "err", werr)
-			p.fail(fmt.Errorf("%s/%d offset %d: %w", tp.Topic, tp.Partition, off, werr))
-			return
-		}
-		p.tracker.Ack(tp, epoch, off, off+1)
-	})
+	p.deadLetter(&dlqRecord{l: l, r: r, reason: reason, cause: err})
 }
 
 // countRejected counts a record that cannot be decoded or transformed and

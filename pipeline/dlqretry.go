@@ -1,0 +1,165 @@
+package pipeline
+
+import (
+	"context"
+	"math/rand/v2"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kgo"
+)
+
+// A record bound for the dead-letter topic is held until the broker
+// acknowledges its copy: a write that fails (the topic missing, the produce
+// refused, the brokers down, the producer's buffer full) is retried with
+// capped exponential backoff and full jitter, forever, and the record's
+// offset is not committed before. Its bytes count in the in-flight budget
+// from the first write to the acknowledgement, so records piling up behind
+// a failing dead-letter topic pause the source like a slow sink does, and
+// memory stays bounded. The stop waits for the retries until its drain
+// deadline, then gives them up (not committed: the next run reads the
+// records again). /healthz reports writes failing for dlqUnhealthyAfter.
+
+const (
+	dlqInitialBackoff = 200 * time.Millisecond
+	dlqMaxBackoff     = 10 * time.Second
+	dlqUnhealthyAfter = 10 * time.Second
+)
+
+// dlqRecord is a record on its way to the dead-letter topic.
+type dlqRecord struct {
+	l       *lane
+	r       *kgo.Record
+	reason  string
+	cause   error
+	held    int64 // bytes counted in the budget
+	attempt int
+}
+
+// dlqState is the pipeline's view of the dead-letter writes.
+type dlqState struct {
+	pending     atomic.Int64 // records written or waiting to be written again
+	failingFrom atomic.Int64 // unix nanoseconds of the first failure since the last success; 0: none
+	mu          sync.Mutex
+	lastErr     string
+	timers      map[*dlqRecord]*time.Timer // records waiting for their next attempt
+}
+
+// deadLetter writes d's record to the dead-letter topic, and again after a
+// backoff for as long as the write fails and the pipeline is not halted.
+func (p *Pipeline) deadLetter(d *dlqRecord) {
+	if d.held == 0 {
+		d.held = recordBytes(d.r)
+		p.budget.Add(d.held)
+		p.dlqs.pending.Add(1)
+	}
+	tp, epoch, off := d.l.tp, d.l.epoch, d.r.Offset
+	p.dlq.Write(d.r, d.reason, d.cause, func(werr error) {
+		if werr == nil {
+			p.dlqs.failingFrom.Store(0)
+			p.tracker.Ack(tp, epoch, off, off+1)
+			p.dlqDone(d)
+			return
+		}
+		p.dlqs.failingFrom.CompareAndSwap(0, time.Now().UnixNano())
+		p.dlqs.mu.Lock()
+		p.dlqs.lastErr = werr.Error()
+		p.dlqs.mu.Unlock()
+		select {
+		case <-p.haltChan():
+			p.log.Error("dead-letter write failed and the pipeline is stopping: not committing past the record",
+				"topic", tp.Topic, "partition", tp.Partition, "offset", off, "err", werr)
+			p.dlqDone(d)
+			return
+		default:
+		}
+		d.attempt++
+		wait := dlqBackoff(d.attempt)
+		if p.dlqLog.Allow() {
+			p.log.Warn("dead-letter write failed: retrying; not committing past the record",
+				"topic", tp.Topic, "partition", tp.Partition, "offset", off, "attempt", d.attempt, "retry_in", wait.Round(time.Millisecond), "err", werr)
+		}
+		p.dlqs.mu.Lock()
+		defer p.dlqs.mu.Unlock()
+		if p.dlqs.timers == nil {
+			p.dlqs.timers = map[*dlqRecord]*time.Timer{}
+		}
+		p.dlqs.timers[d] = time.AfterFunc(wait, func() {
+			p.dlqs.mu.Lock()
+			_, mine := p.dlqs.timers[d]
+			delete(p.dlqs.timers, d)
+			p.dlqs.mu.Unlock()
+			if !mine {
+				return // given up by dlqGiveUp
+			}
+			select {
+			case <-p.haltChan():
+				p.dlqDone(d)
+			default:
+				p.deadLetter(d)
+			}
+		})
+	})
+}
+
+// dlqGiveUp gives up the records waiting to be written again (the stop,
+// after its drain deadline): they are not committed.
+func (p *Pipeline) dlqGiveUp() {
+	p.dlqs.mu.Lock()
+	var given []*dlqRecord
+	for d, t := range p.dlqs.timers {
+		if t.Stop() {
+			given = append(given, d)
+		}
+		delete(p.dlqs.timers, d)
+	}
+	p.dlqs.mu.Unlock()
+	for _, d := range given {
+		p.dlqDone(d)
+	}
+}
+
+// dlqDone ends d: its bytes leave the budget and the lane's write is over.
+func (p *Pipeline) dlqDone(d *dlqRecord) {
+	p.budget.Release(d.held)
+	p.dlqs.pending.Add(-1)
+	d.l.acked()
+}
+
+// dlqBackoff is the wait before the attempt-th retry: full jitter over the
+// capped exponential.
+func dlqBackoff(attempt int) time.Duration {
+	d := dlqInitialBackoff
+	for i := 1; i < attempt && d < dlqMaxBackoff; i++ {
+		d *= 2
+	}
+	return rand.N(min(d, dlqMaxBackoff) + 1)
+}
+
+// dlqHealth reports dead-letter writes that have failed, with no success
+// since, for longer than dlqUnhealthyAfter.
+func (p *Pipeline) dlqHealth() (bool, string) {
+	from := p.dlqs.failingFrom.Load()
+	if from == 0 || time.Since(time.Unix(0, from)) < dlqUnhealthyAfter {
+		return true, ""
+	}
+	p.dlqs.mu.Lock()
+	defer p.dlqs.mu.Unlock()
+	return false, "dead-letter writes failing for " + time.Since(time.Unix(0, from)).Round(time.Second).String() +
+		" (records held, not committed): " + p.dlqs.lastErr
+}
+
+// waitDeadLetters waits until no dead-letter write is pending or ctx ends.
+func (p *Pipeline) waitDeadLetters(ctx context.Context) bool {
+	t := time.NewTicker(20 * time.Millisecond)
+	defer t.Stop()
+	for p.dlqs.pending.Load() > 0 {
+		select {
+		case <-ctx.Done():
+			return false
+		case <-t.C:
+		}
+	}
+	return true
+}
