@@ -1,0 +1,69 @@
+package e2e
+
+import (
+	"errors"
+	"syscall"
+	"testing"
+	"time"
+)
+
+var errExited = errors.New("etl exited")
+
+// TestBrokerRestarts: the broker (devbroker with its data on disk) is
+// stopped and started five times while records are produced and consumed.
+// Nothing is lost, and after each restart the commits move again; the
+// time from the broker listening again to the next commit is reported.
+func TestBrokerRestarts(t *testing.T) {
+	const n = 200_000
+	e := newEnv(t)
+	p := startETL(t, e.config("restarts", ""))
+	wait := e.produceAsync(0, n, 10_000)
+	var worst time.Duration
+	for i := 0; i < 5; i++ {
+		time.Sleep(1500 * time.Millisecond)
+		before := sumOffsets(e.kb.CommittedOffsets(t, "restarts", topic))
+		e.kb.Stop(t)
+		time.Sleep(500 * time.Millisecond)
+		e.kb.Start(t)
+		back := time.Now()
+		deadline := back.Add(time.Minute)
+		for {
+			c := sumOffsets(e.kb.CommittedOffsets(t, "restarts", topic))
+			if c > before || c == sumOffsets(e.kb.EndOffsets(t, topic)) {
+				break // moved, or nothing was left to commit
+			}
+			if !p.running() {
+				t.Fatalf("etl exited after restart %d:\n%s", i+1, p.logText())
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("restart %d: no commit a minute after the broker came back", i+1)
+			}
+			time.Sleep(50 * time.Millisecond)
+		}
+		took := time.Since(back)
+		worst = max(worst, took)
+		t.Logf("restart %d: commits moved %v after the broker listened again", i+1, took.Round(time.Millisecond))
+	}
+	if err := wait(); err != nil {
+		t.Fatalf("produce: %v", err)
+	}
+	committed := waitCommittedEnd(t, e.kb, "restarts", topic, partitions, 2*time.Minute, func() error {
+		if !p.running() {
+			return errExited
+		}
+		return nil
+	})
+	dups := e.checkAllOnceBelow(n, committed)
+	t.Logf("all %d records in ClickHouse, %d written twice (read again after a restart before their commit); slowest recovery %v", n, dups, worst.Round(time.Millisecond))
+	if code := p.stop(t, syscall.SIGTERM, 30*time.Second); code != 0 {
+		t.Fatalf("exit code %d", code)
+	}
+}
+
+func sumOffsets(m map[int32]int64) int64 {
+	var s int64
+	for _, o := range m {
+		s += o
+	}
+	return s
+}
