@@ -1,0 +1,103 @@
+package e2e
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/etl-project/etl/gen"
+	"github.com/etl-project/etl/internal/testenv"
+)
+
+// TestZombieMember: a member frozen (SIGSTOP) past its session timeout
+// while records flow loses its partitions to the other member. Thawed, it
+// notices the loss (partitions lost), commits nothing for the old
+// assignment, drops its in-flight work and rejoins. Every record arrives,
+// and every commit of either member names only partitions it owned then.
+func TestZombieMember(t *testing.T) {
+	const (
+		n     = 150_000
+		group = "zombie"
+	)
+	ch := testenv.ClickHouse(t)
+	ch.Exec(t, gen.TableDDL("default", "events"))
+	kb := testenv.KafkaProcess(t, partitions, topic)
+	e := &env{t: t, ch: ch, kb: kb}
+	base := readFile(t, e.config(group, ""))
+	base = strings.Replace(base, "log: {level: ${ETL_TEST_LOG_LEVEL:-info}, format: text}", "log: {level: debug, format: json}", 1)
+	a := startETL(t, writeConfig(t, base))
+	b := startETL(t, writeConfig(t, base))
+
+	cl, err := kgo.NewClient(kgo.SeedBrokers(kb.Addr()), kgo.RecordPartitioner(kgo.ManualPartitioner()),
+		kgo.ProducerLinger(5*time.Millisecond), kgo.MaxBufferedRecords(100000))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cl.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	produced := make(chan error, 1)
+	go func() {
+		got, err := gen.Produce(ctx, cl, gen.ProduceOptions{Topic: topic, Seed: seed, Count: n, Rate: 10_000, Partitions: partitions})
+		if err == nil && got != n {
+			err = fmt.Errorf("produced %d of %d", got, n)
+		}
+		produced <- err
+	}()
+
+	e.waitRows(20_000, time.Minute, a)
+	if err := a.cmd.Process.Signal(syscall.SIGSTOP); err != nil {
+		t.Fatal(err)
+	}
+	// session_timeout is 6 s: the group moves A's partitions to B.
+	time.Sleep(12 * time.Second)
+	if err := a.cmd.Process.Signal(syscall.SIGCONT); err != nil {
+		t.Fatal(err)
+	}
+	if err := <-produced; err != nil {
+		t.Fatal(err)
+	}
+	waitCommittedEnd(t, kb, group, topic, partitions, 3*time.Minute, func() error {
+		if !a.running() || !b.running() {
+			return errExited
+		}
+		return nil
+	})
+	for _, p := range []*proc{a, b} {
+		if code := p.stop(t, syscall.SIGTERM, 30*time.Second); code != 0 {
+			t.Fatalf("exit code %d", code)
+		}
+	}
+	// Records the zombie wrote but had not committed are written again by
+	// the member that took its partitions over (at least once): every
+	// record must be there, none unexpected.
+	counts, outside := e.idCounts(n)
+	dups := 0
+	for id, c := range counts {
+		if c == 0 {
+			t.Fatalf("id %d missing", id)
+		}
+		if c > 1 {
+			dups++
+		}
+	}
+	if outside != 0 {
+		t.Fatalf("%d rows with unexpected ids", outside)
+	}
+	if !strings.Contains(readFile(t, a.log), "partitions lost") {
+		t.Errorf("the thawed member did not notice it lost its partitions")
+	}
+	for i, p := range []*proc{a, b} {
+		commits, err := commitsOnlyOwned(p.log)
+		if err != nil {
+			t.Errorf("member %d: %v", i+1, err)
+		}
+		t.Logf("member %d: %d commits, each of owned partitions only", i+1, commits)
+	}
+	t.Logf("every record arrived; %d written more than once (written by the zombie, not committed, when its partitions moved)", dups)
+}
