@@ -39,13 +39,14 @@ func TestUnreachableBrokerIsLoud(t *testing.T) {
 			cfg.Source.Kafka.Brokers = []string{tc.addr}
 			cfg.Source.Kafka.Topics = []string{"events"}
 			cfg.Source.Kafka.UnreachableTimeout = config.Duration(3 * time.Second)
+			cfg.Log.StatusInterval = config.Duration(time.Second)
 			if tc.tls {
 				cfg.Source.Kafka.TLS = &config.TLS{Enabled: true, InsecureSkipVerify: true}
 			}
 			var logs syncBuffer
 			reg := prometheus.NewRegistry()
 			p, err := New(context.Background(), Options{Config: cfg, Registerer: reg,
-				Log: slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelWarn}))})
+				Log: slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelInfo}))})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -73,10 +74,14 @@ func TestUnreachableBrokerIsLoud(t *testing.T) {
 			waitFor(t, "/healthz unhealthy", 20*time.Second, func() bool { ok, _ := p.Health(); return !ok })
 			_, msg := p.Health()
 			t.Logf("health: %s", msg)
-			t.Logf("log: %.600s", log)
+			t.Logf("log: %.600s", log[strings.Index(log, "cannot reach"):])
 			if !strings.Contains(msg, "no Kafka broker has answered") || !strings.Contains(msg, tc.addr) {
 				t.Errorf("health message %q", msg)
 			}
+			// The status line does not claim a lag of 0.
+			waitFor(t, "a status line", 10*time.Second, func() bool {
+				return strings.Contains(logs.String(), `lag="unknown (no broker answering)"`)
+			})
 		})
 	}
 }

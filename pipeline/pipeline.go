@@ -928,10 +928,16 @@ func (p *Pipeline) statusLoop(ctx context.Context) {
 		case now := <-t.C:
 			s := p.Stats()
 			secs := now.Sub(lastAt).Seconds()
+			// Lag is known only from fetches: with no broker answering
+			// it is not 0, it is unknown.
+			var lag any = s.Lag
+			if ans, _ := p.src.Brokers(); !ans.IsZero() && now.Sub(ans) > every {
+				lag = "unknown (no broker answering)"
+			}
 			p.log.Info("status",
 				"rows_in_per_s", int64(float64(s.RowsDecoded-last.RowsDecoded)/secs),
 				"rows_out_per_s", int64(float64(s.RowsWritten-last.RowsWritten)/secs),
-				"rows_written", s.RowsWritten, "lag", s.Lag,
+				"rows_written", s.RowsWritten, "lag", lag,
 				"inflight_bytes", s.InflightBytes, "budget_bytes", s.BudgetBytes,
 				"paused_partitions", s.PausedPartitions,
 				"decode_errors", s.DecodeErrors-last.DecodeErrors)
