@@ -102,6 +102,9 @@ func New(o Options) (*Source, error) {
 		return nil, err
 	}
 	s.brokers = newBrokerWatch(s.log, o.Config, s.metrics.connErrors)
+	for _, b := range o.Config.Brokers {
+		s.metrics.connErrors.WithLabelValues(b) // served from the start, at 0
+	}
 	opts = append(opts,
 		kgo.WithHooks(s.brokers),
 		kgo.ConsumerGroup(o.Config.GroupID),

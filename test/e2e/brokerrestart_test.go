@@ -11,7 +11,8 @@ var errExited = errors.New("etl exited")
 
 // TestBrokerRestarts: the broker (devbroker with its data on disk) is
 // stopped and started five times while records are produced and consumed.
-// Nothing is lost, and after each restart the commits move again; the
+// Nothing is lost (records may be written twice: at least once), and
+// after each restart the commits move again; the
 // time from the broker listening again to the next commit is reported.
 func TestBrokerRestarts(t *testing.T) {
 	const n = 200_000
@@ -47,14 +48,29 @@ func TestBrokerRestarts(t *testing.T) {
 	if err := wait(); err != nil {
 		t.Fatalf("produce: %v", err)
 	}
-	committed := waitCommittedEnd(t, e.kb, "restarts", topic, partitions, 2*time.Minute, func() error {
+	waitCommittedEnd(t, e.kb, "restarts", topic, partitions, 2*time.Minute, func() error {
 		if !p.running() {
 			return errExited
 		}
 		return nil
 	})
-	dups := e.checkAllOnceBelow(n, committed)
-	t.Logf("all %d records in ClickHouse, %d written twice (read again after a restart before their commit); slowest recovery %v", n, dups, worst.Round(time.Millisecond))
+	// A restart can end the member's session (its partitions are lost)
+	// while commits fail: records written but not committed then are
+	// written again, at least once. None may be missing.
+	counts, outside := e.idCounts(n)
+	dups := 0
+	for id, c := range counts {
+		if c == 0 {
+			t.Fatalf("id %d missing", id)
+		}
+		if c > 1 {
+			dups++
+		}
+	}
+	if outside != 0 {
+		t.Fatalf("%d rows with unexpected ids", outside)
+	}
+	t.Logf("all %d records in ClickHouse, %d written more than once (read again after a restart before their commit); slowest recovery %v", n, dups, worst.Round(time.Millisecond))
 	if code := p.stop(t, syscall.SIGTERM, 30*time.Second); code != 0 {
 		t.Fatalf("exit code %d", code)
 	}

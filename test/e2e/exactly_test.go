@@ -173,12 +173,13 @@ func TestExactlyOnceOutage(t *testing.T) {
 }
 
 // TestExactlyOnceRefused: a table that cannot drop a re-inserted block (a
-// plain MergeTree) makes exactly_once refuse to start, saying why.
+// plain MergeTree) makes exactly_once refuse to start, saying why: a
+// configuration error (exit 2), not retried.
 func TestExactlyOnceRefused(t *testing.T) {
 	e := newEnv(t)
 	p := startETL(t, e.eoConfig("eo-refused"))
-	if code := p.wait(t, 30*time.Second); code != 1 {
-		t.Fatalf("exit code %d, want 1", code)
+	if code := p.wait(t, 30*time.Second); code != 2 {
+		t.Fatalf("exit code %d, want 2", code)
 	}
 	if log := p.logText(); !strings.Contains(log, "delivery: exactly_once needs a table that drops a block it already has, and default.events (sink default) is MergeTree") {
 		t.Fatalf("log lacks the reason:\n%s", log)
