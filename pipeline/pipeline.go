@@ -931,8 +931,10 @@ func (p *Pipeline) statusLoop(ctx context.Context) {
 			// Lag is known only from fetches: with no broker answering
 			// it is not 0, it is unknown.
 			var lag any = s.Lag
-			if ans, _ := p.src.Brokers(); !ans.IsZero() && now.Sub(ans) > every {
-				lag = "unknown (no broker answering)"
+			if p.src != nil {
+				if ans, _ := p.src.Brokers(); !ans.IsZero() && now.Sub(ans) > every {
+					lag = "unknown (no broker answering)"
+				}
 			}
 			p.log.Info("status",
 				"rows_in_per_s", int64(float64(s.RowsDecoded-last.RowsDecoded)/secs),
