@@ -436,3 +436,25 @@ func (e *env) checkAllOnceBelow(n uint64, committed map[int32]int64) int {
 	}
 	return dups
 }
+
+// checkAllPresent checks that every record [0, n) is in the table at least
+// once and that no other row is (at-least-once delivery, where a record
+// may be written again after a rebalance or a lost session). It returns
+// the number of records written more than once.
+func (e *env) checkAllPresent(n uint64) int {
+	e.t.Helper()
+	counts, outside := e.idCounts(n)
+	dups := 0
+	for id, c := range counts {
+		if c == 0 {
+			e.t.Fatalf("id %d missing", id)
+		}
+		if c > 1 {
+			dups++
+		}
+	}
+	if outside != 0 {
+		e.t.Fatalf("%d rows with ids outside 0..%d", outside, n-1)
+	}
+	return dups
+}
