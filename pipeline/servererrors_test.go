@@ -74,6 +74,62 @@ func TestServerRefusals(t *testing.T) {
 		}
 		t.Logf("transient errors (TOO_MANY_PARTS) retried: %v", sinkErrors(t, reg, "transient"))
 	})
+	t.Run("memory-limit", func(t *testing.T) {
+		// The server refuses every insert with MEMORY_LIMIT_EXCEEDED (241)
+		// while the session's max_memory_usage is below what an insert
+		// needs: retried, nothing committed. Once the limit is gone (a
+		// new run without it, the same group), every row lands once.
+		kb, ch := setup(t)
+		cfg := testConfig(t, kb, ch, "memory")
+		cfg.Source.Kafka.Topics = []string{"events"}
+		cfg.Sink.ClickHouse.Settings = map[string]any{"max_memory_usage": int64(100_000)}
+		cfg.Checkpoint.DrainTimeout = config.Duration(2 * time.Second)
+		reg := prometheus.NewRegistry()
+		p, err := New(context.Background(), Options{Config: cfg, Log: testLogger(t), Registerer: reg})
+		if err != nil {
+			t.Fatal(err)
+		}
+		ctx, cancel := context.WithCancel(context.Background())
+		done := make(chan error, 1)
+		go func() { done <- p.Run(ctx) }()
+		produce(t, kb, 0, 1000, nil)
+		waitFor(t, "MEMORY_LIMIT_EXCEEDED retried", 30*time.Second, func() bool { return sinkErrors(t, reg, "transient") >= 3 })
+		cancel()
+		select {
+		case err := <-done:
+			t.Logf("first run: %v", err)
+		case <-time.After(time.Minute):
+			t.Fatal("the pipeline did not stop")
+		}
+		if n := sinkErrors(t, reg, "permanent"); n != 0 {
+			t.Fatalf("%v permanent errors", n)
+		}
+		if rows := ch.Count(t, "default.events"); rows != 0 {
+			t.Fatalf("%d rows in ClickHouse under the memory limit", rows)
+		}
+		if c := kb.CommittedOffsets(t, "memory", "events"); c[0]+c[1]+c[2] != 0 {
+			t.Fatalf("committed %v with no row in ClickHouse", c)
+		}
+		cfg.Sink.ClickHouse.Settings = nil
+		p, err = New(context.Background(), Options{Config: cfg, Log: testLogger(t), Registerer: prometheus.NewRegistry()})
+		if err != nil {
+			t.Fatal(err)
+		}
+		ctx, cancel = context.WithCancel(context.Background())
+		defer cancel()
+		go func() { done <- p.Run(ctx) }()
+		waitFor(t, "commits to the end", time.Minute, func() bool {
+			c := kb.CommittedOffsets(t, "memory", "events")
+			return c[0]+c[1]+c[2] == 1000
+		})
+		cancel()
+		if err := <-done; err != nil {
+			t.Fatalf("second run: %v", err)
+		}
+		if got := ch.Query(t, "SELECT count(), uniqExact(id) FROM default.events"); got != "1000\t1000" {
+			t.Fatalf("count, distinct = %s", got)
+		}
+	})
 	for _, tc := range []struct {
 		name, code string
 		setup      func(t *testing.T, p *pipelineUnderTest)

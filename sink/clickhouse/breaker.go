@@ -76,6 +76,17 @@ func (b *breaker) allow() bool {
 	return true
 }
 
+// probe turns an open breaker half-open before its time is up, so that the
+// next insert tries the replica: a shard whose every breaker is open
+// probes one at the retry backoff rather than wait out open_for.
+func (b *breaker) probe() {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.state == breakerOpen {
+		b.state, b.successes = breakerHalfOpen, 0
+	}
+}
+
 // until is when an open breaker lets inserts through again (zero when it
 // is not open).
 func (b *breaker) until() time.Time {
@@ -103,10 +114,13 @@ func (b *breaker) success() {
 	}
 }
 
-// failure records a failed insert; it reports whether the breaker opened.
+// failure records a failed insert; it reports whether a closed breaker
+// opened (a half-open one that fails opens again, and is counted, but is
+// not news to log).
 func (b *breaker) failure() bool {
 	b.mu.Lock()
 	defer b.mu.Unlock()
+	was := b.state
 	switch b.state {
 	case breakerClosed:
 		b.failures++
@@ -119,5 +133,5 @@ func (b *breaker) failure() bool {
 	b.state, b.openUntil = breakerOpen, b.now().Add(b.o.OpenFor)
 	b.healthy.Set(0)
 	b.opens.Inc()
-	return true
+	return was == breakerClosed
 }

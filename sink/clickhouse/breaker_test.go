@@ -35,8 +35,8 @@ func TestBreaker(t *testing.T) {
 	if !b.allow() {
 		t.Fatal("not half-open after open_for")
 	}
-	if !b.failure() || b.allow() || testutil.ToFloat64(opens) != 2 {
-		t.Fatal("a half-open failure did not reopen")
+	if b.failure() || b.allow() || testutil.ToFloat64(opens) != 2 {
+		t.Fatal("a half-open failure did not reopen (counted, not reported as newly opened)")
 	}
 	// Half-open, then two probes close it.
 	now = now.Add(time.Minute)
@@ -56,5 +56,20 @@ func TestBreaker(t *testing.T) {
 	b.failure()
 	if !b.allow() {
 		t.Fatal("failure count carried over")
+	}
+	// A probe half-opens an open breaker before open_for is up; a
+	// closed one stays closed.
+	if !b.failure() || b.allow() {
+		t.Fatal("did not open")
+	}
+	b.probe()
+	if !b.allow() || !b.until().IsZero() {
+		t.Fatal("a probe did not half-open the breaker")
+	}
+	b.success()
+	b.success()
+	b.probe()
+	if !b.allow() || testutil.ToFloat64(healthy) != 1 {
+		t.Fatal("a probe changed a closed breaker")
 	}
 }

@@ -518,15 +518,17 @@ func (s *Shard) pick() *replica {
 	return nil
 }
 
-// reopens is how long until the first open breaker lets inserts through.
-func (s *Shard) reopens() time.Duration {
+// reopens is how long until the first open breaker lets inserts through,
+// and its replica.
+func (s *Shard) reopens() (time.Duration, *replica) {
 	var first time.Time
+	var next *replica
 	for _, r := range s.replicas {
 		if u := r.br.until(); !u.IsZero() && (first.IsZero() || u.Before(first)) {
-			first = u
+			first, next = u, r
 		}
 	}
-	return max(time.Until(first), time.Millisecond)
+	return max(time.Until(first), time.Millisecond), next
 }
 
 // moveOn makes the replica after r the current one.
@@ -586,27 +588,39 @@ func (s *Shard) insert(ctx context.Context, b *batch) error {
 // errors on the next healthy replica at once and, once every replica has
 // failed them, after a backoff. It returns nil, ctx.Err() when ctx ends,
 // or the *InsertError of a permanent failure or of MaxAttempts transient
-// ones. While every replica's breaker is open it
-// waits: the queue fills and the producers see backpressure.
+// ones. While every replica's breaker is open it probes the replica whose
+// breaker reopens first, at the retry backoff (the breakers steer inserts
+// away from a failing replica while another one takes them; they do not
+// hold a shard that is down for longer than its retries would): the queue
+// fills meanwhile and the producers see backpressure.
 func (s *Shard) attempt(ctx context.Context, chunks []*chunk.Chunk, rows, bytes int) error {
 	reprojected, retyped := false, false
 	tried := 0 // replicas that failed this batch since the last backoff
 	waitedOpen := false
+	backedOff := false // the last failure was followed by the retry backoff
 	for attempt := 1; ; attempt++ {
 		r := s.pick()
 		if r == nil {
-			wait := s.reopens()
+			reopen, next := s.reopens()
+			wait := min(reopen, s.backoff(attempt))
+			if backedOff {
+				wait = 0 // this attempt's backoff has passed already
+			}
 			if !waitedOpen {
-				s.log.Warn("every replica's circuit breaker is open: waiting", slog.Duration("for", wait), slog.Int("rows", rows))
+				s.log.Warn("every replica's circuit breaker is open: probing at the retry backoff", slog.Duration("breaker_reopens", reopen), slog.Int("rows", rows))
 				waitedOpen = true
 			}
 			attempt--
-			if !sleep(ctx, wait) {
+			if wait > 0 && !sleep(ctx, wait) {
 				return ctx.Err()
+			}
+			backedOff = false
+			if next != nil && s.pick() == nil {
+				next.br.probe()
 			}
 			continue
 		}
-		waitedOpen = false
+		backedOff = false
 		start := time.Now()
 		if s.o.Budget != nil {
 			s.o.Budget.Add(int64(bytes))
@@ -688,6 +702,7 @@ func (s *Shard) attempt(ctx context.Context, chunks []*chunk.Chunk, rows, bytes 
 		if !sleep(ctx, wait) {
 			return ctx.Err()
 		}
+		backedOff = true
 	}
 }
 

@@ -175,6 +175,9 @@ func TestShardEndToEnd(t *testing.T) {
 		testutil.ToFloat64(m.flushes.WithLabelValues("0", reasonDrain)))
 }
 
+// TestShardRetriesThroughOutage: the shard's only replica is down; its
+// breaker opens, for an hour, yet the shard keeps probing it at the retry
+// backoff, so the rows go in soon after the server is back.
 func TestShardRetriesThroughOutage(t *testing.T) {
 	t.Parallel()
 	srv, c, tg, m, a := newShardEnv(t, "outage", func(o *Options) { o.InsertTimeout = 5 * time.Second })
@@ -182,7 +185,8 @@ func TestShardRetriesThroughOutage(t *testing.T) {
 		Name: "7", Client: c, Target: tg,
 		QueueCapacity: 8, MaxRows: 1000, Linger: 10 * time.Millisecond, MaxInflight: 2,
 		InitialBackoff: 50 * time.Millisecond, MaxBackoff: 400 * time.Millisecond,
-		OnDone: a.onDone, Log: testLog(t), Metrics: m,
+		Breaker: BreakerOptions{FailureThreshold: 2, OpenFor: time.Hour},
+		OnDone:  a.onDone, Log: testLog(t), Metrics: m,
 	})
 
 	srv.Stop(t)
@@ -205,11 +209,16 @@ func TestShardRetriesThroughOutage(t *testing.T) {
 	if got := testutil.ToFloat64(m.errors.WithLabelValues("7", "permanent")); got != 0 {
 		t.Errorf("permanent errors during an outage: %v", got)
 	}
+	if got := testutil.ToFloat64(m.breakerOpens.WithLabelValues("7", c.Addr())); got < 1 {
+		t.Errorf("the breaker never opened during the outage (opens %v)", got)
+	}
 	srv.Start(t)
+	back := time.Now()
 	s.Close()
 	if err := wait(t, res, 30*time.Second); err != nil {
 		t.Fatalf("Run: %v", err)
 	}
+	t.Logf("every batch in %v after the server was back", time.Since(back).Round(time.Millisecond))
 	if n := srv.Count(t, "default.outage"); n != 500 {
 		t.Errorf("%d rows after the outage, want 500", n)
 	}

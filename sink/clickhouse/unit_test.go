@@ -89,44 +89,46 @@ func TestConvertSettings(t *testing.T) {
 	}
 }
 
+// TestPermanentClassification: each server code in the table was either
+// raised by the 18.16 server in a test (the test is named), or is taken
+// from ClickHouse's src/Common/ErrorCodes.cpp with the meaning documented
+// there (source "ErrorCodes.cpp", for codes newer servers raise or that
+// need a fault these tests cannot make, such as a full disk).
 func TestPermanentClassification(t *testing.T) {
 	wrap := func(err error) error { return &InsertError{Table: "db.t", Err: err} }
 	for _, tc := range []struct {
-		name string
-		err  error
-		want bool
+		name   string
+		source string // the test that saw the code from the server, or its documentation
+		err    error
+		want   bool
 	}{
-		// Seen from 18.16 in the tests against the server: 16 (a dropped
-		// column, pipeline TestTableDropColumn), 38 (a MATERIALIZED
-		// toDate, TestShardBisectsRefusedRows), 60 and 164 and 252
-		// (pipeline TestServerRefusals), 193 (a wrong password). The
-		// others are from ClickHouse's ErrorCodes.cpp with the meaning
-		// documented there.
-		{"no such column", &ch.Exception{Code: 16, Message: "No such column x in table db.t"}, true},
-		{"cannot parse date", &ch.Exception{Code: 38}, true},
-		{"readonly", &ch.Exception{Code: 164}, true},
-		{"wrong password", &ch.Exception{Code: 193}, true},
-		{"type mismatch", &ch.Exception{Code: 53}, true},
-		{"unknown table", &ch.Exception{Code: 60}, true},
-		{"cannot parse", &ch.Exception{Code: 27}, true},
-		{"access denied", &ch.Exception{Code: 497}, true},
-		{"auth failed", &ch.Exception{Code: 516}, true},
-		{"memory limit", &ch.Exception{Code: 241}, false},
-		{"too many parts", &ch.Exception{Code: 252}, false},
-		{"timeout exceeded", &ch.Exception{Code: 159}, false},
-		{"table read only", &ch.Exception{Code: 242}, false},
-		{"keeper", &ch.Exception{Code: 999}, false},
-		{"unknown status of insert", &ch.Exception{Code: 319}, false},
-		{"converter", &column.ColumnConverterError{Op: "Append", To: "Int64", From: "[]string"}, true},
-		{"append error", &appendError{err: errors.New(`could not convert "abc" to decimal`)}, true},
-		{"setting type", errors.New("query setting max_block_size has unsupported data type"), true},
-		{"eof", io.EOF, false},
-		{"deadline", context.DeadlineExceeded, false},
-		{"canceled", context.Canceled, false},
-		{"mismatch", &mismatchError{"chunk 0 has 2 columns"}, true},
+		{"no such column", "pipeline TestTableDropColumn", &ch.Exception{Code: 16, Message: "No such column x in table db.t"}, true},
+		{"cannot parse date", "sink/clickhouse TestShardBisectsRefusedRows", &ch.Exception{Code: 38}, true},
+		{"readonly", "pipeline TestServerRefusals/readonly", &ch.Exception{Code: 164}, true},
+		{"wrong password", "sink/clickhouse TestChgoErrorsMatchDriver", &ch.Exception{Code: 193}, true},
+		{"unknown table", "pipeline TestServerRefusals/table-dropped", &ch.Exception{Code: 60}, true},
+		{"memory limit", "pipeline TestServerRefusals/memory-limit", &ch.Exception{Code: 241}, false},
+		{"table read only", "e2e TestExactlyOnceZooKeeperOutage", &ch.Exception{Code: 242}, false},
+		{"too many parts", "pipeline TestServerRefusals/too-many-parts", &ch.Exception{Code: 252}, false},
+		{"unknown status of insert", "e2e TestExactlyOnceZooKeeperOutage (an insert under way when ZooKeeper stops)", &ch.Exception{Code: 319}, false},
+		{"keeper", "e2e TestExactlyOnceZooKeeperOutage", &ch.Exception{Code: 999}, false},
+		{"type mismatch", "ErrorCodes.cpp TYPE_MISMATCH", &ch.Exception{Code: 53}, true},
+		{"cannot parse", "ErrorCodes.cpp CANNOT_PARSE_TEXT", &ch.Exception{Code: 27}, true},
+		{"access denied", "ErrorCodes.cpp ACCESS_DENIED (20.x and later)", &ch.Exception{Code: 497}, true},
+		{"auth failed", "ErrorCodes.cpp AUTHENTICATION_FAILED (20.x and later)", &ch.Exception{Code: 516}, true},
+		{"not enough space", "ErrorCodes.cpp NOT_ENOUGH_SPACE (a disk reservation that fails)", &ch.Exception{Code: 243}, false},
+		{"no zookeeper", "ErrorCodes.cpp NO_ZOOKEEPER (a server with no ZooKeeper configured)", &ch.Exception{Code: 225}, false},
+		{"timeout exceeded", "ErrorCodes.cpp TIMEOUT_EXCEEDED", &ch.Exception{Code: 159}, false},
+		{"converter", "", &column.ColumnConverterError{Op: "Append", To: "Int64", From: "[]string"}, true},
+		{"append error", "", &appendError{err: errors.New(`could not convert "abc" to decimal`)}, true},
+		{"setting type", "", errors.New("query setting max_block_size has unsupported data type"), true},
+		{"eof", "", io.EOF, false},
+		{"deadline", "", context.DeadlineExceeded, false},
+		{"canceled", "", context.Canceled, false},
+		{"mismatch", "", &mismatchError{"chunk 0 has 2 columns"}, true},
 	} {
 		if got := Permanent(wrap(tc.err)); got != tc.want {
-			t.Errorf("%s: Permanent = %v, want %v", tc.name, got, tc.want)
+			t.Errorf("%s (%s): Permanent = %v, want %v", tc.name, tc.source, got, tc.want)
 		}
 	}
 	if Permanent(nil) {
