@@ -64,6 +64,7 @@ test-short: vet
 
 vet:
 	$(GO) vet ./...
+	$(GO) vet -tags etltest ./cmd/etl
 
 # Alert rules (promtool), the Grafana dashboard and the Kubernetes
 # manifests, offline.

@@ -3,11 +3,9 @@ package pipeline
 import (
 	"context"
 	"fmt"
-	"os"
 	"slices"
 	"strings"
 	"sync/atomic"
-	"syscall"
 	"time"
 
 	"github.com/etl-project/etl/chunk"
@@ -318,20 +316,6 @@ func (p *Pipeline) eoCheckTables(ctx context.Context) error {
 		}
 	}
 	return nil
-}
-
-// crashHook kills the process with SIGKILL after n acknowledged inserts,
-// before their acknowledgement is processed: the instant between an insert
-// and its commit, for the exactly-once tests (ETL_TEST_CRASH_AFTER_INSERTS).
-func crashHook(n int64, next func([]*chunk.Chunk)) func([]*chunk.Chunk) {
-	var count atomic.Int64
-	return func(cs []*chunk.Chunk) {
-		if count.Add(1) >= n {
-			_ = syscall.Kill(os.Getpid(), syscall.SIGKILL)
-			select {}
-		}
-		next(cs)
-	}
 }
 
 // count is the number of partitions in parts.

@@ -43,10 +43,11 @@ type Options struct {
 	Log    *slog.Logger
 	// Registerer receives every metric of the pipeline; nil registers none.
 	Registerer prometheus.Registerer
-	// CrashAfterInserts, for tests, kills the process with SIGKILL after
-	// that many acknowledged inserts, before their acknowledgement is
-	// processed (0: never).
-	CrashAfterInserts int64
+	// WrapAck, when set, wraps the function each sink calls with the
+	// chunks of an insert ClickHouse acknowledged, before the pipeline
+	// processes the acknowledgement. The exactly-once tests use it to kill
+	// the process at that instant (cmd/etl's etltest build).
+	WrapAck func(next func([]*chunk.Chunk)) func([]*chunk.Chunk)
 	// checkOnly makes New stop once everything but the consumer is built
 	// (Check): nothing joins the consumer group.
 	checkOnly bool
@@ -120,7 +121,7 @@ type Pipeline struct {
 	healthMu sync.Mutex
 	stalled  []Stalled
 
-	crashAfter int64 // Options.CrashAfterInserts
+	wrapAck func(next func([]*chunk.Chunk)) func([]*chunk.Chunk) // Options.WrapAck
 
 	stagedMu     sync.Mutex
 	stagedLayout *stagedShared // the staging layout for the current targets (staged.go)
@@ -237,7 +238,7 @@ func New(ctx context.Context, o Options) (*Pipeline, error) {
 	}
 	p.chunks.max = freeChunks(budgetBytes, int64(cfg.Chunk.TargetBytes))
 
-	p.crashAfter = o.CrashAfterInserts
+	p.wrapAck = o.WrapAck
 	// A failed New closes what it opened (the startup retries call New
 	// again).
 	built := false

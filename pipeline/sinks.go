@@ -69,8 +69,8 @@ func (p *Pipeline) openSinks(ctx context.Context) error {
 		s.dest0 = len(p.dests)
 		metrics := clickhouse.NewMetrics(p.component("sink"), prometheus.Labels{"sink": s.name})
 		onDone := p.acks.push
-		if p.crashAfter > 0 {
-			onDone = crashHook(p.crashAfter, onDone)
+		if p.wrapAck != nil {
+			onDone = p.wrapAck(onDone)
 		}
 		maxRows, maxBytes, linger, idle := s.cfg.Batch.MaxRows, int(s.cfg.Batch.MaxBytes), s.cfg.Batch.Linger.D(), s.cfg.Batch.Idle.D()
 		if p.eo() {

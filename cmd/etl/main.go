@@ -17,7 +17,6 @@ import (
 	"os"
 	"os/signal"
 	"runtime/pprof"
-	"strconv"
 	"strings"
 	"syscall"
 
@@ -112,10 +111,7 @@ func runPipeline(args []string, stdout, stderr io.Writer) int {
 	}()
 
 	reg := newRegistry(cfg)
-	// ETL_TEST_CRASH_AFTER_INSERTS=n (tests only) kills the process after
-	// n inserts, between an insert and its acknowledgement.
-	crashAfter, _ := strconv.ParseInt(os.Getenv("ETL_TEST_CRASH_AFTER_INSERTS"), 10, 64)
-	st, err := newStartup(pipeline.Options{Config: cfg, Log: log, CrashAfterInserts: crashAfter}, reg)
+	st, err := newStartup(pipeline.Options{Config: cfg, Log: log, WrapAck: testWrapAck()}, reg)
 	if err != nil {
 		logError(log, "cannot start the pipeline", err)
 		return exitFailed

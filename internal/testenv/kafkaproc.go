@@ -21,7 +21,8 @@ var (
 // Build compiles the command package pkg (e.g. "./cmd/etl") of this module
 // once per test process and returns the binary's path. It is built without
 // the race detector whatever the test binary has, so load tests against it
-// run at full speed.
+// run at full speed, and with the etltest build tag, which adds the test
+// hooks the production binary lacks (cmd/etl/testhook_etltest.go).
 func Build(t testing.TB, pkg string) string {
 	t.Helper()
 	buildMu.Lock()
@@ -38,7 +39,7 @@ func Build(t testing.TB, pkg string) string {
 		t.Fatalf("testenv: %v", err)
 	}
 	out := filepath.Join(dir, filepath.Base(pkg))
-	cmd := exec.Command("go", "build", "-o", out, pkg)
+	cmd := exec.Command("go", "build", "-tags", "etltest", "-o", out, pkg)
 	cmd.Dir = root
 	if b, err := cmd.CombinedOutput(); err != nil {
 		t.Fatalf("testenv: go build %s: %v\n%s", pkg, err, b)
