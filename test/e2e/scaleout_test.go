@@ -111,9 +111,9 @@ func TestScaleOut(t *testing.T) {
 }
 
 // commitsOnlyOwned reads a member's JSON log in order and checks that every
-// commit names only partitions the member owned at that moment: assigned
-// and not yet released after a revoke, nor lost. It returns the number of
-// commits.
+// commit (and exactly-once block registration) names only partitions the
+// member owned at that moment: assigned and not yet released after a
+// revoke, nor lost. It returns the number of commits.
 func commitsOnlyOwned(path string) (int, error) {
 	f, err := os.Open(path)
 	if err != nil {
@@ -128,6 +128,9 @@ func commitsOnlyOwned(path string) (int, error) {
 		var line struct {
 			Msg        string             `json:"msg"`
 			Partitions map[string][]int32 `json:"partitions"`
+			Topic      string             `json:"topic"`
+			Partition  int32              `json:"partition"`
+			Block      string             `json:"block"`
 			Offsets    []struct {
 				Topic     string
 				Partition int32
@@ -145,6 +148,13 @@ func commitsOnlyOwned(path string) (int, error) {
 		case "revoked partitions released", "partitions lost":
 			for _, p := range line.Partitions[topic] {
 				delete(owned, p)
+			}
+		case "exactly_once: block registered":
+			// A registration is a commit of the unchanged offset with
+			// the block in its metadata.
+			commits++
+			if line.Topic == topic && !owned[line.Partition] {
+				return commits, fmt.Errorf("registered block %s of partition %d while not owning it", line.Block, line.Partition)
 			}
 		case "committed":
 			commits++
