@@ -23,15 +23,49 @@ import (
 	"gopkg.in/yaml.v3"
 )
 
+// Delivery is the delivery guarantee (the key delivery).
+type Delivery string
+
+// The values of delivery.
+const (
+	// AtLeastOnce writes every record, some twice after a crash.
+	AtLeastOnce Delivery = "at_least_once"
+	// ExactlyOnce writes every record once, on a deduplicating table.
+	ExactlyOnce Delivery = "exactly_once"
+)
+
+// Format is the record format (the key decode.format).
+type Format string
+
+// The values of decode.format.
+const (
+	FormatJSON Format = "json"
+	FormatAvro Format = "avro"
+)
+
+// OnError is what happens to a record that cannot be decoded, transformed
+// or inserted (the key decode.on_error).
+type OnError string
+
+// The values of decode.on_error.
+const (
+	// OnErrorDLQ writes the record to the dead-letter topic with its reason.
+	OnErrorDLQ OnError = "dlq"
+	// OnErrorSkip counts the record and goes on.
+	OnErrorSkip OnError = "skip"
+	// OnErrorFail stops the pipeline.
+	OnErrorFail OnError = "fail"
+)
+
 // Config is the whole configuration file.
 type Config struct {
 	Pipeline Pipeline `yaml:"pipeline"`
-	// Delivery is at_least_once or exactly_once.
-	Delivery  string `yaml:"delivery"`
-	Source    Source `yaml:"source"`
-	Decode    Decode `yaml:"decode"`
-	Transform []Step `yaml:"transform,omitempty"`
-	Sink      Sink   `yaml:"sink"`
+	// Delivery is the delivery guarantee.
+	Delivery  Delivery `yaml:"delivery"`
+	Source    Source   `yaml:"source"`
+	Decode    Decode   `yaml:"decode"`
+	Transform []Step   `yaml:"transform,omitempty"`
+	Sink      Sink     `yaml:"sink"`
 	// Sinks are named sinks, instead of Sink; route steps name them. The
 	// single sink form
 	// appears as the sink named "default" (see SinkList).
@@ -100,16 +134,16 @@ type SASL struct {
 // Decode selects the record format and what happens to records that
 // cannot be decoded.
 type Decode struct {
-	Format string `yaml:"format"` // json | avro
+	Format Format `yaml:"format"`
 	// ValidateSchema is off, names or full: how strictly an Avro writer
 	// schema must match the table.
 	ValidateSchema string `yaml:"validate_schema"`
 	JSON           JSON   `yaml:"json"`
 	Avro           Avro   `yaml:"avro"`
-	// OnError is dlq, skip or fail; empty means dlq when DLQ.Topic is set,
-	// else fail.
-	OnError string `yaml:"on_error"`
-	DLQ     *DLQ   `yaml:"dlq,omitempty"`
+	// OnError is what happens to a record that cannot be written; empty
+	// means dlq when DLQ.Topic is set, else fail.
+	OnError OnError `yaml:"on_error"`
+	DLQ     *DLQ    `yaml:"dlq,omitempty"`
 	// MaxRecordBytes rejects larger record values (reason too_large); 1 MiB
 	// by default, 0 means no limit.
 	MaxRecordBytes ByteSize `yaml:"max_record_bytes"`
@@ -392,7 +426,7 @@ type Log struct {
 // presence of those sections is still required by Parse.
 func Defaults() *Config {
 	return &Config{
-		Delivery: "at_least_once",
+		Delivery: AtLeastOnce,
 		Source: Source{Kafka: &Kafka{
 			StartOffset:            "earliest",
 			FetchMaxBytes:          16 * MiB,
@@ -475,9 +509,9 @@ func finish(c *Config) {
 		d.Brokers = splitList(d.Brokers)
 	}
 	if c.Decode.OnError == "" {
-		c.Decode.OnError = "fail"
+		c.Decode.OnError = OnErrorFail
 		if c.Decode.DLQ != nil && c.Decode.DLQ.Topic != "" {
-			c.Decode.OnError = "dlq"
+			c.Decode.OnError = OnErrorDLQ
 		}
 	}
 }

@@ -695,7 +695,7 @@ func TestOnErrorDerived(t *testing.T) {
 			t.Errorf("%q: %v", tt.extra, err)
 			continue
 		}
-		if c.Decode.OnError != tt.want {
+		if string(c.Decode.OnError) != tt.want {
 			t.Errorf("%q: on_error %q, want %q", tt.extra, c.Decode.OnError, tt.want)
 		}
 	}

@@ -115,16 +115,16 @@ var rules = []rule{
 	// Every supported mechanism authenticates a user name.
 	{path: "source.kafka.sasl.username", when: hasSASL, required: func(c *Config) bool { return c.Source.Kafka.SASL.Username != "" }},
 
-	{path: "decode.format", check: func(c *Config) string { return oneOf(c.Decode.Format, "json", "avro") }},
+	{path: "decode.format", check: func(c *Config) string { return oneOf(c.Decode.Format, FormatJSON, FormatAvro) }},
 	{path: "decode.validate_schema", check: func(c *Config) string { return oneOf(c.Decode.ValidateSchema, "off", "names", "full") }},
 	{path: "decode.avro.framing", check: func(c *Config) string {
 		return oneOf(c.Decode.Avro.Framing, "confluent", "raw", "single_object")
 	}},
 	// Confluent framing names schemas by registry id; the other framings
 	// carry no id, so the schema comes from a file.
-	{path: "decode.avro.registry.url", when: func(c *Config) bool { return c.Decode.Format == "avro" && c.Decode.Avro.Framing == "confluent" },
+	{path: "decode.avro.registry.url", when: func(c *Config) bool { return c.Decode.Format == FormatAvro && c.Decode.Avro.Framing == "confluent" },
 		required: func(c *Config) bool { return c.Decode.Avro.Registry != nil && c.Decode.Avro.Registry.URL != "" }},
-	{path: "decode.avro.schema_file", when: func(c *Config) bool { return c.Decode.Format == "avro" && c.Decode.Avro.Framing != "confluent" },
+	{path: "decode.avro.schema_file", when: func(c *Config) bool { return c.Decode.Format == FormatAvro && c.Decode.Avro.Framing != "confluent" },
 		required: func(c *Config) bool { return c.Decode.Avro.SchemaFile != "" }},
 	{path: "decode.avro.negative_cache_ttl", check: func(c *Config) string {
 		return durRange(c.Decode.Avro.NegativeCacheTTL, Duration(time.Second), 24*hour)
@@ -132,10 +132,10 @@ var rules = []rule{
 	{path: "decode.json.framing", check: func(c *Config) string { return oneOf(c.Decode.JSON.Framing, "single", "ndjson", "array") }},
 	// Empty (a config built in code) means derived, as after loading.
 	{path: "decode.on_error", when: func(c *Config) bool { return c.Decode.OnError != "" }, check: func(c *Config) string {
-		return oneOf(c.Decode.OnError, "dlq", "skip", "fail")
+		return oneOf(c.Decode.OnError, OnErrorDLQ, OnErrorSkip, OnErrorFail)
 	}},
 	// Dead-lettering needs somewhere to write.
-	{path: "decode.dlq.topic", when: func(c *Config) bool { return c.Decode.OnError == "dlq" },
+	{path: "decode.dlq.topic", when: func(c *Config) bool { return c.Decode.OnError == OnErrorDLQ },
 		required: func(c *Config) bool { return c.Decode.DLQ != nil && c.Decode.DLQ.Topic != "" }},
 	{path: "decode.max_record_bytes", check: func(c *Config) string {
 		if c.Decode.MaxRecordBytes < 0 {
@@ -330,7 +330,7 @@ var rules = []rule{
 		return fmt.Sprintf("must be host:port (e.g. 127.0.0.1:9090) or %q; got %q", MetricsOff, l)
 	}},
 
-	{path: "delivery", check: func(c *Config) string { return oneOf(c.Delivery, "at_least_once", "exactly_once") }},
+	{path: "delivery", check: func(c *Config) string { return oneOf(c.Delivery, AtLeastOnce, ExactlyOnce) }},
 	{path: "log.level", check: func(c *Config) string { return oneOf(c.Log.Level, "debug", "info", "warn", "error") }},
 	{path: "log.format", check: func(c *Config) string { return oneOf(c.Log.Format, "text", "json") }},
 	// Status lines more often than every second flood the log; a day
@@ -612,13 +612,15 @@ func openUnit(v float64) string {
 	return ""
 }
 
-func oneOf(v string, allowed ...string) string {
-	for _, a := range allowed {
+func oneOf[T ~string](v T, allowed ...T) string {
+	names := make([]string, len(allowed))
+	for i, a := range allowed {
 		if v == a {
 			return ""
 		}
+		names[i] = string(a)
 	}
-	return fmt.Sprintf("must be one of %s; got %q", strings.Join(allowed, ", "), v)
+	return fmt.Sprintf("must be one of %s; got %q", strings.Join(names, ", "), v)
 }
 
 func nonEmpty(v string) string {

@@ -48,7 +48,7 @@ func Check(cfg *config.Config, timeout time.Duration) ([]string, error) {
 	}
 	topics := append([]string(nil), cfg.Source.Kafka.Topics...)
 	dlqTopic := ""
-	if cfg.Decode.OnError == onErrorDLQ && cfg.Decode.DLQ != nil && len(cfg.Decode.DLQ.Brokers) == 0 {
+	if cfg.Decode.OnError == config.OnErrorDLQ && cfg.Decode.DLQ != nil && len(cfg.Decode.DLQ.Brokers) == 0 {
 		dlqTopic = cfg.Decode.DLQ.Topic
 		topics = append(topics, dlqTopic)
 	}
@@ -111,7 +111,7 @@ func Check(cfg *config.Config, timeout time.Duration) ([]string, error) {
 			report = append(report, fmt.Sprintf("  column %s %s <- field %s", name, t.Schema.Types[i].Name, field))
 		}
 	}
-	if cfg.Decode.Format == "avro" {
+	if cfg.Decode.Format == config.FormatAvro {
 		switch {
 		case p.avroSchema != "":
 			report = append(report, fmt.Sprintf("avro: schema %s fills the tables' columns", cfg.Decode.Avro.SchemaFile))

@@ -85,7 +85,7 @@ type Pipeline struct {
 
 	chunkTarget    int
 	workers        int
-	onError        string                                  // decode.on_error
+	onError        config.OnError                          // decode.on_error
 	exactlyOnce    bool                                    // delivery: exactly_once (the block policy, exactly.go)
 	component      func(name string) prometheus.Registerer // the registerer of each component (metrics.go)
 	registry       *schemaregistry.Client                  // Avro with confluent framing
@@ -203,7 +203,7 @@ func New(ctx context.Context, o Options) (*Pipeline, error) {
 		chunkTarget: int(cfg.Chunk.TargetBytes),
 		workers:     cfg.Pipeline.Workers,
 		onError:     cfg.Decode.OnError,
-		exactlyOnce: cfg.Delivery == "exactly_once",
+		exactlyOnce: cfg.Delivery == config.ExactlyOnce,
 		stopWaiters: make(chan struct{}),
 		rejectLog:   newLogLimiter(10, 10*time.Second),
 		dlqLog:      newLogLimiter(1, 10*time.Second),
@@ -250,7 +250,7 @@ func New(ctx context.Context, o Options) (*Pipeline, error) {
 	if err := p.openSinks(ctx); err != nil {
 		return nil, err
 	}
-	if cfg.Decode.Format == "avro" {
+	if cfg.Decode.Format == config.FormatAvro {
 		if err := p.setupAvro(ctx); err != nil {
 			return nil, err
 		}
@@ -267,7 +267,7 @@ func New(ctx context.Context, o Options) (*Pipeline, error) {
 		return nil, &ConfigError{Errs: []error{err}}
 	}
 
-	if p.onError == onErrorDLQ {
+	if p.onError == config.OnErrorDLQ {
 		kopts, err := kafka.ClientOpts(cfg.Source.Kafka)
 		if err != nil {
 			return nil, err
@@ -582,13 +582,6 @@ func (p *Pipeline) schedule(l *lane) {
 		p.runq.push(l)
 	}
 }
-
-// Values of decode.on_error.
-const (
-	onErrorFail = "fail"
-	onErrorSkip = "skip"
-	onErrorDLQ  = "dlq"
-)
 
 // closeClients closes what New opened: every replica's connections, the
 // schema registry client and the dead-letter producer.

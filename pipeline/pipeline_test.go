@@ -257,7 +257,7 @@ func TestDeadLetter(t *testing.T) {
 			produce(t, kb, 0, n, poison)
 			cfg := testConfig(t, kb, ch, "dead-"+policy)
 			cfg.Source.Kafka.Topics = []string{"events"}
-			cfg.Decode.OnError = policy
+			cfg.Decode.OnError = config.OnError(policy)
 			cfg.Decode.DLQ = &config.DLQ{Topic: "events.dlq"}
 			cfg.Decode.MaxRecordBytes = 1024
 			reg := prometheus.NewRegistry()

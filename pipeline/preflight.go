@@ -41,7 +41,7 @@ func Preflight(cfg *config.Config) error {
 			errs = append(errs, err)
 		}
 	}
-	if cfg.Decode.Format == "avro" {
+	if cfg.Decode.Format == config.FormatAvro {
 		a := cfg.Decode.Avro
 		if rs := a.ReaderSchema; rs != "" {
 			text, where := rs, "decode.avro.reader_schema"

@@ -12,6 +12,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/etl-project/etl/chunk"
+	"github.com/etl-project/etl/config"
 	"github.com/etl-project/etl/decode"
 	"github.com/etl-project/etl/sink/clickhouse"
 )
@@ -29,7 +30,7 @@ import (
 // returns once the broker has the copy: the batch, and with it the
 // record's offset, is acknowledged only after that.
 func (p *Pipeline) onRejected() func(ctx context.Context, r clickhouse.Rejected) error {
-	if (p.onError != onErrorSkip && p.onError != onErrorDLQ) || p.eo() {
+	if (p.onError != config.OnErrorSkip && p.onError != config.OnErrorDLQ) || p.eo() {
 		return nil
 	}
 	return func(ctx context.Context, r clickhouse.Rejected) error {
@@ -51,7 +52,7 @@ func (p *Pipeline) onRejected() func(ctx context.Context, r clickhouse.Rejected)
 			p.log.Warn("ClickHouse refused a record's rows", "on_error", p.onError, "table", r.Table,
 				"topic", r.Topic, "partition", r.Partition, "offset", r.Offset, "rows", r.To-r.From, "err", r.Err)
 		}
-		if p.onError == onErrorSkip {
+		if p.onError == config.OnErrorSkip {
 			return nil
 		}
 		rec := &kgo.Record{Topic: r.Topic, Partition: r.Partition, Offset: r.Offset, Value: rowsJSON(r.Chunk, r.From, r.To)}

@@ -91,7 +91,7 @@ metrics: {listen: "off"}
 			if err != nil {
 				t.Fatal(err)
 			}
-			cfg.Decode.OnError = tc.onError
+			cfg.Decode.OnError = config.OnError(tc.onError)
 			if tc.onError == "dlq" {
 				cfg.Decode.DLQ = &config.DLQ{Topic: "events.dlq"}
 			}

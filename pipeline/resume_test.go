@@ -77,7 +77,7 @@ func newBarePipeline(tb testing.TB, src partitionPauser, chunkTarget int) (*Pipe
 		lanes:       map[TopicPartition]*lane{},
 		failc:       make(chan error, 1),
 		chunkTarget: chunkTarget,
-		onError:     onErrorFail,
+		onError:     config.OnErrorFail,
 		rejectLog:   newLogLimiter(10, time.Second),
 		m:           newMetrics(nil),
 		budget:      budget,

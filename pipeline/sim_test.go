@@ -210,7 +210,7 @@ func newSimWorld(t testing.TB, seed int64) *simWorld {
 		failc:       make(chan error, 1),
 		chunkTarget: chunkTarget,
 		workers:     1,
-		onError:     onErrorSkip,
+		onError:     config.OnErrorSkip,
 		rejectLog:   newLogLimiter(10, time.Second),
 		m:           newMetrics(nil),
 		budget:      budget,
@@ -218,7 +218,7 @@ func newSimWorld(t testing.TB, seed int64) *simWorld {
 	}
 	p.exactlyOnce = w.eo
 	if w.failMode {
-		p.onError = onErrorFail
+		p.onError = config.OnErrorFail
 	}
 	p.now = func() time.Time { return w.now }
 	for si := 0; si < nsinks; si++ {

@@ -50,7 +50,7 @@ func StartTimeout(cfg *config.Config) time.Duration {
 		}
 	}
 	d = max(d, 15*time.Second)
-	if cfg.Decode.Format == "avro" && len(cfg.Decode.Avro.PrewarmSubjects) > 0 {
+	if cfg.Decode.Format == config.FormatAvro && len(cfg.Decode.Avro.PrewarmSubjects) > 0 {
 		d += prewarmTimeout
 	}
 	return d

@@ -6,6 +6,7 @@ import (
 	"slices"
 	"time"
 
+	"github.com/etl-project/etl/config"
 	"github.com/etl-project/etl/decode"
 	"github.com/etl-project/etl/sink/clickhouse"
 )
@@ -34,7 +35,7 @@ type boundDecoder struct {
 
 // newDecoder returns a decoder filling chunks for target t.
 func (p *Pipeline) newDecoder(t *clickhouse.Target) (decode.Decoder, error) {
-	if p.cfg.Decode.Format == "avro" {
+	if p.cfg.Decode.Format == config.FormatAvro {
 		return p.newAvroDecoder(t)
 	}
 	d, err := decode.NewJSON(t.Schema, decode.JSONOptions{

@@ -7,6 +7,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/etl-project/etl/chunk"
+	"github.com/etl-project/etl/config"
 	"github.com/etl-project/etl/decode"
 	"github.com/etl-project/etl/sink/clickhouse"
 )
@@ -178,7 +179,7 @@ func (p *Pipeline) process(l *lane, dec *boundDecoder) {
 				first = r.Offset
 			}
 			if err != nil {
-				if p.onError != onErrorSkip && p.onError != onErrorDLQ {
+				if p.onError != config.OnErrorSkip && p.onError != config.OnErrorDLQ {
 					// The rows before it go to the sink; nothing at or
 					// past it is committed, and the pipeline stops.
 					l.advance(n, bytes)
@@ -348,7 +349,7 @@ func (p *Pipeline) reject(l *lane, r *kgo.Record, err error) {
 			"topic", r.Topic, "partition", r.Partition, "offset", r.Offset, "reason", reason, "err", err)
 	}
 	tp, epoch, off := l.tp, l.epoch, r.Offset
-	if p.onError == onErrorSkip {
+	if p.onError == config.OnErrorSkip {
 		p.tracker.Ack(tp, epoch, off, off+1)
 		return
 	}

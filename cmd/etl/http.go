@@ -28,7 +28,7 @@ func newRegistry(cfg *config.Config) *prometheus.Registry {
 		Name: "etl_pipeline_info",
 		Help: "Always 1; labels name the pipeline and the etl version.",
 		ConstLabels: prometheus.Labels{"pipeline": cfg.Pipeline.Name, "version": version, "go_version": runtime.Version(),
-			"decode_format": cfg.Decode.Format, "table": cfg.Sink.ClickHouse.Table},
+			"decode_format": string(cfg.Decode.Format), "table": cfg.Sink.ClickHouse.Table},
 	})
 	info.Set(1)
 	reg.MustRegister(info)
