@@ -30,32 +30,42 @@ sim:
 	$(GO) test -c -o $(BIN)/pipeline.test ./pipeline
 	$(BIN)/pipeline.test -test.run '^TestSim$$' -test.count=1 -sim.seeds=$(SEEDS) -sim.summary
 
-# Go native fuzzing of the JSON and Avro decoders against a real ClickHouse
-# (decode/fuzz_server_test.go): whatever a decoder accepts must be accepted
-# by the server's insert. FUZZTIME (Go duration in s, m or h) is split
-# evenly between the two targets; one fuzz worker each, one server each.
+# Go native fuzzing, each target in turn for FUZZTIME (a Go duration in s,
+# m or h; default 1m each), one fuzz worker: the expression compiler, the
+# JSON decoder (fast path against the general one, and alone), the Avro
+# decoder, the Schema Registry framing, the Native encoder (checked against
+# ch-go's reader), the config loader, the exactly-once commit metadata, and
+# the JSON and Avro decoders against a real ClickHouse (whatever a decoder
+# accepts, the server's insert accepts; one server each, started by the
+# test). Stops at the first failure; a failing input is written under the
+# package's testdata/fuzz/<target>/ and replays with
+# go test ./<package> -run <target>/<file>. Every target's checked-in
+# corpus there is run by plain go test (make test).
 # Go 1.26's fuzzing coordinator can end a run with a bare "context deadline
 # exceeded" when a worker is busy at the deadline (go.dev/issue/75804,
-# fixed in Go 1.27): a failure that wrote no failing input under
-# decode/testdata/fuzz is reported as that and does not fail the target.
-FUZZTIME ?= 10m
+# fixed in Go 1.27): a failure that wrote no failing input under the
+# target's testdata/fuzz/<target> is reported as that and is not a finding.
+FUZZTIME ?= 1m
+FUZZ_TARGETS = transform:FuzzExpression decode:FuzzFastPath decode:FuzzJSON decode:FuzzAvro \
+  schemaregistry:FuzzParseFrame chunk:FuzzNativeEncoder config:FuzzConfig pipeline:FuzzDecodeBlocks \
+  decode:FuzzServerJSON decode:FuzzServerAvro
 fuzz:
-	@half=$$(echo "$(FUZZTIME)" | awk '{ u = substr($$0, length($$0)); v = substr($$0, 1, length($$0) - 1); \
-	  if (u == "h") v *= 3600; else if (u == "m") v *= 60; else if (u != "s") { print "bad"; exit } \
-	  printf "%ds", v / 2 }'); \
-	  if [ "$$half" = "bad" ]; then echo "FUZZTIME=$(FUZZTIME): want a duration in s, m or h"; exit 2; fi; \
+	@if ! echo "$(FUZZTIME)" | grep -Eq '^[0-9]+(\.[0-9]+)?[smh]$$'; then \
+	    echo "FUZZTIME=$(FUZZTIME): want a duration in s, m or h"; exit 2; fi; \
 	  log=$$(mktemp); rc=$$(mktemp); trap 'rm -f "$$log" "$$rc"' EXIT; \
-	  for target in FuzzServerJSON FuzzServerAvro; do \
-	    echo "fuzz: $$target for $$half"; \
-	    before=$$(ls decode/testdata/fuzz/$$target 2>/dev/null | wc -l); \
-	    { $(GO) test ./decode -run '^$$' -fuzz "^$$target\$$" -fuzztime $$half -parallel 1 2>&1; echo $$? > "$$rc"; } | tee "$$log"; \
+	  for pt in $(FUZZ_TARGETS); do \
+	    pkg=$${pt%%:*}; target=$${pt#*:}; dir=$$pkg/testdata/fuzz/$$target; \
+	    echo "fuzz: $$pkg $$target for $(FUZZTIME)"; \
+	    before=$$(ls $$dir 2>/dev/null | wc -l); \
+	    { $(GO) test ./$$pkg -run '^$$' -fuzz "^$$target\$$" -fuzztime $(FUZZTIME) -parallel 1 2>&1; echo $$? > "$$rc"; } | tee "$$log"; \
 	    if [ "$$(cat "$$rc")" = 0 ]; then continue; fi; \
-	    after=$$(ls decode/testdata/fuzz/$$target 2>/dev/null | wc -l); \
+	    after=$$(ls $$dir 2>/dev/null | wc -l); \
 	    if [ "$$after" = "$$before" ] && grep -q '^    context deadline exceeded$$' "$$log" && \
 	      ! grep -q 'Failing input\|panic:\|server refused' "$$log"; then \
 	      echo "fuzz: $$target: the coordinator's deadline race (go.dev/issue/75804), no failing input: not a finding"; \
 	      continue; \
 	    fi; \
+	    echo "fuzz: $$pkg $$target failed"; \
 	    exit 1; \
 	  done
 
