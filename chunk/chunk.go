@@ -30,14 +30,12 @@ type Chunk struct {
 	Cols   []Column
 	Rows   int
 	Spans  []Span
-	// Tag is opaque to the chunk: the pipeline keeps its bookkeeping here.
-	Tag any
-	// Dest is where the chunk goes: the pipeline's index of a sink's shard.
+	// Owner is what built the chunk and is told when it is durable (set
+	// by the pipeline; chunks and sinks never call it).
+	Owner Owner
+	// Dest routes the chunk: the index of the shard queue it goes to,
+	// set by whoever builds it.
 	Dest int
-	// BlockFirst and BlockNext are, with exactly-once delivery, the source
-	// offsets [BlockFirst, BlockNext) of the one partition this chunk is
-	// the insert block of (0, 0 otherwise).
-	BlockFirst, BlockNext int64
 	// Oldest is the earliest source record timestamp among the chunk's
 	// records, in Unix milliseconds (0: none), for the end-to-end latency.
 	Oldest int64
@@ -48,6 +46,16 @@ type Chunk struct {
 	// record behind a row the server refuses.
 	Marks []Mark
 	size  int
+}
+
+// Owner is the builder of a chunk: a partition's lane, or the group of
+// chunks one run of records made.
+type Owner interface {
+	// Acked is called once, when a sink's insert of the chunk was
+	// acknowledged by ClickHouse.
+	Acked()
+	// Source names the Kafka partition the chunk's rows came from.
+	Source() (topic string, partition int32)
 }
 
 // Mark is the end of one record's rows in a chunk.
@@ -136,9 +144,8 @@ func (c *Chunk) Reset() {
 	c.Truncate(0)
 	c.Spans = c.Spans[:0]
 	c.Marks = c.Marks[:0]
-	c.Tag = nil
+	c.Owner = nil
 	c.Oldest = 0
-	c.BlockFirst, c.BlockNext = 0, 0
 	c.size = 0
 }
 

@@ -48,8 +48,9 @@ type eoState struct {
 	flushDue atomic.Bool
 	// unregistered: the parked chunk is a block waiting for room among the
 	// partition's open blocks (checkpoint.max_open_blocks), not yet
-	// registered.
-	unregistered bool
+	// registered. parkedFirst and parkedNext are its offsets.
+	unregistered            bool
+	parkedFirst, parkedNext int64
 	// sealPending: the staged path's outputs wait for that room before
 	// they are sealed as one block.
 	sealPending bool
@@ -327,25 +328,27 @@ func count(parts kafka.Partitions) int {
 	return n
 }
 
-// eoSend registers the sealed block c and hands it to its shard. When the
+// eoSend registers the sealed block c, offsets [first, next) of l's
+// partition, and hands it to its shard. When the
 // partition already has checkpoint.max_open_blocks blocks registered and
 // not durable, c is parked unregistered, the lane blocks on
 // blockedOnBlocks and its partition pauses, until acknowledgements move
 // the watermark past some of them (wakeBlockWaiters). A block that cannot
 // be registered (the lane was closed, or the stop gave up) is dropped:
 // never written, its records read again by the next owner.
-func (p *Pipeline) eoSend(l *lane, c *chunk.Chunk) bool {
+func (p *Pipeline) eoSend(l *lane, c *chunk.Chunk, first, next int64) bool {
 	room := func() bool {
-		return p.tracker.BlockRoom(l.tp, l.epoch, c.BlockFirst, c.BlockNext, p.cfg.Checkpoint.MaxOpenBlocks)
+		return p.tracker.BlockRoom(l.tp, l.epoch, first, next, p.cfg.Checkpoint.MaxOpenBlocks)
 	}
 	if !room() {
 		l.parked, l.eo.unregistered = c, true
+		l.eo.parkedFirst, l.eo.parkedNext = first, next
 		if !p.blockOn(l, blockedOnBlocks, room) {
 			return false
 		}
 		l.parked, l.eo.unregistered = nil, false
 	}
-	if !p.eoRegister(l, c.BlockFirst, c.BlockNext) {
+	if !p.eoRegister(l, first, next) {
 		p.budget.Release(int64(c.Size()))
 		c.Reset()
 		p.chunks.put(c)

@@ -404,6 +404,12 @@ func (l *lane) idle() bool {
 	return true
 }
 
+// Acked is acked for a chunk the lane built (chunk.Owner).
+func (l *lane) Acked() { l.acked() }
+
+// Source names the lane's partition (chunk.Owner).
+func (l *lane) Source() (string, int32) { return l.tp.Topic, l.tp.Partition }
+
 // acked is one chunk (or dead-letter write) of the lane acknowledged.
 func (l *lane) acked() {
 	if l.outstanding.Add(-1) == 0 {

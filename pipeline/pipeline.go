@@ -666,11 +666,8 @@ func (p *Pipeline) processAcks() {
 		for _, s := range c.Spans {
 			p.tracker.Ack(TopicPartition{s.Topic, s.Partition}, s.Epoch, s.First, s.Next)
 		}
-		switch t := c.Tag.(type) {
-		case *lane:
-			t.acked()
-		case *ackGroup:
-			p.ackStaged(t)
+		if c.Owner != nil {
+			c.Owner.Acked()
 		}
 		p.budget.Release(int64(c.Size()))
 		p.rowsWritten.Add(int64(c.Rows))

@@ -35,16 +35,9 @@ func (p *Pipeline) onRejected() func(ctx context.Context, r clickhouse.Rejected)
 	}
 	return func(ctx context.Context, r clickhouse.Rejected) error {
 		// The chunks of the staged path carry no spans (their ack group
-		// does): the lane that built the chunk names the partition.
-		var l *lane
-		switch t := r.Chunk.Tag.(type) {
-		case *lane:
-			l = t
-		case *ackGroup:
-			l = t.lane
-		}
-		if l != nil {
-			r.Topic, r.Partition = l.tp.Topic, l.tp.Partition
+		// does): the chunk's owner names the partition.
+		if r.Chunk.Owner != nil {
+			r.Topic, r.Partition = r.Chunk.Owner.Source()
 		}
 		err := &decode.Error{Reason: decode.ReasonInsertRejected, Err: r.Err}
 		reason := p.countRejected(err)

@@ -32,9 +32,26 @@ import (
 // output chunks holding their rows that are not yet durable.
 type ackGroup struct {
 	lane    *lane
+	tracker *Tracker
 	spans   []chunk.Span
 	pending atomic.Int32
 }
+
+// Acked handles the acknowledgement of an output chunk of the group: once
+// every chunk of the group is durable, its records' offsets are
+// acknowledged and the lane's outstanding count drops.
+func (g *ackGroup) Acked() {
+	if g.pending.Add(-1) != 0 {
+		return
+	}
+	for _, s := range g.spans {
+		g.tracker.Ack(TopicPartition{s.Topic, s.Partition}, s.Epoch, s.First, s.Next)
+	}
+	g.lane.acked()
+}
+
+// Source names the partition of the group's records.
+func (g *ackGroup) Source() (string, int32) { return g.lane.Source() }
 
 // addRange records that offsets [first, next) of the lane are covered,
 // extending the last span when contiguous.
@@ -275,7 +292,7 @@ func (o *stagedOut) add(r *kgo.Record) error {
 func (o *stagedOut) cover(first, next, ms int64) {
 	l := o.l
 	if l.group == nil {
-		l.group = &ackGroup{lane: l}
+		l.group = &ackGroup{lane: l, tracker: o.p.tracker}
 	}
 	if next > first {
 		l.group.addRange(l, first, next)
@@ -342,11 +359,6 @@ func (p *Pipeline) sealOutputs(l *lane) bool {
 			}
 			return false
 		}
-		for _, c := range l.outs {
-			if c != nil {
-				c.BlockFirst, c.BlockNext = first, next
-			}
-		}
 	}
 	var sealed []*chunk.Chunk
 	for i, c := range l.outs {
@@ -375,7 +387,7 @@ func (p *Pipeline) sealOutputs(l *lane) bool {
 	g.pending.Store(int32(len(sealed)))
 	l.outstanding.Add(1) // the group; released when its last chunk is durable
 	for _, c := range sealed {
-		c.Tag = g
+		c.Owner = g
 		p.seal(c)
 	}
 	l.backlog = append(l.backlog, sealed...)
@@ -401,16 +413,4 @@ func (p *Pipeline) sendBacklog(l *lane) bool {
 	}
 	l.backlog = nil
 	return true
-}
-
-// ackStaged handles the acknowledgement of an output chunk of group g:
-// the group's spans are acknowledged with its last chunk.
-func (p *Pipeline) ackStaged(g *ackGroup) {
-	if g.pending.Add(-1) != 0 {
-		return
-	}
-	for _, s := range g.spans {
-		p.tracker.Ack(TopicPartition{s.Topic, s.Partition}, s.Epoch, s.First, s.Next)
-	}
-	g.lane.acked()
 }

@@ -241,7 +241,7 @@ func (o *directOutputs) resume() bool {
 		if l.eo.unregistered {
 			// A block waiting for room among the open blocks.
 			l.parked, l.eo.unregistered = nil, false
-			if !p.eoSend(l, c) {
+			if !p.eoSend(l, c, l.eo.parkedFirst, l.eo.parkedNext) {
 				return false
 			}
 		} else if !p.send(l, c) {
@@ -327,10 +327,10 @@ func schemaPending(err error) *decode.SchemaPendingError {
 // it, and its range is registered before it is sent (eoSend).
 func (p *Pipeline) sealSend(l *lane, c *chunk.Chunk) bool {
 	if p.eo() {
-		c.BlockFirst, c.BlockNext = l.eo.curFirst, l.cursor
+		first, next := l.eo.curFirst, l.cursor
 		p.eoClosed(l)
 		p.seal(c)
-		return p.eoSend(l, c)
+		return p.eoSend(l, c, first, next)
 	}
 	p.seal(c)
 	return p.send(l, c)
@@ -400,7 +400,7 @@ func (p *Pipeline) seal(c *chunk.Chunk) {
 // queue is full, the chunk is parked, the lane blocks and its partition is
 // paused; the shard's OnSpace wakes it.
 func (p *Pipeline) send(l *lane, c *chunk.Chunk) bool {
-	c.Tag = l
+	c.Owner = l
 	// Counted before the hand-over: the sink may acknowledge at once.
 	l.outstanding.Add(1)
 	if p.queue.TryEnqueue(c) {
