@@ -46,9 +46,9 @@ sim:
 # fixed in Go 1.27): a failure that wrote no failing input under the
 # target's testdata/fuzz/<target> is reported as that and is not a finding.
 FUZZTIME ?= 1m
-FUZZ_TARGETS = transform:FuzzExpression decode:FuzzFastPath decode:FuzzJSON decode:FuzzAvro \
+FUZZ_TARGETS = transform:FuzzExpression decode/json:FuzzFastPath decode/json:FuzzJSON decode/avro:FuzzAvro \
   schemaregistry:FuzzParseFrame chunk:FuzzNativeEncoder config:FuzzConfig pipeline:FuzzDecodeBlocks \
-  decode:FuzzServerJSON decode:FuzzServerAvro
+  decode/avro:FuzzServerJSON decode/avro:FuzzServerAvro
 fuzz:
 	@if ! echo "$(FUZZTIME)" | grep -Eq '^[0-9]+(\.[0-9]+)?[smh]$$'; then \
 	    echo "FUZZTIME=$(FUZZTIME): want a duration in s, m or h"; exit 2; fi; \

@@ -38,6 +38,13 @@ const (
 	// ReasonInsertRejected: ClickHouse refused the insert of the record's
 	// rows (found by bisecting a refused batch; the error is the server's).
 	ReasonInsertRejected Reason = "insert_rejected"
+	// ReasonUnknownSchema: the record names a writer schema that cannot be
+	// had (a schema id the registry does not know, a single-object
+	// fingerprint that is not the configured schema's). Avro only.
+	ReasonUnknownSchema Reason = "unknown_schema"
+	// ReasonSchemaMismatch: the record's writer schema does not match the
+	// table as strictly as validate_schema asks. Avro only.
+	ReasonSchemaMismatch Reason = "schema_mismatch"
 )
 
 // Error is the error a Decoder returns for a record it rejects.
@@ -88,9 +95,9 @@ func TruncateMessage(s string) string {
 	return s[:cut] + fmt.Sprintf("… (%d bytes more)", len(s)-cut)
 }
 
-// nullValue is the error for a record value that holds no row: nil (a
+// NullValue is the error for a record value that holds no row: nil (a
 // Kafka tombstone, told apart from an empty value) or of zero bytes.
-func nullValue(value []byte) *Error {
+func NullValue(value []byte) *Error {
 	if value == nil {
 		return &Error{Reason: ReasonCorrupt, Err: errors.New("null record value (a Kafka tombstone)")}
 	}
@@ -108,9 +115,9 @@ type Decoder interface {
 	Decode(value []byte, c *chunk.Chunk) (rows int, err error)
 }
 
-// columnFields checks the options both decoders share and returns the
+// ColumnFields checks the options both decoders share and returns the
 // source field of each column: fields, or the column names when nil.
-func columnFields(s *chunk.Schema, fields []string, maxRecordBytes int) ([]string, error) {
+func ColumnFields(s *chunk.Schema, fields []string, maxRecordBytes int) ([]string, error) {
 	if len(s.Names) != len(s.Types) {
 		return nil, fmt.Errorf("decode: schema has %d names and %d types", len(s.Names), len(s.Types))
 	}
@@ -126,25 +133,25 @@ func columnFields(s *chunk.Schema, fields []string, maxRecordBytes int) ([]strin
 	return fields, nil
 }
 
-// tooLarge is the error for a record value over the configured limit.
-func tooLarge(n, limit int) *Error {
+// TooLarge is the error for a record value over the configured limit.
+func TooLarge(n, limit int) *Error {
 	return &Error{Reason: ReasonTooLarge, Err: fmt.Errorf("%d bytes exceed the limit of %d", n, limit)}
 }
 
-// nestedGroup is the columns of one Nested structure n as the table
+// NestedGroup is the columns of one Nested structure n as the table
 // describes it: Array columns named n.a, n.b, ... The server refuses a
 // block whose arrays of one row have different lengths, so every decoder
 // checks them after a row.
-type nestedGroup struct {
+type NestedGroup struct {
 	name string
 	cols []int
 }
 
-// nestedGroups returns the Nested structures of s that have more than one
+// NestedGroups returns the Nested structures of s that have more than one
 // column, grouped as ClickHouse groups them: by the name before the first
 // dot, among the Array columns.
-func nestedGroups(s *chunk.Schema) []nestedGroup {
-	var out []nestedGroup
+func NestedGroups(s *chunk.Schema) []NestedGroup {
+	var out []NestedGroup
 	at := map[string]int{}
 	for i, name := range s.Names {
 		dot := strings.IndexByte(name, '.')
@@ -156,7 +163,7 @@ func nestedGroups(s *chunk.Schema) []nestedGroup {
 		if !ok {
 			g = len(out)
 			at[n] = g
-			out = append(out, nestedGroup{name: n})
+			out = append(out, NestedGroup{name: n})
 		}
 		out[g].cols = append(out[g].cols, i)
 	}
@@ -184,10 +191,10 @@ func lastRowLen(a *chunk.Array) int {
 	return a.Ends[n-1] - a.Ends[n-2]
 }
 
-// checkNested checks that the row just appended to c has arrays of equal
+// CheckNested checks that the row just appended to c has arrays of equal
 // length in every Nested group. It returns the offending column and the
 // out_of_range error (with Reason and Err set), or -1 and nil.
-func checkNested(groups []nestedGroup, c *chunk.Chunk) (int, *Error) {
+func CheckNested(groups []NestedGroup, c *chunk.Chunk) (int, *Error) {
 	for gi := range groups {
 		g := &groups[gi]
 		first := c.Cols[g.cols[0]].(*chunk.Array)

@@ -36,9 +36,9 @@ func TestExactFloat64(t *testing.T) {
 		if rng.IntN(4) == 0 {
 			s += fmt.Sprintf("e%d", rng.IntN(60)-30)
 		}
-		n, ok := parseNumber([]byte(s))
+		n, ok := ParseNumber([]byte(s))
 		if !ok {
-			t.Fatalf("parseNumber(%q) failed", s)
+			t.Fatalf("ParseNumber(%q) failed", s)
 		}
 		want, err := strconv.ParseFloat(s, 64)
 		if err != nil {
@@ -50,7 +50,7 @@ func TestExactFloat64(t *testing.T) {
 				t.Fatalf("%q: fast path %v (%x), strconv %v (%x)", s, f, math.Float64bits(f), want, math.Float64bits(want))
 			}
 		}
-		if got, ok := n.float(64); !ok || math.Float64bits(got) != math.Float64bits(want) {
+		if got, ok := n.Float(64); !ok || math.Float64bits(got) != math.Float64bits(want) {
 			t.Fatalf("%q: float(64) = %v, %v; want %v", s, got, ok, want)
 		}
 	}

@@ -5,10 +5,10 @@ import "github.com/etl-project/etl/chunk"
 // DateTime and Date columns hold UInt32 seconds and UInt16 days since the
 // Unix epoch, but how far a server reads them back depends on its version
 // (chunk.ServerRanges): the setters check against the connected server's
-// range. maxDateTime bounds the JSON fast path, which does not know the
+// range. MaxDateTime bounds the JSON fast path, which does not know the
 // server: the range every server reads back, past which a value goes to
 // the setter.
-const maxDateTime = chunk.NarrowDateTimeMax // 2106-02-06T23:59:59Z
+const MaxDateTime = chunk.NarrowDateTimeMax // 2106-02-06T23:59:59Z
 
 // Thresholds of the epoch-number unit heuristic: a number above 1e11 is
 // taken as milliseconds, above 1e14 as microseconds, above 1e17 as
@@ -23,8 +23,8 @@ const (
 	epochNanos  = 1e17
 )
 
-// epochUnit returns the divisor that turns an epoch number into seconds.
-func epochUnit(v float64) float64 {
+// EpochUnit returns the divisor that turns an epoch number into seconds.
+func EpochUnit(v float64) float64 {
 	switch {
 	case v > epochNanos:
 		return 1e9
@@ -36,32 +36,32 @@ func epochUnit(v float64) float64 {
 	return 1
 }
 
-// epochSeconds converts an epoch number (seconds or, by the heuristic
+// EpochSeconds converts an epoch number (seconds or, by the heuristic
 // above, a finer unit) to seconds, flooring fractions. ok is false for a
 // negative number or one beyond 2^62 seconds.
-func epochSeconds(n *number) (sec int64, ok bool) {
+func EpochSeconds(n *Number) (sec int64, ok bool) {
 	mag, integral, overflow := n.magnitude()
-	if n.neg && (mag != 0 || !integral) {
+	if n.Neg && (mag != 0 || !integral) {
 		return 0, false
 	}
 	if integral {
 		if overflow {
 			return 0, false
 		}
-		return int64(mag / uint64(epochUnit(float64(mag)))), true
+		return int64(mag / uint64(EpochUnit(float64(mag)))), true
 	}
-	f, fok := n.float(64)
+	f, fok := n.Float(64)
 	if !fok {
 		return 0, false
 	}
-	s := f / epochUnit(f)
+	s := f / EpochUnit(f)
 	if s >= 1<<62 {
 		return 0, false
 	}
 	return int64(s), true
 }
 
-// parseTime parses a date or date-time and returns seconds since the
+// ParseTime parses a date or date-time and returns seconds since the
 // epoch. Accepted forms:
 //
 //	2026-11-29
@@ -71,7 +71,7 @@ func epochSeconds(n *number) (sec int64, ok bool) {
 //
 // A time without a zone is UTC. ok is false for any other text, or for a
 // month, day, hour, minute or second out of its range.
-func parseTime(b []byte) (sec int64, ok bool) {
+func ParseTime(b []byte) (sec int64, ok bool) {
 	if len(b) < 10 || b[4] != '-' || b[7] != '-' {
 		return 0, false
 	}

@@ -15,7 +15,7 @@ import (
 
 	"github.com/etl-project/etl/chunk"
 	"github.com/etl-project/etl/config"
-	"github.com/etl-project/etl/decode"
+	"github.com/etl-project/etl/decode/avro"
 	"github.com/etl-project/etl/schemaregistry"
 	"github.com/etl-project/etl/source/kafka"
 )
@@ -171,7 +171,7 @@ func (p *Pipeline) checkRegistry(ctx context.Context) (report []string, problems
 			problems = append(problems, fmt.Errorf("decode.avro.registry %s: %w", a.Registry.URL, err))
 			continue
 		}
-		_, err = decode.NewAvro(s.Text, schema, decode.AvroOptions{Fields: fields, ReaderSchema: p.readerSchema,
+		_, err = avro.New(s.Text, schema, avro.Options{Fields: fields, ReaderSchema: p.readerSchema,
 			Validate: p.cfg.Decode.ValidateSchema, Ranges: p.serverRanges()})
 		if err != nil {
 			problems = append(problems, &ConfigError{Errs: []error{fmt.Errorf("decode.avro: the latest schema of subject %s (id %d) cannot be decoded into the tables (validate_schema %s): %w",

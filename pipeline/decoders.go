@@ -11,6 +11,7 @@ import (
 
 	"github.com/etl-project/etl/chunk"
 	"github.com/etl-project/etl/decode"
+	"github.com/etl-project/etl/decode/avro"
 	"github.com/etl-project/etl/schemaregistry"
 	"github.com/etl-project/etl/sink/clickhouse"
 )
@@ -36,7 +37,7 @@ func (p *Pipeline) setupAvro(ctx context.Context) error {
 			p.readerSchema = string(b)
 		}
 	}
-	if a.Framing != decode.FramingConfluent {
+	if a.Framing != avro.FramingConfluent {
 		b, err := os.ReadFile(a.SchemaFile)
 		if err != nil {
 			return fmt.Errorf("decode.avro.schema_file: %w", err)
@@ -50,13 +51,13 @@ func (p *Pipeline) setupAvro(ctx context.Context) error {
 		if known == "" {
 			known = p.avroSchema
 		}
-		types, err := decode.AvroFieldTypes(known)
+		types, err := avro.FieldTypes(known)
 		if err != nil {
 			return fmt.Errorf("decode.avro: %w", err)
 		}
 		p.avroFieldTypes = types
 	}
-	if a.Framing != decode.FramingConfluent {
+	if a.Framing != avro.FramingConfluent {
 		return nil
 	}
 	r := a.Registry
@@ -111,7 +112,7 @@ func (p *Pipeline) registryFieldTypes(ctx context.Context) map[string]string {
 			p.log.Warn("cannot type the transform's fields from the registry", "subject", subject, "err", err)
 			continue
 		}
-		ft, err := decode.AvroFieldTypes(s.Text)
+		ft, err := avro.FieldTypes(s.Text)
 		if err != nil {
 			p.log.Warn("cannot type the transform's fields from the registry", "subject", subject, "id", s.ID, "err", err)
 			continue
@@ -127,12 +128,12 @@ func (p *Pipeline) registryFieldTypes(ctx context.Context) map[string]string {
 
 // newAvroDecoder returns one worker's Avro decoder for target t.
 func (p *Pipeline) newAvroDecoder(t *clickhouse.Target) (decode.Decoder, error) {
-	var src decode.SchemaSource
+	var src avro.SchemaSource
 	if p.registry != nil {
 		src = registrySource{p.registry, p}
 	}
-	d, err := decode.NewAvroFramed(p.cfg.Decode.Avro.Framing, p.avroSchema, src, t.Schema,
-		decode.AvroOptions{Fields: t.Fields, MaxRecordBytes: int(p.cfg.Decode.MaxRecordBytes), ReaderSchema: p.readerSchema,
+	d, err := avro.NewFramed(p.cfg.Decode.Avro.Framing, p.avroSchema, src, t.Schema,
+		avro.Options{Fields: t.Fields, MaxRecordBytes: int(p.cfg.Decode.MaxRecordBytes), ReaderSchema: p.readerSchema,
 			Validate: p.cfg.Decode.ValidateSchema, Ranges: p.serverRanges()})
 	if err != nil {
 		return nil, fmt.Errorf("decode: %w", err)
@@ -174,13 +175,13 @@ func (r registrySource) Lookup(id int32) (string, error) {
 	switch {
 	case err == nil:
 		if !r.p.schemaSeen(id) {
-			return "", fmt.Errorf("%w: schema id %d is new: reading the table's columns again", decode.ErrSchemaPending, id)
+			return "", fmt.Errorf("%w: schema id %d is new: reading the table's columns again", avro.ErrSchemaPending, id)
 		}
 		return s.Text, nil
 	case errors.Is(err, schemaregistry.ErrUnknownID):
-		return "", fmt.Errorf("%w: %v", decode.ErrSchemaUnknown, err)
+		return "", fmt.Errorf("%w: %v", avro.ErrSchemaUnknown, err)
 	default:
-		return "", fmt.Errorf("%w: %v", decode.ErrSchemaPending, err)
+		return "", fmt.Errorf("%w: %v", avro.ErrSchemaPending, err)
 	}
 }
 

@@ -6,10 +6,10 @@ import (
 	"os"
 	"strings"
 
-	"github.com/hamba/avro/v2"
+	havro "github.com/hamba/avro/v2"
 
 	"github.com/etl-project/etl/config"
-	"github.com/etl-project/etl/decode"
+	"github.com/etl-project/etl/decode/avro"
 	"github.com/etl-project/etl/transform"
 )
 
@@ -55,20 +55,20 @@ func Preflight(cfg *config.Config) error {
 				}
 			}
 			if text != "" {
-				if _, err := avro.ParseWithCache(text, "", &avro.SchemaCache{}); err != nil {
+				if _, err := havro.ParseWithCache(text, "", &havro.SchemaCache{}); err != nil {
 					errs = append(errs, fmt.Errorf("%s: %w", where, err))
 				}
 			}
 		}
-		if a.Framing != decode.FramingConfluent && a.SchemaFile != "" {
+		if a.Framing != avro.FramingConfluent && a.SchemaFile != "" {
 			b, err := os.ReadFile(a.SchemaFile)
 			if err != nil {
 				errs = append(errs, fmt.Errorf("decode.avro.schema_file: %w", err))
-			} else if _, err := avro.ParseWithCache(string(b), "", &avro.SchemaCache{}); err != nil {
+			} else if _, err := havro.ParseWithCache(string(b), "", &havro.SchemaCache{}); err != nil {
 				errs = append(errs, fmt.Errorf("decode.avro.schema_file %s: %w", a.SchemaFile, err))
 			}
 		}
-		if r := a.Registry; a.Framing == decode.FramingConfluent && r != nil && r.TLS != nil && r.TLS.Enabled {
+		if r := a.Registry; a.Framing == avro.FramingConfluent && r != nil && r.TLS != nil && r.TLS.Enabled {
 			if _, err := r.TLS.Config("decode.avro.registry.tls"); err != nil {
 				errs = append(errs, err)
 			}

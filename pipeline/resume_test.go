@@ -12,6 +12,7 @@ import (
 	"github.com/etl-project/etl/chunk"
 	"github.com/etl-project/etl/config"
 	"github.com/etl-project/etl/decode"
+	"github.com/etl-project/etl/decode/json"
 	"github.com/etl-project/etl/gen"
 	"github.com/etl-project/etl/sink/clickhouse"
 	"github.com/etl-project/etl/source/kafka"
@@ -87,7 +88,7 @@ func newBarePipeline(tb testing.TB, src partitionPauser, chunkTarget int) (*Pipe
 	sk.target.Store(target)
 	p.sinks = []*sinkState{sk}
 	p.pause = newPauser(src, prometheus.NewGauge(prometheus.GaugeOpts{Name: "etl_test_paused"}))
-	dec, err := decode.NewJSON(schema, decode.JSONOptions{})
+	dec, err := json.New(schema, json.Options{})
 	if err != nil {
 		tb.Fatal(err)
 	}

@@ -8,6 +8,7 @@ import (
 
 	"github.com/etl-project/etl/config"
 	"github.com/etl-project/etl/decode"
+	"github.com/etl-project/etl/decode/json"
 	"github.com/etl-project/etl/sink/clickhouse"
 )
 
@@ -38,7 +39,7 @@ func (p *Pipeline) newDecoder(t *clickhouse.Target) (decode.Decoder, error) {
 	if p.cfg.Decode.Format == config.FormatAvro {
 		return p.newAvroDecoder(t)
 	}
-	d, err := decode.NewJSON(t.Schema, decode.JSONOptions{
+	d, err := json.New(t.Schema, json.Options{
 		Fields: t.Fields, MaxRecordBytes: int(p.cfg.Decode.MaxRecordBytes),
 		Framing: p.cfg.Decode.JSON.Framing, TimeLayout: p.cfg.Decode.JSON.TimeLayout,
 		Ranges: p.serverRanges(),

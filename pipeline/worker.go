@@ -9,6 +9,7 @@ import (
 	"github.com/etl-project/etl/chunk"
 	"github.com/etl-project/etl/config"
 	"github.com/etl-project/etl/decode"
+	"github.com/etl-project/etl/decode/avro"
 	"github.com/etl-project/etl/sink/clickhouse"
 )
 
@@ -311,11 +312,11 @@ func (o *directOutputs) seal() bool {
 // schemaPending is the error's wait for a schema, if it is one. Kept out
 // of the record loop: the variable errors.As fills escapes, and would cost
 // an allocation per record.
-func schemaPending(err error) *decode.SchemaPendingError {
+func schemaPending(err error) *avro.SchemaPendingError {
 	if err == nil {
 		return nil
 	}
-	var pending *decode.SchemaPendingError
+	var pending *avro.SchemaPendingError
 	if errors.As(err, &pending) {
 		return pending
 	}

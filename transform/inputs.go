@@ -64,7 +64,7 @@ func Inputs(steps []config.Step, outs []Output, declared map[string]string) (*ch
 }
 
 // InputsKnown is Inputs with the types a writer or reader schema gives
-// the source fields (decode.AvroFieldTypes): a field neither declared nor
+// the source fields (avro.FieldTypes in decode/avro): a field neither declared nor
 // flowing unchanged into a column takes its type from schema instead of
 // being an error.
 func InputsKnown(steps []config.Step, outs []Output, declared, schema map[string]string) (*chunk.Schema, error) {

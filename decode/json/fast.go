@@ -1,0 +1,239 @@
+package json
+
+import (
+	"slices"
+
+	"github.com/valyala/fastjson"
+
+	"github.com/etl-project/etl/chunk"
+	"github.com/etl-project/etl/decode"
+)
+
+// The fast path decodes a flat object in one pass over its bytes, with no
+// parse tree of the whole record: scalars go straight from the text into
+// the columns; an array into an Array column is streamed element by
+// element (a scalar element straight into the column, any other parsed
+// alone by fastjson and given to the element type's setter); an object or
+// array into a String column is stored as its compacted text; an object
+// into a Map column is streamed key by key (values as array elements are);
+// any other value a column reads (an object or array into a column of
+// another type, a scalar for a type without a fast setter) is parsed alone
+// by fastjson and given to the column's setter; the value of a field no column reads is
+// skipped whatever its shape. So decoding a record builds at most the parse
+// tree of one field's value, or of one array element, never of the whole
+// record (docs/DESIGN.md, "Memory per record").
+//
+// It handles exactly the records it can decode the way the fastjson path
+// does and gives up on everything else: a key with an escape, a field that
+// appears twice, nesting deeper than maxSkipDepth, any syntax the fastjson
+// path would reject or treat leniently, and any value a setter would
+// reject. Then the chunk is truncated back and the fastjson path decodes
+// the record, so every error is reported by the one path that defines the
+// conversions. FuzzFastPath checks that both paths agree.
+//
+// Scalars have fast setters for integers, floats, String, DateTime, and
+// Nullable and LowCardinality of those.
+
+// fastField appends the value at s[i] of field fi to every column reading
+// it and returns the index past it.
+func (d *Decoder) fastField(s []byte, i, fi int, c *chunk.Chunk) (int, bool) {
+	cols := d.fields[fi]
+	for _, ci := range cols {
+		if d.seen[ci] == d.gen {
+			return i, false // a field twice: the fastjson path keeps the last
+		}
+		d.seen[ci] = d.gen
+	}
+	if i >= len(s) {
+		return i, false
+	}
+	switch {
+	case s[i] == '[' && d.fieldArr[fi]:
+		// An array, streamed into each Array column reading it.
+		next := i
+		for _, ci := range cols {
+			var ok bool
+			if next, ok = d.fastArray(s, i, &d.fast[ci], c.Cols[ci].(*chunk.Array)); !ok {
+				if d.diagErr != nil {
+					d.diagnosed(d.diagErr, ci)
+				}
+				return i, false
+			}
+		}
+		return next, true
+	case s[i] == '{' && d.fieldMap[fi]:
+		// An object, streamed into each Map column reading it.
+		next := i
+		for _, ci := range cols {
+			var ok bool
+			if next, ok = d.fastMap(s, i, &d.fast[ci], c.Cols[ci].(*chunk.Map)); !ok {
+				if d.diagErr != nil {
+					d.diagnosed(d.diagErr, ci)
+				}
+				return i, false
+			}
+		}
+		return next, true
+	case s[i] != '[' && s[i] != '{':
+		t, text, next, ok := d.scalar(s, i)
+		if ok && (t == tokNull || d.fieldFast[fi]) {
+			for _, ci := range cols {
+				if t == tokNull {
+					decode.AppendDefault(d.cols[ci].null, c.Cols[ci])
+				} else if !d.fast[ci].set(d, t, text, c.Cols[ci]) {
+					return i, false
+				}
+			}
+			return next, true
+		}
+	}
+	if (s[i] == '[' || s[i] == '{') && d.fieldText[fi] {
+		// An object or array into String columns: its text, compacted.
+		end, ok := skipValue(s, i, 2)
+		if !ok {
+			return i, false
+		}
+		d.scratch = appendCompact(slices.Grow(d.scratch[:0], end-i), s[i:end])
+		if end-i > keepParserBytes {
+			d.parsedBig = true // (release drops the large scratch)
+		}
+		for _, ci := range cols {
+			if !d.fastSet[ci](d, tokNumber, d.scratch, c.Cols[ci]) {
+				return i, false
+			}
+		}
+		return end, true
+	}
+	// Any other value is parsed alone, and each column's setter takes it.
+	v, end, ok := d.parseAlone(s, i, 2)
+	if !ok {
+		return i, false
+	}
+	for _, ci := range cols {
+		if v.Type() == fastjson.TypeNull {
+			decode.AppendDefault(d.cols[ci].null, c.Cols[ci])
+		} else if e := d.cols[ci].set(d, v, c.Cols[ci]); e != nil {
+			d.diagnosed(e, ci)
+			return i, false
+		}
+	}
+	return end, true
+}
+
+// decodeFast decodes value into one row of c, or leaves c as it was and
+// reports false.
+func (d *Decoder) decodeFast(s []byte, c *chunk.Chunk) bool {
+	rows := c.Rows
+	ok := d.fastRow(s, c)
+	if !ok {
+		c.Truncate(rows)
+	}
+	if d.parsedBig {
+		d.parsedBig = false
+		d.release(len(s))
+	}
+	return ok
+}
+
+func (d *Decoder) fastRow(s []byte, c *chunk.Chunk) bool {
+	d.gen++
+	if d.gen == 0 {
+		clear(d.seen)
+		d.gen = 1
+	}
+	i := skipWS(s, 0)
+	if i >= len(s) || s[i] != '{' {
+		return false
+	}
+	i = skipWS(s, i+1)
+	if i < len(s) && s[i] == '}' {
+		i++
+	} else {
+		d.next = 0
+		for {
+			// Key.
+			if i >= len(s) || s[i] != '"' {
+				return false
+			}
+			i++
+			ks := i
+			for i < len(s) && s[i] != '"' && s[i] != '\\' {
+				i++
+			}
+			if i >= len(s) || s[i] != '"' {
+				return false
+			}
+			key := s[ks:i]
+			i = skipWS(s, i+1)
+			if i >= len(s) || s[i] != ':' {
+				return false
+			}
+			i = skipWS(s, i+1)
+
+			// Value.
+			fi := d.next
+			if fi >= len(d.names) || d.names[fi] != string(key) {
+				var found bool
+				if fi, found = d.index[string(key)]; !found {
+					fi = -1
+				}
+			}
+			if fi < 0 {
+				var ok bool
+				if i, ok = skipValue(s, i, 2); !ok {
+					return false
+				}
+			} else {
+				d.next = fi + 1
+				taken := false
+				if d.fieldFast[fi] {
+					// The common case, inline: a scalar into columns with
+					// fast setters.
+					if t, text, next, ok := d.scalar(s, i); ok {
+						for _, ci := range d.fields[fi] {
+							if d.seen[ci] == d.gen {
+								return false // a field twice: the fastjson path keeps the last
+							}
+							d.seen[ci] = d.gen
+							if t == tokNull {
+								decode.AppendDefault(d.cols[ci].null, c.Cols[ci])
+							} else if !d.fastSet[ci](d, t, text, c.Cols[ci]) && !d.diagScalar(s, i, ci, c) {
+								return false
+							}
+						}
+						i, taken = next, true
+					}
+				}
+				if !taken {
+					var ok bool
+					if i, ok = d.fastField(s, i, fi, c); !ok {
+						return false
+					}
+				}
+			}
+
+			i = skipWS(s, i)
+			if i >= len(s) {
+				return false
+			}
+			if s[i] == ',' {
+				i = skipWS(s, i+1)
+				continue
+			}
+			if s[i] != '}' {
+				return false
+			}
+			i++
+			break
+		}
+	}
+	if skipWS(s, i) != len(s) {
+		return false
+	}
+	for ci := range d.cols {
+		if d.seen[ci] != d.gen {
+			decode.AppendDefault(d.cols[ci].def, c.Cols[ci])
+		}
+	}
+	return true
+}

@@ -1,0 +1,258 @@
+package json
+
+import (
+	"math"
+
+	"github.com/etl-project/etl/chunk"
+	"github.com/etl-project/etl/decode"
+)
+
+// fastSetter appends a non-null scalar to col, as the column's setter
+// would, or reports false (having appended nothing to col's row count) when
+// it would not accept it.
+type fastSetter func(d *Decoder, t token, text []byte, col chunk.Column) bool
+
+// fastCol is the fast path's plan of one column.
+type fastCol struct {
+	// set is the fast setter of a scalar, nil when the type has none (the
+	// column's setter then takes the value parsed alone).
+	set fastSetter
+	// text marks a String column (or Nullable or LowCardinality of one):
+	// an object or array goes in as its JSON text, compacted, which set
+	// takes as a number's text.
+	text bool
+	// array marks an Array column, whose arrays are streamed: elem is the
+	// element type's fast setter (or nil), elemSet and elemDef its setter
+	// and default, as setArray has them.
+	array   bool
+	elem    fastSetter
+	elemSet setter
+	elemDef decode.Defaulter
+	// mapKey marks a Map column, whose objects are streamed: mapKey is the
+	// key setter, elem, elemSet and elemDef are the value type's.
+	mapKey mapKeySetter
+}
+
+// compileFastCol returns the fast path's plan of a column of type t.
+func compileFastCol(t *chunk.Type) fastCol {
+	if b := t.Base(); b.Kind == chunk.KindArray {
+		elemSet, def, err := compile(b.Elem)
+		if err != nil {
+			return fastCol{} // cannot happen: the column's type compiled
+		}
+		return fastCol{array: true, elem: compileFast(b.Elem), elemSet: elemSet, elemDef: def}
+	}
+	if b := t.Base(); b.Kind == chunk.KindMap {
+		key, err := compileMapKey(b.Key)
+		if err != nil {
+			return fastCol{} // cannot happen: the column's type compiled
+		}
+		val, def, err := compile(b.Elem)
+		if err != nil {
+			return fastCol{}
+		}
+		return fastCol{mapKey: key, elem: compileFast(b.Elem), elemSet: val, elemDef: def}
+	}
+	b := t.Base()
+	if b.Kind == chunk.KindNullable {
+		b = b.Elem.Base()
+	}
+	return fastCol{set: compileFast(t), text: b.Kind == chunk.KindString}
+}
+
+// compileFast returns the fast setter of scalar type t, or nil.
+func compileFast(t *chunk.Type) fastSetter {
+	t = t.Base()
+	switch t.Kind {
+	case chunk.KindInt8:
+		return fastSigned[int8](math.MinInt8, math.MaxInt8, true)
+	case chunk.KindInt16:
+		return fastSigned[int16](math.MinInt16, math.MaxInt16, false)
+	case chunk.KindInt32:
+		return fastSigned[int32](math.MinInt32, math.MaxInt32, false)
+	case chunk.KindInt64:
+		return fastSigned[int64](math.MinInt64, math.MaxInt64, false)
+	case chunk.KindUInt8:
+		return fastUnsigned[uint8](math.MaxUint8, true)
+	case chunk.KindUInt16:
+		return fastUnsigned[uint16](math.MaxUint16, false)
+	case chunk.KindUInt32:
+		return fastUnsigned[uint32](math.MaxUint32, false)
+	case chunk.KindUInt64:
+		return fastUnsigned[uint64](math.MaxUint64, false)
+	case chunk.KindFloat32:
+		return fastFloat32
+	case chunk.KindFloat64:
+		return fastFloat64
+	case chunk.KindString:
+		return fastString
+	case chunk.KindDateTime:
+		return fastDateTime
+	case chunk.KindNullable:
+		inner := compileFast(t.Elem)
+		if inner == nil {
+			return nil
+		}
+		return func(d *Decoder, t token, text []byte, col chunk.Column) bool {
+			n := col.(*chunk.Nullable)
+			if !inner(d, t, text, n.Inner) {
+				return false
+			}
+			n.MarkValue()
+			return true
+		}
+	}
+	return nil
+}
+
+// fastNumber is numberOf for a scalar: a number, or a string holding one.
+func fastNumber(t token, text []byte) (decode.Number, bool) {
+	if t != tokNumber && t != tokString {
+		return decode.Number{}, false
+	}
+	return decode.ParseNumber(text)
+}
+
+// plainUint parses the commonest integer text, 1 to 19 digits without a
+// sign or a leading zero, which decode.ParseNumber accepts as the same integer.
+func plainUint(text []byte) (uint64, bool) {
+	if len(text) == 0 || len(text) > 19 || text[0] == '0' && len(text) > 1 {
+		return 0, false
+	}
+	var x uint64
+	for _, c := range text {
+		c -= '0'
+		if c > 9 {
+			return 0, false
+		}
+		x = x*10 + uint64(c)
+	}
+	return x, true
+}
+
+func fastSigned[T int8 | int16 | int32 | int64](lo, hi int64, bools bool) fastSetter {
+	return func(d *Decoder, t token, text []byte, col chunk.Column) bool {
+		var x int64
+		switch {
+		case bools && t == tokTrue:
+			x = 1
+		case bools && t == tokFalse:
+		case t <= tokNumber && len(text) > 0 && text[0] != '-':
+			u, ok := plainUint(text)
+			if ok && u <= uint64(hi) {
+				x = int64(u)
+				break
+			}
+			fallthrough
+		default:
+			n, ok := fastNumber(t, text)
+			if !ok {
+				return false
+			}
+			var r decode.IntResult
+			if x, r = n.Signed(lo, hi); r != decode.IntOK {
+				return false
+			}
+		}
+		col.(*chunk.Fixed[T]).Append(T(x))
+		return true
+	}
+}
+
+func fastUnsigned[T uint8 | uint16 | uint32 | uint64](hi uint64, bools bool) fastSetter {
+	return func(d *Decoder, t token, text []byte, col chunk.Column) bool {
+		var x uint64
+		switch {
+		case bools && t == tokTrue:
+			x = 1
+		case bools && t == tokFalse:
+		case t <= tokNumber:
+			u, ok := plainUint(text)
+			if ok && u <= hi {
+				x = u
+				break
+			}
+			n, ok := fastNumber(t, text)
+			if !ok {
+				return false
+			}
+			var r decode.IntResult
+			if x, r = n.Unsigned(hi); r != decode.IntOK {
+				return false
+			}
+		default:
+			return false
+		}
+		col.(*chunk.Fixed[T]).Append(T(x))
+		return true
+	}
+}
+
+func fastFloat64(d *Decoder, t token, text []byte, col chunk.Column) bool {
+	n, ok := fastNumber(t, text)
+	if !ok {
+		return false
+	}
+	f, ok := n.Float(64)
+	if !ok {
+		return false
+	}
+	col.(*chunk.Fixed[float64]).Append(f)
+	return true
+}
+
+func fastFloat32(d *Decoder, t token, text []byte, col chunk.Column) bool {
+	n, ok := fastNumber(t, text)
+	if !ok {
+		return false
+	}
+	f, ok := n.Float(32)
+	if !ok {
+		return false
+	}
+	col.(*chunk.Fixed[float32]).Append(float32(f))
+	return true
+}
+
+// fastString stores a string's content, or any other scalar's JSON text.
+func fastString(d *Decoder, t token, text []byte, col chunk.Column) bool {
+	s := col.(*chunk.Strings)
+	switch t {
+	case tokTrue:
+		s.AppendString("true")
+	case tokFalse:
+		s.AppendString("false")
+	default:
+		s.Append(text)
+	}
+	return true
+}
+
+func fastDateTime(d *Decoder, t token, text []byte, col chunk.Column) bool {
+	var sec int64
+	var ok bool
+	switch t {
+	case tokString:
+		if n, isNum := decode.ParseNumber(text); isNum {
+			sec, ok = decode.EpochSeconds(&n)
+		} else {
+			sec, ok = d.timeText(text)
+		}
+	case tokNumber:
+		if u, plain := plainUint(text); plain {
+			// decode.EpochSeconds of an integer: the unit by its magnitude.
+			sec, ok = int64(u/uint64(decode.EpochUnit(float64(u)))), true
+			break
+		}
+		n, isNum := decode.ParseNumber(text)
+		if !isNum {
+			return false
+		}
+		sec, ok = decode.EpochSeconds(&n)
+	}
+	if !ok || sec < 0 || sec > decode.MaxDateTime {
+		return false
+	}
+	col.(*chunk.Fixed[int64]).Append(sec)
+	return true
+}

@@ -1,6 +1,0 @@
-//go:build !race
-
-package decode
-
-// raceEnabled: the race detector's own allocations are counted too.
-const raceEnabled = false
