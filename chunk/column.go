@@ -2,7 +2,6 @@ package chunk
 
 import (
 	"fmt"
-	"reflect"
 	"time"
 	"unsafe"
 )
@@ -10,10 +9,12 @@ import (
 // Column is one typed column buffer of a chunk.
 //
 // Values are appended by a decoder one row at a time through the concrete
-// types below; a sink reads the whole column through Driver, which returns a
-// slice in a shape the ClickHouse driver's column Append accepts ([]int64,
-// []string, []*float64, [][]string, ...). A Column is not safe for concurrent
-// use; once a chunk is handed to a sink it is read-only.
+// types below; a sink reads them back whole through the concrete types'
+// exported buffers and read accessors (Fixed.Data, Strings.Buf and Ends,
+// Nullable.Nulls, Array.Ends, ...), which it encodes for its own wire, and
+// Row gives one row as a Go value for what is not on a hot path. A Column is
+// not safe for concurrent use; once a chunk is handed to a sink it is
+// read-only.
 type Column interface {
 	// Len is the number of rows in the column.
 	Len() int
@@ -21,29 +22,27 @@ type Column interface {
 	Size() int
 	// AppendDefault appends the column's default: the table's DEFAULT
 	// value when the column was built for a type carrying one (see
-	// Type.SetDefault), else the type's zero value (NULL for a Nullable,
+	// Type.SetDefaultColumn), else the type's zero value (NULL for a Nullable,
 	// an empty array, map or string).
 	AppendDefault()
-	// Driver returns the column as a slice for the driver's Append.
-	Driver() any
+	// Row returns row i as a Go value, for reading one row at a time
+	// (rendering a refused row, comparing columns in tests); a sink
+	// reads whole columns through the concrete types instead. Values:
+	// a Fixed[T]'s T (Date as time.Time, DateTime as int64 seconds, IPv4
+	// as the uint32 number, IPv6 as [16]byte); a DateTime64's time.Time
+	// (UTC); a BigInt's *big.Int; a Strings' string (sharing the
+	// column's memory); nil for a NULL of a Nullable, else the inner
+	// column's value; an Array's or a Tuple's []any of its elements'
+	// values; a Map's [][2]any of its key and value pairs, in order.
+	Row(i int) any
 	// Truncate drops rows from n on, so a partly decoded row can be undone.
 	Truncate(n int)
 }
 
-// pointerer is implemented by columns that can appear inside Nullable.
-type pointerer interface {
-	// pointers returns a []*T where nulls[i] != 0 gives a nil element.
-	pointers(nulls []uint8) any
-}
-
-// slicer is implemented by columns that can appear inside Array.
-type slicer interface {
-	// slices returns a [][]T cut at ends (exclusive end of each row).
-	slices(ends []int) any
-}
-
 // Fixed is a column of fixed-size values of Go type T.
 type Fixed[T any] struct {
+	// Data holds row i at Data[i]; its memory is the values' wire layout
+	// on a little-endian machine for the integer and float types.
 	Data []T
 	def  T // AppendDefault's value
 }
@@ -63,34 +62,16 @@ func (c *Fixed[T]) Size() int {
 // AppendDefault implements Column.
 func (c *Fixed[T]) AppendDefault() { c.Data = append(c.Data, c.def) }
 
-// Driver implements Column.
-func (c *Fixed[T]) Driver() any { return c.Data }
+// Row implements Column: Data[i].
+func (c *Fixed[T]) Row(i int) any { return c.Data[i] }
 
 // Truncate implements Column.
 func (c *Fixed[T]) Truncate(n int) { c.Data = c.Data[:n] }
 
-func (c *Fixed[T]) pointers(nulls []uint8) any {
-	out := make([]*T, len(c.Data))
-	for i := range c.Data {
-		if nulls[i] == 0 {
-			out[i] = &c.Data[i]
-		}
-	}
-	return out
-}
-
-func (c *Fixed[T]) slices(ends []int) any {
-	out := make([][]T, len(ends))
-	start := 0
-	for i, end := range ends {
-		out[i] = c.Data[start:end:end]
-		start = end
-	}
-	return out
-}
-
 // Strings is a column of byte strings kept in one arena.
 type Strings struct {
+	// Buf holds the values back to back; Ends[i] is the end of row i in
+	// Buf (row i is Buf[Ends[i-1]:Ends[i]], row 0 starts at 0).
 	Buf  []byte
 	Ends []int
 	view []string
@@ -143,11 +124,15 @@ func (c *Strings) Value(i int) string {
 	return unsafe.String(unsafe.SliceData(c.Buf[start:]), c.Ends[i]-start)
 }
 
-// Driver implements Column. The strings share the column's arena, which is
-// never written again once the chunk is sealed.
-func (c *Strings) Driver() any { return c.strings() }
+// Row implements Column: Value(i).
+func (c *Strings) Row(i int) any { return c.Value(i) }
 
-func (c *Strings) strings() []string {
+// Strings returns every row as a string. The strings share the column's
+// arena, which is never written again once the chunk is sealed. The slice
+// is kept in the column: built again only when rows were appended or
+// truncated since the last call (reusing its memory), so a sealed chunk's
+// repeated calls cost nothing. The caller must not modify it.
+func (c *Strings) Strings() []string {
 	if len(c.view) == len(c.Ends) {
 		return c.view
 	}
@@ -167,31 +152,12 @@ func (c *Strings) strings() []string {
 	return out
 }
 
-func (c *Strings) pointers(nulls []uint8) any {
-	s := c.strings()
-	out := make([]*string, len(s))
-	for i := range s {
-		if nulls[i] == 0 {
-			out[i] = &s[i]
-		}
-	}
-	return out
-}
-
-func (c *Strings) slices(ends []int) any {
-	s := c.strings()
-	out := make([][]string, len(ends))
-	start := 0
-	for i, end := range ends {
-		out[i] = s[start:end:end]
-		start = end
-	}
-	return out
-}
-
 // Nullable is a Nullable(T) column: an inner column plus a null map.
 type Nullable struct {
+	// Inner holds a value for every row, NULL or not (the type's zero
+	// value, or whatever was appended, under NULL).
 	Inner Column
+	// Nulls[i] is 1 when row i is NULL, else 0.
 	Nulls []uint8
 	tmpl  *Nullable // the one-row default, nil for NULL
 }
@@ -224,18 +190,21 @@ func (c *Nullable) AppendDefault() {
 // Truncate implements Column.
 func (c *Nullable) Truncate(n int) { c.Inner.Truncate(n); c.Nulls = c.Nulls[:n] }
 
-// Driver implements Column.
-func (c *Nullable) Driver() any { return c.Inner.(pointerer).pointers(c.Nulls) }
-
-func (c *Nullable) slices(ends []int) any {
-	return sliceReflect(c.Driver(), ends)
+// Row implements Column: nil for NULL, else the inner column's row.
+func (c *Nullable) Row(i int) any {
+	if c.Nulls[i] != 0 {
+		return nil
+	}
+	return c.Inner.Row(i)
 }
 
 // Array is an Array(T) column: an inner column plus the end of each row.
 type Array struct {
+	// Inner holds the elements of every row back to back.
 	Inner Column
-	Ends  []int
-	tmpl  *Array // the one-row default, nil for an empty array
+	// Ends[i] is the end of row i's elements in Inner (exclusive).
+	Ends []int
+	tmpl *Array // the one-row default, nil for an empty array
 }
 
 // EndRow closes the current row after its elements were appended to Inner.
@@ -267,26 +236,21 @@ func (c *Array) Truncate(n int) {
 	c.Ends = c.Ends[:n]
 }
 
-// Driver implements Column.
-func (c *Array) Driver() any { return c.Inner.(slicer).slices(c.Ends) }
-
-func (c *Array) slices(ends []int) any { return sliceReflect(c.Driver(), ends) }
-
-// sliceReflect cuts a slice of any element type at ends. Used only for nested
-// arrays and arrays of nullables, which are rare.
-func sliceReflect(v any, ends []int) any {
-	rv := reflect.ValueOf(v)
-	out := reflect.MakeSlice(reflect.SliceOf(rv.Type()), len(ends), len(ends))
+// Row implements Column: the row's elements, each as Inner's Row.
+func (c *Array) Row(i int) any {
 	start := 0
-	for i, end := range ends {
-		out.Index(i).Set(rv.Slice3(start, end, end))
-		start = end
+	if i > 0 {
+		start = c.Ends[i-1]
 	}
-	return out.Interface()
+	out := make([]any, c.Ends[i]-start)
+	for j := range out {
+		out[j] = c.Inner.Row(start + j)
+	}
+	return out
 }
 
 // NewColumn returns an empty column for type t. When t carries a default
-// (Type.SetDefault), the column's AppendDefault appends it.
+// (Type.SetDefaultColumn), the column's AppendDefault appends it.
 func NewColumn(t *Type) (Column, error) {
 	c, err := newColumn(t)
 	if err != nil || t.def == nil {
@@ -348,7 +312,10 @@ func newColumn(t *Type) (Column, error) {
 		if err != nil {
 			return nil, err
 		}
-		if _, ok := inner.(pointerer); !ok {
+		switch inner.(type) {
+		case *Nullable, *Array, *Tuple, *Map:
+			// Only a scalar can be NULL (ClickHouse has no
+			// Nullable(Array(T)) either).
 			return nil, fmt.Errorf("type %s is not supported", t.Name)
 		}
 		return &Nullable{Inner: inner}, nil
@@ -356,9 +323,6 @@ func newColumn(t *Type) (Column, error) {
 		inner, err := NewColumn(t.Elem)
 		if err != nil {
 			return nil, err
-		}
-		if _, ok := inner.(slicer); !ok {
-			return nil, fmt.Errorf("type %s is not supported", t.Name)
 		}
 		return &Array{Inner: inner}, nil
 	}

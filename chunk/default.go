@@ -1,65 +1,54 @@
 package chunk
 
 import (
-	"errors"
 	"fmt"
-	"math"
-	"math/big"
-	"net"
-	"net/netip"
 	"reflect"
 	"slices"
-	"sort"
-	"time"
-
-	"github.com/ClickHouse/clickhouse-go/v2/lib/column"
 )
 
 // Column defaults.
 //
 // A table column's DEFAULT expression is evaluated once, when the insert is
-// planned, and set on the column's Type with SetDefault as a one-row
-// column (the template). Every column NewColumn builds for that type copies
-// the template in AppendDefault: Fixed, Strings and BigInt columns keep the
+// planned (by the sink, which converts the value the server computed), and
+// set on the column's Type with SetDefaultColumn as a one-row column (the
+// template). Every column NewColumn builds for that type copies the
+// template in AppendDefault: Fixed, Strings and BigInt columns keep the
 // value itself, Nullable, Array, Tuple and Map columns the template, whose
 // row they append with appendRows. Nothing is allocated per row beyond the
 // column's own growth, and the default survives Truncate and Chunk.Reset:
 // it belongs to the column, not to its rows.
 
-// SetDefault makes v the default of the table column of type t: every
-// column NewColumn builds for t afterwards appends it in AppendDefault.
+// SetDefaultColumn makes the only row of col, a column NewColumn built for
+// t, the default of the table column of type t: every column NewColumn
+// builds for t afterwards appends it in AppendDefault. col must not change
+// afterwards.
 //
-// v is a value as the ClickHouse driver scans one of type t: an integer,
-// float or bool; a string or []byte (String, FixedString, Enum names,
-// UUID, Decimal, IPv4, IPv6); a fmt.Stringer (uuid.UUID, decimal.Decimal);
-// a time.Time (Date, Date32: its calendar day; DateTime, DateTime64: its
-// instant); a net.IP or netip.Addr; a big.Int or *big.Int; a pointer, nil
-// for NULL (Nullable); a slice or array (Array, and Tuple elements in
-// order); a map (Map, or a named Tuple's elements by name) or a
-// column.IterableOrderedMap (Map, in its order); a struct (Tuple, fields in
-// order).
-//
-// SetDefault is part of setting the type up: call it before columns are
-// built for t and never while other goroutines use t.
-func (t *Type) SetDefault(v any) error {
-	col, err := newColumn(t)
+// SetDefaultColumn is part of setting the type up: call it before columns
+// are built for t and never while other goroutines use t.
+func (t *Type) SetDefaultColumn(col Column) error {
+	if col == nil || col.Len() != 1 {
+		n := 0
+		if col != nil {
+			n = col.Len()
+		}
+		return fmt.Errorf("default value for %s: %d rows", t.Name, n)
+	}
+	want, err := newColumn(t)
 	if err != nil {
 		return err
 	}
-	if err := appendValue(col, t, v); err != nil {
-		return fmt.Errorf("default value %v for %s: %w", v, t.Name, err)
-	}
-	if col.Len() != 1 {
-		return fmt.Errorf("default value %v for %s: %d rows", v, t.Name, col.Len())
+	if reflect.TypeOf(col) != reflect.TypeOf(want) {
+		return fmt.Errorf("default value for %s: a %T, not a column of the type", t.Name, col)
 	}
 	t.def = col
 	return nil
 }
 
-// HasDefault reports whether SetDefault gave t a default.
+// HasDefault reports whether SetDefaultColumn gave t a default.
 func (t *Type) HasDefault() bool { return t != nil && t.def != nil }
 
-// Default returns the default SetDefault set as a one-row column, or nil.
+// Default returns the default SetDefaultColumn set as a one-row column, or
+// nil.
 // The column is read-only.
 func (t *Type) Default() Column { return t.def }
 
@@ -190,409 +179,3 @@ var (
 	_ rowCopier = (*Tuple)(nil)
 	_ rowCopier = (*Map)(nil)
 )
-
-// appendValue appends v, a value as the driver scans one of type t (see
-// SetDefault), to col, a column NewColumn built for t.
-func appendValue(col Column, t *Type, v any) error {
-	t = t.Base()
-	rv := indirect(reflect.ValueOf(v))
-	if t.Kind == KindNullable {
-		n := col.(*Nullable)
-		if !rv.IsValid() {
-			n.AppendNull()
-			return nil
-		}
-		if err := appendValue(n.Inner, t.Elem, rv.Interface()); err != nil {
-			return err
-		}
-		n.MarkValue()
-		return nil
-	}
-	if !rv.IsValid() {
-		return errors.New("NULL for a type that is not Nullable")
-	}
-	switch t.Kind {
-	case KindInt8:
-		return appendSigned[int8](col, rv, math.MinInt8, math.MaxInt8)
-	case KindInt16:
-		return appendSigned[int16](col, rv, math.MinInt16, math.MaxInt16)
-	case KindInt32:
-		return appendSigned[int32](col, rv, math.MinInt32, math.MaxInt32)
-	case KindInt64:
-		return appendSigned[int64](col, rv, math.MinInt64, math.MaxInt64)
-	case KindUInt8:
-		return appendUnsigned[uint8](col, rv, math.MaxUint8)
-	case KindUInt16:
-		return appendUnsigned[uint16](col, rv, math.MaxUint16)
-	case KindUInt32:
-		return appendUnsigned[uint32](col, rv, math.MaxUint32)
-	case KindUInt64:
-		return appendUnsigned[uint64](col, rv, math.MaxUint64)
-	case KindFloat32, KindFloat64:
-		var f float64
-		switch {
-		case rv.CanFloat():
-			f = rv.Float()
-		case rv.CanInt():
-			f = float64(rv.Int())
-		case rv.CanUint():
-			f = float64(rv.Uint())
-		default:
-			return wrongGo(rv)
-		}
-		if t.Kind == KindFloat32 {
-			col.(*Fixed[float32]).Append(float32(f))
-		} else {
-			col.(*Fixed[float64]).Append(f)
-		}
-		return nil
-	case KindBool:
-		switch {
-		case rv.Kind() == reflect.Bool:
-			col.(*Fixed[bool]).Append(rv.Bool())
-		case rv.CanUint() && rv.Uint() <= 1:
-			col.(*Fixed[bool]).Append(rv.Uint() == 1)
-		case rv.CanInt() && (rv.Int() == 0 || rv.Int() == 1):
-			col.(*Fixed[bool]).Append(rv.Int() == 1)
-		default:
-			return wrongGo(rv)
-		}
-		return nil
-	case KindString, KindFixedString, KindUUID, KindDecimal, KindEnum8, KindEnum16:
-		return appendText(col.(*Strings), t, rv)
-	case KindDate, KindDate32:
-		tm, ok := rv.Interface().(time.Time)
-		if !ok {
-			return wrongGo(rv)
-		}
-		y, m, d := tm.Date()
-		col.(*Fixed[time.Time]).Append(time.Date(y, m, d, 0, 0, 0, 0, time.UTC))
-		return nil
-	case KindDateTime:
-		var sec int64
-		switch x := rv.Interface().(type) {
-		case time.Time:
-			sec = x.Unix()
-		default:
-			if !rv.CanInt() {
-				return wrongGo(rv)
-			}
-			sec = rv.Int()
-		}
-		if sec < 0 || sec > math.MaxUint32 {
-			return fmt.Errorf("%d seconds since the epoch is outside DateTime's range", sec)
-		}
-		col.(*Fixed[int64]).Append(sec)
-		return nil
-	case KindDateTime64:
-		tm, ok := rv.Interface().(time.Time)
-		if !ok {
-			return wrongGo(rv)
-		}
-		scale := int64(1)
-		for range t.Precision {
-			scale *= 10
-		}
-		c := col.(*DateTime64)
-		c.Append(tm.Unix()*scale + int64(tm.Nanosecond())/(1e9/scale))
-		return nil
-	case KindIPv4, KindIPv6:
-		a, err := addrOf(rv)
-		if err != nil {
-			return err
-		}
-		if t.Kind == KindIPv6 {
-			col.(*Fixed[[16]byte]).Append(a.As16())
-			return nil
-		}
-		a = a.Unmap()
-		if !a.Is4() {
-			return fmt.Errorf("%s is not an IPv4 address", a)
-		}
-		b := a.As4()
-		col.(*Fixed[uint32]).Append(uint32(b[0])<<24 | uint32(b[1])<<16 | uint32(b[2])<<8 | uint32(b[3]))
-		return nil
-	case KindInt128, KindUInt128, KindInt256, KindUInt256:
-		return appendBig(col.(*BigInt), rv)
-	case KindArray:
-		a := col.(*Array)
-		if rv.Kind() != reflect.Slice && rv.Kind() != reflect.Array {
-			return wrongGo(rv)
-		}
-		for i := 0; i < rv.Len(); i++ {
-			if err := appendValue(a.Inner, t.Elem, rv.Index(i).Interface()); err != nil {
-				return fmt.Errorf("element %d: %w", i, err)
-			}
-		}
-		a.EndRow()
-		return nil
-	case KindTuple:
-		return appendTuple(col.(*Tuple), t, rv)
-	case KindMap:
-		return appendMap(col.(*Map), t, v, rv)
-	}
-	return fmt.Errorf("type %s is not supported", t.Name)
-}
-
-// indirect follows pointers and interfaces; the result is invalid for nil.
-func indirect(rv reflect.Value) reflect.Value {
-	for rv.IsValid() && (rv.Kind() == reflect.Pointer || rv.Kind() == reflect.Interface) {
-		if rv.IsNil() {
-			return reflect.Value{}
-		}
-		if _, ok := rv.Interface().(*big.Int); ok {
-			return rv // appendBig reads it as it is
-		}
-		rv = rv.Elem()
-	}
-	return rv
-}
-
-func wrongGo(rv reflect.Value) error {
-	return fmt.Errorf("a Go %s cannot be a value of this type", rv.Type())
-}
-
-func appendSigned[T int8 | int16 | int32 | int64](col Column, rv reflect.Value, lo, hi int64) error {
-	var x int64
-	switch {
-	case rv.CanInt():
-		x = rv.Int()
-	case rv.CanUint():
-		u := rv.Uint()
-		if u > math.MaxInt64 {
-			return fmt.Errorf("%d is out of range", u)
-		}
-		x = int64(u)
-	case rv.Kind() == reflect.Bool:
-		if rv.Bool() {
-			x = 1
-		}
-	default:
-		return wrongGo(rv)
-	}
-	if x < lo || x > hi {
-		return fmt.Errorf("%d is out of range", x)
-	}
-	col.(*Fixed[T]).Append(T(x))
-	return nil
-}
-
-func appendUnsigned[T uint8 | uint16 | uint32 | uint64](col Column, rv reflect.Value, hi uint64) error {
-	var x uint64
-	switch {
-	case rv.CanUint():
-		x = rv.Uint()
-	case rv.CanInt():
-		if rv.Int() < 0 {
-			return fmt.Errorf("%d is out of range", rv.Int())
-		}
-		x = uint64(rv.Int())
-	case rv.Kind() == reflect.Bool:
-		if rv.Bool() {
-			x = 1
-		}
-	default:
-		return wrongGo(rv)
-	}
-	if x > hi {
-		return fmt.Errorf("%d is out of range", x)
-	}
-	col.(*Fixed[T]).Append(T(x))
-	return nil
-}
-
-// appendText appends the text of a String, FixedString, UUID, Decimal or
-// Enum value.
-func appendText(c *Strings, t *Type, rv reflect.Value) error {
-	var s string
-	switch {
-	case rv.Kind() == reflect.String:
-		s = rv.String()
-	case rv.Kind() == reflect.Slice && rv.Type().Elem().Kind() == reflect.Uint8 && (t.Kind == KindString || t.Kind == KindFixedString):
-		s = string(rv.Bytes())
-	default:
-		if st, ok := rv.Interface().(fmt.Stringer); ok {
-			s = st.String()
-			break
-		}
-		switch {
-		case (t.Kind == KindEnum8 || t.Kind == KindEnum16) && rv.CanInt():
-			for name, v := range t.Enum {
-				if int64(v) == rv.Int() {
-					s = name
-				}
-			}
-			if s == "" {
-				return fmt.Errorf("%d is not a value of %s", rv.Int(), t.Name)
-			}
-		case t.Kind == KindDecimal && (rv.CanInt() || rv.CanUint() || rv.CanFloat()):
-			s = fmt.Sprint(rv.Interface())
-		default:
-			return wrongGo(rv)
-		}
-	}
-	switch t.Kind {
-	case KindFixedString:
-		if len(s) > t.Len {
-			return fmt.Errorf("%d bytes do not fit %s", len(s), t.Name)
-		}
-	case KindEnum8, KindEnum16:
-		if _, ok := t.Enum[s]; !ok {
-			return fmt.Errorf("%q is not a name of %s", s, t.Name)
-		}
-	}
-	c.AppendString(s)
-	return nil
-}
-
-// addrOf returns the address an IPv4 or IPv6 value holds.
-func addrOf(rv reflect.Value) (netip.Addr, error) {
-	switch x := rv.Interface().(type) {
-	case netip.Addr:
-		if x.IsValid() {
-			return x, nil
-		}
-	case net.IP:
-		if a, ok := netip.AddrFromSlice(x); ok {
-			return a, nil
-		}
-	case string:
-		return netip.ParseAddr(x)
-	}
-	if rv.CanUint() && rv.Uint() <= math.MaxUint32 {
-		u := uint32(rv.Uint())
-		return netip.AddrFrom4([4]byte{byte(u >> 24), byte(u >> 16), byte(u >> 8), byte(u)}), nil
-	}
-	return netip.Addr{}, wrongGo(rv)
-}
-
-// appendBig appends an integer of up to 256 bits as c's two's complement
-// words.
-func appendBig(c *BigInt, rv reflect.Value) error {
-	var v *big.Int
-	switch x := rv.Interface().(type) {
-	case *big.Int:
-		v = x
-	case big.Int:
-		v = &x
-	default:
-		switch {
-		case rv.CanInt():
-			v = big.NewInt(rv.Int())
-		case rv.CanUint():
-			v = new(big.Int).SetUint64(rv.Uint())
-		default:
-			return wrongGo(rv)
-		}
-	}
-	bits := 64 * c.Words
-	lo, hi := new(big.Int), new(big.Int).Lsh(big.NewInt(1), uint(bits))
-	if c.Signed {
-		hi.Rsh(hi, 1)
-		lo.Neg(hi)
-	}
-	if v.Cmp(lo) < 0 || v.Cmp(hi) >= 0 {
-		return fmt.Errorf("%s is out of range", v)
-	}
-	u := new(big.Int).Set(v)
-	if u.Sign() < 0 {
-		u.Add(u, new(big.Int).Lsh(big.NewInt(1), uint(bits)))
-	}
-	mask := new(big.Int).SetUint64(math.MaxUint64)
-	words := make([]uint64, c.Words)
-	for i := range words {
-		words[i] = new(big.Int).And(u, mask).Uint64()
-		u.Rsh(u, 64)
-	}
-	c.Append(words)
-	return nil
-}
-
-// appendTuple appends a tuple from a slice or array (elements in order), a
-// struct (fields in order) or, for a named tuple, a map keyed by element
-// name (a missing element gets its default).
-func appendTuple(c *Tuple, t *Type, rv reflect.Value) error {
-	n := len(t.Elems)
-	elem := func(i int) (any, bool, error) {
-		switch rv.Kind() {
-		case reflect.Slice, reflect.Array:
-			if rv.Len() != n {
-				return nil, false, fmt.Errorf("%d elements for %s", rv.Len(), t.Name)
-			}
-			return rv.Index(i).Interface(), true, nil
-		case reflect.Struct:
-			if rv.NumField() != n {
-				return nil, false, fmt.Errorf("%d fields for %s", rv.NumField(), t.Name)
-			}
-			return rv.Field(i).Interface(), true, nil
-		case reflect.Map:
-			if t.ElemNames == nil || rv.Type().Key().Kind() != reflect.String {
-				return nil, false, wrongGo(rv)
-			}
-			e := rv.MapIndex(reflect.ValueOf(t.ElemNames[i]).Convert(rv.Type().Key()))
-			if !e.IsValid() {
-				return nil, false, nil
-			}
-			return e.Interface(), true, nil
-		}
-		return nil, false, wrongGo(rv)
-	}
-	for i := range n {
-		v, ok, err := elem(i)
-		if err == nil && !ok {
-			c.Elems[i].AppendDefault()
-			continue
-		}
-		if err == nil {
-			err = appendValue(c.Elems[i], t.Elems[i], v)
-		}
-		if err != nil {
-			return fmt.Errorf("tuple element %d: %w", i+1, err)
-		}
-	}
-	c.EndRow()
-	return nil
-}
-
-// appendMap appends a map row from an ordered map (in its order) or a Go
-// map (ordered by the keys' text, as a Go map has no order).
-func appendMap(c *Map, t *Type, v any, rv reflect.Value) error {
-	put := func(k, v any) error {
-		if err := appendValue(c.Keys, t.Key, k); err != nil {
-			return fmt.Errorf("map key %v: %w", k, err)
-		}
-		if err := appendValue(c.Values, t.Elem, v); err != nil {
-			return fmt.Errorf("map value of key %v: %w", k, err)
-		}
-		return nil
-	}
-	if om, ok := v.(column.IterableOrderedMap); ok {
-		for it := om.Iterator(); it.Next(); {
-			if err := put(it.Key(), it.Value()); err != nil {
-				return err
-			}
-		}
-		c.EndRow()
-		return nil
-	}
-	if rv.Kind() != reflect.Map {
-		return wrongGo(rv)
-	}
-	keys := rv.MapKeys()
-	text := make([]string, len(keys))
-	for i, k := range keys {
-		text[i] = fmt.Sprint(k.Interface())
-	}
-	order := make([]int, len(keys))
-	for i := range order {
-		order[i] = i
-	}
-	sort.SliceStable(order, func(a, b int) bool { return text[order[a]] < text[order[b]] })
-	for _, i := range order {
-		if err := put(keys[i].Interface(), rv.MapIndex(keys[i]).Interface()); err != nil {
-			return err
-		}
-	}
-	c.EndRow()
-	return nil
-}

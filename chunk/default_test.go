@@ -2,231 +2,127 @@ package chunk
 
 import (
 	"fmt"
-	"math/big"
-	"net"
-	"reflect"
-	"strings"
 	"testing"
-	"time"
 )
 
-// stringer stands for the driver's uuid.UUID and decimal.Decimal, which
-// reach SetDefault as fmt.Stringers.
-type stringer string
-
-func (s stringer) String() string { return string(s) }
-
-// show formats the driver value of every row of col, one string per row:
-// pointers followed (nil is NULL), times in UTC, map rows as {k:v ...}.
+// show formats every row of col, one string per row (Row's values).
 func show(col Column) []string {
-	rv := reflect.ValueOf(col.Driver())
-	out := make([]string, rv.Len())
+	out := make([]string, col.Len())
 	for i := range out {
-		out[i] = showValue(rv.Index(i))
+		out[i] = fmt.Sprint(col.Row(i))
 	}
 	return out
 }
 
-func showValue(v reflect.Value) string {
-	if !v.IsValid() {
-		return "NULL"
-	}
-	switch x := v.Interface().(type) {
-	case time.Time:
-		return x.UTC().Format(time.RFC3339Nano)
-	case *MapRow:
-		var parts []string
-		for it := x.Iterator(); it.Next(); {
-			parts = append(parts, showValue(reflect.ValueOf(it.Key()))+":"+showValue(reflect.ValueOf(it.Value())))
-		}
-		return "{" + strings.Join(parts, " ") + "}"
-	case big.Int:
-		return x.String()
-	case [16]byte:
-		return net.IP(x[:]).String()
-	}
-	switch v.Kind() {
-	case reflect.Pointer, reflect.Interface:
-		if v.IsNil() {
-			return "NULL"
-		}
-		return showValue(v.Elem())
-	case reflect.Slice, reflect.Array:
-		parts := make([]string, v.Len())
-		for i := range parts {
-			parts[i] = showValue(v.Index(i))
-		}
-		return "[" + strings.Join(parts, " ") + "]"
-	case reflect.String:
-		return fmt.Sprintf("%q", v.String())
-	}
-	return fmt.Sprint(v.Interface())
-}
-
-// TestSetDefault: a type's default, set from a value as the driver scans
-// it, is what every column built for the type appends in AppendDefault,
-// before and after rows of its own, after Truncate and after a chunk's
-// Reset.
-func TestSetDefault(t *testing.T) {
-	s := func(v string) *string { return &v }
-	plus3 := time.FixedZone("plus3", 3*3600)
-	for _, tc := range []struct {
-		typ  string
-		v    any
-		want string // one row
-	}{
-		{"Int32", int32(42), "42"},
-		{"Int8", int64(-1), "-1"},
-		{"UInt64", uint64(1 << 63), "9223372036854775808"},
-		{"Float64", -1.5, "-1.5"},
-		{"Float32", float32(0.25), "0.25"},
-		{"Bool", true, "true"},
-		{"String", "unknown", `"unknown"`},
-		{"String", []byte("bytes"), `"bytes"`},
-		{"LowCardinality(String)", "lc", `"lc"`},
-		{"FixedString(3)", "ab\x00", `"ab\x00"`},
-		{"Enum8('p' = 1, 'q' = 2)", "q", `"q"`},
-		{"Enum16('p' = 1, 'q' = 2)", int16(1), `"p"`},
-		{"UUID", stringer("01234567-89ab-cdef-0123-456789abcdef"), `"01234567-89ab-cdef-0123-456789abcdef"`},
-		{"Decimal(9, 2)", stringer("-1.25"), `"-1.25"`},
-		{"Date", time.Date(2020, 1, 2, 0, 0, 0, 0, plus3), "2020-01-02T00:00:00Z"},
-		{"Date32", time.Date(1900, 1, 1, 0, 0, 0, 0, time.UTC), "1900-01-01T00:00:00Z"},
-		{"DateTime", time.Date(2020, 1, 2, 3, 4, 5, 0, plus3), "1577923445"},
-		{"DateTime('UTC')", time.Unix(7, 0), "7"},
-		{"DateTime64(3)", time.Date(2020, 1, 2, 3, 4, 5, 678900000, time.UTC), "1577934245678"},
-		{"DateTime64(6, 'UTC')", time.Date(2020, 1, 2, 3, 4, 5, 678900000, time.UTC), "2020-01-02T03:04:05.6789Z"},
-		{"IPv4", net.ParseIP("1.2.3.4"), "16909060"},
-		{"IPv6", "::ffff:1.2.3.4", "1.2.3.4"},
-		{"Int128", big.NewInt(-5), "-5"},
-		{"UInt256", new(big.Int).Lsh(big.NewInt(1), 200), new(big.Int).Lsh(big.NewInt(1), 200).String()},
-		{"Nullable(String)", s("x"), `"x"`},
-		{"Nullable(String)", (*string)(nil), "NULL"},
-		{"Nullable(Int64)", nil, "NULL"},
-		{"LowCardinality(Nullable(String))", s("y"), `"y"`},
-		{"Array(UInt8)", []uint8{1, 2}, "[1 2]"},
-		{"Array(Array(String))", [][]string{{"a"}, {}, {"b", "c"}}, `[["a"] [] ["b" "c"]]`},
-		{"Array(Nullable(Int8))", []*int8{nil, new(int8)}, "[NULL 0]"},
-		{"Tuple(Int8, String)", []any{int8(1), "z"}, `[1 "z"]`},
-		{"Tuple(a Int8, b Array(String))", map[string]any{"b": []string{"q"}}, `[0 ["q"]]`},
-		{"Tuple(Int64, Date)", struct {
-			N int64
-			D time.Time
-		}{3, time.Date(2021, 5, 6, 0, 0, 0, 0, time.UTC)}, "[3 2021-05-06T00:00:00Z]"},
-		{"Map(String, UInt64)", map[string]uint64{"b": 2, "a": 1}, `{"a":1 "b":2}`},
-		{"Map(String, Array(Int32))", map[string][]int32{"k": {1, 2}}, `{"k":[1 2]}`},
-	} {
-		ty, err := ParseType(tc.typ)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := ty.SetDefault(tc.v); err != nil {
-			t.Errorf("%s: SetDefault(%v): %v", tc.typ, tc.v, err)
-			continue
-		}
-		if !ty.HasDefault() || ty.Default().Len() != 1 {
-			t.Errorf("%s: no one-row default", tc.typ)
-			continue
-		}
-		c, err := New(&Schema{Names: []string{"c"}, Types: []*Type{ty}})
-		if err != nil {
-			t.Fatal(err)
-		}
-		col := c.Cols[0]
-		col.AppendDefault()
-		// A row of its own between two defaults: the default's rows must
-		// not depend on what the column holds.
-		if err := appendValue(col, ty, tc.v); err != nil {
-			t.Fatalf("%s: %v", tc.typ, err)
-		}
-		col.AppendDefault()
-		if got, want := strings.Join(show(col), "|"), strings.Repeat(tc.want+"|", 3); got+"|" != want {
-			t.Errorf("%s: rows %s, want %s", tc.typ, got, want)
-		}
-		c.Rows = 3
-		c.Reset()
-		col.AppendDefault()
-		if got := show(col); len(got) != 1 || got[0] != tc.want {
-			t.Errorf("%s: after Reset: %v, want %s", tc.typ, got, tc.want)
-		}
-		// Appending the default costs no allocation once the column has
-		// grown.
-		for range 8 {
-			col.AppendDefault()
-		}
-		c.Reset()
-		if n := testing.AllocsPerRun(100, func() {
-			col.AppendDefault()
-			col.Truncate(0)
-		}); n != 0 {
-			t.Errorf("%s: AppendDefault allocates %v times", tc.typ, n)
-		}
-	}
-}
-
-// TestSetDefaultRefused: values that are not of the type are refused.
-func TestSetDefaultRefused(t *testing.T) {
-	for _, tc := range []struct {
-		typ string
-		v   any
-		msg string
-	}{
-		{"Int8", 300, "out of range"},
-		{"UInt16", -1, "out of range"},
-		{"String", nil, "NULL for a type that is not Nullable"},
-		{"FixedString(2)", "abc", "do not fit"},
-		{"Enum8('p' = 1)", "z", "not a name"},
-		{"Date", "2020-01-02", "cannot be a value"},
-		{"DateTime", time.Date(1960, 1, 1, 0, 0, 0, 0, time.UTC), "outside DateTime's range"},
-		{"IPv4", "::1", "not an IPv4 address"},
-		{"Int128", new(big.Int).Lsh(big.NewInt(1), 127), "out of range"},
-		{"Tuple(Int8, String)", []any{1}, "1 elements"},
-		{"Array(Int8)", 5, "cannot be a value"},
-	} {
-		ty, err := ParseType(tc.typ)
-		if err != nil {
-			t.Fatal(err)
-		}
-		err = ty.SetDefault(tc.v)
-		if err == nil || !strings.Contains(err.Error(), tc.msg) {
-			t.Errorf("%s: SetDefault(%v) = %v, want %q", tc.typ, tc.v, err, tc.msg)
-		}
-		if ty.HasDefault() {
-			t.Errorf("%s: a refused default was kept", tc.typ)
-		}
-	}
-}
+func sp(s string) *string { return &s }
 
 // TestAppendRows: rows copied from a column of the same type, in the
 // middle of both columns, keep their values.
 func TestAppendRows(t *testing.T) {
 	for _, tc := range []struct {
-		typ  string
-		rows []any
+		typ string
+		add func(c Column, i int) // appends row i (0..3)
 	}{
-		{"Array(Nullable(String))", []any{[]*string{nil}, []string{"a", "b"}, []string{}, []string{"c"}}},
-		{"Map(String, Array(UInt8))", []any{map[string][]uint8{"x": {1}}, map[string][]uint8{}, map[string][]uint8{"y": {2, 3}, "z": nil}, map[string][]uint8{"w": {4}}}},
-		{"Tuple(String, Array(Int16))", []any{[]any{"a", []int16{1}}, []any{"", []int16{}}, []any{"bc", []int16{2, 3}}, []any{"d", []int16{4}}}},
-		{"Int256", []any{-1, 2, 3, 4}},
-		{"String", []any{"a", "", "bc", "d"}},
+		{"Array(Nullable(String))", func(c Column, i int) {
+			a := c.(*Array)
+			n := a.Inner.(*Nullable)
+			for _, v := range [][]*string{{nil}, {sp("a"), sp("b")}, {}, {sp("c")}}[i] {
+				if v == nil {
+					n.AppendNull()
+					continue
+				}
+				n.Inner.(*Strings).AppendString(*v)
+				n.MarkValue()
+			}
+			a.EndRow()
+		}},
+		{"Map(String, Array(UInt8))", func(c Column, i int) {
+			m := c.(*Map)
+			type kv struct {
+				k string
+				v []uint8
+			}
+			for _, e := range [][]kv{{{"x", []uint8{1}}}, {}, {{"y", []uint8{2, 3}}, {"z", nil}}, {{"w", []uint8{4}}}}[i] {
+				m.Keys.(*Strings).AppendString(e.k)
+				a := m.Values.(*Array)
+				for _, b := range e.v {
+					a.Inner.(*Fixed[uint8]).Append(b)
+				}
+				a.EndRow()
+			}
+			m.EndRow()
+		}},
+		{"Tuple(String, Array(Int16))", func(c Column, i int) {
+			tu := c.(*Tuple)
+			tu.Elems[0].(*Strings).AppendString([]string{"a", "", "bc", "d"}[i])
+			a := tu.Elems[1].(*Array)
+			for _, v := range [][]int16{{1}, {}, {2, 3}, {4}}[i] {
+				a.Inner.(*Fixed[int16]).Append(v)
+			}
+			a.EndRow()
+			tu.EndRow()
+		}},
+		{"Int256", func(c Column, i int) {
+			w := []uint64{2 + uint64(i), 0, 0, 0}
+			if i == 0 {
+				w = []uint64{^uint64(0), ^uint64(0), ^uint64(0), ^uint64(0)} // -1
+			}
+			c.(*BigInt).Append(w)
+		}},
+		{"String", func(c Column, i int) { c.(*Strings).AppendString([]string{"a", "", "bc", "d"}[i]) }},
 	} {
 		ty, err := ParseType(tc.typ)
 		if err != nil {
 			t.Fatal(err)
 		}
 		src, _ := NewColumn(ty)
-		for _, r := range tc.rows {
-			if err := appendValue(src, ty, r); err != nil {
-				t.Fatalf("%s: %v", tc.typ, err)
-			}
+		for i := range 4 {
+			tc.add(src, i)
 		}
 		dst, _ := NewColumn(ty)
-		_ = appendValue(dst, ty, tc.rows[3])
+		tc.add(dst, 3)
 		dst.(rowCopier).appendRows(src, 1, 3)
-		_ = appendValue(dst, ty, tc.rows[0])
+		tc.add(dst, 0)
 		all := show(src)
 		want := []string{all[3], all[1], all[2], all[0]}
 		if got := show(dst); fmt.Sprint(got) != fmt.Sprint(want) {
 			t.Errorf("%s: %v, want %v", tc.typ, got, want)
 		}
+	}
+}
+
+// TestSetDefaultColumn: a type's default, a one-row column, is what every
+// column built for the type appends in AppendDefault, after rows of its
+// own and after Truncate; a column of another type or of another number
+// of rows is refused.
+func TestSetDefaultColumn(t *testing.T) {
+	ty, err := ParseType("Array(Nullable(String))")
+	if err != nil {
+		t.Fatal(err)
+	}
+	def, _ := NewColumn(ty)
+	a := def.(*Array)
+	a.Inner.(*Nullable).AppendNull()
+	a.Inner.(*Nullable).Inner.(*Strings).AppendString("d")
+	a.Inner.(*Nullable).MarkValue()
+	a.EndRow()
+	other, _ := NewColumn(&Type{Kind: KindString, Name: "String"})
+	other.AppendDefault()
+	empty, _ := NewColumn(ty)
+	for _, bad := range []Column{nil, empty, other} {
+		if err := ty.SetDefaultColumn(bad); err == nil || ty.HasDefault() {
+			t.Errorf("SetDefaultColumn(%v) accepted", bad)
+		}
+	}
+	if err := ty.SetDefaultColumn(def); err != nil || !ty.HasDefault() || ty.Default() != def {
+		t.Fatalf("SetDefaultColumn: %v", err)
+	}
+	col, _ := NewColumn(ty)
+	col.(*Array).EndRow()
+	col.AppendDefault()
+	col.Truncate(1)
+	col.AppendDefault()
+	if got := fmt.Sprint(show(col)); got != "[[] [<nil> d]]" {
+		t.Errorf("rows %s", got)
 	}
 }

@@ -3,9 +3,11 @@
 //
 // A Chunk is a set of typed column buffers, one per target column, plus the
 // source offset spans the rows came from. Columns are built by appending one
-// value at a time (decoders) and read back whole (sinks), in the shapes the
-// ClickHouse driver's column API accepts, so rows are never materialised as
-// []any.
+// value at a time (decoders) and read back whole (sinks) through their
+// exported buffers, so rows are never materialised as []any. The package
+// knows ClickHouse's types but no ClickHouse client: the wire encodings
+// (the driver's column values, the Native format) and the conversion of a
+// DEFAULT value read from the server are the sink's (sink/clickhouse).
 package chunk
 
 import (
@@ -97,7 +99,7 @@ type Type struct {
 	Enum map[string]int16
 
 	// def is the table column's DEFAULT value as a one-row column of this
-	// type (SetDefault), or nil.
+	// type (SetDefaultColumn), or nil.
 	def Column
 }
 

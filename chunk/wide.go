@@ -8,11 +8,9 @@ import (
 // DateTime64 is a DateTime64(P) column: ticks of 10^-P seconds since the
 // epoch, UTC.
 //
-// The driver reads []int64 as milliseconds whatever the precision, so
-// Driver returns the ticks themselves for P = 3 and []time.Time otherwise.
-// The driver carries every value through nanoseconds since the epoch, so
-// only 1677-09-21T00:12:43.145224192Z..2262-04-11T23:47:16.854775807Z can
-// be sent; decoders keep to that.
+// The ClickHouse driver carries every value through nanoseconds since the
+// epoch, so only 1677-09-21T00:12:43.145224192Z..2262-04-11T23:47:16.854775807Z
+// can be sent; decoders keep to that.
 type DateTime64 struct {
 	Fixed[int64]
 	// Precision is P, 0 to 9.
@@ -36,7 +34,9 @@ func ticksTime(v int64, p int) time.Time {
 	return time.Unix(sec, frac*(1e9/scale)).UTC()
 }
 
-func (c *DateTime64) times() []time.Time {
+// Times returns every row as a time.Time in UTC, in a slice built on each
+// call.
+func (c *DateTime64) Times() []time.Time {
 	out := make([]time.Time, len(c.Data))
 	for i, v := range c.Data {
 		out[i] = ticksTime(v, c.Precision)
@@ -44,35 +44,8 @@ func (c *DateTime64) times() []time.Time {
 	return out
 }
 
-// Driver implements Column.
-func (c *DateTime64) Driver() any {
-	if c.Precision == 3 {
-		return c.Data
-	}
-	return c.times()
-}
-
-func (c *DateTime64) pointers(nulls []uint8) any {
-	t := c.times()
-	out := make([]*time.Time, len(t))
-	for i := range t {
-		if nulls[i] == 0 {
-			out[i] = &t[i]
-		}
-	}
-	return out
-}
-
-func (c *DateTime64) slices(ends []int) any {
-	t := c.times()
-	out := make([][]time.Time, len(ends))
-	start := 0
-	for i, end := range ends {
-		out[i] = t[start:end:end]
-		start = end
-	}
-	return out
-}
+// Row implements Column: Time(i).
+func (c *DateTime64) Row(i int) any { return c.Time(i) }
 
 // BigInt is an Int128, UInt128, Int256 or UInt256 column: each value is
 // Words little-endian 64-bit words of two's complement.
@@ -81,8 +54,9 @@ type BigInt struct {
 	Words int
 	// Signed is true for Int128 and Int256.
 	Signed bool
-	Data   []uint64
-	def    []uint64 // AppendDefault's words, nil for zero
+	// Data holds row i as Data[i*Words:(i+1)*Words], its wire layout.
+	Data []uint64
+	def  []uint64 // AppendDefault's words, nil for zero
 }
 
 // Append appends one value given as its little-endian words (len Words).
@@ -139,7 +113,8 @@ const bitsPerWord = 32 << (^big.Word(0) >> 63)
 
 var bigOne = big.NewInt(1)
 
-func (c *BigInt) bigs() []big.Int {
+// Bigs returns every row as a big.Int, in a slice built on each call.
+func (c *BigInt) Bigs() []big.Int {
 	out := make([]big.Int, c.Len())
 	for i := range out {
 		c.set(&out[i], i)
@@ -147,27 +122,5 @@ func (c *BigInt) bigs() []big.Int {
 	return out
 }
 
-// Driver implements Column: a []big.Int, built on each call.
-func (c *BigInt) Driver() any { return c.bigs() }
-
-func (c *BigInt) pointers(nulls []uint8) any {
-	b := c.bigs()
-	out := make([]*big.Int, len(b))
-	for i := range b {
-		if nulls[i] == 0 {
-			out[i] = &b[i]
-		}
-	}
-	return out
-}
-
-func (c *BigInt) slices(ends []int) any {
-	b := c.bigs()
-	out := make([][]big.Int, len(ends))
-	start := 0
-	for i, end := range ends {
-		out[i] = b[start:end:end]
-		start = end
-	}
-	return out
-}
+// Row implements Column: Big(i).
+func (c *BigInt) Row(i int) any { return c.Big(i) }

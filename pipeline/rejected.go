@@ -5,8 +5,8 @@ import (
 	"encoding/json"
 	"fmt"
 	"math"
+	"math/big"
 	"net"
-	"reflect"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kgo"
@@ -104,10 +104,9 @@ func rowsJSON(c *chunk.Chunk, from, to int) []byte {
 		rows[i] = make(map[string]any, len(part.Cols))
 	}
 	for j, col := range part.Cols {
-		name, t := part.Schema.Names[j], part.Schema.Types[j].Base()
-		v := reflect.ValueOf(col.Driver())
-		for i := 0; i < part.Rows && i < v.Len(); i++ {
-			rows[i][name] = jsonCell(t, v.Index(i))
+		name, t := part.Schema.Names[j], part.Schema.Types[j]
+		for i := 0; i < part.Rows && i < col.Len(); i++ {
+			rows[i][name] = jsonCell(t, true, col.Row(i))
 		}
 	}
 	var out any = rows
@@ -121,26 +120,61 @@ func rowsJSON(c *chunk.Chunk, from, to int) []byte {
 	return b
 }
 
-// jsonCell converts one driver value into something encoding/json writes.
-// t is the column's type at the top level (nil below it).
-func jsonCell(t *chunk.Type, v reflect.Value) any {
-	for v.Kind() == reflect.Interface || v.Kind() == reflect.Pointer {
-		if v.IsNil() {
-			return nil
-		}
-		if m, ok := v.Interface().(*chunk.MapRow); ok {
-			var pairs [][2]any
-			for it := m.Iterator(); it.Next(); {
-				pairs = append(pairs, [2]any{jsonCell(nil, reflect.ValueOf(it.Key())), jsonCell(nil, reflect.ValueOf(it.Value()))})
-			}
-			return pairs
-		}
-		v = v.Elem()
-	}
-	if !v.IsValid() {
+// jsonCell converts v, a value of type t as chunk.Column.Row gives it,
+// into something encoding/json writes, as the rows were rendered from the
+// values sent to the driver: at the top level only (top), DateTime and
+// IPv4 numbers as text and DateTime64(3) as its milliseconds; an array of
+// UInt8 as a string of its bytes; a wide integer as {}.
+func jsonCell(t *chunk.Type, top bool, v any) any {
+	if v == nil {
 		return nil
 	}
-	switch x := v.Interface().(type) {
+	t = t.Base()
+	switch t.Kind {
+	case chunk.KindNullable:
+		return jsonCell(t.Elem, false, v)
+	case chunk.KindArray:
+		elems := v.([]any)
+		if t.Elem.Base().Kind == chunk.KindUInt8 {
+			b := make([]byte, len(elems))
+			for i, e := range elems {
+				b[i] = e.(uint8)
+			}
+			return string(b)
+		}
+		out := make([]any, len(elems))
+		for i, e := range elems {
+			out[i] = jsonCell(t.Elem, false, e)
+		}
+		return out
+	case chunk.KindTuple:
+		elems := v.([]any)
+		out := make([]any, len(elems))
+		for i, e := range elems {
+			out[i] = jsonCell(t.Elems[i], false, e)
+		}
+		return out
+	case chunk.KindMap:
+		var pairs [][2]any
+		for _, kv := range v.([][2]any) {
+			pairs = append(pairs, [2]any{jsonCell(t.Key, false, kv[0]), jsonCell(t.Elem, false, kv[1])})
+		}
+		return pairs
+	case chunk.KindDateTime:
+		if top {
+			return time.Unix(v.(int64), 0).UTC().Format("2006-01-02 15:04:05")
+		}
+	case chunk.KindIPv4:
+		if top {
+			n := v.(uint32)
+			return net.IPv4(byte(n>>24), byte(n>>16), byte(n>>8), byte(n)).String()
+		}
+	case chunk.KindDateTime64:
+		if top && t.Precision == 3 {
+			return v.(time.Time).UnixMilli()
+		}
+	}
+	switch x := v.(type) {
 	case time.Time:
 		return x.UTC().Format("2006-01-02 15:04:05.999999999")
 	case float32:
@@ -149,32 +183,10 @@ func jsonCell(t *chunk.Type, v reflect.Value) any {
 		return jsonFloat(x)
 	case [16]byte:
 		return net.IP(x[:]).String()
-	case []byte:
-		return string(x)
-	case string:
-		return x
+	case *big.Int:
+		return *x
 	}
-	if t != nil {
-		switch t.Kind {
-		case chunk.KindDateTime:
-			if v.CanInt() {
-				return time.Unix(v.Int(), 0).UTC().Format("2006-01-02 15:04:05")
-			}
-		case chunk.KindIPv4:
-			if v.CanUint() {
-				n := v.Uint()
-				return net.IPv4(byte(n>>24), byte(n>>16), byte(n>>8), byte(n)).String()
-			}
-		}
-	}
-	if v.Kind() == reflect.Slice || v.Kind() == reflect.Array {
-		out := make([]any, v.Len())
-		for i := range out {
-			out[i] = jsonCell(nil, v.Index(i))
-		}
-		return out
-	}
-	return v.Interface()
+	return v
 }
 
 func jsonFloat(f float64) any {

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/etl-project/etl/chunk"
+	"github.com/etl-project/etl/sink/clickhouse"
 )
 
 // setDefaults gives the columns of s the table DEFAULT values in defs (by
@@ -15,7 +16,7 @@ func setDefaults(t testing.TB, s *chunk.Schema, defs map[string]any) *chunk.Sche
 	t.Helper()
 	for i, name := range s.Names {
 		if v, ok := defs[name]; ok {
-			if err := s.Types[i].SetDefault(v); err != nil {
+			if err := clickhouse.SetDefault(s.Types[i], v); err != nil {
 				t.Fatalf("column %s: %v", name, err)
 			}
 		}

@@ -3,7 +3,6 @@ package avro
 import (
 	"fmt"
 	"net/netip"
-	"reflect"
 	"strings"
 	"testing"
 	"time"
@@ -79,7 +78,7 @@ func render(col chunk.Column, i int) string {
 	case *chunk.Fixed[time.Time]:
 		return c.Data[i].Format("2006-01-02")
 	}
-	return fmt.Sprint(reflect.ValueOf(col.Driver()).Index(i).Interface())
+	return fmt.Sprint(col.Row(i))
 }
 
 // dump renders every row of c and the internal lengths of its columns, so

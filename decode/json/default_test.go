@@ -8,6 +8,7 @@ import (
 	"github.com/etl-project/etl/chunk"
 	"github.com/etl-project/etl/decode"
 	avrodec "github.com/etl-project/etl/decode/avro"
+	"github.com/etl-project/etl/sink/clickhouse"
 	havro "github.com/hamba/avro/v2"
 )
 
@@ -18,7 +19,7 @@ func setDefaults(t testing.TB, s *chunk.Schema, defs map[string]any) *chunk.Sche
 	t.Helper()
 	for i, name := range s.Names {
 		if v, ok := defs[name]; ok {
-			if err := s.Types[i].SetDefault(v); err != nil {
+			if err := clickhouse.SetDefault(s.Types[i], v); err != nil {
 				t.Fatalf("column %s: %v", name, err)
 			}
 		}

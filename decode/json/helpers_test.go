@@ -2,7 +2,6 @@ package json
 
 import (
 	"fmt"
-	"reflect"
 	"strings"
 	"testing"
 	"time"
@@ -78,7 +77,7 @@ func render(col chunk.Column, i int) string {
 	case *chunk.Fixed[time.Time]:
 		return c.Data[i].Format("2006-01-02")
 	}
-	return fmt.Sprint(reflect.ValueOf(col.Driver()).Index(i).Interface())
+	return fmt.Sprint(col.Row(i))
 }
 
 // dump renders every row of c and the internal lengths of its columns, so

@@ -20,7 +20,7 @@ import (
 )
 
 // The chgo insert path: INSERT blocks are encoded straight from the chunks'
-// column buffers (chunk.NativeEncoder) and sent with ch-go, the
+// column buffers (NativeEncoder) and sent with ch-go, the
 // native-protocol library clickhouse-go is built on, instead of being copied
 // value by value into the driver's columns and encoded from there. One
 // INSERT is still one Native block, sent whole, then the end of data, as the
@@ -169,7 +169,7 @@ func (p *chgoPool) plan(t *Target) *chgoPlan {
 	var pl *chgoPlan
 	reason := ""
 	for i, typ := range t.Schema.Types {
-		if _, err := chunk.NewNativeEncoder(typ); err != nil {
+		if _, err := NewNativeEncoder(typ); err != nil {
 			reason = fmt.Sprintf("column %s (%s): %v", t.Schema.Names[i], typ.Name, err)
 			break
 		}
@@ -305,7 +305,7 @@ func (cn *chgoConn) block(t *Target) (*chgoBlock, error) {
 	}
 	b := &chgoBlock{cols: make([]chgoColumn, len(t.Schema.Types))}
 	for i, typ := range t.Schema.Types {
-		enc, err := chunk.NewNativeEncoder(typ)
+		enc, err := NewNativeEncoder(typ)
 		if err != nil {
 			return nil, err
 		}
@@ -335,7 +335,7 @@ func (b *chgoBlock) prepare(t *Target, chunks []*chunk.Chunk) error {
 		}
 		if err := b.cols[i].enc.Prepare(b.tmp); err != nil {
 			spans := ""
-			var ve *chunk.NativeValueError
+			var ve *NativeValueError
 			if errors.As(err, &ve) && ve.Chunk >= 0 && ve.Chunk < len(chunks) {
 				spans, err = spansString(chunks[ve.Chunk].Spans), ve.Err
 			}
@@ -370,7 +370,7 @@ func (b *chgoBlock) release() {
 type chgoColumn struct {
 	name string
 	typ  proto.ColumnType
-	enc  *chunk.NativeEncoder
+	enc  *NativeEncoder
 }
 
 // Infer implements proto.Inferable: ch-go calls it, before sending any

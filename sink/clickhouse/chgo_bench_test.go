@@ -72,9 +72,9 @@ func benchChunks(t testing.TB, tg *Target, rows, chunkRows int) []*chunk.Chunk {
 
 // BenchmarkChgoEncode encodes a 100k-row batch of the benchmark's 6 columns
 // as a Native block, both ways and without the network: the driver path
-// (the driver's columns built from the chunks' Driver values, as
+// (the driver's columns built from the chunks' driver values, as
 // Client.Insert appends them, then the driver's encoder) and the chgo path
-// (chunk.NativeEncoder over the chunks). The batch is one chunk, or 100
+// (NativeEncoder over the chunks). The batch is one chunk, or 100
 // chunks of 1,000 rows as the pipeline builds them.
 func BenchmarkChgoEncode(b *testing.B) {
 	tg, err := Plan("default", "events", benchCols, nil)
@@ -97,7 +97,7 @@ func BenchmarkChgoEncode(b *testing.B) {
 						b.Fatal(err)
 					}
 					for _, c := range chunks {
-						if _, err := dc.Append(c.Cols[i].Driver()); err != nil {
+						if _, err := dc.Append(driverValue(c.Cols[i])); err != nil {
 							b.Fatal(err)
 						}
 					}

@@ -127,6 +127,9 @@ func Connect(ctx context.Context, o Options, log *slog.Logger) (*Client, error) 
 	if method != ch.CompressionNone {
 		opts.Compression = &ch.Compression{Method: method}
 	}
+	// Before the client's first use of the driver: every goroutine
+	// using a Client then sees the provider installed (colstr.go).
+	installColStr()
 	conn, err := ch.Open(opts)
 	if err != nil {
 		return nil, fmt.Errorf("clickhouse %v: open: %w", o.Addr, err)

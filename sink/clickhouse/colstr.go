@@ -23,8 +23,28 @@ import (
 // another query (or for another insert running at the same time) gets an
 // allocation of about the right size and grows as usual if it needs more.
 // Nothing is shared between columns.
+//
+// clickhouse-go has only the one, global, provider, so installing it is a
+// process-wide act. It is done explicitly, once (installColStr), when the
+// first Client is connected (before it uses the driver, so that every
+// goroutine using a Client sees it installed; clickhouse-go keeps the
+// provider in a plain variable) and by hintStrings, the code that records
+// the hints, in case none was; not when the package is imported: a
+// process that imports the package without connecting keeps
+// clickhouse-go's default. Installed, it is safe for every other user of
+// clickhouse-go in the process: a column name with no hint recorded gets
+// the default (an empty proto.ColStr, as clickhouse-go's own provider
+// gives), and a name that happens to match one of ours gets only a
+// capacity hint.
 
-func init() { column.WithColStrProvider(provideColStr) }
+// colStrOnce installs provideColStr once per process.
+var colStrOnce sync.Once
+
+// installColStr makes provideColStr clickhouse-go's column string
+// provider, once; later calls do nothing.
+func installColStr() {
+	colStrOnce.Do(func() { column.WithColStrProvider(provideColStr) })
+}
 
 // strHint is the expected content of a String column of one INSERT.
 type strHint struct{ bytes, rows int }
@@ -43,8 +63,9 @@ func provideColStr(name string) proto.ColStr {
 
 // hintStrings records the sizes of the String and Nullable(String) columns
 // of chunks (built for t.Schema) for the driver's columns of the next
-// INSERT.
+// INSERT, installing the provider that reads them if it is not yet.
 func hintStrings(t *Target, chunks []*chunk.Chunk) {
+	installColStr()
 	for i, typ := range t.Schema.Types {
 		if typ.Kind == chunk.KindNullable {
 			typ = typ.Elem

@@ -7,7 +7,8 @@ import (
 	"time"
 
 	"github.com/etl-project/etl/chunk"
-	"github.com/etl-project/etl/decode"
+	avrodec "github.com/etl-project/etl/decode/avro"
+	jsondec "github.com/etl-project/etl/decode/json"
 	"github.com/etl-project/etl/internal/testenv"
 )
 
@@ -136,7 +137,7 @@ func TestInsertDefaults(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 
-	jd, err := decode.NewJSON(tg.Schema, decode.JSONOptions{Fields: tg.Fields})
+	jd, err := jsondec.New(tg.Schema, jsondec.Options{Fields: tg.Fields})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -157,7 +158,7 @@ func TestInsertDefaults(t *testing.T) {
 	// Avro from a writer schema that lacks most fields; a and ns are
 	// [null, T] unions.
 	writer := `{"type":"record","name":"R","fields":[{"name":"id","type":"long"},{"name":"a","type":["null","int"]},{"name":"ns","type":["null","string"]}]}`
-	ad, err := decode.NewAvro(writer, tg.Schema, decode.AvroOptions{Fields: tg.Fields})
+	ad, err := avrodec.New(writer, tg.Schema, avrodec.Options{Fields: tg.Fields})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -201,7 +202,7 @@ func TestInsertDefaults(t *testing.T) {
 	if tg3 := plan(t, c); !tg3.Same(tg2) {
 		t.Error("two plans of the same table differ")
 	}
-	jd2, err := decode.NewJSON(tg2.Schema, decode.JSONOptions{Fields: tg2.Fields})
+	jd2, err := jsondec.New(tg2.Schema, jsondec.Options{Fields: tg2.Fields})
 	if err != nil {
 		t.Fatal(err)
 	}

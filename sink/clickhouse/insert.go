@@ -87,7 +87,7 @@ func (c *Client) Insert(ctx context.Context, t *Target, chunks []*chunk.Chunk) (
 			if ch.Rows == 0 {
 				continue
 			}
-			if err := bc.Append(ch.Cols[t.col(i)].Driver()); err != nil {
+			if err := bc.Append(driverValue(ch.Cols[t.col(i)])); err != nil {
 				_ = batch.Abort()
 				return &InsertError{
 					Table: name, Column: col, Type: t.Schema.Types[i].Name,

@@ -383,7 +383,7 @@ func checkIdent(s string) error {
 // without a column's field must carry the DEFAULT itself. A DEFAULT
 // expression that needs nothing but constants is computed once per plan,
 // on the server, as SELECT CAST((expr) AS type) (all of a table's in one
-// query), and set on the column's type (chunk.Type.SetDefault): every chunk
+// query), and set on the column's type (SetDefault, default.go): every chunk
 // column built for the plan appends it for a missing field, with no work
 // per record. An expression that refers to other columns, or calls a
 // function whose value changes from call to call or row to row (now(),
@@ -427,7 +427,7 @@ func (c *Client) computeDefaults(ctx context.Context, t *Target) error {
 			t.Warnings = append(t.Warnings, defaultWarning(name, p.expr, "the server cannot compute it alone: "+failed[i].Error()))
 			continue
 		}
-		if err := t.Schema.Types[p.col].SetDefault(vals[i]); err != nil {
+		if err := SetDefault(t.Schema.Types[p.col], vals[i]); err != nil {
 			t.Warnings = append(t.Warnings, defaultWarning(name, p.expr, "its value cannot be used: "+err.Error()))
 			continue
 		}

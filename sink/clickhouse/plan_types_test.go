@@ -10,7 +10,8 @@ import (
 	"github.com/hamba/avro/v2"
 
 	"github.com/etl-project/etl/chunk"
-	"github.com/etl-project/etl/decode"
+	avrodec "github.com/etl-project/etl/decode/avro"
+	jsondec "github.com/etl-project/etl/decode/json"
 	"github.com/etl-project/etl/internal/testenv"
 )
 
@@ -122,7 +123,7 @@ func TestInsertComposite(t *testing.T) {
 
 	// JSON: tuples from arrays and objects, Nested from an array of
 	// objects.
-	jd, err := decode.NewJSON(tg.Schema, decode.JSONOptions{Fields: tg.Fields})
+	jd, err := jsondec.New(tg.Schema, jsondec.Options{Fields: tg.Fields})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -163,7 +164,7 @@ func TestInsertComposite(t *testing.T) {
 			{"name":"d","type":{"type":"int","logicalType":"date"}},
 			{"name":"dec","type":{"type":"bytes","logicalType":"decimal","precision":9,"scale":2}}]}},
 		{"name":"tags","type":{"type":"array","items":"string"}}]}`
-	ad, err := decode.NewAvro(schema, tg.Schema, decode.AvroOptions{Fields: tg.Fields, Validate: decode.ValidateNames})
+	ad, err := avrodec.New(schema, tg.Schema, avrodec.Options{Fields: tg.Fields, Validate: avrodec.ValidateNames})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -211,7 +212,7 @@ func TestInsertComposite(t *testing.T) {
 	srv.Exec(t, "TRUNCATE TABLE default.composite")
 	c2 := connect(t, srv, "composite", func(o *Options) { o.Columns = map[string]string{"id": "id", "n": "items"} })
 	tg2 := plan(t, c2)
-	jd2, err := decode.NewJSON(tg2.Schema, decode.JSONOptions{Fields: tg2.Fields})
+	jd2, err := jsondec.New(tg2.Schema, jsondec.Options{Fields: tg2.Fields})
 	if err != nil {
 		t.Fatal(err)
 	}

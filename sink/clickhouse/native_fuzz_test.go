@@ -1,4 +1,4 @@
-package chunk
+package clickhouse
 
 import (
 	"bytes"
@@ -16,6 +16,8 @@ import (
 	"github.com/ClickHouse/ch-go/proto"
 	"github.com/google/uuid"
 	"github.com/shopspring/decimal"
+
+	"github.com/etl-project/etl/chunk"
 )
 
 // FuzzNativeEncoder: the fuzz input picks a column type (its first byte),
@@ -48,7 +50,7 @@ func FuzzNativeEncoder(f *testing.F) {
 			return
 		}
 		typ := fuzzNativeTypes[int(data[0])%len(fuzzNativeTypes)]
-		ty, err := ParseType(typ)
+		ty, err := chunk.ParseType(typ)
 		if err != nil {
 			t.Fatalf("ParseType(%s): %v", typ, err)
 		}
@@ -61,7 +63,7 @@ func FuzzNativeEncoder(f *testing.F) {
 		// The chunks: 1 to 4, of 0 to 7 rows each or, one time in 16, of
 		// 100 to 400.
 		nchunks := 1 + r.n(4)
-		var cols []Column
+		var cols []chunk.Column
 		var want []any
 		bad := map[int]bool{} // the chunks holding a value to refuse
 		for k := range nchunks {
@@ -69,7 +71,7 @@ func FuzzNativeEncoder(f *testing.F) {
 			if r.byte()&0x0f == 0 {
 				rows = 100 + r.n(301)
 			}
-			c, err := NewColumn(ty)
+			c, err := chunk.NewColumn(ty)
 			if err != nil {
 				t.Fatalf("NewColumn(%s): %v", typ, err)
 			}
@@ -323,25 +325,25 @@ func (r *fuzzBytes) uuidText() string {
 
 // gen appends a value of type t to c, a column of that type, and returns
 // the value ch-go must read back, and whether Prepare must refuse it.
-func (r *fuzzBytes) gen(t *Type, c Column) (want any, refuse bool) {
+func (r *fuzzBytes) gen(t *chunk.Type, c chunk.Column) (want any, refuse bool) {
 	switch t.Kind {
-	case KindInt8:
+	case chunk.KindInt8:
 		return appendFixed(c, int8(r.bits(8))), false
-	case KindInt16:
+	case chunk.KindInt16:
 		return appendFixed(c, int16(r.bits(16))), false
-	case KindInt32:
+	case chunk.KindInt32:
 		return appendFixed(c, int32(r.bits(32))), false
-	case KindInt64:
+	case chunk.KindInt64:
 		return appendFixed(c, int64(r.bits(64))), false
-	case KindUInt8:
+	case chunk.KindUInt8:
 		return appendFixed(c, uint8(r.bits(8))), false
-	case KindUInt16:
+	case chunk.KindUInt16:
 		return appendFixed(c, uint16(r.bits(16))), false
-	case KindUInt32, KindIPv4:
+	case chunk.KindUInt32, chunk.KindIPv4:
 		return appendFixed(c, uint32(r.bits(32))), false
-	case KindUInt64:
+	case chunk.KindUInt64:
 		return appendFixed(c, r.bits(64)), false
-	case KindFloat32:
+	case chunk.KindFloat32:
 		specials := []float32{float32(math.NaN()), float32(math.Inf(1)), float32(math.Inf(-1)),
 			float32(math.Copysign(0, -1)), math.MaxFloat32, math.SmallestNonzeroFloat32}
 		v := math.Float32frombits(uint32(r.bits(32)))
@@ -349,7 +351,7 @@ func (r *fuzzBytes) gen(t *Type, c Column) (want any, refuse bool) {
 			v = specials[i]
 		}
 		return math.Float32bits(appendFixed(c, v)), false
-	case KindFloat64:
+	case chunk.KindFloat64:
 		specials := []float64{math.NaN(), math.Inf(1), math.Inf(-1), math.Copysign(0, -1),
 			math.MaxFloat64, math.SmallestNonzeroFloat64}
 		v := math.Float64frombits(r.bits(64))
@@ -357,23 +359,23 @@ func (r *fuzzBytes) gen(t *Type, c Column) (want any, refuse bool) {
 			v = specials[i]
 		}
 		return math.Float64bits(appendFixed(c, v)), false
-	case KindBool:
+	case chunk.KindBool:
 		return appendFixed(c, r.byte()&1 == 1), false
-	case KindIPv6:
+	case chunk.KindIPv6:
 		var v [16]byte
 		for i := range v {
 			v[i] = r.byte()
 		}
 		return appendFixed(c, v), false
-	case KindInt128, KindUInt128, KindInt256, KindUInt256:
-		b := c.(*BigInt)
+	case chunk.KindInt128, chunk.KindUInt128, chunk.KindInt256, chunk.KindUInt256:
+		b := c.(*chunk.BigInt)
 		words := make([]uint64, b.Words)
 		for i := range words {
 			words[i] = r.bits(64)
 		}
 		b.Append(words)
 		return wordsText(words, b.Signed), false
-	case KindDateTime:
+	case chunk.KindDateTime:
 		var v int64
 		switch r.byte() % 8 {
 		case 0:
@@ -388,22 +390,22 @@ func (r *fuzzBytes) gen(t *Type, c Column) (want any, refuse bool) {
 			return uint32(0), false
 		}
 		return uint32(v), false
-	case KindDateTime64:
-		d := c.(*DateTime64)
+	case chunk.KindDateTime64:
+		d := c.(*chunk.DateTime64)
 		v := int64(r.bits(64))
 		d.Append(v)
 		return v, false
-	case KindDate, KindDate32:
+	case chunk.KindDate, chunk.KindDate32:
 		// A day, as midnight or a time of that day, in UTC or another
 		// zone; the value is that day wherever the zone is.
 		lo, span := 0, 65536
-		if t.Kind == KindDate32 {
+		if t.Kind == chunk.KindDate32 {
 			lo, span = -25567, 25567+120530
 		}
 		day := lo + r.n(span)
 		if r.byte()%8 == 0 {
 			appendFixed(c, time.Time{})
-			if t.Kind == KindDate {
+			if t.Kind == chunk.KindDate {
 				return uint16(0), false
 			}
 			return int32(0), false
@@ -418,30 +420,30 @@ func (r *fuzzBytes) gen(t *Type, c Column) (want any, refuse bool) {
 			local = local.Add(time.Duration(r.n(86400)) * time.Second)
 		}
 		appendFixed(c, local)
-		if t.Kind == KindDate {
+		if t.Kind == chunk.KindDate {
 			return uint16(day), false
 		}
 		return int32(day), false
-	case KindString:
+	case chunk.KindString:
 		s := r.str(20)
-		c.(*Strings).AppendString(s)
+		c.(*chunk.Strings).AppendString(s)
 		return s, false
-	case KindFixedString:
+	case chunk.KindFixedString:
 		s := r.str(t.Len + 2)
-		c.(*Strings).AppendString(s)
+		c.(*chunk.Strings).AppendString(s)
 		if len(s) > t.Len {
 			return nil, true
 		}
 		return s + strings.Repeat("\x00", t.Len-len(s)), false
-	case KindUUID:
+	case chunk.KindUUID:
 		s := r.uuidText()
-		c.(*Strings).AppendString(s)
+		c.(*chunk.Strings).AppendString(s)
 		u, err := uuid.Parse(s)
 		if err != nil {
 			return nil, true
 		}
 		return u, false
-	case KindEnum8, KindEnum16:
+	case chunk.KindEnum8, chunk.KindEnum16:
 		names := make([]string, 0, len(t.Enum)+1)
 		for name := range t.Enum {
 			names = append(names, name)
@@ -449,18 +451,18 @@ func (r *fuzzBytes) gen(t *Type, c Column) (want any, refuse bool) {
 		slices.Sort(names)
 		names = append(names, "nope")
 		s := names[r.n(len(names))]
-		c.(*Strings).AppendString(s)
+		c.(*chunk.Strings).AppendString(s)
 		v, ok := t.Enum[s]
 		if !ok {
 			return nil, true
 		}
-		if t.Kind == KindEnum8 {
+		if t.Kind == chunk.KindEnum8 {
 			return int8(v), false
 		}
 		return v, false
-	case KindDecimal:
+	case chunk.KindDecimal:
 		s := r.decimalText()
-		c.(*Strings).AppendString(s)
+		c.(*chunk.Strings).AppendString(s)
 		d, err := decimal.NewFromString(s)
 		if err != nil {
 			return nil, true
@@ -472,8 +474,8 @@ func (r *fuzzBytes) gen(t *Type, c Column) (want any, refuse bool) {
 			return nil, true
 		}
 		return v.String(), false
-	case KindNullable:
-		n := c.(*Nullable)
+	case chunk.KindNullable:
+		n := c.(*chunk.Nullable)
 		if r.byte()%4 == 0 {
 			n.AppendNull()
 			return nullVal{zeroOf(t.Elem)}, false
@@ -481,10 +483,10 @@ func (r *fuzzBytes) gen(t *Type, c Column) (want any, refuse bool) {
 		v, refuse := r.gen(t.Elem, n.Inner)
 		n.MarkValue()
 		return v, refuse
-	case KindLowCardinality:
+	case chunk.KindLowCardinality:
 		return r.gen(t.Elem, c)
-	case KindArray:
-		a := c.(*Array)
+	case chunk.KindArray:
+		a := c.(*chunk.Array)
 		var out []any
 		refuse := false
 		for range r.n(4) {
@@ -494,8 +496,8 @@ func (r *fuzzBytes) gen(t *Type, c Column) (want any, refuse bool) {
 		}
 		a.EndRow()
 		return out, refuse
-	case KindMap:
-		m := c.(*Map)
+	case chunk.KindMap:
+		m := c.(*chunk.Map)
 		var out []mapEntry
 		refuse := false
 		for range r.n(4) {
@@ -506,8 +508,8 @@ func (r *fuzzBytes) gen(t *Type, c Column) (want any, refuse bool) {
 		}
 		m.EndRow()
 		return out, refuse
-	case KindTuple:
-		tc := c.(*Tuple)
+	case chunk.KindTuple:
+		tc := c.(*chunk.Tuple)
 		out := make(tupleVal, len(t.Elems))
 		refuse := false
 		for j, et := range t.Elems {
@@ -521,13 +523,13 @@ func (r *fuzzBytes) gen(t *Type, c Column) (want any, refuse bool) {
 	panic(fmt.Sprintf("gen: type %s", t.Name))
 }
 
-func appendFixed[T any](c Column, v T) T {
-	c.(*Fixed[T]).Append(v)
+func appendFixed[T any](c chunk.Column, v T) T {
+	c.(*chunk.Fixed[T]).Append(v)
 	return v
 }
 
 // decimalWidth is the byte width of Decimal(P, S) on the wire.
-func decimalWidth(t *Type) int {
+func decimalWidth(t *chunk.Type) int {
 	switch {
 	case t.Precision <= 9:
 		return 4
@@ -555,45 +557,45 @@ func wordsText(words []uint64, signed bool) string {
 
 // zeroOf is what ch-go reads for the zero value of t (the inner value of
 // a NULL row).
-func zeroOf(t *Type) any {
+func zeroOf(t *chunk.Type) any {
 	switch t.Kind {
-	case KindInt8:
+	case chunk.KindInt8:
 		return int8(0)
-	case KindInt16:
+	case chunk.KindInt16:
 		return int16(0)
-	case KindInt32:
+	case chunk.KindInt32:
 		return int32(0)
-	case KindInt64:
+	case chunk.KindInt64:
 		return int64(0)
-	case KindUInt8:
+	case chunk.KindUInt8:
 		return uint8(0)
-	case KindUInt16:
+	case chunk.KindUInt16:
 		return uint16(0)
-	case KindUInt32, KindIPv4, KindDateTime, KindFloat32:
+	case chunk.KindUInt32, chunk.KindIPv4, chunk.KindDateTime, chunk.KindFloat32:
 		return uint32(0)
-	case KindUInt64, KindFloat64:
+	case chunk.KindUInt64, chunk.KindFloat64:
 		return uint64(0)
-	case KindBool:
+	case chunk.KindBool:
 		return false
-	case KindIPv6:
+	case chunk.KindIPv6:
 		return [16]byte{}
-	case KindInt128, KindUInt128, KindInt256, KindUInt256, KindDecimal:
+	case chunk.KindInt128, chunk.KindUInt128, chunk.KindInt256, chunk.KindUInt256, chunk.KindDecimal:
 		return "0"
-	case KindDateTime64:
+	case chunk.KindDateTime64:
 		return int64(0)
-	case KindDate:
+	case chunk.KindDate:
 		return uint16(0)
-	case KindDate32:
+	case chunk.KindDate32:
 		return int32(0)
-	case KindString:
+	case chunk.KindString:
 		return ""
-	case KindFixedString:
+	case chunk.KindFixedString:
 		return strings.Repeat("\x00", t.Len)
-	case KindUUID:
+	case chunk.KindUUID:
 		return uuid.UUID{}
-	case KindEnum8:
+	case chunk.KindEnum8:
 		return int8(0)
-	case KindEnum16:
+	case chunk.KindEnum16:
 		return int16(0)
 	}
 	panic(fmt.Sprintf("zeroOf: type %s", t.Name))
@@ -632,93 +634,93 @@ type lcEntry struct {
 }
 
 // protoColumn is ch-go's column for t.
-func protoColumn(tb testing.TB, t *Type) *anyCol {
+func protoColumn(tb testing.TB, t *chunk.Type) *anyCol {
 	switch t.Kind {
-	case KindInt8:
+	case chunk.KindInt8:
 		c := new(proto.ColInt8)
 		return &anyCol{c, func(i int) any { return (*c)[i] }}
-	case KindInt16:
+	case chunk.KindInt16:
 		c := new(proto.ColInt16)
 		return &anyCol{c, func(i int) any { return (*c)[i] }}
-	case KindInt32:
+	case chunk.KindInt32:
 		c := new(proto.ColInt32)
 		return &anyCol{c, func(i int) any { return (*c)[i] }}
-	case KindInt64:
+	case chunk.KindInt64:
 		c := new(proto.ColInt64)
 		return &anyCol{c, func(i int) any { return (*c)[i] }}
-	case KindUInt8:
+	case chunk.KindUInt8:
 		c := new(proto.ColUInt8)
 		return &anyCol{c, func(i int) any { return (*c)[i] }}
-	case KindUInt16:
+	case chunk.KindUInt16:
 		c := new(proto.ColUInt16)
 		return &anyCol{c, func(i int) any { return (*c)[i] }}
-	case KindUInt32:
+	case chunk.KindUInt32:
 		c := new(proto.ColUInt32)
 		return &anyCol{c, func(i int) any { return (*c)[i] }}
-	case KindUInt64:
+	case chunk.KindUInt64:
 		c := new(proto.ColUInt64)
 		return &anyCol{c, func(i int) any { return (*c)[i] }}
-	case KindFloat32:
+	case chunk.KindFloat32:
 		c := new(proto.ColFloat32)
 		return &anyCol{c, func(i int) any { return math.Float32bits((*c)[i]) }}
-	case KindFloat64:
+	case chunk.KindFloat64:
 		c := new(proto.ColFloat64)
 		return &anyCol{c, func(i int) any { return math.Float64bits((*c)[i]) }}
-	case KindBool:
+	case chunk.KindBool:
 		c := new(proto.ColBool)
 		return &anyCol{c, func(i int) any { return (*c)[i] }}
-	case KindIPv4:
+	case chunk.KindIPv4:
 		c := new(proto.ColIPv4)
 		return &anyCol{c, func(i int) any { return uint32((*c)[i]) }}
-	case KindIPv6:
+	case chunk.KindIPv6:
 		c := new(proto.ColIPv6)
 		return &anyCol{c, func(i int) any { return [16]byte((*c)[i]) }}
-	case KindInt128:
+	case chunk.KindInt128:
 		c := new(proto.ColInt128)
 		return &anyCol{c, func(i int) any { v := (*c)[i]; return wordsText([]uint64{v.Low, v.High}, true) }}
-	case KindUInt128:
+	case chunk.KindUInt128:
 		c := new(proto.ColUInt128)
 		return &anyCol{c, func(i int) any { v := (*c)[i]; return wordsText([]uint64{v.Low, v.High}, false) }}
-	case KindInt256:
+	case chunk.KindInt256:
 		c := new(proto.ColInt256)
 		return &anyCol{c, func(i int) any {
 			v := (*c)[i]
 			return wordsText([]uint64{v.Low.Low, v.Low.High, v.High.Low, v.High.High}, true)
 		}}
-	case KindUInt256:
+	case chunk.KindUInt256:
 		c := new(proto.ColUInt256)
 		return &anyCol{c, func(i int) any {
 			v := (*c)[i]
 			return wordsText([]uint64{v.Low.Low, v.Low.High, v.High.Low, v.High.High}, false)
 		}}
-	case KindDateTime:
+	case chunk.KindDateTime:
 		c := new(proto.ColDateTime)
 		return &anyCol{c, func(i int) any { return uint32(c.Data[i]) }}
-	case KindDateTime64:
+	case chunk.KindDateTime64:
 		c := new(proto.ColDateTime64)
 		return &anyCol{c, func(i int) any { return int64(c.Data[i]) }}
-	case KindDate:
+	case chunk.KindDate:
 		c := new(proto.ColDate)
 		return &anyCol{c, func(i int) any { return uint16((*c)[i]) }}
-	case KindDate32:
+	case chunk.KindDate32:
 		c := new(proto.ColDate32)
 		return &anyCol{c, func(i int) any { return int32((*c)[i]) }}
-	case KindString:
+	case chunk.KindString:
 		c := new(proto.ColStr)
 		return &anyCol{c, func(i int) any { return c.Row(i) }}
-	case KindFixedString:
+	case chunk.KindFixedString:
 		c := &proto.ColFixedStr{Size: t.Len}
 		return &anyCol{c, func(i int) any { return string(c.Row(i)) }}
-	case KindUUID:
+	case chunk.KindUUID:
 		c := new(proto.ColUUID)
 		return &anyCol{c, func(i int) any { return (*c)[i] }}
-	case KindEnum8:
+	case chunk.KindEnum8:
 		c := new(proto.ColEnum8)
 		return &anyCol{c, func(i int) any { return int8((*c)[i]) }}
-	case KindEnum16:
+	case chunk.KindEnum16:
 		c := new(proto.ColEnum16)
 		return &anyCol{c, func(i int) any { return int16((*c)[i]) }}
-	case KindDecimal:
+	case chunk.KindDecimal:
 		switch decimalWidth(t) {
 		case 4:
 			c := new(proto.ColDecimal32)
@@ -735,7 +737,7 @@ func protoColumn(tb testing.TB, t *Type) *anyCol {
 			v := (*c)[i]
 			return wordsText([]uint64{v.Low.Low, v.Low.High, v.High.Low, v.High.High}, true)
 		}}
-	case KindNullable:
+	case chunk.KindNullable:
 		c := proto.NewColNullable[any](protoColumn(tb, t.Elem))
 		return &anyCol{c, func(i int) any {
 			v := c.Row(i)
@@ -744,10 +746,10 @@ func protoColumn(tb testing.TB, t *Type) *anyCol {
 			}
 			return v.Value
 		}}
-	case KindArray:
+	case chunk.KindArray:
 		c := proto.NewArray[any](protoColumn(tb, t.Elem))
 		return &anyCol{c, func(i int) any { return c.Row(i) }}
-	case KindMap:
+	case chunk.KindMap:
 		c := proto.NewMap[any, any](protoColumn(tb, t.Key), protoColumn(tb, t.Elem))
 		return &anyCol{c, func(i int) any {
 			var out []mapEntry
@@ -756,7 +758,7 @@ func protoColumn(tb testing.TB, t *Type) *anyCol {
 			}
 			return out
 		}}
-	case KindTuple:
+	case chunk.KindTuple:
 		var elems []*anyCol
 		var c proto.ColTuple
 		for _, et := range t.Elems {
@@ -771,8 +773,8 @@ func protoColumn(tb testing.TB, t *Type) *anyCol {
 			}
 			return out
 		}}
-	case KindLowCardinality:
-		if t.Elem.Kind != KindNullable {
+	case chunk.KindLowCardinality:
+		if t.Elem.Kind != chunk.KindNullable {
 			c := proto.NewLowCardinality[any](protoColumn(tb, t.Elem))
 			return &anyCol{c, func(i int) any { return c.Row(i) }}
 		}

@@ -1,4 +1,4 @@
-package chunk
+package clickhouse
 
 import (
 	"bytes"
@@ -12,6 +12,8 @@ import (
 
 	"github.com/ClickHouse/ch-go/proto"
 	"github.com/ClickHouse/clickhouse-go/v2/lib/column"
+
+	"github.com/etl-project/etl/chunk"
 )
 
 // nativeTypes are the types NativeEncoder must write exactly as the
@@ -33,7 +35,7 @@ var nativeTypes = append(slices.Clone(elemTypes),
 // each column of cols by the whole-column Append the driver path uses, and
 // encoded with its state prefix. LowCardinality(Nullable(T)) is given row by
 // row: its whole-column Append keys the dictionary by pointer.
-func driverNative(t *testing.T, typ string, cols []Column) []byte {
+func driverNative(t *testing.T, typ string, cols []chunk.Column) []byte {
 	t.Helper()
 	dc, err := column.Type(typ).Column("c", &column.ServerContext{Timezone: time.UTC})
 	if err != nil {
@@ -44,7 +46,7 @@ func driverNative(t *testing.T, typ string, cols []Column) []byte {
 			continue
 		}
 		if strings.HasPrefix(typ, "LowCardinality(Nullable(") {
-			v := reflect.ValueOf(c.Driver())
+			v := reflect.ValueOf(driverValue(c))
 			for i := 0; i < v.Len(); i++ {
 				var x any
 				if e := v.Index(i); !e.IsNil() {
@@ -56,8 +58,8 @@ func driverNative(t *testing.T, typ string, cols []Column) []byte {
 			}
 			continue
 		}
-		if _, err := dc.Append(c.Driver()); err != nil {
-			t.Fatalf("driver Append %s (%T): %v", typ, c.Driver(), err)
+		if _, err := dc.Append(driverValue(c)); err != nil {
+			t.Fatalf("driver Append %s (%T): %v", typ, driverValue(c), err)
 		}
 	}
 	var buf proto.Buffer
@@ -98,9 +100,9 @@ func driverDecode(t *testing.T, typ string, data []byte, rows int) []any {
 }
 
 // nativeOf encodes cols with a NativeEncoder for typ.
-func nativeOf(t *testing.T, typ string, cols []Column) []byte {
+func nativeOf(t *testing.T, typ string, cols []chunk.Column) []byte {
 	t.Helper()
-	ty, err := ParseType(typ)
+	ty, err := chunk.ParseType(typ)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -124,12 +126,12 @@ func nativeOf(t *testing.T, typ string, cols []Column) []byte {
 
 // splitChunks fills the rows 0..n-1 of type ty into columns of the given
 // sizes (one column per chunk).
-func splitChunks(t *testing.T, ty *Type, sizes ...int) []Column {
+func splitChunks(t *testing.T, ty *chunk.Type, sizes ...int) []chunk.Column {
 	t.Helper()
-	var cols []Column
+	var cols []chunk.Column
 	row := 0
 	for _, n := range sizes {
-		c, err := NewColumn(ty)
+		c, err := chunk.NewColumn(ty)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -147,7 +149,7 @@ func splitChunks(t *testing.T, ty *Type, sizes ...int) []Column {
 // driver decodes them to the same rows.
 func TestNativeMatchesDriver(t *testing.T) {
 	for _, typ := range nativeTypes {
-		ty, err := ParseType(typ)
+		ty, err := chunk.ParseType(typ)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -177,27 +179,27 @@ func TestNativeMatchesDriver(t *testing.T) {
 // lengths, FixedString padding, NULL over a value the inner type would
 // refuse).
 func TestNativeEdgeValues(t *testing.T) {
-	check := func(typ string, cols ...Column) {
+	check := func(typ string, cols ...chunk.Column) {
 		t.Helper()
 		got, want := nativeOf(t, typ, cols), driverNative(t, typ, cols)
 		if !bytes.Equal(got, want) {
 			t.Errorf("%s encodes as\n%x\nthe driver as\n%x", typ, got, want)
 		}
 	}
-	dt := &Fixed[int64]{Data: []int64{0, 1, 4294967295, 4294967296, -1, zeroTimeUnix, 1700000000}}
+	dt := &chunk.Fixed[int64]{Data: []int64{0, 1, 4294967295, 4294967296, -1, zeroTimeUnix, 1700000000}}
 	check("DateTime", dt)
 	check("DateTime('Asia/Tokyo')", dt)
-	dates := &Fixed[time.Time]{Data: []time.Time{{}, time.Unix(0, 0).UTC(), time.Date(2149, 6, 6, 0, 0, 0, 0, time.UTC),
+	dates := &chunk.Fixed[time.Time]{Data: []time.Time{{}, time.Unix(0, 0).UTC(), time.Date(2149, 6, 6, 0, 0, 0, 0, time.UTC),
 		time.Date(1950, 1, 1, 0, 0, 0, 0, time.UTC), time.Date(2026, 3, 1, 23, 0, 0, 0, time.FixedZone("x", 3600)),
 		time.Date(2299, 12, 31, 0, 0, 0, 0, time.UTC)}}
 	check("Date", dates)
 	check("Date32", dates)
-	s := &Strings{}
+	s := &chunk.Strings{}
 	for _, v := range []string{"", "a", strings.Repeat("x", 127), strings.Repeat("y", 128), strings.Repeat("z", 20000), "é€"} {
 		s.AppendString(v)
 	}
 	check("String", s)
-	fs := &Strings{}
+	fs := &chunk.Strings{}
 	for _, v := range []string{"", "a", "abc"} {
 		fs.AppendString(v)
 	}
@@ -205,21 +207,21 @@ func TestNativeEdgeValues(t *testing.T) {
 	// Under NULL the inner text is whatever the decoder put there (here
 	// text that does not parse): the driver writes zero.
 	for _, typ := range []string{"Nullable(Decimal(9, 2))", "Nullable(UUID)", "Nullable(Enum8('a' = 1))", "Nullable(FixedString(1))"} {
-		n := &Nullable{Inner: &Strings{}}
-		n.Inner.(*Strings).AppendString("not a value")
+		n := &chunk.Nullable{Inner: &chunk.Strings{}}
+		n.Inner.(*chunk.Strings).AppendString("not a value")
 		n.Nulls = append(n.Nulls, 1)
 		check(typ, n)
 	}
 	// More distinct LowCardinality values than one-byte keys hold.
 	for _, distinct := range []int{254, 255, 300, 70000} {
-		lc := &Strings{}
+		lc := &chunk.Strings{}
 		for i := range distinct + 10 {
 			lc.AppendString(fmt.Sprint(i % distinct))
 		}
 		check("LowCardinality(String)", lc)
 	}
 	// Empty rows of an Array(LowCardinality(String)): the prefix only.
-	a := &Array{Inner: &Strings{}}
+	a := &chunk.Array{Inner: &chunk.Strings{}}
 	a.EndRow()
 	check("Array(LowCardinality(String))", a)
 }
@@ -234,12 +236,12 @@ func TestNativeDecimals(t *testing.T) {
 		"1_000", " 1", "", "abc", "1.2.3", "-", "1e", "0.0000000000000000000000000000000000001",
 		"57896044618658097711785492504343953926634992332820282019728792003956564819967"}
 	for _, typ := range []string{"Decimal(9, 2)", "Decimal(18, 4)", "Decimal(18, 0)", "Decimal(38, 10)", "Decimal(76, 20)", "Decimal(9, 0)"} {
-		ty, _ := ParseType(typ)
+		ty, _ := chunk.ParseType(typ)
 		for _, v := range values {
-			c := &Strings{}
+			c := &chunk.Strings{}
 			c.AppendString(v)
 			e, _ := NewNativeEncoder(ty)
-			err := e.Prepare([]Column{c})
+			err := e.Prepare([]chunk.Column{c})
 			dc, _ := column.Type(typ).Column("c", &column.ServerContext{Timezone: time.UTC})
 			_, derr := dc.Append([]string{v})
 			if (err == nil) != (derr == nil) {
@@ -279,13 +281,13 @@ func TestNativeRefusals(t *testing.T) {
 		{"Map(String, Decimal(9, 2))", "1", "x"},
 		{"Tuple(String, Enum8('a' = 1))", "a", "b"},
 	} {
-		ty, err := ParseType(tc.typ)
+		ty, err := chunk.ParseType(tc.typ)
 		if err != nil {
 			t.Fatal(err)
 		}
-		var cols []Column
+		var cols []chunk.Column
 		for _, v := range []string{tc.good, tc.good, tc.bad} {
-			c, _ := NewColumn(ty)
+			c, _ := chunk.NewColumn(ty)
 			putText(t, ty, c, v)
 			cols = append(cols, c)
 		}
@@ -300,7 +302,7 @@ func TestNativeRefusals(t *testing.T) {
 			continue
 		}
 		dc, _ := column.Type(tc.typ).Column("c", &column.ServerContext{Timezone: time.UTC})
-		if _, derr := dc.Append(cols[2].Driver()); derr == nil && !strings.HasPrefix(tc.typ, "LowCardinality(Nullable") {
+		if _, derr := dc.Append(driverValue(cols[2])); derr == nil && !strings.HasPrefix(tc.typ, "LowCardinality(Nullable") {
 			t.Errorf("%s %q: the driver takes it", tc.typ, tc.bad)
 		}
 		if err := e.Prepare(cols[:2]); err != nil {
@@ -312,31 +314,31 @@ func TestNativeRefusals(t *testing.T) {
 
 // putText appends one row holding text v (wrapped in the type's
 // Nullable, Array, Tuple or Map as needed) to col.
-func putText(t *testing.T, ty *Type, col Column, v string) {
+func putText(t *testing.T, ty *chunk.Type, col chunk.Column, v string) {
 	t.Helper()
 	switch ty.Kind {
-	case KindNullable:
-		n := col.(*Nullable)
+	case chunk.KindNullable:
+		n := col.(*chunk.Nullable)
 		putText(t, ty.Elem, n.Inner, v)
 		n.MarkValue()
-	case KindLowCardinality:
+	case chunk.KindLowCardinality:
 		putText(t, ty.Elem, col, v)
-	case KindArray:
-		a := col.(*Array)
+	case chunk.KindArray:
+		a := col.(*chunk.Array)
 		putText(t, ty.Elem, a.Inner, v)
 		a.EndRow()
-	case KindMap:
-		m := col.(*Map)
-		m.Keys.(*Strings).AppendString("k")
+	case chunk.KindMap:
+		m := col.(*chunk.Map)
+		m.Keys.(*chunk.Strings).AppendString("k")
 		putText(t, ty.Elem, m.Values, v)
 		m.EndRow()
-	case KindTuple:
-		tu := col.(*Tuple)
-		tu.Elems[0].(*Strings).AppendString("x")
+	case chunk.KindTuple:
+		tu := col.(*chunk.Tuple)
+		tu.Elems[0].(*chunk.Strings).AppendString("x")
 		putText(t, ty.Elems[1], tu.Elems[1], v)
 		tu.EndRow()
 	default:
-		col.(*Strings).AppendString(v)
+		col.(*chunk.Strings).AppendString(v)
 	}
 }
 
@@ -344,7 +346,7 @@ func putText(t *testing.T, ty *Type, col Column, v string) {
 // as a fresh one would (scratch buffers and dictionaries are reset).
 func TestNativeReuse(t *testing.T) {
 	for _, typ := range []string{"LowCardinality(Nullable(String))", "Map(String, Array(Nullable(Decimal(18, 4))))", "Tuple(UUID, FixedString(3))"} {
-		ty, _ := ParseType(typ)
+		ty, _ := chunk.ParseType(typ)
 		e, err := NewNativeEncoder(ty)
 		if err != nil {
 			t.Fatal(err)
