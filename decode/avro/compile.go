@@ -1,0 +1,361 @@
+package avro
+
+import (
+	"errors"
+	"fmt"
+	"math"
+
+	havro "github.com/hamba/avro/v2"
+
+	"github.com/etl-project/etl/chunk"
+	"github.com/etl-project/etl/decode"
+)
+
+// avroCompile returns the setter of writer type w into column type t; r
+// is the reader's type paired with w (nil without a reader schema), which
+// records (into Tuples) at any depth are resolved to.
+func avroCompile(w, r havro.Schema, t *chunk.Type) (avroSetter, error) {
+	w = avroDeref(w)
+	r = pair(w, r)
+	hasDef := t.HasDefault()
+	t = t.Base()
+	if u, ok := w.(*havro.UnionSchema); ok {
+		return compileUnion(u, r, t, hasDef)
+	}
+	if w.Type() == havro.Null {
+		// Nothing to read: NULL for Nullable, else the default.
+		if t.Kind == chunk.KindNullable {
+			return func(r *avroReader, col chunk.Column) *decode.Error {
+				col.(*chunk.Nullable).AppendNull()
+				return nil
+			}, nil
+		}
+		def, err := decode.Default(t)
+		if err != nil {
+			return nil, err
+		}
+		if hasDef {
+			def = nil
+		}
+		return func(r *avroReader, col chunk.Column) *decode.Error {
+			decode.AppendDefault(def, col)
+			return nil
+		}, nil
+	}
+	switch t.Kind {
+	case chunk.KindNullable:
+		inner, err := avroCompile(w, r, t.Elem)
+		if err != nil {
+			return nil, err
+		}
+		return func(r *avroReader, col chunk.Column) *decode.Error {
+			n := col.(*chunk.Nullable)
+			if e := inner(r, n.Inner); e != nil {
+				return e
+			}
+			n.MarkValue()
+			return nil
+		}, nil
+	case chunk.KindArray:
+		aw, ok := w.(*havro.ArraySchema)
+		if !ok {
+			return nil, avroCannot(w, t)
+		}
+		elem, err := avroCompile(aw.Items(), readerItems(aw, r), t.Elem)
+		if err != nil {
+			return nil, err
+		}
+		return setArray(elem, minSize(aw.Items(), nil)), nil
+	case chunk.KindTuple:
+		rec, ok := w.(*havro.RecordSchema)
+		if !ok {
+			return nil, avroCannot(w, t)
+		}
+		return compileTuple(rec, readerRecord(rec, r), t)
+	case chunk.KindMap:
+		mw, ok := w.(*havro.MapSchema)
+		if !ok {
+			return nil, avroCannot(w, t)
+		}
+		key, err := mapKey(t.Key)
+		if err != nil {
+			return nil, fmt.Errorf("%s cannot go into %s: %w", typeName(w), t.Name, err)
+		}
+		val, err := avroCompile(mw.Values(), readerValues(mw, r), t.Elem)
+		if err != nil {
+			return nil, err
+		}
+		return setMap(key, val, 1+minSize(mw.Values(), nil)), nil
+	}
+	switch w.(type) {
+	case *havro.RecordSchema, *havro.MapSchema, *havro.ArraySchema:
+		return nil, avroCannot(w, t)
+	}
+	return compileScalar(w, t)
+}
+
+func avroCannot(w havro.Schema, t *chunk.Type) error {
+	return fmt.Errorf("%s cannot go into %s", typeName(w), t.Name)
+}
+
+// compileUnion compiles each branch of u (paired with reader type r)
+// against t (its inner type when t is Nullable); null branches give NULL
+// or t's default: the table's DEFAULT when hasDef.
+func compileUnion(u *havro.UnionSchema, r havro.Schema, t *chunk.Type, hasDef bool) (avroSetter, error) {
+	nullable := t.Kind == chunk.KindNullable
+	inner := t
+	if nullable {
+		inner = t.Elem
+	}
+	def, err := decode.Default(t)
+	if err != nil {
+		return nil, err
+	}
+	if hasDef {
+		def = nil
+	}
+	branches := make([]avroSetter, len(u.Types()))
+	var errs []error
+	for i, b := range u.Types() {
+		if b.Type() == havro.Null {
+			continue
+		}
+		set, err := avroCompile(b, r, inner)
+		if err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		branches[i] = set
+	}
+	if len(errs) > 0 {
+		return nil, errors.Join(errs...)
+	}
+	n := int64(len(branches))
+	return func(r *avroReader, col chunk.Column) *decode.Error {
+		i, e := r.long()
+		if e != nil {
+			return e
+		}
+		if i < 0 || i >= n {
+			return r.corrupt(fmt.Sprintf("union branch %d of %d", i, n))
+		}
+		set := branches[i]
+		if nullable {
+			nc := col.(*chunk.Nullable)
+			if set == nil {
+				nc.AppendNull()
+				return nil
+			}
+			if e := set(r, nc.Inner); e != nil {
+				return e
+			}
+			nc.MarkValue()
+			return nil
+		}
+		if set == nil {
+			decode.AppendDefault(def, col)
+			return nil
+		}
+		return set(r, col)
+	}, nil
+}
+
+// Units of the timestamp logical types, per second.
+func timeUnit(l havro.LogicalType) int64 {
+	switch l {
+	case havro.TimestampMillis, havro.LocalTimestampMillis:
+		return 1e3
+	case havro.TimestampMicros, havro.LocalTimestampMicros:
+		return 1e6
+	}
+	return 0
+}
+
+// compileScalar compiles a primitive, enum or fixed writer type into a
+// scalar column type.
+func compileScalar(w havro.Schema, t *chunk.Type) (avroSetter, error) {
+	wt := w.Type()
+	isInt := wt == havro.Int
+	integer := wt == havro.Int || wt == havro.Long
+	logical := avroLogicalType(w)
+	switch t.Kind {
+	case chunk.KindInt8:
+		if wt == havro.Boolean {
+			return setBoolInt[int8], nil
+		}
+		if integer {
+			return setSigned[int8](math.MinInt8, math.MaxInt8, isInt), nil
+		}
+	case chunk.KindInt16:
+		if integer {
+			return setSigned[int16](math.MinInt16, math.MaxInt16, isInt), nil
+		}
+	case chunk.KindInt32:
+		if integer {
+			return setSigned[int32](math.MinInt32, math.MaxInt32, isInt), nil
+		}
+	case chunk.KindInt64:
+		if integer {
+			return setSigned[int64](math.MinInt64, math.MaxInt64, isInt), nil
+		}
+	case chunk.KindUInt8:
+		if wt == havro.Boolean {
+			return setBoolInt[uint8], nil
+		}
+		if integer {
+			return setUnsigned[uint8](math.MaxUint8, isInt), nil
+		}
+	case chunk.KindUInt16:
+		if integer {
+			return setUnsigned[uint16](math.MaxUint16, isInt), nil
+		}
+	case chunk.KindUInt32:
+		if integer {
+			return setUnsigned[uint32](math.MaxUint32, isInt), nil
+		}
+	case chunk.KindUInt64:
+		if integer {
+			return setUnsigned[uint64](math.MaxUint64, isInt), nil
+		}
+	case chunk.KindFloat32:
+		switch wt {
+		case havro.Float:
+			return setFloatFloat32, nil
+		case havro.Double:
+			return setDoubleFloat32, nil
+		case havro.Int, havro.Long:
+			return setIntFloat[float32](isInt), nil
+		}
+	case chunk.KindFloat64:
+		switch wt {
+		case havro.Float:
+			return setFloatFloat64, nil
+		case havro.Double:
+			return setDoubleFloat64, nil
+		case havro.Int, havro.Long:
+			return setIntFloat[float64](isInt), nil
+		}
+	case chunk.KindBool:
+		if wt == havro.Boolean {
+			return setBool, nil
+		}
+	case chunk.KindDateTime:
+		if !integer {
+			break
+		}
+		if logical == havro.Date {
+			return setDateTime(isInt, -86400, logical), nil
+		}
+		if u := timeUnit(logical); u != 0 {
+			return setDateTime(isInt, u, logical), nil
+		}
+		return nil, fmt.Errorf("%s cannot go into %s: want a timestamp or date logical type", typeName(w), t.Name)
+	case chunk.KindDate:
+		if !integer {
+			break
+		}
+		if logical == havro.Date {
+			return setDate(isInt, 0, logical), nil
+		}
+		if u := timeUnit(logical); u != 0 {
+			return setDate(isInt, u, logical), nil
+		}
+		return nil, fmt.Errorf("%s cannot go into %s: want a date or timestamp logical type", typeName(w), t.Name)
+	case chunk.KindDateTime64:
+		if !integer {
+			break
+		}
+		if logical == havro.Date {
+			return setDateTime64(isInt, -86400, t.Precision, logical), nil
+		}
+		if u := timeUnit(logical); u != 0 {
+			return setDateTime64(isInt, u, t.Precision, logical), nil
+		}
+		return nil, fmt.Errorf("%s cannot go into %s: want a timestamp or date logical type", typeName(w), t.Name)
+	case chunk.KindDate32:
+		if !integer {
+			break
+		}
+		if logical == havro.Date {
+			return setDate32(isInt, 0, logical), nil
+		}
+		if u := timeUnit(logical); u != 0 {
+			return setDate32(isInt, u, logical), nil
+		}
+		return nil, fmt.Errorf("%s cannot go into %s: want a date or timestamp logical type", typeName(w), t.Name)
+	case chunk.KindIPv4:
+		if wt == havro.String {
+			return setIPv4, nil
+		}
+	case chunk.KindIPv6:
+		if wt == havro.String {
+			return setIPv6, nil
+		}
+	case chunk.KindInt128, chunk.KindUInt128, chunk.KindInt256, chunk.KindUInt256:
+		if integer {
+			signed := t.Kind == chunk.KindInt128 || t.Kind == chunk.KindInt256
+			return setBigInt(isInt, signed), nil
+		}
+	case chunk.KindString:
+		switch wt {
+		case havro.String:
+			return setString, nil
+		case havro.Bytes, havro.Fixed:
+			if d, ok := avroLogical(w).(*havro.DecimalLogicalSchema); ok {
+				return setDecimal(fixedSize(w), d.Scale(), d.Scale(), 0), nil
+			}
+			if wt == havro.Fixed {
+				return setFixed(fixedSize(w)), nil
+			}
+			return setString, nil
+		case havro.Enum:
+			return setEnum(w.(*havro.EnumSchema).Symbols(), nil), nil
+		}
+	case chunk.KindFixedString:
+		switch wt {
+		case havro.String, havro.Bytes:
+			return setFixedString(t.Len), nil
+		case havro.Fixed:
+			if n := fixedSize(w); n > t.Len {
+				return nil, fmt.Errorf("%s is longer than %s", typeName(w), t.Name)
+			}
+			return setFixed(fixedSize(w)), nil
+		}
+	case chunk.KindUUID:
+		if wt == havro.String {
+			return setUUID, nil
+		}
+	case chunk.KindEnum8, chunk.KindEnum16:
+		switch wt {
+		case havro.String:
+			return setStringEnum(t.Enum), nil
+		case havro.Enum:
+			syms := w.(*havro.EnumSchema).Symbols()
+			ok := make([]bool, len(syms))
+			for i, s := range syms {
+				_, ok[i] = t.Enum[s]
+			}
+			return setEnum(syms, ok), nil
+		}
+	case chunk.KindDecimal:
+		switch wt {
+		case havro.Bytes, havro.Fixed:
+			d, ok := avroLogical(w).(*havro.DecimalLogicalSchema)
+			if !ok {
+				return nil, fmt.Errorf("%s cannot go into %s: want a decimal logical type", typeName(w), t.Name)
+			}
+			return setDecimal(fixedSize(w), d.Scale(), t.Scale, t.Precision), nil
+		case havro.Int, havro.Long:
+			return setIntDecimal(isInt, t.Scale, t.Precision), nil
+		}
+	}
+	return nil, avroCannot(w, t)
+}
+
+// fixedSize is the size of a fixed type, or -1 for bytes.
+func fixedSize(w havro.Schema) int {
+	if f, ok := w.(*havro.FixedSchema); ok {
+		return f.Size()
+	}
+	return -1
+}

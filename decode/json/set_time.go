@@ -1,0 +1,228 @@
+package json
+
+import (
+	"errors"
+	"math"
+	"time"
+
+	"github.com/valyala/fastjson"
+
+	"github.com/etl-project/etl/chunk"
+	"github.com/etl-project/etl/decode"
+)
+
+// timeOf returns the epoch seconds a date-time string or epoch number (or
+// numeric string) holds; range checks are the caller's.
+func (d *Decoder) timeOf(v *fastjson.Value, what string) (int64, *decode.Error) {
+	var sec int64
+	var ok bool
+	switch v.Type() {
+	case fastjson.TypeString:
+		b, _ := v.StringBytes()
+		if n, isNum := decode.ParseNumber(b); isNum {
+			sec, ok = decode.EpochSeconds(&n)
+		} else {
+			sec, ok = d.timeText(b)
+		}
+	case fastjson.TypeNumber:
+		n, e := d.numberOf(v)
+		if e != nil {
+			return 0, e
+		}
+		sec, ok = decode.EpochSeconds(&n)
+	default:
+		return 0, wrongType(v, "a date-time string or epoch number")
+	}
+	if !ok || sec < 0 {
+		return 0, newError(decode.ReasonOutOfRange, v, what)
+	}
+	return sec, nil
+}
+
+// setDateTime appends a DateTime within the server's range (d.ranges).
+func setDateTime(d *Decoder, v *fastjson.Value, col chunk.Column) *decode.Error {
+	sec, e := d.timeOf(v, decode.NotDateTime)
+	if e != nil {
+		return e
+	}
+	if sec > d.ranges.DateTimeMax {
+		return pastRange(v, d.ranges.DateTimeError(sec))
+	}
+	col.(*chunk.Fixed[int64]).Append(sec)
+	return nil
+}
+
+// setDate appends a Date within the server's range (d.ranges).
+func setDate(d *Decoder, v *fastjson.Value, col chunk.Column) *decode.Error {
+	sec, e := d.timeOf(v, decode.NotDate)
+	if e != nil {
+		return e
+	}
+	days := sec / 86400
+	if days > d.ranges.DateMax {
+		return pastRange(v, d.ranges.DateError(days))
+	}
+	col.(*chunk.Fixed[time.Time]).Append(time.Unix(days*86400, 0).UTC())
+	return nil
+}
+
+// pastRange is the out_of_range error of a date past the server's range:
+// `value "2106-02-08": Date 2106-02-08 is past the server's maximum ...`.
+func pastRange(v *fastjson.Value, msg string) *decode.Error {
+	return &decode.Error{Reason: decode.ReasonOutOfRange, Err: errors.New("value " + shown(v) + ": " + msg)}
+}
+
+// unitDigits is log10 of decode.EpochUnit.
+func unitDigits(v float64) int {
+	switch decode.EpochUnit(v) {
+	case 1e9:
+		return 9
+	case 1e6:
+		return 6
+	case 1e3:
+		return 3
+	}
+	return 0
+}
+
+// epochTicks converts an epoch number (seconds or, by the magnitude
+// heuristic of decode.EpochSeconds, a finer unit; negative numbers too) to ticks of
+// 10^-p seconds, rounding down. ok is false when the result overflows int64.
+func epochTicks(n *decode.Number, p int) (int64, bool) {
+	f, ok := n.Float(64)
+	if !ok {
+		return 0, false
+	}
+	e := n.Exp - len(n.Frac) + p - unitDigits(math.Abs(f))
+	nd := len(n.Int) + len(n.Frac)
+	const limit = 1 << 63
+	var mag uint64
+	inexact := false
+	for i := 0; i < nd; i++ {
+		c := uint64(n.Digit(i) - '0')
+		if e < 0 && i >= nd+e {
+			inexact = inexact || c != 0
+			continue
+		}
+		if mag > (limit-c)/10 {
+			return 0, false
+		}
+		mag = mag*10 + c
+	}
+	for ; e > 0 && mag != 0; e-- {
+		if mag > limit/10 {
+			return 0, false
+		}
+		mag *= 10
+	}
+	if !n.Neg {
+		if mag > math.MaxInt64 {
+			return 0, false
+		}
+		return int64(mag), true
+	}
+	if inexact {
+		mag++
+	}
+	if mag > limit {
+		return 0, false
+	}
+	return int64(-mag), true
+}
+
+// ticksOf returns the ticks of 10^-p seconds since the epoch a date-time
+// string (fractional seconds kept to p digits, the rest dropped) or epoch
+// number holds, within [lo, hi] ticks; what describes the range in errors.
+func (d *Decoder) ticksOf(v *fastjson.Value, p int, lo, hi int64, what string) (int64, *decode.Error) {
+	var ticks int64
+	ok := false
+	switch v.Type() {
+	case fastjson.TypeString:
+		b, _ := v.StringBytes()
+		if n, isNum := decode.ParseNumber(b); isNum {
+			ticks, ok = epochTicks(&n, p)
+			break
+		}
+		if d.layout != "" {
+			if t, err := time.Parse(d.layout, string(b)); err == nil {
+				sec := t.Unix()
+				if sec < lo/decode.Pow10[p]-1 || sec > hi/decode.Pow10[p]+1 {
+					break
+				}
+				ticks, ok = sec*decode.Pow10[p]+int64(t.Nanosecond())/decode.Pow10[9-p], true
+				break
+			}
+		}
+		sec, isTime := decode.ParseTime(b)
+		if !isTime {
+			break
+		}
+		// Bound the seconds first so the multiplication cannot overflow.
+		if sec < lo/decode.Pow10[p]-1 || sec > hi/decode.Pow10[p]+1 {
+			break
+		}
+		ticks, ok = sec*decode.Pow10[p], true
+		if len(b) > 20 && b[19] == '.' {
+			// decode.ParseTime checked the form: digits follow up to the zone.
+			frac := b[20:]
+			for i := 0; i < p; i++ {
+				if i < len(frac) && frac[i] >= '0' && frac[i] <= '9' {
+					ticks += int64(frac[i]-'0') * decode.Pow10[p-1-i]
+				} else {
+					break
+				}
+			}
+		}
+	case fastjson.TypeNumber:
+		n, e := d.numberOf(v)
+		if e != nil {
+			return 0, e
+		}
+		ticks, ok = epochTicks(&n, p)
+	default:
+		return 0, wrongType(v, "a date-time string or epoch number")
+	}
+	if !ok || ticks < lo || ticks > hi {
+		return 0, newError(decode.ReasonOutOfRange, v, what)
+	}
+	return ticks, nil
+}
+
+func setDateTime64(p int) setter {
+	lo, hi := decode.DateTime64Range(p)
+	return func(d *Decoder, v *fastjson.Value, col chunk.Column) *decode.Error {
+		t, e := d.ticksOf(v, p, lo, hi, decode.NotDateTime64)
+		if e != nil {
+			return e
+		}
+		col.(*chunk.DateTime64).Append(t)
+		return nil
+	}
+}
+
+func setDate32(d *Decoder, v *fastjson.Value, col chunk.Column) *decode.Error {
+	sec, e := d.ticksOf(v, 0, decode.MinDate32*86400, (decode.MaxDate32+1)*86400-1, decode.NotDate32)
+	if e != nil {
+		return e
+	}
+	days := sec / 86400
+	if sec%86400 < 0 {
+		days--
+	}
+	if days < decode.MinDate32 || days > decode.MaxDate32 {
+		return newError(decode.ReasonOutOfRange, v, decode.NotDate32)
+	}
+	col.(*chunk.Fixed[time.Time]).Append(time.Unix(days*86400, 0).UTC())
+	return nil
+}
+
+// timeText reads a date-time string: with the configured layout first,
+// then as RFC 3339 or ClickHouse's "YYYY-MM-DD hh:mm:ss".
+func (d *Decoder) timeText(b []byte) (int64, bool) {
+	if d.layout != "" {
+		if t, err := time.Parse(d.layout, string(b)); err == nil {
+			return t.Unix(), true
+		}
+	}
+	return decode.ParseTime(b)
+}
