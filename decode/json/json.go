@@ -46,7 +46,7 @@ const (
 // Conversions, by column type (a LowCardinality wrapper is ignored):
 //
 //   - Every type: a missing field gives the column's default: the table's
-//     DEFAULT value when the plan computed one (chunk.Type.SetDefault),
+//     DEFAULT value when the plan computed one (sink/clickhouse SetDefault),
 //     else the type's implicit default, as the server would fill it: NULL
 //     for Nullable, an empty array for Array, 1970-01-01 for Date, the
 //     all-zero UUID, "0" for Decimal, the name with the lowest value for an
