@@ -430,66 +430,27 @@ func outOfRange(r *rt, where string, format string, args ...any) {
 	r.fail(ReasonOutOfRange, where, fmt.Errorf(format, args...))
 }
 
-func signedTo[T int8 | int16 | int32 | int64](n *node, lo, hi int64, where, tname string) (appender, error) {
-	switch n.t.k {
-	case kInt:
-		f := n.i
-		if lo == math.MinInt64 && hi == math.MaxInt64 {
-			return func(r *rt, dst chunk.Column) { dst.(*chunk.Fixed[T]).Append(T(f(r))) }, nil
-		}
-		return func(r *rt, dst chunk.Column) {
-			v := f(r)
-			if v < lo || v > hi {
-				outOfRange(r, where, "value %d is out of the range of %s", v, tname)
-				return
-			}
-			dst.(*chunk.Fixed[T]).Append(T(v))
-		}, nil
-	case kUInt:
-		f := n.u
-		return func(r *rt, dst chunk.Column) {
-			v := f(r)
-			if v > uint64(hi) {
-				outOfRange(r, where, "value %d is out of the range of %s", v, tname)
-				return
-			}
-			dst.(*chunk.Fixed[T]).Append(T(v))
-		}, nil
-	case kBool:
-		f := n.b
-		return func(r *rt, dst chunk.Column) { dst.(*chunk.Fixed[T]).Append(T(boolInt(f(r)))) }, nil
-	}
-	return nil, cannot(n, tname)
-}
-
-func unsignedTo[T uint8 | uint16 | uint32 | uint64](n *node, hi uint64, where, tname string) (appender, error) {
+// intTo converts an integer or boolean expression to an integer column
+// within its type's range (a boolean is 1 or 0).
+func intTo(n *node, a chunk.Ints, where, tname string) (appender, error) {
 	switch n.t.k {
 	case kInt:
 		f := n.i
 		return func(r *rt, dst chunk.Column) {
-			v := f(r)
-			if v < 0 || uint64(v) > hi {
+			if v := f(r); a.AppendInt(dst, v) != nil {
 				outOfRange(r, where, "value %d is out of the range of %s", v, tname)
-				return
 			}
-			dst.(*chunk.Fixed[T]).Append(T(v))
 		}, nil
 	case kUInt:
 		f := n.u
-		if hi == math.MaxUint64 {
-			return func(r *rt, dst chunk.Column) { dst.(*chunk.Fixed[T]).Append(T(f(r))) }, nil
-		}
 		return func(r *rt, dst chunk.Column) {
-			v := f(r)
-			if v > hi {
+			if v := f(r); a.AppendUint(dst, v) != nil {
 				outOfRange(r, where, "value %d is out of the range of %s", v, tname)
-				return
 			}
-			dst.(*chunk.Fixed[T]).Append(T(v))
 		}, nil
 	case kBool:
 		f := n.b
-		return func(r *rt, dst chunk.Column) { dst.(*chunk.Fixed[T]).Append(T(boolInt(f(r)))) }, nil
+		return func(r *rt, dst chunk.Column) { _ = a.AppendInt(dst, boolInt(f(r))) }, nil
 	}
 	return nil, cannot(n, tname)
 }
@@ -526,37 +487,32 @@ func convertValue(n *node, t *chunk.Type, where string, rg chunk.ServerRanges) (
 		return app, nil
 	}
 	switch t.Kind {
-	case chunk.KindInt8:
-		return signedTo[int8](n, math.MinInt8, math.MaxInt8, where, tn)
-	case chunk.KindInt16:
-		return signedTo[int16](n, math.MinInt16, math.MaxInt16, where, tn)
-	case chunk.KindInt32:
-		return signedTo[int32](n, math.MinInt32, math.MaxInt32, where, tn)
-	case chunk.KindInt64:
-		return signedTo[int64](n, math.MinInt64, math.MaxInt64, where, tn)
-	case chunk.KindUInt8:
-		return unsignedTo[uint8](n, math.MaxUint8, where, tn)
-	case chunk.KindUInt16:
-		return unsignedTo[uint16](n, math.MaxUint16, where, tn)
-	case chunk.KindUInt32:
-		return unsignedTo[uint32](n, math.MaxUint32, where, tn)
-	case chunk.KindUInt64:
-		return unsignedTo[uint64](n, math.MaxUint64, where, tn)
+	case chunk.KindInt8, chunk.KindInt16, chunk.KindInt32, chunk.KindInt64,
+		chunk.KindUInt8, chunk.KindUInt16, chunk.KindUInt32, chunk.KindUInt64:
+		ints, _ := chunk.IntsOf(t)
+		return intTo(n, ints, where, tn)
 	case chunk.KindFloat32, chunk.KindFloat64:
 		if !n.t.numeric() {
 			return nil, cannot(n, tn)
 		}
 		f := asFloat(n)
+		floats, _ := chunk.FloatsOf(t)
+		// A finite value beyond Float32 becomes the infinity of its sign.
 		if t.Kind == chunk.KindFloat32 {
-			return func(r *rt, dst chunk.Column) { dst.(*chunk.Fixed[float32]).Append(float32(f(r))) }, nil
+			return func(r *rt, dst chunk.Column) {
+				v := f(r)
+				if floats.AppendFloat(dst, v) != nil {
+					_ = floats.AppendFloat(dst, math.Copysign(math.Inf(1), v))
+				}
+			}, nil
 		}
-		return func(r *rt, dst chunk.Column) { dst.(*chunk.Fixed[float64]).Append(f(r)) }, nil
+		return func(r *rt, dst chunk.Column) { _ = floats.AppendFloat(dst, f(r)) }, nil
 	case chunk.KindBool:
 		if n.t.k != kBool {
 			return nil, cannot(n, tn)
 		}
 		f := n.b
-		return func(r *rt, dst chunk.Column) { dst.(*chunk.Fixed[bool]).Append(f(r)) }, nil
+		return func(r *rt, dst chunk.Column) { chunk.AppendBool(dst, f(r)) }, nil
 	case chunk.KindString:
 		if n.t.k != kString {
 			return nil, cannot(n, tn)

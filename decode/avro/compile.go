@@ -3,7 +3,6 @@ package avro
 import (
 	"errors"
 	"fmt"
-	"math"
 
 	havro "github.com/hamba/avro/v2"
 
@@ -178,67 +177,30 @@ func compileScalar(w havro.Schema, t *chunk.Type) (avroSetter, error) {
 	isInt := wt == havro.Int
 	integer := wt == havro.Int || wt == havro.Long
 	logical := avroLogicalType(w)
+	if ints, ok := chunk.IntsOf(t); ok {
+		// Int8 and UInt8 take a boolean as 0 or 1; Bool takes nothing
+		// else.
+		bools := t.Kind == chunk.KindInt8 || t.Kind == chunk.KindUInt8 || t.Kind == chunk.KindBool
+		switch {
+		case wt == havro.Boolean && bools:
+			return setBool(ints), nil
+		case integer && t.Kind != chunk.KindBool:
+			return setInt(ints, isInt), nil
+		}
+		return nil, avroCannot(w, t)
+	}
+	if floats, ok := chunk.FloatsOf(t); ok {
+		switch wt {
+		case havro.Float:
+			return setFloat(floats), nil
+		case havro.Double:
+			return setDouble(floats), nil
+		case havro.Int, havro.Long:
+			return setIntFloat(floats, isInt), nil
+		}
+		return nil, avroCannot(w, t)
+	}
 	switch t.Kind {
-	case chunk.KindInt8:
-		if wt == havro.Boolean {
-			return setBoolInt[int8], nil
-		}
-		if integer {
-			return setSigned[int8](math.MinInt8, math.MaxInt8, isInt), nil
-		}
-	case chunk.KindInt16:
-		if integer {
-			return setSigned[int16](math.MinInt16, math.MaxInt16, isInt), nil
-		}
-	case chunk.KindInt32:
-		if integer {
-			return setSigned[int32](math.MinInt32, math.MaxInt32, isInt), nil
-		}
-	case chunk.KindInt64:
-		if integer {
-			return setSigned[int64](math.MinInt64, math.MaxInt64, isInt), nil
-		}
-	case chunk.KindUInt8:
-		if wt == havro.Boolean {
-			return setBoolInt[uint8], nil
-		}
-		if integer {
-			return setUnsigned[uint8](math.MaxUint8, isInt), nil
-		}
-	case chunk.KindUInt16:
-		if integer {
-			return setUnsigned[uint16](math.MaxUint16, isInt), nil
-		}
-	case chunk.KindUInt32:
-		if integer {
-			return setUnsigned[uint32](math.MaxUint32, isInt), nil
-		}
-	case chunk.KindUInt64:
-		if integer {
-			return setUnsigned[uint64](math.MaxUint64, isInt), nil
-		}
-	case chunk.KindFloat32:
-		switch wt {
-		case havro.Float:
-			return setFloatFloat32, nil
-		case havro.Double:
-			return setDoubleFloat32, nil
-		case havro.Int, havro.Long:
-			return setIntFloat[float32](isInt), nil
-		}
-	case chunk.KindFloat64:
-		switch wt {
-		case havro.Float:
-			return setFloatFloat64, nil
-		case havro.Double:
-			return setDoubleFloat64, nil
-		case havro.Int, havro.Long:
-			return setIntFloat[float64](isInt), nil
-		}
-	case chunk.KindBool:
-		if wt == havro.Boolean {
-			return setBool, nil
-		}
 	case chunk.KindDateTime:
 		if !integer {
 			break
@@ -290,11 +252,6 @@ func compileScalar(w havro.Schema, t *chunk.Type) (avroSetter, error) {
 	case chunk.KindIPv6:
 		if wt == havro.String {
 			return setIPv6, nil
-		}
-	case chunk.KindInt128, chunk.KindUInt128, chunk.KindInt256, chunk.KindUInt256:
-		if integer {
-			signed := t.Kind == chunk.KindInt128 || t.Kind == chunk.KindInt256
-			return setBigInt(isInt, signed), nil
 		}
 	case chunk.KindString:
 		switch wt {

@@ -2,7 +2,6 @@ package json
 
 import (
 	"fmt"
-	"math"
 
 	"github.com/valyala/fastjson"
 
@@ -25,28 +24,21 @@ func compile(t *chunk.Type) (setter, decode.Defaulter, error) {
 func compileType(t *chunk.Type) (setter, error) {
 	t = t.Base()
 	switch t.Kind {
-	case chunk.KindInt8:
-		return setSigned[int8](math.MinInt8, math.MaxInt8, true), nil
-	case chunk.KindInt16:
-		return setSigned[int16](math.MinInt16, math.MaxInt16, false), nil
-	case chunk.KindInt32:
-		return setSigned[int32](math.MinInt32, math.MaxInt32, false), nil
-	case chunk.KindInt64:
-		return setSigned[int64](math.MinInt64, math.MaxInt64, false), nil
-	case chunk.KindUInt8:
-		return setUnsigned[uint8](math.MaxUint8, true), nil
-	case chunk.KindUInt16:
-		return setUnsigned[uint16](math.MaxUint16, false), nil
-	case chunk.KindUInt32:
-		return setUnsigned[uint32](math.MaxUint32, false), nil
-	case chunk.KindUInt64:
-		return setUnsigned[uint64](math.MaxUint64, false), nil
-	case chunk.KindFloat32:
-		return setFloat32, nil
-	case chunk.KindFloat64:
-		return setFloat64, nil
+	case chunk.KindInt8, chunk.KindInt16, chunk.KindInt32, chunk.KindInt64,
+		chunk.KindUInt8, chunk.KindUInt16, chunk.KindUInt32, chunk.KindUInt64:
+		ints, _ := chunk.IntsOf(t)
+		// Int8 and UInt8 take true and false as 1 and 0.
+		return setInt(ints, t.Kind == chunk.KindInt8 || t.Kind == chunk.KindUInt8), nil
+	case chunk.KindFloat32, chunk.KindFloat64:
+		floats, _ := chunk.FloatsOf(t)
+		bits := 64
+		if t.Kind == chunk.KindFloat32 {
+			bits = 32
+		}
+		return setFloat(floats, bits), nil
 	case chunk.KindBool:
-		return setBool, nil
+		ints, _ := chunk.IntsOf(t)
+		return setBool(ints), nil
 	case chunk.KindString:
 		return setString, nil
 	case chunk.KindFixedString:

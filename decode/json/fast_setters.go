@@ -64,26 +64,16 @@ func compileFastCol(t *chunk.Type) fastCol {
 func compileFast(t *chunk.Type) fastSetter {
 	t = t.Base()
 	switch t.Kind {
-	case chunk.KindInt8:
-		return fastSigned[int8](math.MinInt8, math.MaxInt8, true)
-	case chunk.KindInt16:
-		return fastSigned[int16](math.MinInt16, math.MaxInt16, false)
-	case chunk.KindInt32:
-		return fastSigned[int32](math.MinInt32, math.MaxInt32, false)
-	case chunk.KindInt64:
-		return fastSigned[int64](math.MinInt64, math.MaxInt64, false)
-	case chunk.KindUInt8:
-		return fastUnsigned[uint8](math.MaxUint8, true)
-	case chunk.KindUInt16:
-		return fastUnsigned[uint16](math.MaxUint16, false)
-	case chunk.KindUInt32:
-		return fastUnsigned[uint32](math.MaxUint32, false)
-	case chunk.KindUInt64:
-		return fastUnsigned[uint64](math.MaxUint64, false)
+	case chunk.KindInt8, chunk.KindInt16, chunk.KindInt32, chunk.KindInt64,
+		chunk.KindUInt8, chunk.KindUInt16, chunk.KindUInt32, chunk.KindUInt64:
+		ints, _ := chunk.IntsOf(t)
+		return fastInt(ints, t.Kind == chunk.KindInt8 || t.Kind == chunk.KindUInt8)
 	case chunk.KindFloat32:
-		return fastFloat32
+		floats, _ := chunk.FloatsOf(t)
+		return fastFloat(floats, 32)
 	case chunk.KindFloat64:
-		return fastFloat64
+		floats, _ := chunk.FloatsOf(t)
+		return fastFloat(floats, 64)
 	case chunk.KindString:
 		return fastString
 	case chunk.KindDateTime:
@@ -130,88 +120,45 @@ func plainUint(text []byte) (uint64, bool) {
 	return x, true
 }
 
-func fastSigned[T int8 | int16 | int32 | int64](lo, hi int64, bools bool) fastSetter {
+// fastInt stores a number, or a string holding one, in an integer column
+// within its type's range; with bools, true and false as 1 and 0. It
+// returns false for anything else, and the general path says why.
+func fastInt(a chunk.Ints, bools bool) fastSetter {
 	return func(d *Decoder, t token, text []byte, col chunk.Column) bool {
-		var x int64
 		switch {
 		case bools && t == tokTrue:
-			x = 1
+			return a.AppendInt(col, 1) == nil
 		case bools && t == tokFalse:
-		case t <= tokNumber && len(text) > 0 && text[0] != '-':
-			u, ok := plainUint(text)
-			if ok && u <= uint64(hi) {
-				x = int64(u)
-				break
-			}
-			fallthrough
-		default:
-			n, ok := fastNumber(t, text)
-			if !ok {
-				return false
-			}
-			var r decode.IntResult
-			if x, r = n.Signed(lo, hi); r != decode.IntOK {
-				return false
+			return a.AppendInt(col, 0) == nil
+		case t <= tokNumber:
+			if u, ok := plainUint(text); ok {
+				return a.AppendUint(col, u) == nil
 			}
 		}
-		col.(*chunk.Fixed[T]).Append(T(x))
-		return true
-	}
-}
-
-func fastUnsigned[T uint8 | uint16 | uint32 | uint64](hi uint64, bools bool) fastSetter {
-	return func(d *Decoder, t token, text []byte, col chunk.Column) bool {
-		var x uint64
-		switch {
-		case bools && t == tokTrue:
-			x = 1
-		case bools && t == tokFalse:
-		case t <= tokNumber:
-			u, ok := plainUint(text)
-			if ok && u <= hi {
-				x = u
-				break
-			}
-			n, ok := fastNumber(t, text)
-			if !ok {
-				return false
-			}
-			var r decode.IntResult
-			if x, r = n.Unsigned(hi); r != decode.IntOK {
-				return false
-			}
-		default:
+		n, ok := fastNumber(t, text)
+		if !ok {
 			return false
 		}
-		col.(*chunk.Fixed[T]).Append(T(x))
-		return true
+		if n.Neg {
+			x, r := n.Signed(math.MinInt64, math.MaxInt64)
+			return r == decode.IntOK && a.AppendInt(col, x) == nil
+		}
+		x, r := n.Unsigned(math.MaxUint64)
+		return r == decode.IntOK && a.AppendUint(col, x) == nil
 	}
 }
 
-func fastFloat64(d *Decoder, t token, text []byte, col chunk.Column) bool {
-	n, ok := fastNumber(t, text)
-	if !ok {
-		return false
+// fastFloat stores a number, or a string holding one, parsed at the
+// column's precision (bits 32 or 64).
+func fastFloat(a chunk.Floats, bits int) fastSetter {
+	return func(d *Decoder, t token, text []byte, col chunk.Column) bool {
+		n, ok := fastNumber(t, text)
+		if !ok {
+			return false
+		}
+		f, ok := n.Float(bits)
+		return ok && a.AppendFloat(col, f) == nil
 	}
-	f, ok := n.Float(64)
-	if !ok {
-		return false
-	}
-	col.(*chunk.Fixed[float64]).Append(f)
-	return true
-}
-
-func fastFloat32(d *Decoder, t token, text []byte, col chunk.Column) bool {
-	n, ok := fastNumber(t, text)
-	if !ok {
-		return false
-	}
-	f, ok := n.Float(32)
-	if !ok {
-		return false
-	}
-	col.(*chunk.Fixed[float32]).Append(float32(f))
-	return true
 }
 
 // fastString stores a string's content, or any other scalar's JSON text.

@@ -1,6 +1,8 @@
 package json
 
 import (
+	"math"
+
 	"github.com/valyala/fastjson"
 
 	"github.com/etl-project/etl/chunk"
@@ -37,48 +39,41 @@ func (d *Decoder) numberOf(v *fastjson.Value) (decode.Number, *decode.Error) {
 	return decode.Number{}, wrongType(v, "a number")
 }
 
-func setSigned[T int8 | int16 | int32 | int64](lo, hi int64, bools bool) setter {
+// setInt stores a number, or a string holding one, in an integer column
+// within its type's range; with bools, true and false as 1 and 0.
+func setInt(a chunk.Ints, bools bool) setter {
 	return func(d *Decoder, v *fastjson.Value, col chunk.Column) *decode.Error {
-		var x int64
-		switch t := v.Type(); {
-		case bools && t == fastjson.TypeTrue:
-			x = 1
-		case bools && t == fastjson.TypeFalse:
-		default:
-			n, e := d.numberOf(v)
-			if e != nil {
-				return e
+		if bools {
+			switch v.Type() {
+			case fastjson.TypeTrue:
+				_ = a.AppendInt(col, 1)
+				return nil
+			case fastjson.TypeFalse:
+				_ = a.AppendInt(col, 0)
+				return nil
 			}
-			var r decode.IntResult
-			x, r = n.Signed(lo, hi)
+		}
+		n, e := d.numberOf(v)
+		if e != nil {
+			return e
+		}
+		var err error
+		if n.Neg {
+			x, r := n.Signed(math.MinInt64, math.MaxInt64)
 			if e := intError(v, r); e != nil {
 				return e
 			}
-		}
-		col.(*chunk.Fixed[T]).Append(T(x))
-		return nil
-	}
-}
-
-func setUnsigned[T uint8 | uint16 | uint32 | uint64](hi uint64, bools bool) setter {
-	return func(d *Decoder, v *fastjson.Value, col chunk.Column) *decode.Error {
-		var x uint64
-		switch t := v.Type(); {
-		case bools && t == fastjson.TypeTrue:
-			x = 1
-		case bools && t == fastjson.TypeFalse:
-		default:
-			n, e := d.numberOf(v)
-			if e != nil {
-				return e
-			}
-			var r decode.IntResult
-			x, r = n.Unsigned(hi)
+			err = a.AppendInt(col, x)
+		} else {
+			x, r := n.Unsigned(math.MaxUint64)
 			if e := intError(v, r); e != nil {
 				return e
 			}
+			err = a.AppendUint(col, x)
 		}
-		col.(*chunk.Fixed[T]).Append(T(x))
+		if err != nil {
+			return newError(decode.ReasonOutOfRange, v, "out of range")
+		}
 		return nil
 	}
 }
@@ -93,53 +88,46 @@ func intError(v *fastjson.Value, r decode.IntResult) *decode.Error {
 	return nil
 }
 
-func setFloat64(d *Decoder, v *fastjson.Value, col chunk.Column) *decode.Error {
-	n, e := d.numberOf(v)
-	if e != nil {
-		return e
-	}
-	f, ok := n.Float(64)
-	if !ok {
-		return newError(decode.ReasonOutOfRange, v, "out of range")
-	}
-	col.(*chunk.Fixed[float64]).Append(f)
-	return nil
-}
-
-func setFloat32(d *Decoder, v *fastjson.Value, col chunk.Column) *decode.Error {
-	n, e := d.numberOf(v)
-	if e != nil {
-		return e
-	}
-	f, ok := n.Float(32)
-	if !ok {
-		return newError(decode.ReasonOutOfRange, v, "out of range")
-	}
-	col.(*chunk.Fixed[float32]).Append(float32(f))
-	return nil
-}
-
-func setBool(d *Decoder, v *fastjson.Value, col chunk.Column) *decode.Error {
-	var x bool
-	switch v.Type() {
-	case fastjson.TypeTrue:
-		x = true
-	case fastjson.TypeFalse:
-	case fastjson.TypeNumber:
+// setFloat stores a number, or a string holding one, parsed at the
+// column's precision (bits 32 or 64).
+func setFloat(a chunk.Floats, bits int) setter {
+	return func(d *Decoder, v *fastjson.Value, col chunk.Column) *decode.Error {
 		n, e := d.numberOf(v)
 		if e != nil {
 			return e
 		}
-		u, r := n.Unsigned(1)
-		if e := intError(v, r); e != nil {
-			return e
+		f, ok := n.Float(bits)
+		if !ok || a.AppendFloat(col, f) != nil {
+			return newError(decode.ReasonOutOfRange, v, "out of range")
 		}
-		x = u == 1
-	default:
-		return wrongType(v, "a boolean")
+		return nil
 	}
-	col.(*chunk.Fixed[bool]).Append(x)
-	return nil
+}
+
+// setBool stores true, false, or the number 0 or 1 in a Bool column.
+func setBool(a chunk.Ints) setter {
+	return func(d *Decoder, v *fastjson.Value, col chunk.Column) *decode.Error {
+		var x uint64
+		switch v.Type() {
+		case fastjson.TypeTrue:
+			x = 1
+		case fastjson.TypeFalse:
+		case fastjson.TypeNumber:
+			n, e := d.numberOf(v)
+			if e != nil {
+				return e
+			}
+			u, r := n.Unsigned(1)
+			if e := intError(v, r); e != nil {
+				return e
+			}
+			x = u
+		default:
+			return wrongType(v, "a boolean")
+		}
+		_ = a.AppendUint(col, x) // 0 or 1
+		return nil
+	}
 }
 
 // setBigInt takes a JSON number or a string holding one, exactly.

@@ -73,23 +73,12 @@ func appendScanned(col chunk.Column, t *chunk.Type, v any) error {
 		return errors.New("NULL for a type that is not Nullable")
 	}
 	switch t.Kind {
-	case chunk.KindInt8:
-		return appendSigned[int8](col, rv, math.MinInt8, math.MaxInt8)
-	case chunk.KindInt16:
-		return appendSigned[int16](col, rv, math.MinInt16, math.MaxInt16)
-	case chunk.KindInt32:
-		return appendSigned[int32](col, rv, math.MinInt32, math.MaxInt32)
-	case chunk.KindInt64:
-		return appendSigned[int64](col, rv, math.MinInt64, math.MaxInt64)
-	case chunk.KindUInt8:
-		return appendUnsigned[uint8](col, rv, math.MaxUint8)
-	case chunk.KindUInt16:
-		return appendUnsigned[uint16](col, rv, math.MaxUint16)
-	case chunk.KindUInt32:
-		return appendUnsigned[uint32](col, rv, math.MaxUint32)
-	case chunk.KindUInt64:
-		return appendUnsigned[uint64](col, rv, math.MaxUint64)
+	case chunk.KindInt8, chunk.KindInt16, chunk.KindInt32, chunk.KindInt64,
+		chunk.KindUInt8, chunk.KindUInt16, chunk.KindUInt32, chunk.KindUInt64:
+		ints, _ := chunk.IntsOf(t)
+		return appendInt(col, ints, rv)
 	case chunk.KindFloat32, chunk.KindFloat64:
+		floats, _ := chunk.FloatsOf(t)
 		var f float64
 		switch {
 		case rv.CanFloat():
@@ -101,21 +90,24 @@ func appendScanned(col chunk.Column, t *chunk.Type, v any) error {
 		default:
 			return wrongGo(rv)
 		}
-		if t.Kind == chunk.KindFloat32 {
-			col.(*chunk.Fixed[float32]).Append(float32(f))
-		} else {
-			col.(*chunk.Fixed[float64]).Append(f)
+		if floats.AppendFloat(col, f) != nil {
+			return fmt.Errorf("%v is out of range", f)
 		}
 		return nil
 	case chunk.KindBool:
+		ints, _ := chunk.IntsOf(t)
+		var err error
 		switch {
 		case rv.Kind() == reflect.Bool:
-			col.(*chunk.Fixed[bool]).Append(rv.Bool())
-		case rv.CanUint() && rv.Uint() <= 1:
-			col.(*chunk.Fixed[bool]).Append(rv.Uint() == 1)
-		case rv.CanInt() && (rv.Int() == 0 || rv.Int() == 1):
-			col.(*chunk.Fixed[bool]).Append(rv.Int() == 1)
+			chunk.AppendBool(col, rv.Bool())
+		case rv.CanUint():
+			err = ints.AppendUint(col, rv.Uint())
+		case rv.CanInt():
+			err = ints.AppendInt(col, rv.Int())
 		default:
+			return wrongGo(rv)
+		}
+		if err != nil {
 			return wrongGo(rv)
 		}
 		return nil
@@ -213,52 +205,27 @@ func wrongGo(rv reflect.Value) error {
 	return fmt.Errorf("a Go %s cannot be a value of this type", rv.Type())
 }
 
-func appendSigned[T int8 | int16 | int32 | int64](col chunk.Column, rv reflect.Value, lo, hi int64) error {
-	var x int64
+// appendInt appends an integer (or a bool as 1 or 0) read from the server
+// to an integer column, within its type's range.
+func appendInt(col chunk.Column, a chunk.Ints, rv reflect.Value) error {
+	var err error
 	switch {
 	case rv.CanInt():
-		x = rv.Int()
+		err = a.AppendInt(col, rv.Int())
 	case rv.CanUint():
-		u := rv.Uint()
-		if u > math.MaxInt64 {
-			return fmt.Errorf("%d is out of range", u)
-		}
-		x = int64(u)
+		err = a.AppendUint(col, rv.Uint())
 	case rv.Kind() == reflect.Bool:
+		var x int64
 		if rv.Bool() {
 			x = 1
 		}
+		err = a.AppendInt(col, x)
 	default:
 		return wrongGo(rv)
 	}
-	if x < lo || x > hi {
-		return fmt.Errorf("%d is out of range", x)
+	if err != nil {
+		return fmt.Errorf("%v is out of range", rv.Interface())
 	}
-	col.(*chunk.Fixed[T]).Append(T(x))
-	return nil
-}
-
-func appendUnsigned[T uint8 | uint16 | uint32 | uint64](col chunk.Column, rv reflect.Value, hi uint64) error {
-	var x uint64
-	switch {
-	case rv.CanUint():
-		x = rv.Uint()
-	case rv.CanInt():
-		if rv.Int() < 0 {
-			return fmt.Errorf("%d is out of range", rv.Int())
-		}
-		x = uint64(rv.Int())
-	case rv.Kind() == reflect.Bool:
-		if rv.Bool() {
-			x = 1
-		}
-	default:
-		return wrongGo(rv)
-	}
-	if x > hi {
-		return fmt.Errorf("%d is out of range", x)
-	}
-	col.(*chunk.Fixed[T]).Append(T(x))
 	return nil
 }
 

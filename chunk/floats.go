@@ -1,0 +1,57 @@
+package chunk
+
+import "math"
+
+// The float family: Float32 and Float64 (Fixed[float32], Fixed[float64]).
+
+// Floats appends numbers to the columns of one float type. A finite value
+// beyond Float32's range returns ErrRange (infinities and NaN are stored as
+// they are); an integer is converted to the nearest float.
+//
+// A Floats is stateless and safe for concurrent use; the column passed in
+// must be one NewColumn made for the type (for a Nullable, its Inner).
+type Floats interface {
+	// AppendFloat appends v.
+	AppendFloat(col Column, v float64) error
+	// AppendInt appends v as the nearest float.
+	AppendInt(col Column, v int64) error
+}
+
+// FloatsOf returns the appender of the float type t, and false when t is
+// not Float32 or Float64.
+func FloatsOf(t *Type) (Floats, bool) {
+	switch t.Kind {
+	case KindFloat32:
+		return float32s{}, true
+	case KindFloat64:
+		return float64s{}, true
+	}
+	return nil, false
+}
+
+type float32s struct{}
+
+func (float32s) AppendFloat(col Column, v float64) error {
+	if math.Abs(v) > math.MaxFloat32 && !math.IsInf(v, 0) {
+		return ErrRange
+	}
+	col.(*Fixed[float32]).Append(float32(v))
+	return nil
+}
+
+func (float32s) AppendInt(col Column, v int64) error {
+	col.(*Fixed[float32]).Append(float32(v))
+	return nil
+}
+
+type float64s struct{}
+
+func (float64s) AppendFloat(col Column, v float64) error {
+	col.(*Fixed[float64]).Append(v)
+	return nil
+}
+
+func (float64s) AppendInt(col Column, v int64) error {
+	col.(*Fixed[float64]).Append(float64(v))
+	return nil
+}
