@@ -3,7 +3,6 @@ package decode
 import (
 	"fmt"
 	"math"
-	"net/netip"
 	"strconv"
 	"unicode/utf8"
 )
@@ -47,37 +46,6 @@ var Pow10 = [...]int64{1, 10, 100, 1e3, 1e4, 1e5, 1e6, 1e7, 1e8, 1e9}
 func DateTime64Range(p int) (lo, hi int64) {
 	return MinDateTime64 * Pow10[p], math.MaxInt64 / Pow10[9-p]
 }
-
-// IPv4Number is the UInt32 an IPv4 column holds for address a.
-func IPv4Number(a netip.Addr) uint32 {
-	b := a.As4()
-	return uint32(b[0])<<24 | uint32(b[1])<<16 | uint32(b[2])<<8 | uint32(b[3])
-}
-
-// IsUUID reports whether b is in the form xxxxxxxx-xxxx-xxxx-xxxx-xxxxxxxxxxxx
-// of hex digits.
-func IsUUID(b []byte) bool {
-	if len(b) != 36 || b[8] != '-' || b[13] != '-' || b[18] != '-' || b[23] != '-' {
-		return false
-	}
-	var bad uint8
-	for _, g := range [...][]byte{b[0:8], b[9:13], b[14:18], b[19:23], b[24:36]} {
-		for _, c := range g {
-			bad |= notHex[c]
-		}
-	}
-	return bad == 0
-}
-
-// notHex[c] is 1 unless c is a hex digit.
-var notHex = func() (t [256]uint8) {
-	for c := range t {
-		if !(c >= '0' && c <= '9' || c >= 'a' && c <= 'f' || c >= 'A' && c <= 'F') {
-			t[c] = 1
-		}
-	}
-	return t
-}()
 
 // Quote quotes a string value for messages, cut to MaxShown bytes.
 func Quote(b []byte) string {

@@ -518,32 +518,28 @@ func convertValue(n *node, t *chunk.Type, where string, rg chunk.ServerRanges) (
 			return nil, cannot(n, tn)
 		}
 		f := n.s
-		return func(r *rt, dst chunk.Column) { dst.(*chunk.Strings).AppendString(f(r)) }, nil
+		return func(r *rt, dst chunk.Column) { chunk.AppendString(dst, f(r)) }, nil
 	case chunk.KindFixedString:
 		if n.t.k != kString {
 			return nil, cannot(n, tn)
 		}
 		f, size := n.s, t.Len
+		texts, _ := chunk.TextsOf(t)
 		return func(r *rt, dst chunk.Column) {
-			s := f(r)
-			if len(s) > size {
+			if s := f(r); texts.AppendString(dst, s) != nil {
 				outOfRange(r, where, "%q is longer than %d bytes", s, size)
-				return
 			}
-			dst.(*chunk.Strings).AppendString(s)
 		}, nil
 	case chunk.KindUUID:
 		if n.t.k != kString {
 			return nil, cannot(n, tn)
 		}
 		f := n.s
+		texts, _ := chunk.TextsOf(t)
 		return func(r *rt, dst chunk.Column) {
-			s := f(r)
-			if !isUUID(s) {
+			if s := f(r); texts.AppendString(dst, s) != nil {
 				r.fail(ReasonWrongType, where, fmt.Errorf("%q is not a UUID", s))
-				return
 			}
-			dst.(*chunk.Strings).AppendString(s)
 		}, nil
 	case chunk.KindEnum8, chunk.KindEnum16:
 		return enumTo(n, t, where)
@@ -630,18 +626,10 @@ func fastConvert(n *node, t *chunk.Type, where string) appender {
 	case n.t.k == kString && t.Kind == chunk.KindString:
 		if n.slotted {
 			s := n.slot
-			return func(r *rt, dst chunk.Column) {
-				d := dst.(*chunk.Strings)
-				d.Buf = append(d.Buf, r.slots[s].s...)
-				d.Ends = append(d.Ends, len(d.Buf))
-			}
+			return func(r *rt, dst chunk.Column) { chunk.AppendString(dst, r.slots[s].s) }
 		}
 		f := n.s
-		return func(r *rt, dst chunk.Column) {
-			d := dst.(*chunk.Strings)
-			d.Buf = append(d.Buf, f(r)...)
-			d.Ends = append(d.Ends, len(d.Buf))
-		}
+		return func(r *rt, dst chunk.Column) { chunk.AppendString(dst, f(r)) }
 	}
 	return nil
 }
@@ -679,46 +667,24 @@ func dateTimeTo(n *node, where, tn string, rg chunk.ServerRanges) (appender, err
 	}, nil
 }
 
+// enumTo converts a string (one of the enum's names) or an integer (one of
+// its numbers) to an Enum column.
 func enumTo(n *node, t *chunk.Type, where string) (appender, error) {
-	type item struct {
-		name string
-		v    int64
-	}
-	items := make([]item, 0, len(t.Enum))
-	for name, v := range t.Enum {
-		items = append(items, item{name, int64(v)})
-	}
+	texts, _ := chunk.TextsOf(t)
 	switch n.t.k {
 	case kString:
-		sort.Slice(items, func(i, j int) bool { return items[i].name < items[j].name })
-		names := make([]string, len(items))
-		for i, it := range items {
-			names[i] = it.name
-		}
 		f := n.s
 		return func(r *rt, dst chunk.Column) {
-			s := f(r)
-			if !inSorted(names, s) {
+			if s := f(r); texts.AppendString(dst, s) != nil {
 				outOfRange(r, where, "%q is not a value of %s", s, t.Name)
-				return
 			}
-			dst.(*chunk.Strings).AppendString(s)
 		}, nil
 	case kInt, kUInt:
-		sort.Slice(items, func(i, j int) bool { return items[i].v < items[j].v })
-		vals := make([]int64, len(items))
-		for i, it := range items {
-			vals[i] = it.v
-		}
 		f := asInt(n)
 		return func(r *rt, dst chunk.Column) {
-			v := f(r)
-			i := sort.Search(len(vals), func(i int) bool { return vals[i] >= v })
-			if i == len(vals) || vals[i] != v {
+			if v := f(r); texts.AppendInt(dst, v) != nil {
 				outOfRange(r, where, "%d is not a value of %s", v, t.Name)
-				return
 			}
-			dst.(*chunk.Strings).AppendString(items[i].name)
 		}, nil
 	}
 	return nil, cannot(n, t.Name)
@@ -777,24 +743,4 @@ func decimalTo(n *node, t *chunk.Type, where string) (appender, error) {
 		}, nil
 	}
 	return nil, cannot(n, t.Name)
-}
-
-// isUUID reports whether s is xxxxxxxx-xxxx-xxxx-xxxx-xxxxxxxxxxxx in hex.
-func isUUID(s string) bool {
-	if len(s) != 36 {
-		return false
-	}
-	for i := 0; i < 36; i++ {
-		c := s[i]
-		if i == 8 || i == 13 || i == 18 || i == 23 {
-			if c != '-' {
-				return false
-			}
-			continue
-		}
-		if !(c >= '0' && c <= '9' || c >= 'a' && c <= 'f' || c >= 'A' && c <= 'F') {
-			return false
-		}
-	}
-	return true
 }

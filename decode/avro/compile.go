@@ -247,13 +247,16 @@ func compileScalar(w havro.Schema, t *chunk.Type) (avroSetter, error) {
 		return nil, fmt.Errorf("%s cannot go into %s: want a date or timestamp logical type", typeName(w), t.Name)
 	case chunk.KindIPv4:
 		if wt == havro.String {
-			return setIPv4, nil
+			texts, _ := chunk.TextsOf(t)
+			return setText(texts, t, "an IPv4 address"), nil
 		}
 	case chunk.KindIPv6:
 		if wt == havro.String {
-			return setIPv6, nil
+			texts, _ := chunk.TextsOf(t)
+			return setText(texts, t, "an IP address"), nil
 		}
 	case chunk.KindString:
+		texts, _ := chunk.TextsOf(t)
 		switch wt {
 		case havro.String:
 			return setString, nil
@@ -262,37 +265,35 @@ func compileScalar(w havro.Schema, t *chunk.Type) (avroSetter, error) {
 				return setDecimal(fixedSize(w), d.Scale(), d.Scale(), 0), nil
 			}
 			if wt == havro.Fixed {
-				return setFixed(fixedSize(w)), nil
+				return setFixed(texts, fixedSize(w)), nil
 			}
 			return setString, nil
 		case havro.Enum:
-			return setEnum(w.(*havro.EnumSchema).Symbols(), nil), nil
+			return setEnum(texts, w.(*havro.EnumSchema).Symbols()), nil
 		}
 	case chunk.KindFixedString:
+		texts, _ := chunk.TextsOf(t)
 		switch wt {
 		case havro.String, havro.Bytes:
-			return setFixedString(t.Len), nil
+			return setText(texts, t, ""), nil
 		case havro.Fixed:
 			if n := fixedSize(w); n > t.Len {
 				return nil, fmt.Errorf("%s is longer than %s", typeName(w), t.Name)
 			}
-			return setFixed(fixedSize(w)), nil
+			return setFixed(texts, fixedSize(w)), nil
 		}
 	case chunk.KindUUID:
 		if wt == havro.String {
-			return setUUID, nil
+			texts, _ := chunk.TextsOf(t)
+			return setText(texts, t, "a UUID"), nil
 		}
 	case chunk.KindEnum8, chunk.KindEnum16:
+		texts, _ := chunk.TextsOf(t)
 		switch wt {
 		case havro.String:
-			return setStringEnum(t.Enum), nil
+			return setText(texts, t, ""), nil
 		case havro.Enum:
-			syms := w.(*havro.EnumSchema).Symbols()
-			ok := make([]bool, len(syms))
-			for i, s := range syms {
-				_, ok[i] = t.Enum[s]
-			}
-			return setEnum(syms, ok), nil
+			return setEnum(texts, w.(*havro.EnumSchema).Symbols()), nil
 		}
 	case chunk.KindDecimal:
 		switch wt {

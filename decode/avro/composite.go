@@ -175,7 +175,7 @@ func mapKey(t *chunk.Type) (keySetter, error) {
 	switch t.Kind {
 	case chunk.KindString:
 		return func(key []byte, col chunk.Column) *decode.Error {
-			col.(*chunk.Strings).Append(key)
+			chunk.AppendString(col, key)
 			return nil
 		}, nil
 	case chunk.KindInt8:

@@ -42,9 +42,11 @@ func compileType(t *chunk.Type) (setter, error) {
 	case chunk.KindString:
 		return setString, nil
 	case chunk.KindFixedString:
-		return setFixedString(t.Len), nil
+		texts, _ := chunk.TextsOf(t)
+		return setText(texts, t.Len, ""), nil
 	case chunk.KindUUID:
-		return setUUID, nil
+		texts, _ := chunk.TextsOf(t)
+		return setText(texts, 0, "a UUID"), nil
 	case chunk.KindDecimal:
 		intDigits := -1
 		if t.Precision > 0 {
@@ -55,11 +57,8 @@ func compileType(t *chunk.Type) (setter, error) {
 		if len(t.Enum) == 0 {
 			return nil, fmt.Errorf("type %s has no values", t.Name)
 		}
-		names := make(map[int16]string, len(t.Enum))
-		for name, v := range t.Enum {
-			names[v] = name
-		}
-		return setEnum(t.Enum, names), nil
+		texts, _ := chunk.TextsOf(t)
+		return setEnum(texts), nil
 	case chunk.KindDateTime:
 		return setDateTime, nil
 	case chunk.KindDate:
@@ -69,9 +68,13 @@ func compileType(t *chunk.Type) (setter, error) {
 	case chunk.KindDateTime64:
 		return setDateTime64(t.Precision), nil
 	case chunk.KindIPv4:
-		return setIPv4, nil
+		texts, _ := chunk.TextsOf(t)
+		return setIPv4(texts), nil
 	case chunk.KindIPv6:
-		return setIPv6, nil
+		texts, _ := chunk.TextsOf(t)
+		// An IPv4 address goes in as its IPv4-mapped form, as the server
+		// stores it.
+		return setText(texts, 0, "an IP address"), nil
 	case chunk.KindInt128, chunk.KindUInt128:
 		return setBigInt(2, t.Kind == chunk.KindInt128), nil
 	case chunk.KindInt256, chunk.KindUInt256:

@@ -70,7 +70,7 @@ func compileMapKey(t *chunk.Type) (mapKeySetter, error) {
 	switch t.Kind {
 	case chunk.KindString:
 		return func(d *Decoder, key []byte, col chunk.Column) *decode.Error {
-			col.(*chunk.Strings).Append(key)
+			chunk.AppendString(col, key)
 			return nil
 		}, nil
 	case chunk.KindNullable, chunk.KindArray, chunk.KindMap, chunk.KindTuple:

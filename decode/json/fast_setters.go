@@ -163,14 +163,13 @@ func fastFloat(a chunk.Floats, bits int) fastSetter {
 
 // fastString stores a string's content, or any other scalar's JSON text.
 func fastString(d *Decoder, t token, text []byte, col chunk.Column) bool {
-	s := col.(*chunk.Strings)
 	switch t {
 	case tokTrue:
-		s.AppendString("true")
+		chunk.AppendString(col, "true")
 	case tokFalse:
-		s.AppendString("false")
+		chunk.AppendString(col, "false")
 	default:
-		s.Append(text)
+		chunk.AppendString(col, text)
 	}
 	return true
 }

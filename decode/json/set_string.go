@@ -3,7 +3,6 @@ package json
 import (
 	"fmt"
 	"math"
-	"net/netip"
 
 	"github.com/valyala/fastjson"
 
@@ -11,50 +10,48 @@ import (
 	"github.com/etl-project/etl/decode"
 )
 
+// setString stores a string's content, or any other value's JSON text.
 func setString(d *Decoder, v *fastjson.Value, col chunk.Column) *decode.Error {
-	s := col.(*chunk.Strings)
 	if v.Type() == fastjson.TypeString {
 		b, _ := v.StringBytes()
-		s.Append(b)
+		chunk.AppendString(col, b)
 		return nil
 	}
-	s.Append(d.raw(v))
+	chunk.AppendString(col, d.raw(v))
 	return nil
 }
 
-func setFixedString(size int) setter {
+// setText stores a string in a FixedString (at most its size), a UUID or
+// an IPv6 column; what is not a value of the type is refused with its
+// reason and message: ErrRange as out_of_range ("is longer than size
+// bytes"), ErrSyntax as wrong_type ("is not" want).
+func setText(a chunk.Texts, size int, want string) setter {
 	return func(d *Decoder, v *fastjson.Value, col chunk.Column) *decode.Error {
 		b, e := stringOf(v)
 		if e != nil {
 			return e
 		}
-		if len(b) > size {
-			return newError(decode.ReasonOutOfRange, v, fmt.Sprintf("is longer than %d bytes", size))
-		}
-		col.(*chunk.Strings).Append(b)
+		return textError(v, a.AppendText(col, b), size, want)
+	}
+}
+
+func textError(v *fastjson.Value, err error, size int, want string) *decode.Error {
+	switch err {
+	case nil:
 		return nil
+	case chunk.ErrRange:
+		return newError(decode.ReasonOutOfRange, v, fmt.Sprintf("is longer than %d bytes", size))
 	}
+	return newError(decode.ReasonWrongType, v, "is not "+want)
 }
 
-func setUUID(d *Decoder, v *fastjson.Value, col chunk.Column) *decode.Error {
-	b, e := stringOf(v)
-	if e != nil {
-		return e
-	}
-	if !decode.IsUUID(b) {
-		return newError(decode.ReasonWrongType, v, "is not a UUID")
-	}
-	col.(*chunk.Strings).Append(b)
-	return nil
-}
-
-func setEnum(values map[string]int16, names map[int16]string) setter {
+// setEnum takes one of the enum's names, or one of its numbers (as a
+// number or a string holding one).
+func setEnum(a chunk.Texts) setter {
 	return func(d *Decoder, v *fastjson.Value, col chunk.Column) *decode.Error {
-		s := col.(*chunk.Strings)
 		if v.Type() == fastjson.TypeString {
 			b, _ := v.StringBytes()
-			if _, ok := values[string(b)]; ok {
-				s.Append(b)
+			if a.AppendText(col, b) == nil {
 				return nil
 			}
 		}
@@ -65,12 +62,10 @@ func setEnum(values map[string]int16, names map[int16]string) setter {
 			}
 			return e
 		}
-		x, r := n.Signed(math.MinInt16, math.MaxInt16)
-		name, ok := names[int16(x)]
-		if r != decode.IntOK || !ok {
+		x, r := n.Signed(math.MinInt64, math.MaxInt64)
+		if r != decode.IntOK || a.AppendInt(col, x) != nil {
 			return newError(decode.ReasonOutOfRange, v, "is not a value of the enum")
 		}
-		s.AppendString(name)
 		return nil
 	}
 }
@@ -85,42 +80,23 @@ func stringOf(v *fastjson.Value) ([]byte, *decode.Error) {
 }
 
 // setIPv4 takes the dotted form, or the address as a number.
-func setIPv4(d *Decoder, v *fastjson.Value, col chunk.Column) *decode.Error {
-	if v.Type() == fastjson.TypeNumber {
+func setIPv4(a chunk.Texts) setter {
+	text := setText(a, 0, "an IPv4 address")
+	return func(d *Decoder, v *fastjson.Value, col chunk.Column) *decode.Error {
+		if v.Type() != fastjson.TypeNumber {
+			return text(d, v, col)
+		}
 		n, e := d.numberOf(v)
 		if e != nil {
 			return e
 		}
-		x, r := n.Unsigned(math.MaxUint32)
+		x, r := n.Unsigned(math.MaxInt64)
 		if e := intError(v, r); e != nil {
 			return e
 		}
-		col.(*chunk.Fixed[uint32]).Append(uint32(x))
+		if a.AppendInt(col, int64(x)) != nil {
+			return newError(decode.ReasonOutOfRange, v, "out of range")
+		}
 		return nil
 	}
-	b, e := stringOf(v)
-	if e != nil {
-		return e
-	}
-	a, err := netip.ParseAddr(string(b))
-	if err != nil || !a.Is4() {
-		return newError(decode.ReasonWrongType, v, "is not an IPv4 address")
-	}
-	col.(*chunk.Fixed[uint32]).Append(decode.IPv4Number(a))
-	return nil
-}
-
-// setIPv6 takes any IPv6 text form; an IPv4 address gives its IPv4-mapped
-// form, as the server does.
-func setIPv6(d *Decoder, v *fastjson.Value, col chunk.Column) *decode.Error {
-	b, e := stringOf(v)
-	if e != nil {
-		return e
-	}
-	a, err := netip.ParseAddr(string(b))
-	if err != nil || a.Zone() != "" {
-		return newError(decode.ReasonWrongType, v, "is not an IP address")
-	}
-	col.(*chunk.Fixed[[16]byte]).Append(a.As16())
-	return nil
 }

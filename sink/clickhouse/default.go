@@ -112,7 +112,7 @@ func appendScanned(col chunk.Column, t *chunk.Type, v any) error {
 		}
 		return nil
 	case chunk.KindString, chunk.KindFixedString, chunk.KindUUID, chunk.KindDecimal, chunk.KindEnum8, chunk.KindEnum16:
-		return appendText(col.(*chunk.Strings), t, rv)
+		return appendText(col, t, rv)
 	case chunk.KindDate, chunk.KindDate32:
 		tm, ok := rv.Interface().(time.Time)
 		if !ok {
@@ -154,17 +154,17 @@ func appendScanned(col chunk.Column, t *chunk.Type, v any) error {
 		if err != nil {
 			return err
 		}
+		texts, _ := chunk.TextsOf(t)
 		if t.Kind == chunk.KindIPv6 {
-			col.(*chunk.Fixed[[16]byte]).Append(a.As16())
-			return nil
+			b := a.As16()
+			return texts.AppendBytes(col, b[:]) // 16 bytes: an IPv6 address
 		}
 		a = a.Unmap()
 		if !a.Is4() {
 			return fmt.Errorf("%s is not an IPv4 address", a)
 		}
 		b := a.As4()
-		col.(*chunk.Fixed[uint32]).Append(uint32(b[0])<<24 | uint32(b[1])<<16 | uint32(b[2])<<8 | uint32(b[3]))
-		return nil
+		return texts.AppendBytes(col, b[:]) // 4 bytes: an IPv4 address
 	case chunk.KindInt128, chunk.KindUInt128, chunk.KindInt256, chunk.KindUInt256:
 		return appendBig(col.(*chunk.BigInt), rv)
 	case chunk.KindArray:
@@ -230,8 +230,9 @@ func appendInt(col chunk.Column, a chunk.Ints, rv reflect.Value) error {
 }
 
 // appendText appends the text of a String, FixedString, UUID, Decimal or
-// Enum value.
-func appendText(c *chunk.Strings, t *chunk.Type, rv reflect.Value) error {
+// Enum value (or an Enum's number).
+func appendText(col chunk.Column, t *chunk.Type, rv reflect.Value) error {
+	texts, _ := chunk.TextsOf(t) // nil for Decimal
 	var s string
 	switch {
 	case rv.Kind() == reflect.String:
@@ -245,31 +246,30 @@ func appendText(c *chunk.Strings, t *chunk.Type, rv reflect.Value) error {
 		}
 		switch {
 		case (t.Kind == chunk.KindEnum8 || t.Kind == chunk.KindEnum16) && rv.CanInt():
-			for name, v := range t.Enum {
-				if int64(v) == rv.Int() {
-					s = name
-				}
-			}
-			if s == "" {
+			if texts.AppendInt(col, rv.Int()) != nil {
 				return fmt.Errorf("%d is not a value of %s", rv.Int(), t.Name)
 			}
+			return nil
 		case t.Kind == chunk.KindDecimal && (rv.CanInt() || rv.CanUint() || rv.CanFloat()):
 			s = fmt.Sprint(rv.Interface())
 		default:
 			return wrongGo(rv)
 		}
 	}
-	switch t.Kind {
-	case chunk.KindFixedString:
-		if len(s) > t.Len {
+	if texts == nil {
+		// Decimal: its text as the server wrote it.
+		col.(*chunk.Strings).AppendString(s)
+		return nil
+	}
+	if err := texts.AppendString(col, s); err != nil {
+		switch t.Kind {
+		case chunk.KindFixedString:
 			return fmt.Errorf("%d bytes do not fit %s", len(s), t.Name)
-		}
-	case chunk.KindEnum8, chunk.KindEnum16:
-		if _, ok := t.Enum[s]; !ok {
+		case chunk.KindEnum8, chunk.KindEnum16:
 			return fmt.Errorf("%q is not a name of %s", s, t.Name)
 		}
+		return fmt.Errorf("%q is not a %s", s, t.Name)
 	}
-	c.AppendString(s)
 	return nil
 }
 
