@@ -1,15 +1,5 @@
 package decode
 
-import "github.com/etl-project/etl/chunk"
-
-// DateTime and Date columns hold UInt32 seconds and UInt16 days since the
-// Unix epoch, but how far a server reads them back depends on its version
-// (chunk.ServerRanges): the setters check against the connected server's
-// range. MaxDateTime bounds the JSON fast path, which does not know the
-// server: the range every server reads back, past which a value goes to
-// the setter.
-const MaxDateTime = chunk.NarrowDateTimeMax // 2106-02-06T23:59:59Z
-
 // Thresholds of the epoch-number unit heuristic: a number above 1e11 is
 // taken as milliseconds, above 1e14 as microseconds, above 1e17 as
 // nanoseconds, otherwise as seconds. 1e11 seconds is in the year 5138, far

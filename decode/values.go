@@ -2,7 +2,6 @@ package decode
 
 import (
 	"fmt"
-	"math"
 	"strconv"
 	"unicode/utf8"
 )
@@ -29,23 +28,8 @@ const (
 // MaxShown is how many bytes of an offending value an error quotes.
 const MaxShown = 64
 
-// Ranges of Date32 and DateTime64. DateTime64 ends where the driver, which
-// carries every value through nanoseconds since the epoch, can go no
-// further.
-const (
-	MinDate32     = -25567 // 1900-01-01
-	MaxDate32     = 120529 // 2299-12-31
-	MinDateTime64 = -2208988800
-	MaxDateTime64 = math.MaxInt64 / 1e9 // 2262-04-11T23:47:16Z, plus a fraction
-)
-
 // Pow10 holds 10^0..10^9 (DateTime64 ticks per second by precision).
 var Pow10 = [...]int64{1, 10, 100, 1e3, 1e4, 1e5, 1e6, 1e7, 1e8, 1e9}
-
-// DateTime64Range returns the smallest and largest ticks of DateTime64(p).
-func DateTime64Range(p int) (lo, hi int64) {
-	return MinDateTime64 * Pow10[p], math.MaxInt64 / Pow10[9-p]
-}
 
 // Quote quotes a string value for messages, cut to MaxShown bytes.
 func Quote(b []byte) string {

@@ -1,6 +1,7 @@
 package transform
 
 import (
+	"errors"
 	"fmt"
 	"math"
 	"sort"
@@ -551,32 +552,24 @@ func convertValue(n *node, t *chunk.Type, where string, rg chunk.ServerRanges) (
 		if n.t.k != kTime {
 			return nil, cannot(n, tn)
 		}
+		ts, _ := chunk.TimesOf(t, rg)
 		f := n.i
-		div := int64(1)
-		for range 9 - t.Precision {
-			div *= 10
-		}
-		return func(r *rt, dst chunk.Column) { dst.(*chunk.DateTime64).Append(floorDiv(f(r), div)) }, nil
+		return func(r *rt, dst chunk.Column) {
+			if v := f(r); ts.AppendNanos(dst, v) != nil {
+				outOfRange(r, where, "%s is out of the range of %s", time.Unix(0, v).UTC().Format(time.RFC3339Nano), tn)
+			}
+		}, nil
 	case chunk.KindDate, chunk.KindDate32:
 		if n.t.k != kTime {
 			return nil, cannot(n, tn)
 		}
-		lo, hi := int64(0), rg.OrDefault().DateMax
-		if t.Kind == chunk.KindDate32 {
-			lo, hi = -25567, 120529 // 1900-01-01 .. 2299-12-31
-		}
+		ts, _ := chunk.TimesOf(t, rg)
 		f := n.i
 		return func(r *rt, dst chunk.Column) {
 			d := floorDiv(f(r), day)
-			if d < lo || d > hi {
-				if t.Kind == chunk.KindDate && d > hi {
-					outOfRange(r, where, "%s", rg.DateError(d))
-					return
-				}
-				outOfRange(r, where, "day %s is out of the range of %s", time.Unix(d*86400, 0).UTC().Format(time.DateOnly), tn)
-				return
+			if err := ts.AppendDays(dst, d); err != nil {
+				timeOutOfRange(r, where, err, "day %s is out of the range of %s", time.Unix(d*86400, 0).UTC().Format(time.DateOnly), tn)
 			}
-			dst.(*chunk.Fixed[time.Time]).Append(time.Unix(d*86400, 0).UTC())
 		}, nil
 	}
 	return nil, fmt.Errorf("a computed value cannot go into a %s column (only a field copied unchanged from a column of the same type can)", tn)
@@ -635,7 +628,7 @@ func fastConvert(n *node, t *chunk.Type, where string) appender {
 }
 
 func dateTimeTo(n *node, where, tn string, rg chunk.ServerRanges) (appender, error) {
-	hi := rg.OrDefault().DateTimeMax
+	ts, _ := chunk.TimesOf(&chunk.Type{Kind: chunk.KindDateTime}, rg)
 	var sec func(*rt) (int64, bool)
 	switch n.t.k {
 	case kTime:
@@ -655,16 +648,26 @@ func dateTimeTo(n *node, where, tn string, rg chunk.ServerRanges) (appender, err
 	}
 	return func(r *rt, dst chunk.Column) {
 		s, ok := sec(r)
-		if ok && s > hi {
-			outOfRange(r, where, "%s", rg.DateTimeError(s))
-			return
-		}
-		if !ok || s < 0 {
+		if !ok {
 			outOfRange(r, where, "%d seconds since the epoch is out of the range of DateTime", s)
 			return
 		}
-		dst.(*chunk.Fixed[int64]).Append(s)
+		if err := ts.AppendSeconds(dst, s); err != nil {
+			timeOutOfRange(r, where, err, "%d seconds since the epoch is out of the range of DateTime", s)
+		}
 	}, nil
+}
+
+// timeOutOfRange fails the record for a value a time column refused: past
+// the server's maximum (its message), or outside the type's range (format
+// and args).
+func timeOutOfRange(r *rt, where string, err error, format string, args ...any) {
+	var past *chunk.PastError
+	if errors.As(err, &past) {
+		outOfRange(r, where, "%s", past.Error())
+		return
+	}
+	outOfRange(r, where, format, args...)
 }
 
 // enumTo converts a string (one of the enum's names) or an integer (one of

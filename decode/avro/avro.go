@@ -241,6 +241,7 @@ func New(writerSchema string, s *chunk.Schema, o Options) (*Decoder, error) {
 	a.r.rg = o.Ranges.OrDefault()
 	b := &avroBuilder{
 		s:        s,
+		rg:       a.r.rg,
 		byPath:   make(map[string][]int),
 		prefixes: make(map[string]bool),
 		defs:     make([]decode.Defaulter, len(s.Types)),

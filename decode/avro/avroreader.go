@@ -62,12 +62,12 @@ func (k *avroConst) apply(r *avroReader, col chunk.Column) *decode.Error {
 
 // newAvroConst compiles the default of reader field rf into type t and
 // checks once that it fits.
-func newAvroConst(rf *havro.Field, t *chunk.Type) (*avroConst, error) {
+func newAvroConst(rf *havro.Field, t *chunk.Type, rg chunk.ServerRanges) (*avroConst, error) {
 	data, err := havro.Marshal(rf.Type(), rf.Default())
 	if err != nil {
 		return nil, fmt.Errorf("reader default of field %q: %w", rf.Name(), err)
 	}
-	set, err := avroCompile(rf.Type(), nil, t)
+	set, err := avroCompile(rf.Type(), nil, t, rg)
 	if err != nil {
 		return nil, fmt.Errorf("reader default of field %q: %w", rf.Name(), err)
 	}

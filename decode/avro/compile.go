@@ -13,13 +13,13 @@ import (
 // avroCompile returns the setter of writer type w into column type t; r
 // is the reader's type paired with w (nil without a reader schema), which
 // records (into Tuples) at any depth are resolved to.
-func avroCompile(w, r havro.Schema, t *chunk.Type) (avroSetter, error) {
+func avroCompile(w, r havro.Schema, t *chunk.Type, rg chunk.ServerRanges) (avroSetter, error) {
 	w = avroDeref(w)
 	r = pair(w, r)
 	hasDef := t.HasDefault()
 	t = t.Base()
 	if u, ok := w.(*havro.UnionSchema); ok {
-		return compileUnion(u, r, t, hasDef)
+		return compileUnion(u, r, t, hasDef, rg)
 	}
 	if w.Type() == havro.Null {
 		// Nothing to read: NULL for Nullable, else the default.
@@ -43,7 +43,7 @@ func avroCompile(w, r havro.Schema, t *chunk.Type) (avroSetter, error) {
 	}
 	switch t.Kind {
 	case chunk.KindNullable:
-		inner, err := avroCompile(w, r, t.Elem)
+		inner, err := avroCompile(w, r, t.Elem, rg)
 		if err != nil {
 			return nil, err
 		}
@@ -60,7 +60,7 @@ func avroCompile(w, r havro.Schema, t *chunk.Type) (avroSetter, error) {
 		if !ok {
 			return nil, avroCannot(w, t)
 		}
-		elem, err := avroCompile(aw.Items(), readerItems(aw, r), t.Elem)
+		elem, err := avroCompile(aw.Items(), readerItems(aw, r), t.Elem, rg)
 		if err != nil {
 			return nil, err
 		}
@@ -70,7 +70,7 @@ func avroCompile(w, r havro.Schema, t *chunk.Type) (avroSetter, error) {
 		if !ok {
 			return nil, avroCannot(w, t)
 		}
-		return compileTuple(rec, readerRecord(rec, r), t)
+		return compileTuple(rec, readerRecord(rec, r), t, rg)
 	case chunk.KindMap:
 		mw, ok := w.(*havro.MapSchema)
 		if !ok {
@@ -80,7 +80,7 @@ func avroCompile(w, r havro.Schema, t *chunk.Type) (avroSetter, error) {
 		if err != nil {
 			return nil, fmt.Errorf("%s cannot go into %s: %w", typeName(w), t.Name, err)
 		}
-		val, err := avroCompile(mw.Values(), readerValues(mw, r), t.Elem)
+		val, err := avroCompile(mw.Values(), readerValues(mw, r), t.Elem, rg)
 		if err != nil {
 			return nil, err
 		}
@@ -90,7 +90,7 @@ func avroCompile(w, r havro.Schema, t *chunk.Type) (avroSetter, error) {
 	case *havro.RecordSchema, *havro.MapSchema, *havro.ArraySchema:
 		return nil, avroCannot(w, t)
 	}
-	return compileScalar(w, t)
+	return compileScalar(w, t, rg)
 }
 
 func avroCannot(w havro.Schema, t *chunk.Type) error {
@@ -100,7 +100,7 @@ func avroCannot(w havro.Schema, t *chunk.Type) error {
 // compileUnion compiles each branch of u (paired with reader type r)
 // against t (its inner type when t is Nullable); null branches give NULL
 // or t's default: the table's DEFAULT when hasDef.
-func compileUnion(u *havro.UnionSchema, r havro.Schema, t *chunk.Type, hasDef bool) (avroSetter, error) {
+func compileUnion(u *havro.UnionSchema, r havro.Schema, t *chunk.Type, hasDef bool, rg chunk.ServerRanges) (avroSetter, error) {
 	nullable := t.Kind == chunk.KindNullable
 	inner := t
 	if nullable {
@@ -119,7 +119,7 @@ func compileUnion(u *havro.UnionSchema, r havro.Schema, t *chunk.Type, hasDef bo
 		if b.Type() == havro.Null {
 			continue
 		}
-		set, err := avroCompile(b, r, inner)
+		set, err := avroCompile(b, r, inner, rg)
 		if err != nil {
 			errs = append(errs, err)
 			continue
@@ -172,7 +172,7 @@ func timeUnit(l havro.LogicalType) int64 {
 
 // compileScalar compiles a primitive, enum or fixed writer type into a
 // scalar column type.
-func compileScalar(w havro.Schema, t *chunk.Type) (avroSetter, error) {
+func compileScalar(w havro.Schema, t *chunk.Type, rg chunk.ServerRanges) (avroSetter, error) {
 	wt := w.Type()
 	isInt := wt == havro.Int
 	integer := wt == havro.Int || wt == havro.Long
@@ -201,50 +201,30 @@ func compileScalar(w havro.Schema, t *chunk.Type) (avroSetter, error) {
 		return nil, avroCannot(w, t)
 	}
 	switch t.Kind {
-	case chunk.KindDateTime:
+	case chunk.KindDateTime, chunk.KindDate, chunk.KindDate32, chunk.KindDateTime64:
 		if !integer {
 			break
 		}
-		if logical == havro.Date {
-			return setDateTime(isInt, -86400, logical), nil
+		ts, _ := chunk.TimesOf(t, rg)
+		var unit int64 // 0: a date, in days
+		if logical != havro.Date {
+			if unit = timeUnit(logical); unit == 0 {
+				want := "a timestamp or date"
+				if t.Kind == chunk.KindDate || t.Kind == chunk.KindDate32 {
+					want = "a date or timestamp"
+				}
+				return nil, fmt.Errorf("%s cannot go into %s: want %s logical type", typeName(w), t.Name, want)
+			}
 		}
-		if u := timeUnit(logical); u != 0 {
-			return setDateTime(isInt, u, logical), nil
+		switch t.Kind {
+		case chunk.KindDateTime:
+			return setTime(ts, isInt, unit, logical, decode.NotDateTime), nil
+		case chunk.KindDate:
+			return setTime(ts, isInt, unit, logical, decode.NotDate), nil
+		case chunk.KindDate32:
+			return setTime(ts, isInt, unit, logical, decode.NotDate32), nil
 		}
-		return nil, fmt.Errorf("%s cannot go into %s: want a timestamp or date logical type", typeName(w), t.Name)
-	case chunk.KindDate:
-		if !integer {
-			break
-		}
-		if logical == havro.Date {
-			return setDate(isInt, 0, logical), nil
-		}
-		if u := timeUnit(logical); u != 0 {
-			return setDate(isInt, u, logical), nil
-		}
-		return nil, fmt.Errorf("%s cannot go into %s: want a date or timestamp logical type", typeName(w), t.Name)
-	case chunk.KindDateTime64:
-		if !integer {
-			break
-		}
-		if logical == havro.Date {
-			return setDateTime64(isInt, -86400, t.Precision, logical), nil
-		}
-		if u := timeUnit(logical); u != 0 {
-			return setDateTime64(isInt, u, t.Precision, logical), nil
-		}
-		return nil, fmt.Errorf("%s cannot go into %s: want a timestamp or date logical type", typeName(w), t.Name)
-	case chunk.KindDate32:
-		if !integer {
-			break
-		}
-		if logical == havro.Date {
-			return setDate32(isInt, 0, logical), nil
-		}
-		if u := timeUnit(logical); u != 0 {
-			return setDate32(isInt, u, logical), nil
-		}
-		return nil, fmt.Errorf("%s cannot go into %s: want a date or timestamp logical type", typeName(w), t.Name)
+		return setDateTime64(ts, isInt, unit, t.Precision, logical), nil
 	case chunk.KindIPv4:
 		if wt == havro.String {
 			texts, _ := chunk.TextsOf(t)

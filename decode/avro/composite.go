@@ -54,7 +54,7 @@ type tupleOp struct {
 // is the reader's: its fields, in its order and by its names; writer
 // fields it lacks are skipped, and its fields the writer lacks take their
 // reader default (else the element's default).
-func compileTuple(rec, rr *havro.RecordSchema, t *chunk.Type) (avroSetter, error) {
+func compileTuple(rec, rr *havro.RecordSchema, t *chunk.Type, rg chunk.ServerRanges) (avroSetter, error) {
 	fields := rec.Fields()
 	names := t.ElemNames
 	var resolved []*havro.Field
@@ -95,7 +95,7 @@ func compileTuple(rec, rr *havro.RecordSchema, t *chunk.Type) (avroSetter, error
 				continue
 			}
 		}
-		set, err := avroCompile(f.Type(), rt, t.Elems[j])
+		set, err := avroCompile(f.Type(), rt, t.Elems[j], rg)
 		if err != nil {
 			errs = append(errs, fmt.Errorf("field %q -> %s: %w", name, decode.TupleLabel(names, j), err))
 			continue
@@ -120,7 +120,7 @@ func compileTuple(rec, rr *havro.RecordSchema, t *chunk.Type) (avroSetter, error
 				rf = rr.Fields()[j]
 			}
 			if rf != nil && rf.HasDefault() {
-				k, err := newAvroConst(rf, t.Elems[j])
+				k, err := newAvroConst(rf, t.Elems[j], rg)
 				if err != nil {
 					return nil, fmt.Errorf("%s: %w", decode.TupleLabel(names, j), err)
 				}

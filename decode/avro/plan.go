@@ -15,8 +15,9 @@ import (
 // avroBuilder compiles the steps of a writer schema.
 type avroBuilder struct {
 	s        *chunk.Schema
-	byPath   map[string][]int // field path -> columns reading it
-	prefixes map[string]bool  // every proper prefix of a field path
+	rg       chunk.ServerRanges // the server's Date and DateTime ranges
+	byPath   map[string][]int   // field path -> columns reading it
+	prefixes map[string]bool    // every proper prefix of a field path
 	defs     []decode.Defaulter
 	used     []bool // column fed by a writer field
 	skips    map[havro.Schema]*avroSkip
@@ -153,7 +154,7 @@ func (b *avroBuilder) fieldStep(path string, ft, rt havro.Schema, cols []int) av
 		if t == nil {
 			continue // not an Array, inside the records of an array: nested reported it
 		}
-		set, err := avroCompile(ft, rt, t)
+		set, err := avroCompile(ft, rt, t, b.rg)
 		if err != nil {
 			b.fail(path, ft, ci, err)
 			continue

@@ -1,8 +1,8 @@
 package avro
 
 import (
+	"errors"
 	"fmt"
-	"time"
 
 	havro "github.com/hamba/avro/v2"
 
@@ -19,56 +19,35 @@ func floorDiv(v, d int64) int64 {
 	return q
 }
 
-// setDateTime converts a timestamp of unit per second, or for unit
-// -86400 a date in days, to DateTime seconds within the server's range.
-func setDateTime(isInt bool, unit int64, l havro.LogicalType) avroSetter {
-	return func(r *avroReader, col chunk.Column) *decode.Error {
-		v, e := r.integer(isInt)
-		if e != nil {
-			return e
-		}
-		var sec int64
-		if unit < 0 {
-			if v < 0 {
-				return timeRange(v, l, decode.NotDateTime)
-			}
-			if v > chunk.WideDateTimeMax/86400+1 {
-				return pastRange(v, l, r.ranges().DateTimeError(chunk.WideDateTimeMax+1))
-			}
-			sec = v * 86400
-		} else {
-			sec = floorDiv(v, unit)
-		}
-		if sec < 0 {
-			return timeRange(v, l, decode.NotDateTime)
-		}
-		if rg := r.ranges(); sec > rg.DateTimeMax {
-			return pastRange(v, l, rg.DateTimeError(sec))
-		}
-		col.(*chunk.Fixed[int64]).Append(sec)
-		return nil
+// timeError is the out_of_range error of value v (of logical type l) that
+// a time column refused: before its type's range (what describes the
+// range), or past the server's maximum.
+func timeError(err error, v int64, l havro.LogicalType, what string) *decode.Error {
+	var past *chunk.PastError
+	if errors.As(err, &past) {
+		return pastRange(v, l, past.Error())
 	}
+	return timeRange(v, l, what)
 }
 
-// setDate converts a date (unit 0) or a timestamp of unit per second
-// to a Date within the server's range.
-func setDate(isInt bool, unit int64, l havro.LogicalType) avroSetter {
+// setTime converts a timestamp of unit per second, or for unit 0 a date in
+// days, to a time column (Date, Date32, DateTime); what describes the
+// column's range in errors.
+func setTime(ts chunk.Times, isInt bool, unit int64, l havro.LogicalType, what string) avroSetter {
 	return func(r *avroReader, col chunk.Column) *decode.Error {
 		v, e := r.integer(isInt)
 		if e != nil {
 			return e
 		}
-		days := v
-		if unit != 0 {
-			days = floorDiv(floorDiv(v, unit), 86400)
+		var err error
+		if unit == 0 {
+			err = ts.AppendDays(col, v)
+		} else {
+			err = ts.AppendSeconds(col, floorDiv(v, unit))
 		}
-		if days < 0 {
-			return timeRange(v, l, decode.NotDate)
+		if err != nil {
+			return timeError(err, v, l, what)
 		}
-		if rg := r.ranges(); days > rg.DateMax {
-			return pastRange(v, l, rg.DateError(days))
-		}
-		col.(*chunk.Fixed[time.Time]).Append(time.Unix(days*86400, 0).UTC())
 		return nil
 	}
 }
@@ -83,56 +62,33 @@ func timeRange(v int64, l havro.LogicalType, what string) *decode.Error {
 	return &decode.Error{Reason: decode.ReasonOutOfRange, Err: fmt.Errorf("value %d (%s) %s", v, l, what)}
 }
 
-// setDateTime64 converts a timestamp of unit per second, or for unit
-// -86400 a date in days, to ticks of DateTime64(p), rounding down.
-func setDateTime64(isInt bool, unit int64, p int, l havro.LogicalType) avroSetter {
-	lo, hi := decode.DateTime64Range(p)
+// setDateTime64 converts a timestamp of unit per second, or for unit 0 a
+// date in days, to ticks of DateTime64(p), rounding down.
+func setDateTime64(ts chunk.Times, isInt bool, unit int64, p int, l havro.LogicalType) avroSetter {
+	lo, hi := chunk.DateTime64Range(p)
 	scale := decode.Pow10[p]
 	return func(r *avroReader, col chunk.Column) *decode.Error {
 		v, e := r.integer(isInt)
 		if e != nil {
 			return e
 		}
-		var ticks int64
+		var err error
 		switch {
-		case unit < 0:
-			if v < lo/scale/86400 || v > hi/scale/86400 {
-				return timeRange(v, l, decode.NotDateTime64)
-			}
-			ticks = v * 86400 * scale
+		case unit == 0:
+			err = ts.AppendDays(col, v)
 		case scale >= unit:
+			// Bound v first so the multiplication cannot overflow.
 			m := scale / unit
 			if v < lo/m || v > hi/m {
 				return timeRange(v, l, decode.NotDateTime64)
 			}
-			ticks = v * m
+			err = ts.AppendTicks(col, v*m)
 		default:
-			ticks = floorDiv(v, unit/scale)
+			err = ts.AppendTicks(col, floorDiv(v, unit/scale))
 		}
-		if ticks < lo || ticks > hi {
+		if err != nil {
 			return timeRange(v, l, decode.NotDateTime64)
 		}
-		col.(*chunk.DateTime64).Append(ticks)
-		return nil
-	}
-}
-
-// setDate32 converts a date (unit 0) or a timestamp of unit per second
-// to a Date32.
-func setDate32(isInt bool, unit int64, l havro.LogicalType) avroSetter {
-	return func(r *avroReader, col chunk.Column) *decode.Error {
-		v, e := r.integer(isInt)
-		if e != nil {
-			return e
-		}
-		days := v
-		if unit != 0 {
-			days = floorDiv(floorDiv(v, unit), 86400)
-		}
-		if days < decode.MinDate32 || days > decode.MaxDate32 {
-			return timeRange(v, l, decode.NotDate32)
-		}
-		col.(*chunk.Fixed[time.Time]).Append(time.Unix(days*86400, 0).UTC())
 		return nil
 	}
 }

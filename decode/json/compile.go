@@ -64,9 +64,11 @@ func compileType(t *chunk.Type) (setter, error) {
 	case chunk.KindDate:
 		return setDate, nil
 	case chunk.KindDate32:
-		return setDate32, nil
+		ts, _ := chunk.TimesOf(t, chunk.ServerRanges{}) // no server bound
+		return setDate32(ts), nil
 	case chunk.KindDateTime64:
-		return setDateTime64(t.Precision), nil
+		ts, _ := chunk.TimesOf(t, chunk.ServerRanges{}) // no server bound
+		return setDateTime64(ts, t.Precision), nil
 	case chunk.KindIPv4:
 		texts, _ := chunk.TextsOf(t)
 		return setIPv4(texts), nil

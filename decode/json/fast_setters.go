@@ -77,7 +77,8 @@ func compileFast(t *chunk.Type) fastSetter {
 	case chunk.KindString:
 		return fastString
 	case chunk.KindDateTime:
-		return fastDateTime
+		ts, _ := chunk.TimesOf(t, chunk.DefaultRanges())
+		return fastDateTime(ts)
 	case chunk.KindNullable:
 		inner := compileFast(t.Elem)
 		if inner == nil {
@@ -174,31 +175,32 @@ func fastString(d *Decoder, t token, text []byte, col chunk.Column) bool {
 	return true
 }
 
-func fastDateTime(d *Decoder, t token, text []byte, col chunk.Column) bool {
-	var sec int64
-	var ok bool
-	switch t {
-	case tokString:
-		if n, isNum := decode.ParseNumber(text); isNum {
+// fastDateTime stores a date-time string or epoch number in a DateTime
+// column within the range every server reads back (ts); the general path
+// takes, or refuses, anything else.
+func fastDateTime(ts chunk.Times) fastSetter {
+	return func(d *Decoder, t token, text []byte, col chunk.Column) bool {
+		var sec int64
+		var ok bool
+		switch t {
+		case tokString:
+			if n, isNum := decode.ParseNumber(text); isNum {
+				sec, ok = decode.EpochSeconds(&n)
+			} else {
+				sec, ok = d.timeText(text)
+			}
+		case tokNumber:
+			if u, plain := plainUint(text); plain {
+				// decode.EpochSeconds of an integer: the unit by its magnitude.
+				sec, ok = int64(u/uint64(decode.EpochUnit(float64(u)))), true
+				break
+			}
+			n, isNum := decode.ParseNumber(text)
+			if !isNum {
+				return false
+			}
 			sec, ok = decode.EpochSeconds(&n)
-		} else {
-			sec, ok = d.timeText(text)
 		}
-	case tokNumber:
-		if u, plain := plainUint(text); plain {
-			// decode.EpochSeconds of an integer: the unit by its magnitude.
-			sec, ok = int64(u/uint64(decode.EpochUnit(float64(u)))), true
-			break
-		}
-		n, isNum := decode.ParseNumber(text)
-		if !isNum {
-			return false
-		}
-		sec, ok = decode.EpochSeconds(&n)
+		return ok && ts.AppendSeconds(col, sec) == nil
 	}
-	if !ok || sec < 0 || sec > decode.MaxDateTime {
-		return false
-	}
-	col.(*chunk.Fixed[int64]).Append(sec)
-	return true
 }

@@ -171,7 +171,10 @@ type Decoder struct {
 	diagErr   *decode.Error // what it found
 	noFast    bool          // tests and benchmarks only: always take the fastjson path
 
-	ranges chunk.ServerRanges // the server's Date and DateTime maximums (setDate, setDateTime)
+	ranges chunk.ServerRanges // the server's Date and DateTime maximums
+	// dates and dateTimes append to Date and DateTime columns within
+	// ranges (setDate, setDateTime).
+	dates, dateTimes chunk.Times
 }
 
 // colPlan is the compiled plan of one column.
@@ -229,6 +232,8 @@ func New(s *chunk.Schema, o Options) (*Decoder, error) {
 		layout:  o.TimeLayout,
 		ranges:  o.Ranges.OrDefault(),
 	}
+	d.dates, _ = chunk.TimesOf(&chunk.Type{Kind: chunk.KindDate}, d.ranges)
+	d.dateTimes, _ = chunk.TimesOf(&chunk.Type{Kind: chunk.KindDateTime}, d.ranges)
 	for i, t := range s.Types {
 		if _, err := chunk.NewColumn(t); err != nil {
 			return nil, fmt.Errorf("decode: column %s: %w", s.Names[i], err)

@@ -45,11 +45,7 @@ func setDateTime(d *Decoder, v *fastjson.Value, col chunk.Column) *decode.Error 
 	if e != nil {
 		return e
 	}
-	if sec > d.ranges.DateTimeMax {
-		return pastRange(v, d.ranges.DateTimeError(sec))
-	}
-	col.(*chunk.Fixed[int64]).Append(sec)
-	return nil
+	return timeError(d.dateTimes.AppendSeconds(col, sec), v, decode.NotDateTime)
 }
 
 // setDate appends a Date within the server's range (d.ranges).
@@ -58,12 +54,21 @@ func setDate(d *Decoder, v *fastjson.Value, col chunk.Column) *decode.Error {
 	if e != nil {
 		return e
 	}
-	days := sec / 86400
-	if days > d.ranges.DateMax {
-		return pastRange(v, d.ranges.DateError(days))
+	return timeError(d.dates.AppendSeconds(col, sec), v, decode.NotDate)
+}
+
+// timeError is the out_of_range error of a value a time column refused
+// (nil for none): past the server's maximum, or outside the range what
+// describes.
+func timeError(err error, v *fastjson.Value, what string) *decode.Error {
+	if err == nil {
+		return nil
 	}
-	col.(*chunk.Fixed[time.Time]).Append(time.Unix(days*86400, 0).UTC())
-	return nil
+	var past *chunk.PastError
+	if errors.As(err, &past) {
+		return pastRange(v, past.Error())
+	}
+	return newError(decode.ReasonOutOfRange, v, what)
 }
 
 // pastRange is the out_of_range error of a date past the server's range:
@@ -188,32 +193,25 @@ func (d *Decoder) ticksOf(v *fastjson.Value, p int, lo, hi int64, what string) (
 	return ticks, nil
 }
 
-func setDateTime64(p int) setter {
-	lo, hi := decode.DateTime64Range(p)
+func setDateTime64(ts chunk.Times, p int) setter {
+	lo, hi := chunk.DateTime64Range(p)
 	return func(d *Decoder, v *fastjson.Value, col chunk.Column) *decode.Error {
 		t, e := d.ticksOf(v, p, lo, hi, decode.NotDateTime64)
 		if e != nil {
 			return e
 		}
-		col.(*chunk.DateTime64).Append(t)
-		return nil
+		return timeError(ts.AppendTicks(col, t), v, decode.NotDateTime64)
 	}
 }
 
-func setDate32(d *Decoder, v *fastjson.Value, col chunk.Column) *decode.Error {
-	sec, e := d.ticksOf(v, 0, decode.MinDate32*86400, (decode.MaxDate32+1)*86400-1, decode.NotDate32)
-	if e != nil {
-		return e
+func setDate32(ts chunk.Times) setter {
+	return func(d *Decoder, v *fastjson.Value, col chunk.Column) *decode.Error {
+		sec, e := d.ticksOf(v, 0, chunk.Date32Min*86400, (chunk.Date32Max+1)*86400-1, decode.NotDate32)
+		if e != nil {
+			return e
+		}
+		return timeError(ts.AppendSeconds(col, sec), v, decode.NotDate32)
 	}
-	days := sec / 86400
-	if sec%86400 < 0 {
-		days--
-	}
-	if days < decode.MinDate32 || days > decode.MaxDate32 {
-		return newError(decode.ReasonOutOfRange, v, decode.NotDate32)
-	}
-	col.(*chunk.Fixed[time.Time]).Append(time.Unix(days*86400, 0).UTC())
-	return nil
 }
 
 // timeText reads a date-time string: with the configured layout first,

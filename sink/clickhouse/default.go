@@ -113,41 +113,35 @@ func appendScanned(col chunk.Column, t *chunk.Type, v any) error {
 		return nil
 	case chunk.KindString, chunk.KindFixedString, chunk.KindUUID, chunk.KindDecimal, chunk.KindEnum8, chunk.KindEnum16:
 		return appendText(col, t, rv)
-	case chunk.KindDate, chunk.KindDate32:
-		tm, ok := rv.Interface().(time.Time)
-		if !ok {
-			return wrongGo(rv)
-		}
-		y, m, d := tm.Date()
-		col.(*chunk.Fixed[time.Time]).Append(time.Date(y, m, d, 0, 0, 0, 0, time.UTC))
-		return nil
-	case chunk.KindDateTime:
-		var sec int64
+	case chunk.KindDate, chunk.KindDate32, chunk.KindDateTime, chunk.KindDateTime64:
+		// The server evaluated the DEFAULT: its value is within what it
+		// stores, whatever the server's Date and DateTime range.
+		ts, _ := chunk.TimesOf(t, chunk.ServerRanges{Server: "the server", DateMax: chunk.WideDateMax, DateTimeMax: chunk.WideDateTimeMax})
+		var err error
 		switch x := rv.Interface().(type) {
 		case time.Time:
-			sec = x.Unix()
+			switch t.Kind {
+			case chunk.KindDate, chunk.KindDate32:
+				y, m, d := x.Date()
+				err = ts.AppendDays(col, time.Date(y, m, d, 0, 0, 0, 0, time.UTC).Unix()/86400)
+			case chunk.KindDateTime:
+				err = ts.AppendSeconds(col, x.Unix())
+			default:
+				p := int64(1)
+				for range 9 - t.Precision {
+					p *= 10
+				}
+				err = ts.AppendTicks(col, x.Unix()*(1e9/p)+int64(x.Nanosecond())/p)
+			}
 		default:
-			if !rv.CanInt() {
+			if t.Kind != chunk.KindDateTime || !rv.CanInt() {
 				return wrongGo(rv)
 			}
-			sec = rv.Int()
+			err = ts.AppendSeconds(col, rv.Int())
 		}
-		if sec < 0 || sec > math.MaxUint32 {
-			return fmt.Errorf("%d seconds since the epoch is outside DateTime's range", sec)
+		if err != nil {
+			return fmt.Errorf("%v is outside %s's range: %w", rv.Interface(), t.Name, err)
 		}
-		col.(*chunk.Fixed[int64]).Append(sec)
-		return nil
-	case chunk.KindDateTime64:
-		tm, ok := rv.Interface().(time.Time)
-		if !ok {
-			return wrongGo(rv)
-		}
-		scale := int64(1)
-		for range t.Precision {
-			scale *= 10
-		}
-		c := col.(*chunk.DateTime64)
-		c.Append(tm.Unix()*scale + int64(tm.Nanosecond())/(1e9/scale))
 		return nil
 	case chunk.KindIPv4, chunk.KindIPv6:
 		a, err := addrOf(rv)

@@ -1,0 +1,186 @@
+package chunk
+
+import (
+	"math"
+	"time"
+)
+
+// The time family: Date and Date32 (Fixed[time.Time], midnight UTC of the
+// day), DateTime (Fixed[int64], seconds since the epoch) and DateTime64(p)
+// (DateTime64, ticks of 10^-p seconds). Decoders and the transform turn
+// their source's dates and times into days, seconds, ticks or nanoseconds
+// since the epoch and append them only through a Times, which holds each
+// type's range and the connected server's (ServerRanges).
+
+// The ranges of Date32 and DateTime64, whatever the server. DateTime64
+// ends where the driver, which carries every value through nanoseconds
+// since the epoch, can go no further.
+const (
+	// Date32Min is 1900-01-01, in days since 1970-01-01.
+	Date32Min = -25567
+	// Date32Max is 2299-12-31.
+	Date32Max = 120529
+	// DateTime64MinSeconds is 1900-01-01 00:00:00.
+	DateTime64MinSeconds = -2208988800
+)
+
+// pow10 holds 10^0..10^9 (DateTime64 ticks per second by precision).
+var pow10 = [...]int64{1, 10, 100, 1e3, 1e4, 1e5, 1e6, 1e7, 1e8, 1e9}
+
+// DateTime64Range returns the smallest and largest ticks of DateTime64(p):
+// 1900-01-01 00:00:00 and 2262-04-11 23:47:16.854775807 at precision p.
+func DateTime64Range(p int) (lo, hi int64) {
+	return DateTime64MinSeconds * pow10[p], math.MaxInt64 / pow10[9-p]
+}
+
+// PastError is a Date or DateTime within its type but past the connected
+// server's maximum (see ServerRanges). Its message names the value, the
+// maximum and the server.
+type PastError struct{ msg string }
+
+func (e *PastError) Error() string { return e.msg }
+
+// Times appends instants to the columns of one time type. A value before
+// the type's range, or past the range of Date32 or DateTime64, returns
+// ErrRange; a Date or DateTime past the server's maximum returns a
+// *PastError. Nothing is appended then.
+//
+// A Times is safe for concurrent use; the column passed in must be one
+// NewColumn made for the type (for a Nullable, its Inner).
+type Times interface {
+	// AppendDays appends midnight UTC of the day days after 1970-01-01.
+	AppendDays(col Column, days int64) error
+	// AppendSeconds appends the instant sec seconds after the epoch: a
+	// Date or Date32 takes its day.
+	AppendSeconds(col Column, sec int64) error
+	// AppendNanos appends the instant ns nanoseconds after the epoch,
+	// rounded down to the type's unit.
+	AppendNanos(col Column, ns int64) error
+	// AppendTicks appends v in the type's own unit: days for Date and
+	// Date32, seconds for DateTime, 10^-p seconds for DateTime64(p).
+	AppendTicks(col Column, v int64) error
+}
+
+// TimesOf returns the appender of the time type t for a server of ranges
+// rg (the zero ServerRanges: the range every server reads back), and false
+// when t is not a time type.
+func TimesOf(t *Type, rg ServerRanges) (Times, bool) {
+	rg = rg.OrDefault()
+	switch t.Kind {
+	case KindDate:
+		return dates{lo: 0, hi: rg.DateMax, rg: rg}, true
+	case KindDate32:
+		return dates{lo: Date32Min, hi: Date32Max, wide: true}, true
+	case KindDateTime:
+		return dateTimes{rg: rg}, true
+	case KindDateTime64:
+		lo, hi := DateTime64Range(t.Precision)
+		return dateTime64s{p: t.Precision, lo: lo, hi: hi}, true
+	}
+	return nil, false
+}
+
+// floorDiv divides rounding toward negative infinity.
+func floorDiv(v, d int64) int64 {
+	q := v / d
+	if v%d != 0 && (v < 0) != (d < 0) {
+		q--
+	}
+	return q
+}
+
+// dates appends to Date (days [0, the server's maximum]) and Date32 (wide:
+// days [Date32Min, Date32Max], past which it is ErrRange).
+type dates struct {
+	lo, hi int64
+	wide   bool
+	rg     ServerRanges
+}
+
+func (a dates) AppendDays(col Column, days int64) error {
+	if days < a.lo {
+		return ErrRange
+	}
+	if days > a.hi {
+		if a.wide {
+			return ErrRange
+		}
+		return &PastError{a.rg.DateError(days)}
+	}
+	col.(*Fixed[time.Time]).Append(time.Unix(days*86400, 0).UTC())
+	return nil
+}
+
+func (a dates) AppendSeconds(col Column, sec int64) error {
+	return a.AppendDays(col, floorDiv(sec, 86400))
+}
+
+func (a dates) AppendNanos(col Column, ns int64) error {
+	return a.AppendDays(col, floorDiv(ns, 86400*int64(time.Second)))
+}
+
+func (a dates) AppendTicks(col Column, v int64) error { return a.AppendDays(col, v) }
+
+// dateTimes appends to DateTime: seconds [0, the server's maximum].
+type dateTimes struct{ rg ServerRanges }
+
+func (a dateTimes) AppendDays(col Column, days int64) error {
+	if days < 0 {
+		return ErrRange
+	}
+	if days > WideDateTimeMax/86400+1 {
+		// Past every server's range, and beyond what the message's
+		// arithmetic should carry.
+		return &PastError{a.rg.DateTimeError(WideDateTimeMax + 1)}
+	}
+	return a.AppendSeconds(col, days*86400)
+}
+
+func (a dateTimes) AppendSeconds(col Column, sec int64) error {
+	if sec < 0 {
+		return ErrRange
+	}
+	if sec > a.rg.DateTimeMax {
+		return &PastError{a.rg.DateTimeError(sec)}
+	}
+	col.(*Fixed[int64]).Append(sec)
+	return nil
+}
+
+func (a dateTimes) AppendNanos(col Column, ns int64) error {
+	return a.AppendSeconds(col, floorDiv(ns, int64(time.Second)))
+}
+
+func (a dateTimes) AppendTicks(col Column, v int64) error { return a.AppendSeconds(col, v) }
+
+// dateTime64s appends to DateTime64(p): ticks [lo, hi].
+type dateTime64s struct {
+	p      int
+	lo, hi int64
+}
+
+func (a dateTime64s) AppendDays(col Column, days int64) error {
+	if days < a.lo/pow10[a.p]/86400 || days > a.hi/pow10[a.p]/86400 {
+		return ErrRange
+	}
+	return a.AppendTicks(col, days*86400*pow10[a.p])
+}
+
+func (a dateTime64s) AppendSeconds(col Column, sec int64) error {
+	if sec < a.lo/pow10[a.p] || sec > a.hi/pow10[a.p] {
+		return ErrRange
+	}
+	return a.AppendTicks(col, sec*pow10[a.p])
+}
+
+func (a dateTime64s) AppendNanos(col Column, ns int64) error {
+	return a.AppendTicks(col, floorDiv(ns, pow10[9-a.p]))
+}
+
+func (a dateTime64s) AppendTicks(col Column, v int64) error {
+	if v < a.lo || v > a.hi {
+		return ErrRange
+	}
+	col.(*DateTime64).Append(v)
+	return nil
+}
