@@ -52,7 +52,9 @@ func typeDefault(t *chunk.Type) (Defaulter, error) {
 	case chunk.KindUUID:
 		return defaultText(defaultUUID), nil
 	case chunk.KindDecimal:
-		return defaultText("0"), nil
+		dec, _ := chunk.DecimalsOf(t)
+		zero := []byte("0")
+		return func(col chunk.Column) { _ = dec.AppendText(col, zero) }, nil
 	case chunk.KindEnum8, chunk.KindEnum16:
 		if len(t.Enum) == 0 {
 			return nil, fmt.Errorf("type %s has no values", t.Name)

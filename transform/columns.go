@@ -694,28 +694,13 @@ func enumTo(n *node, t *chunk.Type, where string) (appender, error) {
 }
 
 func decimalTo(n *node, t *chunk.Type, where string) (appender, error) {
-	intDigits, scale := t.Precision-t.Scale, t.Scale
-	// put appends the decimal text written at scratch[start:], after
-	// checking its integer digits fit.
+	dec, _ := chunk.DecimalsOf(t)
+	scale := t.Scale
+	// put appends the decimal text written at scratch[start:] (NaN and
+	// Inf are out of range too).
 	put := func(r *rt, dst chunk.Column, start int) {
-		b := r.scratch[start:]
-		digits, i := 0, 0
-		if len(b) > 0 && b[0] == '-' {
-			i++
-		}
-		for ; i < len(b) && b[i] != '.'; i++ {
-			if b[i] < '0' || b[i] > '9' {
-				digits = math.MaxInt // NaN, Inf
-				break
-			}
-			if digits > 0 || b[i] != '0' {
-				digits++
-			}
-		}
-		if digits > intDigits {
+		if b := r.scratch[start:]; dec.AppendText(dst, b) != nil {
 			outOfRange(r, where, "%s is out of the range of %s", b, t.Name)
-		} else {
-			dst.(*chunk.Strings).Append(b)
 		}
 		r.scratch = r.scratch[:start]
 	}

@@ -242,7 +242,7 @@ func compileScalar(w havro.Schema, t *chunk.Type, rg chunk.ServerRanges) (avroSe
 			return setString, nil
 		case havro.Bytes, havro.Fixed:
 			if d, ok := avroLogical(w).(*havro.DecimalLogicalSchema); ok {
-				return setDecimal(fixedSize(w), d.Scale(), d.Scale(), 0), nil
+				return setDecimal(fixedSize(w), d.Scale(), decimalString(d.Scale())), nil
 			}
 			if wt == havro.Fixed {
 				return setFixed(texts, fixedSize(w)), nil
@@ -282,9 +282,9 @@ func compileScalar(w havro.Schema, t *chunk.Type, rg chunk.ServerRanges) (avroSe
 			if !ok {
 				return nil, fmt.Errorf("%s cannot go into %s: want a decimal logical type", typeName(w), t.Name)
 			}
-			return setDecimal(fixedSize(w), d.Scale(), t.Scale, t.Precision), nil
+			return setDecimal(fixedSize(w), d.Scale(), t), nil
 		case havro.Int, havro.Long:
-			return setIntDecimal(isInt, t.Scale, t.Precision), nil
+			return setIntDecimal(isInt, t), nil
 		}
 	}
 	return nil, avroCannot(w, t)

@@ -16,9 +16,9 @@ type avroReader struct {
 	// hold (see maxEmptyItems).
 	emptyLeft int64
 	// Scratch buffers of the decimal conversion.
-	digits, text []byte
-	limbs        []uint32
-	chunks       []uint32
+	digits []byte
+	limbs  []uint32
+	chunks []uint32
 	// rg is the server's Date and DateTime ranges (Options.Ranges);
 	// zero in the reader that checks reader defaults, which then get the
 	// default ranges.

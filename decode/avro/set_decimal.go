@@ -9,9 +9,11 @@ import (
 	"github.com/etl-project/etl/decode"
 )
 
-// setDecimal converts a bytes (size < 0) or fixed decimal of scale
-// ws to decimal text of scale cs with at most prec digits (0: any).
-func setDecimal(size, ws, cs, prec int) avroSetter {
+// setDecimal converts a bytes (size < 0) or fixed decimal of scale ws
+// into a column of the Decimal type t (or, for a String column, of
+// decimalString(ws)).
+func setDecimal(size, ws int, t *chunk.Type) avroSetter {
+	dec, _ := chunk.DecimalsOf(t)
 	return func(r *avroReader, col chunk.Column) *decode.Error {
 		var b []byte
 		var e *decode.Error
@@ -24,48 +26,47 @@ func setDecimal(size, ws, cs, prec int) avroSetter {
 			return e
 		}
 		neg, ok := r.decimalDigits(b)
-		if ok {
-			r.text, ok = decimalText(r.text[:0], neg, r.digits, ws, cs, prec)
-		}
 		if !ok {
-			return decimalRange(r, b, ws, prec, cs)
+			return &decode.Error{Reason: decode.ReasonOutOfRange,
+				Err: fmt.Errorf("decimal value of %d bytes is longer than %d bytes", len(b), maxDecimalBytes)}
 		}
-		col.(*chunk.Strings).Append(r.text)
+		if dec.AppendUnscaled(col, neg, r.digits, ws) != nil {
+			return decimalRange(neg, r.digits, ws, t)
+		}
 		return nil
 	}
 }
 
-func setIntDecimal(isInt bool, cs, prec int) avroSetter {
+// decimalString is the type whose text a decimal of scale ws takes in a
+// String column: the value at its own scale, any number of digits
+// (precision 0 is unchecked).
+func decimalString(ws int) *chunk.Type {
+	return &chunk.Type{Kind: chunk.KindDecimal, Scale: ws}
+}
+
+func setIntDecimal(isInt bool, t *chunk.Type) avroSetter {
+	dec, _ := chunk.DecimalsOf(t)
 	return func(r *avroReader, col chunk.Column) *decode.Error {
 		v, e := r.integer(isInt)
 		if e != nil {
 			return e
 		}
-		mag := uint64(v)
-		if v < 0 {
-			mag = -mag
-		}
-		r.digits = strconv.AppendUint(r.digits[:0], mag, 10)
-		var ok bool
-		r.text, ok = decimalText(r.text[:0], v < 0, r.digits, 0, cs, prec)
-		if !ok {
+		if dec.AppendInt(col, v) != nil {
 			return &decode.Error{Reason: decode.ReasonOutOfRange,
-				Err: fmt.Errorf("value %d has more digits than Decimal(%d, %d) holds", v, prec, cs)}
+				Err: fmt.Errorf("value %d has more digits than Decimal(%d, %d) holds", v, t.Precision, t.Scale)}
 		}
-		col.(*chunk.Strings).Append(r.text)
 		return nil
 	}
 }
 
-func decimalRange(r *avroReader, b []byte, ws, prec, cs int) *decode.Error {
-	neg, ok := r.decimalDigits(b)
-	if !ok {
-		return &decode.Error{Reason: decode.ReasonOutOfRange,
-			Err: fmt.Errorf("decimal value of %d bytes is longer than %d bytes", len(b), maxDecimalBytes)}
-	}
-	t, _ := decimalText(nil, neg, r.digits, ws, ws, 0)
+// decimalRange is the error of a decimal that t refused, naming it at
+// its writer's scale.
+func decimalRange(neg bool, digits []byte, ws int, t *chunk.Type) *decode.Error {
+	var text chunk.Strings
+	dec, _ := chunk.DecimalsOf(decimalString(ws))
+	_ = dec.AppendUnscaled(&text, neg, digits, ws)
 	return &decode.Error{Reason: decode.ReasonOutOfRange,
-		Err: fmt.Errorf("value %s has more digits than Decimal(%d, %d) holds", t, prec, cs)}
+		Err: fmt.Errorf("value %s has more digits than Decimal(%d, %d) holds", text.Value(0), t.Precision, t.Scale)}
 }
 
 // maxDecimalBytes bounds the unscaled value of a decimal (after
@@ -152,61 +153,4 @@ func (r *avroReader) decimalDigits(b []byte) (neg, ok bool) {
 	}
 	r.digits, r.limbs, r.chunks = d, limbs, chunks
 	return neg, true
-}
-
-// decimalText appends to dst the decimal text of the unscaled value
-// whose magnitude has the decimal digits d (no leading zeros) and scale ws,
-// at scale cs: digits beyond cs are dropped. ok is false when the result
-// has more than prec significant digits (prec 0: unchecked).
-func decimalText(dst []byte, neg bool, d []byte, ws, cs, prec int) ([]byte, bool) {
-	var zeros int // zeros appended to d
-	if cs < ws {
-		drop := ws - cs
-		if drop >= len(d) {
-			d = d[:0]
-		} else {
-			d = d[:len(d)-drop]
-		}
-	} else {
-		zeros = cs - ws
-	}
-	for len(d) > 0 && d[0] == '0' {
-		d = d[1:]
-	}
-	if len(d) == 0 {
-		zeros, neg = 0, false
-	}
-	n := len(d) + zeros // significant digits
-	if prec > 0 && n > prec {
-		return dst, false
-	}
-	if neg {
-		dst = append(dst, '-')
-	}
-	if n <= cs {
-		dst = append(dst, '0')
-		if cs > 0 {
-			dst = append(dst, '.')
-			for i := n; i < cs; i++ {
-				dst = append(dst, '0')
-			}
-		}
-		dst = append(dst, d...)
-		for i := 0; i < zeros; i++ {
-			dst = append(dst, '0')
-		}
-		return dst, true
-	}
-	intDigits := n - cs
-	for i := 0; i < n; i++ {
-		if i == intDigits {
-			dst = append(dst, '.')
-		}
-		if i < len(d) {
-			dst = append(dst, d[i])
-		} else {
-			dst = append(dst, '0')
-		}
-	}
-	return dst, true
 }

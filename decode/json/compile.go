@@ -48,11 +48,11 @@ func compileType(t *chunk.Type) (setter, error) {
 		texts, _ := chunk.TextsOf(t)
 		return setText(texts, 0, "a UUID"), nil
 	case chunk.KindDecimal:
-		intDigits := -1
+		var dec chunk.Decimals
 		if t.Precision > 0 {
-			intDigits = t.Precision - t.Scale
+			dec, _ = chunk.DecimalsOf(t)
 		}
-		return setDecimal(intDigits, t.Scale), nil
+		return setDecimal(dec), nil
 	case chunk.KindEnum8, chunk.KindEnum16:
 		if len(t.Enum) == 0 {
 			return nil, fmt.Errorf("type %s has no values", t.Name)

@@ -9,6 +9,7 @@ import (
 	"net/netip"
 	"reflect"
 	"sort"
+	"strconv"
 	"time"
 
 	"github.com/ClickHouse/clickhouse-go/v2/lib/column"
@@ -226,7 +227,8 @@ func appendInt(col chunk.Column, a chunk.Ints, rv reflect.Value) error {
 // appendText appends the text of a String, FixedString, UUID, Decimal or
 // Enum value (or an Enum's number).
 func appendText(col chunk.Column, t *chunk.Type, rv reflect.Value) error {
-	texts, _ := chunk.TextsOf(t) // nil for Decimal
+	texts, _ := chunk.TextsOf(t)  // nil for Decimal
+	dec, _ := chunk.DecimalsOf(t) // nil for the others
 	var s string
 	switch {
 	case rv.Kind() == reflect.String:
@@ -244,15 +246,25 @@ func appendText(col chunk.Column, t *chunk.Type, rv reflect.Value) error {
 				return fmt.Errorf("%d is not a value of %s", rv.Int(), t.Name)
 			}
 			return nil
-		case t.Kind == chunk.KindDecimal && (rv.CanInt() || rv.CanUint() || rv.CanFloat()):
-			s = fmt.Sprint(rv.Interface())
+		case dec != nil && rv.CanInt():
+			s = strconv.FormatInt(rv.Int(), 10)
+		case dec != nil && rv.CanUint():
+			s = strconv.FormatUint(rv.Uint(), 10)
+		case dec != nil && rv.CanFloat():
+			// Plain text (no exponent), as the decimal text takes it.
+			s = strconv.FormatFloat(rv.Float(), 'f', -1, rv.Type().Bits())
 		default:
 			return wrongGo(rv)
 		}
 	}
-	if texts == nil {
-		// Decimal: its text as the server wrote it.
-		col.(*chunk.Strings).AppendString(s)
+	if dec != nil {
+		// Decimal: its text as the server wrote it, checked.
+		if err := dec.AppendText(col, []byte(s)); err != nil {
+			if errors.Is(err, chunk.ErrRange) {
+				return fmt.Errorf("%s is out of the range of %s", s, t.Name)
+			}
+			return fmt.Errorf("%q is not a %s", s, t.Name)
+		}
 		return nil
 	}
 	if err := texts.AppendString(col, s); err != nil {
