@@ -42,7 +42,12 @@ func Check(cfg *config.Config, timeout time.Duration) ([]string, error) {
 		return nil, err
 	}
 	watch, lastErr := kafka.WatchConnections(cfg.Source.Kafka)
-	cl, err := kgo.NewClient(append(opts, watch)...)
+	// A dial, TLS handshake included, that hangs (TLS to a plaintext
+	// listener that waits for more bytes) must fail within the budget, so
+	// its error and the hint it gives are reported rather than a bare
+	// timeout.
+	dial := kgo.DialTimeout(max(timeout/2, 100*time.Millisecond))
+	cl, err := kgo.NewClient(append(opts, watch, dial)...)
 	if err != nil {
 		return nil, fmt.Errorf("kafka client: %w", err)
 	}
