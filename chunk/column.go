@@ -37,6 +37,9 @@ type Column interface {
 	Row(i int) any
 	// Truncate drops rows from n on, so a partly decoded row can be undone.
 	Truncate(n int)
+	// AppendFrom appends row i of src, a column NewColumn made for the
+	// same type (the transform copies rows so).
+	AppendFrom(src Column, i int)
 }
 
 // Fixed is a column of fixed-size values of Go type T.
@@ -67,6 +70,9 @@ func (c *Fixed[T]) Row(i int) any { return c.Data[i] }
 
 // Truncate implements Column.
 func (c *Fixed[T]) Truncate(n int) { c.Data = c.Data[:n] }
+
+// AppendFrom implements Column.
+func (c *Fixed[T]) AppendFrom(src Column, i int) { c.Data = append(c.Data, src.(*Fixed[T]).Data[i]) }
 
 // Strings is a column of byte strings kept in one arena.
 type Strings struct {
@@ -113,6 +119,17 @@ func (c *Strings) Truncate(n int) {
 		clear(c.view)
 		c.view = c.view[:0]
 	}
+}
+
+// AppendFrom implements Column.
+func (c *Strings) AppendFrom(src Column, i int) {
+	s := src.(*Strings)
+	start := 0
+	if i > 0 {
+		start = s.Ends[i-1]
+	}
+	c.Buf = append(c.Buf, s.Buf[start:s.Ends[i]]...)
+	c.Ends = append(c.Ends, len(c.Buf))
 }
 
 // Value returns row i. The string shares the column's memory.
@@ -190,6 +207,17 @@ func (c *Nullable) AppendDefault() {
 // Truncate implements Column.
 func (c *Nullable) Truncate(n int) { c.Inner.Truncate(n); c.Nulls = c.Nulls[:n] }
 
+// AppendFrom implements Column.
+func (c *Nullable) AppendFrom(src Column, i int) {
+	s := src.(*Nullable)
+	if s.Nulls[i] != 0 {
+		c.AppendNull()
+		return
+	}
+	c.Inner.AppendFrom(s.Inner, i)
+	c.MarkValue()
+}
+
 // Row implements Column: nil for NULL, else the inner column's row.
 func (c *Nullable) Row(i int) any {
 	if c.Nulls[i] != 0 {
@@ -209,6 +237,19 @@ type Array struct {
 
 // EndRow closes the current row after its elements were appended to Inner.
 func (c *Array) EndRow() { c.Ends = append(c.Ends, c.Inner.Len()) }
+
+// AppendFrom implements Column.
+func (c *Array) AppendFrom(src Column, i int) {
+	s := src.(*Array)
+	start := 0
+	if i > 0 {
+		start = s.Ends[i-1]
+	}
+	for j := start; j < s.Ends[i]; j++ {
+		c.Inner.AppendFrom(s.Inner, j)
+	}
+	c.EndRow()
+}
 
 // Len implements Column.
 func (c *Array) Len() int { return len(c.Ends) }

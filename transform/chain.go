@@ -92,7 +92,6 @@ type outPlan struct {
 	key     int
 	hash    func(chunk.Column, int) uint64
 	keyType *chunk.Type
-	keyCopy func(dst, src chunk.Column, i int)
 	weights []int
 }
 
@@ -250,7 +249,7 @@ func (c *Chain) emitTo(oi int, e Emitter, res *Result) bool {
 	} else {
 		for ci, app := range o.cols {
 			if ci == o.key {
-				o.keyCopy(cols[ci], key, 0)
+				cols[ci].AppendFrom(key, 0)
 				continue
 			}
 			app(r, cols[ci])
@@ -940,12 +939,7 @@ func (cc *chainCompiler) outputs(outs []Output) {
 				cc.errorf(config.Pos{}, where, "shard key column %s: %v", o.Schema.Names[o.ShardKey], err)
 				continue
 			}
-			cp, err := copier(kt)
-			if err != nil {
-				cc.errorf(config.Pos{}, where, "shard key column %s: %v", o.Schema.Names[o.ShardKey], err)
-				continue
-			}
-			plan.hash, plan.keyCopy, plan.keyType = h, cp, kt
+			plan.hash, plan.keyType = h, kt
 		}
 	}
 }

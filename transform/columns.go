@@ -121,21 +121,26 @@ func stripLC(t *chunk.Type) string {
 }
 
 // copyAppender returns the appender copying staging values (bound at
-// r.cols[s], indexed by r.at[w]) into an output column of the same type t,
-// written out for the common types.
+// r.cols[s], indexed by r.at[w]) into an output column of the same type t:
+// written out for the fixed-width and string columns, the column's own
+// AppendFrom for the others.
 func copyAppender(t *chunk.Type, s, w int) (appender, error) {
-	switch t.Base().Kind {
-	case chunk.KindInt64, chunk.KindDateTime:
+	col, err := chunk.NewColumn(t)
+	if err != nil {
+		return nil, err
+	}
+	switch col.(type) {
+	case *chunk.Fixed[int64]:
 		return fixedAppender[int64](s, w), nil
-	case chunk.KindUInt64:
+	case *chunk.Fixed[uint64]:
 		return fixedAppender[uint64](s, w), nil
-	case chunk.KindInt32:
+	case *chunk.Fixed[int32]:
 		return fixedAppender[int32](s, w), nil
-	case chunk.KindUInt32:
+	case *chunk.Fixed[uint32]:
 		return fixedAppender[uint32](s, w), nil
-	case chunk.KindFloat64:
+	case *chunk.Fixed[float64]:
 		return fixedAppender[float64](s, w), nil
-	case chunk.KindString, chunk.KindFixedString, chunk.KindUUID, chunk.KindDecimal, chunk.KindEnum8, chunk.KindEnum16:
+	case *chunk.Strings:
 		return func(r *rt, dst chunk.Column) {
 			src := r.cols[s].(*chunk.Strings)
 			i := r.at[w]
@@ -148,11 +153,7 @@ func copyAppender(t *chunk.Type, s, w int) (appender, error) {
 			d.Ends = append(d.Ends, len(d.Buf))
 		}, nil
 	}
-	cp, err := copier(t)
-	if err != nil {
-		return nil, err
-	}
-	return func(r *rt, dst chunk.Column) { cp(dst, r.cols[s], r.at[w]) }, nil
+	return func(r *rt, dst chunk.Column) { dst.AppendFrom(r.cols[s], r.at[w]) }, nil
 }
 
 // fixedAppender is copyAppender for a fixed-width type.
@@ -161,134 +162,6 @@ func fixedAppender[T any](s, w int) appender {
 		d := dst.(*chunk.Fixed[T])
 		d.Data = append(d.Data, r.cols[s].(*chunk.Fixed[T]).Data[r.at[w]])
 	}
-}
-
-// copier returns a function appending row i of src to dst, two columns of
-// type t.
-func copier(t *chunk.Type) (func(dst, src chunk.Column, i int), error) {
-	switch t.Kind {
-	case chunk.KindLowCardinality:
-		return copier(t.Elem)
-	case chunk.KindInt8:
-		return copyFixed[int8], nil
-	case chunk.KindInt16:
-		return copyFixed[int16], nil
-	case chunk.KindInt32:
-		return copyFixed[int32], nil
-	case chunk.KindInt64, chunk.KindDateTime:
-		return copyFixed[int64], nil
-	case chunk.KindUInt8:
-		return copyFixed[uint8], nil
-	case chunk.KindUInt16:
-		return copyFixed[uint16], nil
-	case chunk.KindUInt32, chunk.KindIPv4:
-		return copyFixed[uint32], nil
-	case chunk.KindUInt64:
-		return copyFixed[uint64], nil
-	case chunk.KindFloat32:
-		return copyFixed[float32], nil
-	case chunk.KindFloat64:
-		return copyFixed[float64], nil
-	case chunk.KindBool:
-		return copyFixed[bool], nil
-	case chunk.KindDate, chunk.KindDate32:
-		return copyFixed[time.Time], nil
-	case chunk.KindIPv6:
-		return copyFixed[[16]byte], nil
-	case chunk.KindDateTime64:
-		return func(dst, src chunk.Column, i int) {
-			d := dst.(*chunk.DateTime64)
-			d.Data = append(d.Data, src.(*chunk.DateTime64).Data[i])
-		}, nil
-	case chunk.KindInt128, chunk.KindUInt128, chunk.KindInt256, chunk.KindUInt256:
-		return func(dst, src chunk.Column, i int) {
-			s := src.(*chunk.BigInt)
-			dst.(*chunk.BigInt).Append(s.Data[i*s.Words : (i+1)*s.Words])
-		}, nil
-	case chunk.KindString, chunk.KindFixedString, chunk.KindUUID, chunk.KindDecimal, chunk.KindEnum8, chunk.KindEnum16:
-		return copyString, nil
-	case chunk.KindNullable:
-		inner, err := copier(t.Elem)
-		if err != nil {
-			return nil, err
-		}
-		return func(dst, src chunk.Column, i int) {
-			d, s := dst.(*chunk.Nullable), src.(*chunk.Nullable)
-			if s.Nulls[i] != 0 {
-				d.AppendNull()
-				return
-			}
-			inner(d.Inner, s.Inner, i)
-			d.MarkValue()
-		}, nil
-	case chunk.KindArray:
-		inner, err := copier(t.Elem)
-		if err != nil {
-			return nil, err
-		}
-		return func(dst, src chunk.Column, i int) {
-			d, s := dst.(*chunk.Array), src.(*chunk.Array)
-			start := 0
-			if i > 0 {
-				start = s.Ends[i-1]
-			}
-			for j := start; j < s.Ends[i]; j++ {
-				inner(d.Inner, s.Inner, j)
-			}
-			d.EndRow()
-		}, nil
-	case chunk.KindTuple:
-		elems := make([]func(dst, src chunk.Column, i int), len(t.Elems))
-		for k, et := range t.Elems {
-			var err error
-			if elems[k], err = copier(et); err != nil {
-				return nil, err
-			}
-		}
-		return func(dst, src chunk.Column, i int) {
-			d, s := dst.(*chunk.Tuple), src.(*chunk.Tuple)
-			for k, cp := range elems {
-				cp(d.Elems[k], s.Elems[k], i)
-			}
-			d.EndRow()
-		}, nil
-	case chunk.KindMap:
-		key, err := copier(t.Key)
-		if err != nil {
-			return nil, err
-		}
-		val, err := copier(t.Elem)
-		if err != nil {
-			return nil, err
-		}
-		return func(dst, src chunk.Column, i int) {
-			d, s := dst.(*chunk.Map), src.(*chunk.Map)
-			start := 0
-			if i > 0 {
-				start = s.Ends[i-1]
-			}
-			for j := start; j < s.Ends[i]; j++ {
-				key(d.Keys, s.Keys, j)
-				val(d.Values, s.Values, j)
-			}
-			d.EndRow()
-		}, nil
-	}
-	return nil, fmt.Errorf("type %s cannot be copied", t.Name)
-}
-
-func copyFixed[T any](dst, src chunk.Column, i int) {
-	d := dst.(*chunk.Fixed[T])
-	d.Data = append(d.Data, src.(*chunk.Fixed[T]).Data[i])
-}
-
-func copyString(dst, src chunk.Column, i int) {
-	s := src.(*chunk.Strings)
-	start := 0
-	if i > 0 {
-		start = s.Ends[i-1]
-	}
-	dst.(*chunk.Strings).Append(s.Buf[start:s.Ends[i]])
 }
 
 // Readers: staging values as expression values.
