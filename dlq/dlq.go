@@ -120,7 +120,8 @@ type Writer struct {
 	wait     time.Duration
 	written  prometheus.Counter
 	failed   prometheus.Counter
-	missing  bool // the topic did not exist at New
+	missing  bool  // the topic did not exist at New
+	denied   error // the brokers said at New that this client may not write to the topic
 }
 
 // FailedCounter is etl_dlq_errors_total.
@@ -129,6 +130,11 @@ func (w *Writer) FailedCounter() prometheus.Counter { return w.failed }
 // TopicMissing reports whether the dead-letter topic did not exist when
 // New read its configuration.
 func (w *Writer) TopicMissing() bool { return w.missing }
+
+// WriteDenied is the brokers' answer, when New asked, that this client may
+// not write to the dead-letter topic (wrapping ErrWriteDenied), or nil when
+// they allowed it or did not say.
+func (w *Writer) WriteDenied() error { return w.denied }
 
 // maxBuffered bounds the dead-letter records waiting for the broker.
 const maxBuffered = 100_000
@@ -182,8 +188,20 @@ func New(o Options) (*Writer, error) {
 	if err != nil {
 		return nil, fmt.Errorf("dead-letter client: %w", err)
 	}
+	var denied error
+	if !missing {
+		ctx, cancel := context.WithTimeout(context.Background(), describeTimeout)
+		err := checkWrite(ctx, cl, o.Topic)
+		cancel()
+		switch {
+		case errors.Is(err, ErrWriteDenied):
+			denied = err
+		case err != nil:
+			log.Warn("could not ask the brokers whether the dead-letter topic can be written", "topic", o.Topic, "err", err)
+		}
+	}
 	w := &Writer{
-		cl: cl, topic: o.Topic, pipeline: []byte(o.Pipeline), limit: limit, source: source, maxBuf: maxBuf, wait: wait, missing: missing,
+		cl: cl, topic: o.Topic, pipeline: []byte(o.Pipeline), limit: limit, source: source, maxBuf: maxBuf, wait: wait, missing: missing, denied: denied,
 		written: prometheus.NewCounter(prometheus.CounterOpts{
 			Name: "etl_dlq_records_total", Help: "Records written to the dead-letter topic and acknowledged by its brokers.",
 		}),

@@ -282,6 +282,9 @@ func New(ctx context.Context, o Options) (*Pipeline, error) {
 		if p.dlq.TopicMissing() {
 			return nil, &ConfigError{Errs: []error{fmt.Errorf("decode.dlq.topic: topic %q does not exist: create it (etl does not rely on the brokers creating topics)", cfg.Decode.DLQ.Topic)}}
 		}
+		if err := p.dlq.WriteDenied(); err != nil {
+			return nil, &ConfigError{Errs: []error{fmt.Errorf("decode.dlq.topic: %w: grant the principal etl connects as WRITE on it (records bound for it would otherwise hold the commits)", err)}}
+		}
 	}
 
 	if o.checkOnly {
