@@ -82,6 +82,7 @@ func (p *Pipeline) openSinks(ctx context.Context) error {
 			dest := len(p.dests) // chunk.Dest of this shard's chunks
 			sh := clickhouse.NewShard(clickhouse.ShardOptions{
 				Name: strconv.Itoa(i), Replicas: cs, Target: s.target.Load(),
+				ReportOrphans: p.eo(),
 				Breaker: clickhouse.BreakerOptions{FailureThreshold: s.cfg.Breaker.FailureThreshold,
 					OpenFor: s.cfg.Breaker.OpenFor.D(), HalfOpenProbes: s.cfg.Breaker.HalfOpenProbes},
 				Refresh:       func(ctx context.Context) (*clickhouse.Target, error) { return p.refreshTarget(ctx, s) },

@@ -28,6 +28,8 @@ type Metrics struct {
 	breakerOpens   *prometheus.CounterVec
 	bisections     *prometheus.CounterVec
 	rejected       *prometheus.CounterVec
+	unknownStatus  *prometheus.CounterVec
+	orphans        *prometheus.CounterVec
 }
 
 // Flush reasons: why a batch was closed.
@@ -104,6 +106,12 @@ func NewMetrics(reg prometheus.Registerer, constLabels prometheus.Labels) *Metri
 			Name: "etl_sink_breaker_opens_total", Help: "Times the replica's circuit breaker opened.", ConstLabels: constLabels,
 		}, []string{"shard", "replica"}),
 	}
+	m.unknownStatus = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "etl_sink_unknown_status_total", Help: "Insert attempts that ended with UNKNOWN_STATUS_OF_INSERT (319): the replica lost ZooKeeper while registering the block.", ConstLabels: constLabels,
+	}, shard)
+	m.orphans = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "etl_sink_orphan_parts_total", Help: "Parts found on a replica that ZooKeeper never registered (left by an insert whose status was unknown): their rows read twice until the replica restarts.", ConstLabels: constLabels,
+	}, shard)
 	if reg == nil {
 		return m
 	}
@@ -124,6 +132,8 @@ func NewMetrics(reg prometheus.Registerer, constLabels prometheus.Labels) *Metri
 	m.breakerOpens = register(reg, m.breakerOpens)
 	m.bisections = register(reg, m.bisections)
 	m.rejected = register(reg, m.rejected)
+	m.unknownStatus = register(reg, m.unknownStatus)
+	m.orphans = register(reg, m.orphans)
 	return m
 }
 
@@ -148,6 +158,8 @@ type shardMetrics struct {
 	flush                               map[string]prometheus.Counter
 	transient, permanent                prometheus.Counter
 	bisections, rejected                prometheus.Counter
+	unknownStatus                       prometheus.Counter
+	orphans                             prometheus.Counter
 }
 
 func (m *Metrics) forShard(shard string) *shardMetrics {
@@ -169,9 +181,11 @@ func (m *Metrics) forShard(shard string) *shardMetrics {
 			reasonDrain:  m.flushes.WithLabelValues(shard, reasonDrain),
 			reasonSchema: m.flushes.WithLabelValues(shard, reasonSchema),
 		},
-		transient:  m.errors.WithLabelValues(shard, "transient"),
-		permanent:  m.errors.WithLabelValues(shard, "permanent"),
-		bisections: m.bisections.WithLabelValues(shard),
-		rejected:   m.rejected.WithLabelValues(shard),
+		transient:     m.errors.WithLabelValues(shard, "transient"),
+		permanent:     m.errors.WithLabelValues(shard, "permanent"),
+		bisections:    m.bisections.WithLabelValues(shard),
+		rejected:      m.rejected.WithLabelValues(shard),
+		unknownStatus: m.unknownStatus.WithLabelValues(shard),
+		orphans:       m.orphans.WithLabelValues(shard),
 	}
 }

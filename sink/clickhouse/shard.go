@@ -88,6 +88,12 @@ type ShardOptions struct {
 	// pipeline) and retries the batch with the columns the table still
 	// has.
 	Refresh func(ctx context.Context) (*Target, error)
+	// ReportOrphans makes the shard look, before its first insert and
+	// after a batch whose insert ended with UNKNOWN_STATUS_OF_INSERT (319)
+	// went in, for parts a replica keeps that ZooKeeper never registered,
+	// and report them (reportOrphans, unknown.go). Set under exactly_once,
+	// where such a part makes a block read twice.
+	ReportOrphans bool
 }
 
 // Budget is the in-flight byte counter the shard reports the driver's
@@ -131,6 +137,19 @@ type Shard struct {
 
 	replicas []*replica
 	cur      atomic.Int64 // index of the replica inserts go to first
+
+	// parts lists a replica's parts that ZooKeeper lacks; nil:
+	// Client.UnregisteredParts (tests set it).
+	parts func(r *replica) partLister
+	// settlePoll, settleMax and settleBlind time settle (unknown.go).
+	settlePoll, settleCheckAge, settleMax, settleBlind time.Duration
+	// firstMu holds the shard's inserts until checkFirst is done.
+	firstMu   sync.Mutex
+	firstDone bool
+	// orphanMu guards orphansSeen, the orphans reported (replica and part
+	// names).
+	orphanMu    sync.Mutex
+	orphansSeen map[string]bool
 }
 
 // replica is one replica of the shard with its breaker and metrics.
@@ -594,6 +613,10 @@ func (s *Shard) insert(ctx context.Context, b *batch) error {
 // hold a shard that is down for longer than its retries would): the queue
 // fills meanwhile and the producers see backpressure.
 func (s *Shard) attempt(ctx context.Context, chunks []*chunk.Chunk, rows, bytes int) error {
+	if s.o.ReportOrphans && !s.checkFirst(ctx) {
+		return ctx.Err()
+	}
+	var unknownOn *replica // the last replica where the insert's status was left unknown
 	reprojected, retyped := false, false
 	tried := 0 // replicas that failed this batch since the last backoff
 	waitedOpen := false
@@ -638,6 +661,9 @@ func (s *Shard) attempt(ctx context.Context, chunks []*chunk.Chunk, rows, bytes 
 			s.m.bytes.Add(float64(bytes))
 			if attempt > 1 {
 				s.log.Info("insert succeeded after retries", slog.Int("attempt", attempt), slog.String("replica", r.name), slog.Int("rows", rows))
+			}
+			if unknownOn != nil && s.o.ReportOrphans {
+				s.reportOrphans(ctx, s.lister(unknownOn), unknownOn.name, "after an insert whose status was unknown")
 			}
 			return nil
 		}
@@ -689,6 +715,10 @@ func (s *Shard) attempt(ctx context.Context, chunks []*chunk.Chunk, rows, bytes 
 			return ie
 		}
 		s.m.retries.Inc()
+		if unknownStatus(err) {
+			s.m.unknownStatus.Inc()
+			unknownOn = r
+		}
 		tried++
 		if tried < len(s.replicas) {
 			s.log.Warn("insert failed, retrying on the next replica", slog.Int("attempt", attempt),

@@ -110,7 +110,7 @@ func TestPermanentClassification(t *testing.T) {
 		{"memory limit", "pipeline TestServerRefusals/memory-limit", &ch.Exception{Code: 241}, false},
 		{"table read only", "e2e TestExactlyOnceZooKeeperOutage", &ch.Exception{Code: 242}, false},
 		{"too many parts", "pipeline TestServerRefusals/too-many-parts", &ch.Exception{Code: 252}, false},
-		{"unknown status of insert", "e2e TestExactlyOnceZooKeeperOutage (an insert under way when ZooKeeper stops)", &ch.Exception{Code: 319}, false},
+		{"unknown status of insert", "pipeline TestExactlyOnceUnknownInsertStatus", &ch.Exception{Code: 319}, false},
 		{"keeper", "e2e TestExactlyOnceZooKeeperOutage", &ch.Exception{Code: 999}, false},
 		{"type mismatch", "ErrorCodes.cpp TYPE_MISMATCH", &ch.Exception{Code: 53}, true},
 		{"cannot parse", "ErrorCodes.cpp CANNOT_PARSE_TEXT", &ch.Exception{Code: 27}, true},

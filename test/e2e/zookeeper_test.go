@@ -18,7 +18,11 @@ import (
 // committed that is not in the table, and once ZooKeeper is back every
 // record is in the table exactly once: the retried blocks are the same
 // blocks, so one that the server took before ZooKeeper went away is dropped
-// as a duplicate. The time from ZooKeeper's return to the next insert is
+// as a duplicate. An insert whose status the outage left unknown may leave
+// a part ZooKeeper never registered, which reads with the retried block
+// until the server restarts: etl reports it, and the test then restarts
+// ClickHouse (pipeline TestExactlyOnceUnknownInsertStatus makes that case
+// every time). The time from ZooKeeper's return to the next insert is
 // reported.
 func TestExactlyOnceZooKeeperOutage(t *testing.T) {
 	const (
@@ -94,31 +98,31 @@ func TestExactlyOnceZooKeeperOutage(t *testing.T) {
 	}
 	log := p.logText()
 	for _, line := range strings.Split(log, "\n") {
-		if strings.Contains(line, "code: 319") || strings.Contains(line, "breaker") {
+		if strings.Contains(line, "code: 319") || strings.Contains(line, "breaker") || strings.Contains(line, "never registered") {
 			t.Log(line)
 		}
 	}
-	// An insert whose commit to ZooKeeper was cut by the outage ends with
-	// UNKNOWN_STATUS_OF_INSERT (319): the server keeps the part it wrote
-	// locally, visible to reads, and queues it for a check (5 minutes
-	// later, by ClickHouse's source) that detaches it when ZooKeeper never
-	// registered it (the commit did not happen). The retried block is then
-	// not a duplicate to the table and goes in again: meanwhile such a
-	// block reads twice. What the table holds in its parts registered in
-	// ZooKeeper must hold every record once.
+	// An insert under way when ZooKeeper stopped may have ended with
+	// UNKNOWN_STATUS_OF_INSERT (319) and left a part ZooKeeper never
+	// registered (an orphan): the retried block reads twice until the
+	// server restarts, and etl reports the orphan.
 	orphans := e.unregisteredRows(ch)
-	if got := ch.Query(t, "SELECT uniqExact(id), min(id), max(id) FROM default.events"); got != fmt.Sprintf("%d\t0\t%d", n, n-1) {
-		t.Fatalf("distinct ids, min, max = %s, want %d ids 0..%d", got, n, n-1)
+	reported := m["etl_sink_orphan_parts_total"]
+	if got := ch.Query(t, "SELECT count(), uniqExact(id), min(id), max(id) FROM default.events"); got != fmt.Sprintf("%d\t%d\t0\t%d", n+orphans, n, n-1) {
+		t.Fatalf("count, distinct ids, min, max = %s, want %d rows (%d in orphan parts), each id 0..%d", got, n+orphans, orphans, n-1)
 	}
-	count := ch.Count(t, "default.events")
-	if count-orphans != n {
-		t.Fatalf("%d rows, %d of them in parts ZooKeeper does not know: %d registered, want %d", count, orphans, count-orphans, n)
-	}
-	if orphans > 0 && !strings.Contains(log, "code: 319") {
-		t.Fatalf("%d rows in parts ZooKeeper does not know, but no insert ended with UNKNOWN_STATUS_OF_INSERT (319)", orphans)
-	}
-	if orphans > 0 {
-		t.Logf("%d rows read twice until the server's part check: an insert ended with UNKNOWN_STATUS_OF_INSERT and its local part is not in ZooKeeper", orphans)
+	switch {
+	case orphans > 0 && reported == 0:
+		t.Fatalf("%d rows in parts ZooKeeper does not know, and etl reported no orphan part", orphans)
+	case reported > 0 && !strings.Contains(log, "code: 319"):
+		t.Fatalf("%v orphan parts reported, but no insert ended with UNKNOWN_STATUS_OF_INSERT (319)", reported)
+	case orphans > 0:
+		t.Logf("%v orphan part(s) reported, %d rows read twice: restarting ClickHouse", reported, orphans)
+		ch.Stop(t)
+		ch.Start(t)
+		if got := ch.Query(t, "SELECT count(), uniqExact(id) FROM default.events"); got != fmt.Sprintf("%d\t%d", n, n) {
+			t.Fatalf("after ClickHouse restarted: count, distinct = %s, want %d once each", got, n)
+		}
 	}
 
 	// The server's codes, as the retry warnings give them.
@@ -137,7 +141,7 @@ func TestExactlyOnceZooKeeperOutage(t *testing.T) {
 	// A permanent error would have stopped the pipeline: every error
 	// was retried.
 	t.Logf("table read-only %v after ZooKeeper stopped; %v failed insert attempts during the outage, %v in all, %v retries "+
-		"(server codes in the log: %s); the table writable again %v after ZooKeeper was back, the first insert after %v; %d ids, each once in the parts ZooKeeper registered",
+		"(server codes in the log: %s); the table writable again %v after ZooKeeper was back, the first insert after %v; %d ids",
 		readonly.Round(time.Millisecond), errs, m["etl_sink_errors_total"], m["etl_sink_retries_total"], strings.Join(seen, " "),
 		writable.Round(time.Millisecond), recovered.Round(time.Millisecond), n)
 }
