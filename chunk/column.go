@@ -71,8 +71,6 @@ func (c *Fixed[T]) Row(i int) any { return c.Data[i] }
 // Truncate implements Column.
 func (c *Fixed[T]) Truncate(n int) { c.Data = c.Data[:n] }
 
-// AppendFrom implements Column.
-func (c *Fixed[T]) AppendFrom(src Column, i int) { c.Data = append(c.Data, src.(*Fixed[T]).Data[i]) }
 
 // Strings is a column of byte strings kept in one arena.
 type Strings struct {
@@ -121,16 +119,6 @@ func (c *Strings) Truncate(n int) {
 	}
 }
 
-// AppendFrom implements Column.
-func (c *Strings) AppendFrom(src Column, i int) {
-	s := src.(*Strings)
-	start := 0
-	if i > 0 {
-		start = s.Ends[i-1]
-	}
-	c.Buf = append(c.Buf, s.Buf[start:s.Ends[i]]...)
-	c.Ends = append(c.Ends, len(c.Buf))
-}
 
 // Value returns row i. The string shares the column's memory.
 func (c *Strings) Value(i int) string {
@@ -207,16 +195,6 @@ func (c *Nullable) AppendDefault() {
 // Truncate implements Column.
 func (c *Nullable) Truncate(n int) { c.Inner.Truncate(n); c.Nulls = c.Nulls[:n] }
 
-// AppendFrom implements Column.
-func (c *Nullable) AppendFrom(src Column, i int) {
-	s := src.(*Nullable)
-	if s.Nulls[i] != 0 {
-		c.AppendNull()
-		return
-	}
-	c.Inner.AppendFrom(s.Inner, i)
-	c.MarkValue()
-}
 
 // Row implements Column: nil for NULL, else the inner column's row.
 func (c *Nullable) Row(i int) any {
@@ -238,18 +216,6 @@ type Array struct {
 // EndRow closes the current row after its elements were appended to Inner.
 func (c *Array) EndRow() { c.Ends = append(c.Ends, c.Inner.Len()) }
 
-// AppendFrom implements Column.
-func (c *Array) AppendFrom(src Column, i int) {
-	s := src.(*Array)
-	start := 0
-	if i > 0 {
-		start = s.Ends[i-1]
-	}
-	for j := start; j < s.Ends[i]; j++ {
-		c.Inner.AppendFrom(s.Inner, j)
-	}
-	c.EndRow()
-}
 
 // Len implements Column.
 func (c *Array) Len() int { return len(c.Ends) }

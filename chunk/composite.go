@@ -13,14 +13,6 @@ type Tuple struct {
 // EndRow counts the row whose elements were just appended.
 func (c *Tuple) EndRow() { c.rows++ }
 
-// AppendFrom implements Column.
-func (c *Tuple) AppendFrom(src Column, i int) {
-	s := src.(*Tuple)
-	for k, e := range c.Elems {
-		e.AppendFrom(s.Elems[k], i)
-	}
-	c.EndRow()
-}
 
 // ElemTypes are the element types the column was built for (the Type's
 // Elems): a LowCardinality element is kept in a column of its inner type,
@@ -86,19 +78,6 @@ type Map struct {
 // EndRow closes the current row after its keys and values were appended.
 func (c *Map) EndRow() { c.Ends = append(c.Ends, c.Keys.Len()) }
 
-// AppendFrom implements Column.
-func (c *Map) AppendFrom(src Column, i int) {
-	s := src.(*Map)
-	start := 0
-	if i > 0 {
-		start = s.Ends[i-1]
-	}
-	for j := start; j < s.Ends[i]; j++ {
-		c.Keys.AppendFrom(s.Keys, j)
-		c.Values.AppendFrom(s.Values, j)
-	}
-	c.EndRow()
-}
 
 // KeyType and ValueType are K and V of the Map(K, V) the column was built
 // for (the Type's Key and Elem).

@@ -64,6 +64,27 @@ type rowCopier interface {
 	appendRows(src Column, from, to int)
 }
 
+// AppendFrom implements Column: appendRows of the one row.
+func (c *Fixed[T]) AppendFrom(src Column, i int) { c.appendRows(src, i, i+1) }
+
+// AppendFrom implements Column: appendRows of the one row.
+func (c *Strings) AppendFrom(src Column, i int) { c.appendRows(src, i, i+1) }
+
+// AppendFrom implements Column: appendRows of the one row.
+func (c *BigInt) AppendFrom(src Column, i int) { c.appendRows(src, i, i+1) }
+
+// AppendFrom implements Column: appendRows of the one row.
+func (c *Nullable) AppendFrom(src Column, i int) { c.appendRows(src, i, i+1) }
+
+// AppendFrom implements Column: appendRows of the one row.
+func (c *Array) AppendFrom(src Column, i int) { c.appendRows(src, i, i+1) }
+
+// AppendFrom implements Column: appendRows of the one row.
+func (c *Tuple) AppendFrom(src Column, i int) { c.appendRows(src, i, i+1) }
+
+// AppendFrom implements Column: appendRows of the one row.
+func (c *Map) AppendFrom(src Column, i int) { c.appendRows(src, i, i+1) }
+
 // fixedPart gives the Fixed[T] of a Fixed[T] or of a DateTime64.
 type fixedPart[T any] interface {
 	fixed() *Fixed[T]

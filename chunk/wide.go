@@ -47,10 +47,6 @@ func (c *DateTime64) Times() []time.Time {
 // Row implements Column: Time(i).
 func (c *DateTime64) Row(i int) any { return c.Time(i) }
 
-// AppendFrom implements Column.
-func (c *DateTime64) AppendFrom(src Column, i int) {
-	c.Data = append(c.Data, src.(*DateTime64).Data[i])
-}
 
 // BigInt is an Int128, UInt128, Int256 or UInt256 column: each value is
 // Words little-endian 64-bit words of two's complement.
@@ -87,11 +83,6 @@ func (c *BigInt) AppendDefault() {
 // Truncate implements Column.
 func (c *BigInt) Truncate(n int) { c.Data = c.Data[:n*c.Words] }
 
-// AppendFrom implements Column.
-func (c *BigInt) AppendFrom(src Column, i int) {
-	s := src.(*BigInt)
-	c.Data = append(c.Data, s.Data[i*s.Words:(i+1)*s.Words]...)
-}
 
 // Big returns row i as a big.Int.
 func (c *BigInt) Big(i int) *big.Int {
