@@ -22,8 +22,11 @@ type Column interface {
 	Size() int
 	// AppendDefault appends the column's default: the table's DEFAULT
 	// value when the column was built for a type carrying one (see
-	// Type.SetDefaultColumn), else the type's zero value (NULL for a Nullable,
-	// an empty array, map or string).
+	// Type.SetDefaultColumn), else the type's own default, as ClickHouse
+	// has it for a column without DEFAULT: zero, the empty string, the
+	// zero UUID, 1970-01-01 for a Date, the Enum's name of the lowest
+	// value, NULL for a Nullable, an empty array or map, a tuple of its
+	// elements' defaults.
 	AppendDefault()
 	// Row returns row i as a Go value, for reading one row at a time
 	// (rendering a refused row, comparing columns in tests); a sink
@@ -71,7 +74,6 @@ func (c *Fixed[T]) Row(i int) any { return c.Data[i] }
 // Truncate implements Column.
 func (c *Fixed[T]) Truncate(n int) { c.Data = c.Data[:n] }
 
-
 // Strings is a column of byte strings kept in one arena.
 type Strings struct {
 	// Buf holds the values back to back; Ends[i] is the end of row i in
@@ -118,7 +120,6 @@ func (c *Strings) Truncate(n int) {
 		c.view = c.view[:0]
 	}
 }
-
 
 // Value returns row i. The string shares the column's memory.
 func (c *Strings) Value(i int) string {
@@ -195,7 +196,6 @@ func (c *Nullable) AppendDefault() {
 // Truncate implements Column.
 func (c *Nullable) Truncate(n int) { c.Inner.Truncate(n); c.Nulls = c.Nulls[:n] }
 
-
 // Row implements Column: nil for NULL, else the inner column's row.
 func (c *Nullable) Row(i int) any {
 	if c.Nulls[i] != 0 {
@@ -215,7 +215,6 @@ type Array struct {
 
 // EndRow closes the current row after its elements were appended to Inner.
 func (c *Array) EndRow() { c.Ends = append(c.Ends, c.Inner.Len()) }
-
 
 // Len implements Column.
 func (c *Array) Len() int { return len(c.Ends) }
@@ -267,6 +266,25 @@ func NewColumn(t *Type) (Column, error) {
 	return c, nil
 }
 
+// The defaults of types whose Go zero value is not a value of the type.
+var (
+	zeroDate = time.Unix(0, 0).UTC()
+	zeroUUID = "00000000-0000-0000-0000-000000000000"
+)
+
+// firstEnum is the name of the Enum's lowest value (the smallest name
+// among names of one value), the Enum's implicit default; "" without
+// values.
+func (t *Type) firstEnum() string {
+	first, seen := "", false
+	for name, v := range t.Enum {
+		if !seen || v < t.Enum[first] || v == t.Enum[first] && name < first {
+			first, seen = name, true
+		}
+	}
+	return first
+}
+
 func newColumn(t *Type) (Column, error) {
 	switch t.Kind {
 	case KindInt8:
@@ -293,7 +311,7 @@ func newColumn(t *Type) (Column, error) {
 		return &Fixed[bool]{}, nil
 	case KindDate, KindDate32:
 		// Midnight UTC of the day; the driver takes []time.Time.
-		return &Fixed[time.Time]{}, nil
+		return &Fixed[time.Time]{def: zeroDate}, nil
 	case KindDateTime64:
 		return &DateTime64{Precision: t.Precision}, nil
 	case KindIPv4:
@@ -308,8 +326,14 @@ func newColumn(t *Type) (Column, error) {
 	case KindDateTime:
 		// Seconds since the epoch; the driver converts []int64 for DateTime.
 		return &Fixed[int64]{}, nil
-	case KindString, KindFixedString, KindUUID, KindDecimal, KindEnum8, KindEnum16:
+	case KindString, KindFixedString:
 		return &Strings{}, nil
+	case KindUUID:
+		return &Strings{def: []byte(zeroUUID)}, nil
+	case KindDecimal:
+		return &Strings{def: []byte("0")}, nil
+	case KindEnum8, KindEnum16:
+		return &Strings{def: []byte(t.firstEnum())}, nil
 	case KindLowCardinality:
 		return NewColumn(t.Elem)
 	case KindTuple, KindMap:
