@@ -9,6 +9,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/testutil"
+	dto "github.com/prometheus/client_model/go"
 
 	"github.com/etl-project/etl/config"
 	"github.com/etl-project/etl/gen"
@@ -191,20 +192,37 @@ type pipelineUnderTest struct {
 // sinkErrors is etl_sink_errors_total of kind, summed over shards.
 func sinkErrors(t *testing.T, reg *prometheus.Registry, kind string) float64 {
 	t.Helper()
+	return metricSum(t, reg, "etl_sink_errors_total", func(m *dto.Metric) bool {
+		for _, l := range m.GetLabel() {
+			if l.GetName() == "kind" && l.GetValue() == kind {
+				return true
+			}
+		}
+		return false
+	})
+}
+
+// counterSum is the sum of the counter name over its series.
+func counterSum(t *testing.T, reg *prometheus.Registry, name string) float64 {
+	t.Helper()
+	return metricSum(t, reg, name, func(*dto.Metric) bool { return true })
+}
+
+// metricSum sums the counter name over the series keep accepts.
+func metricSum(t *testing.T, reg *prometheus.Registry, name string, keep func(*dto.Metric) bool) float64 {
+	t.Helper()
 	mfs, err := reg.Gather()
 	if err != nil {
 		t.Fatal(err)
 	}
 	sum := 0.0
 	for _, mf := range mfs {
-		if mf.GetName() != "etl_sink_errors_total" {
+		if mf.GetName() != name {
 			continue
 		}
 		for _, m := range mf.GetMetric() {
-			for _, l := range m.GetLabel() {
-				if l.GetName() == "kind" && l.GetValue() == kind {
-					sum += m.GetCounter().GetValue()
-				}
+			if keep(m) {
+				sum += m.GetCounter().GetValue()
 			}
 		}
 	}

@@ -182,21 +182,3 @@ func unregisteredRows(t *testing.T, ch *testenv.CH) uint64 {
 	}
 	return rows
 }
-
-// counterSum is the sum of the counter name over its series.
-func counterSum(t *testing.T, reg *prometheus.Registry, name string) float64 {
-	t.Helper()
-	mfs, err := reg.Gather()
-	if err != nil {
-		t.Fatal(err)
-	}
-	sum := 0.0
-	for _, mf := range mfs {
-		if mf.GetName() == name {
-			for _, m := range mf.GetMetric() {
-				sum += m.GetCounter().GetValue()
-			}
-		}
-	}
-	return sum
-}
