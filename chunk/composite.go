@@ -13,7 +13,6 @@ type Tuple struct {
 // EndRow counts the row whose elements were just appended.
 func (c *Tuple) EndRow() { c.rows++ }
 
-
 // ElemTypes are the element types the column was built for (the Type's
 // Elems): a LowCardinality element is kept in a column of its inner type,
 // and only its type tells.
@@ -77,7 +76,6 @@ type Map struct {
 
 // EndRow closes the current row after its keys and values were appended.
 func (c *Map) EndRow() { c.Ends = append(c.Ends, c.Keys.Len()) }
-
 
 // KeyType and ValueType are K and V of the Map(K, V) the column was built
 // for (the Type's Key and Elem).

@@ -47,7 +47,6 @@ func (c *DateTime64) Times() []time.Time {
 // Row implements Column: Time(i).
 func (c *DateTime64) Row(i int) any { return c.Time(i) }
 
-
 // BigInt is an Int128, UInt128, Int256 or UInt256 column: each value is
 // Words little-endian 64-bit words of two's complement.
 type BigInt struct {
@@ -82,7 +81,6 @@ func (c *BigInt) AppendDefault() {
 
 // Truncate implements Column.
 func (c *BigInt) Truncate(n int) { c.Data = c.Data[:n*c.Words] }
-
 
 // Big returns row i as a big.Int.
 func (c *BigInt) Big(i int) *big.Int {
