@@ -2,6 +2,7 @@ package chunk
 
 import (
 	"errors"
+	"fmt"
 	"math"
 	"net/netip"
 	"unsafe"
@@ -47,6 +48,13 @@ type Texts interface {
 	// AppendInt appends an Enum's value numbered v, or the IPv4 address
 	// numbered v; the other types have no numbers (ErrSyntax).
 	AppendInt(col Column, v int64) error
+	// Numbers reports whether AppendInt takes numbers (Enum, IPv4).
+	Numbers() bool
+	// Refusal says why an append returned err (ErrRange or ErrSyntax),
+	// as the rest of "value x is ...": "longer than 3 bytes" for a
+	// FixedString(3), "not a UUID", "not an IPv4 address", "out of range"
+	// for an IPv4 number, "not an IP address", "not a value of the enum".
+	Refusal(err error) string
 }
 
 // TextsOf returns the appender of the string-family type t (or
@@ -109,6 +117,10 @@ func (stringTexts) AppendBytes(col Column, b []byte) error {
 
 func (stringTexts) AppendInt(Column, int64) error { return ErrSyntax }
 
+func (stringTexts) Numbers() bool { return false }
+
+func (stringTexts) Refusal(error) string { return "not a string" }
+
 // fixedStringTexts stores a value of at most n bytes as it is: the encoder
 // pads it.
 type fixedStringTexts struct{ n int }
@@ -132,6 +144,15 @@ func (a fixedStringTexts) AppendString(col Column, s string) error {
 func (a fixedStringTexts) AppendBytes(col Column, b []byte) error { return a.AppendText(col, b) }
 
 func (fixedStringTexts) AppendInt(Column, int64) error { return ErrSyntax }
+
+func (fixedStringTexts) Numbers() bool { return false }
+
+func (a fixedStringTexts) Refusal(err error) string {
+	if err == ErrRange {
+		return fmt.Sprintf("longer than %d bytes", a.n)
+	}
+	return "not a string"
+}
 
 type uuidTexts struct{}
 
@@ -172,6 +193,10 @@ func (uuidTexts) AppendBytes(col Column, b []byte) error {
 }
 
 func (uuidTexts) AppendInt(Column, int64) error { return ErrSyntax }
+
+func (uuidTexts) Numbers() bool { return false }
+
+func (uuidTexts) Refusal(error) string { return "not a UUID" }
 
 // isUUID reports whether s is in the form xxxxxxxx-xxxx-xxxx-xxxx-xxxxxxxxxxxx
 // of hex digits.
@@ -232,7 +257,20 @@ func (a enumTexts) AppendInt(col Column, v int64) error {
 	return nil
 }
 
+func (enumTexts) Numbers() bool { return true }
+
+func (enumTexts) Refusal(error) string { return "not a value of the enum" }
+
 type ipv4Texts struct{}
+
+func (ipv4Texts) Numbers() bool { return true }
+
+func (ipv4Texts) Refusal(err error) string {
+	if err == ErrRange {
+		return "out of range"
+	}
+	return "not an IPv4 address"
+}
 
 func (a ipv4Texts) AppendText(col Column, b []byte) error { return a.AppendString(col, str(b)) }
 
@@ -284,3 +322,7 @@ func (ipv6Texts) AppendBytes(col Column, b []byte) error {
 }
 
 func (ipv6Texts) AppendInt(Column, int64) error { return ErrSyntax }
+
+func (ipv6Texts) Numbers() bool { return false }
+
+func (ipv6Texts) Refusal(error) string { return "not an IP address" }

@@ -225,16 +225,6 @@ func compileScalar(w havro.Schema, t *chunk.Type, rg chunk.ServerRanges) (avroSe
 			return setTime(ts, isInt, unit, logical, decode.NotDate32), nil
 		}
 		return setDateTime64(ts, isInt, unit, t.Precision, logical), nil
-	case chunk.KindIPv4:
-		if wt == havro.String {
-			texts, _ := chunk.TextsOf(t)
-			return setText(texts, t, "an IPv4 address"), nil
-		}
-	case chunk.KindIPv6:
-		if wt == havro.String {
-			texts, _ := chunk.TextsOf(t)
-			return setText(texts, t, "an IP address"), nil
-		}
 	case chunk.KindString:
 		texts, _ := chunk.TextsOf(t)
 		switch wt {
@@ -255,23 +245,18 @@ func compileScalar(w havro.Schema, t *chunk.Type, rg chunk.ServerRanges) (avroSe
 		texts, _ := chunk.TextsOf(t)
 		switch wt {
 		case havro.String, havro.Bytes:
-			return setText(texts, t, ""), nil
+			return setText(texts), nil
 		case havro.Fixed:
 			if n := fixedSize(w); n > t.Len {
 				return nil, fmt.Errorf("%s is longer than %s", typeName(w), t.Name)
 			}
 			return setFixed(texts, fixedSize(w)), nil
 		}
-	case chunk.KindUUID:
-		if wt == havro.String {
-			texts, _ := chunk.TextsOf(t)
-			return setText(texts, t, "a UUID"), nil
-		}
 	case chunk.KindEnum8, chunk.KindEnum16:
 		texts, _ := chunk.TextsOf(t)
 		switch wt {
 		case havro.String:
-			return setText(texts, t, ""), nil
+			return setText(texts), nil
 		case havro.Enum:
 			return setEnum(texts, w.(*havro.EnumSchema).Symbols()), nil
 		}
@@ -286,6 +271,11 @@ func compileScalar(w havro.Schema, t *chunk.Type, rg chunk.ServerRanges) (avroSe
 		case havro.Int, havro.Long:
 			return setIntDecimal(isInt, t), nil
 		}
+	}
+	// The rest of the string family (UUID, IPv4, IPv6) from a string: the
+	// type's appender holds its forms and checks.
+	if texts, ok := chunk.TextsOf(t); ok && wt == havro.String {
+		return setText(texts), nil
 	}
 	return nil, avroCannot(w, t)
 }

@@ -31,28 +31,23 @@ func setFixed(a chunk.Texts, n int) avroSetter {
 	}
 }
 
-// setText stores a string (or bytes) in a FixedString (at most size
-// bytes), a UUID, an Enum (one of its names) or an IP column; what is not a
-// value of the type is refused: ErrRange as out_of_range (tooLong or not a
-// value of the enum), ErrSyntax as wrong_type ("is not" want).
-func setText(a chunk.Texts, t *chunk.Type, want string) avroSetter {
+// setText stores a string (or bytes) in a column of the string family; a
+// value the type refuses comes back with the type's words for why
+// (chunk.Texts.Refusal): ErrRange as out_of_range, ErrSyntax as wrong_type.
+func setText(a chunk.Texts) avroSetter {
 	return func(r *avroReader, col chunk.Column) *decode.Error {
 		b, e := r.bytes()
 		if e != nil {
 			return e
 		}
-		switch a.AppendText(col, b) {
+		switch err := a.AppendText(col, b); err {
 		case nil:
 			return nil
 		case chunk.ErrRange:
-			if t.Kind == chunk.KindFixedString {
-				return &decode.Error{Reason: decode.ReasonOutOfRange,
-					Err: fmt.Errorf("value %s is longer than %d bytes", decode.Quote(b), t.Len)}
-			}
-			return &decode.Error{Reason: decode.ReasonOutOfRange,
-				Err: fmt.Errorf("value %s is not a value of the enum", decode.Quote(b))}
+			return &decode.Error{Reason: decode.ReasonOutOfRange, Err: fmt.Errorf("value %s is %s", decode.Quote(b), a.Refusal(err))}
+		default:
+			return &decode.Error{Reason: decode.ReasonWrongType, Err: fmt.Errorf("value %s is %s", decode.Quote(b), a.Refusal(err))}
 		}
-		return &decode.Error{Reason: decode.ReasonWrongType, Err: fmt.Errorf("value %s is not %s", decode.Quote(b), want)}
 	}
 }
 

@@ -41,12 +41,6 @@ func compileType(t *chunk.Type) (setter, error) {
 		return setBool(ints), nil
 	case chunk.KindString:
 		return setString, nil
-	case chunk.KindFixedString:
-		texts, _ := chunk.TextsOf(t)
-		return setText(texts, t.Len, ""), nil
-	case chunk.KindUUID:
-		texts, _ := chunk.TextsOf(t)
-		return setText(texts, 0, "a UUID"), nil
 	case chunk.KindDecimal:
 		var dec chunk.Decimals
 		if t.Precision > 0 {
@@ -69,14 +63,6 @@ func compileType(t *chunk.Type) (setter, error) {
 	case chunk.KindDateTime64:
 		ts, _ := chunk.TimesOf(t, chunk.ServerRanges{}) // no server bound
 		return setDateTime64(ts, t.Precision), nil
-	case chunk.KindIPv4:
-		texts, _ := chunk.TextsOf(t)
-		return setIPv4(texts), nil
-	case chunk.KindIPv6:
-		texts, _ := chunk.TextsOf(t)
-		// An IPv4 address goes in as its IPv4-mapped form, as the server
-		// stores it.
-		return setText(texts, 0, "an IP address"), nil
 	case chunk.KindInt128, chunk.KindUInt128:
 		return setBigInt(2, t.Kind == chunk.KindInt128), nil
 	case chunk.KindInt256, chunk.KindUInt256:
@@ -115,6 +101,11 @@ func compileType(t *chunk.Type) (setter, error) {
 		m := &jsonMap{key: key, val: val, valDef: valDef}
 		m.visitFn = m.visit
 		return m.set, nil
+	}
+	// The rest of the string family (FixedString, UUID, IPv4, IPv6): the
+	// type's appender holds its forms and checks.
+	if texts, ok := chunk.TextsOf(t); ok {
+		return setTexts(texts), nil
 	}
 	return nil, fmt.Errorf("type %s cannot be decoded from JSON", t.Name)
 }

@@ -1,7 +1,6 @@
 package json
 
 import (
-	"fmt"
 	"math"
 
 	"github.com/valyala/fastjson"
@@ -21,28 +20,41 @@ func setString(d *Decoder, v *fastjson.Value, col chunk.Column) *decode.Error {
 	return nil
 }
 
-// setText stores a string in a FixedString (at most its size), a UUID or
-// an IPv6 column; what is not a value of the type is refused with its
-// reason and message: ErrRange as out_of_range ("is longer than size
-// bytes"), ErrSyntax as wrong_type ("is not" want).
-func setText(a chunk.Texts, size int, want string) setter {
+// setTexts stores a value of a string-family type (FixedString, UUID,
+// IPv4, IPv6) from a string or, when the type takes numbers (IPv4, the
+// address as a number), from a number. A value the type refuses comes back
+// with the type's words for why (chunk.Texts.Refusal): ErrRange as
+// out_of_range, ErrSyntax as wrong_type.
+func setTexts(a chunk.Texts) setter {
+	numbers := a.Numbers()
 	return func(d *Decoder, v *fastjson.Value, col chunk.Column) *decode.Error {
+		if numbers && v.Type() == fastjson.TypeNumber {
+			n, e := d.numberOf(v)
+			if e != nil {
+				return e
+			}
+			x, r := n.Unsigned(math.MaxInt64)
+			if e := intError(v, r); e != nil {
+				return e
+			}
+			if a.AppendInt(col, int64(x)) != nil {
+				return newError(decode.ReasonOutOfRange, v, "out of range")
+			}
+			return nil
+		}
 		b, e := stringOf(v)
 		if e != nil {
 			return e
 		}
-		return textError(v, a.AppendText(col, b), size, want)
+		switch err := a.AppendText(col, b); err {
+		case nil:
+			return nil
+		case chunk.ErrRange:
+			return newError(decode.ReasonOutOfRange, v, "is "+a.Refusal(err))
+		default:
+			return newError(decode.ReasonWrongType, v, "is "+a.Refusal(err))
+		}
 	}
-}
-
-func textError(v *fastjson.Value, err error, size int, want string) *decode.Error {
-	switch err {
-	case nil:
-		return nil
-	case chunk.ErrRange:
-		return newError(decode.ReasonOutOfRange, v, fmt.Sprintf("is longer than %d bytes", size))
-	}
-	return newError(decode.ReasonWrongType, v, "is not "+want)
 }
 
 // setEnum takes one of the enum's names, or one of its numbers (as a
@@ -77,26 +89,4 @@ func stringOf(v *fastjson.Value) ([]byte, *decode.Error) {
 		return nil, wrongType(v, "a string")
 	}
 	return b, nil
-}
-
-// setIPv4 takes the dotted form, or the address as a number.
-func setIPv4(a chunk.Texts) setter {
-	text := setText(a, 0, "an IPv4 address")
-	return func(d *Decoder, v *fastjson.Value, col chunk.Column) *decode.Error {
-		if v.Type() != fastjson.TypeNumber {
-			return text(d, v, col)
-		}
-		n, e := d.numberOf(v)
-		if e != nil {
-			return e
-		}
-		x, r := n.Unsigned(math.MaxInt64)
-		if e := intError(v, r); e != nil {
-			return e
-		}
-		if a.AppendInt(col, int64(x)) != nil {
-			return newError(decode.ReasonOutOfRange, v, "out of range")
-		}
-		return nil
-	}
 }
