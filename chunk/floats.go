@@ -55,3 +55,14 @@ func (float64s) AppendInt(col Column, v int64) error {
 	col.(*Fixed[float64]).Append(float64(v))
 	return nil
 }
+
+// floatKey is the Key of the float types: their IEEE bits.
+func floatKey(t *Type) (Key, bool) {
+	switch t.Kind {
+	case KindFloat32:
+		return Key{Width: 4, Bits: func(col Column, i int) uint64 { return uint64(math.Float32bits(col.(*Fixed[float32]).Data[i])) }}, true
+	case KindFloat64:
+		return Key{Width: 8, Bits: func(col Column, i int) uint64 { return math.Float64bits(col.(*Fixed[float64]).Data[i]) }}, true
+	}
+	return Key{}, false
+}

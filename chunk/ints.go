@@ -139,3 +139,38 @@ func (wideInts) AppendUint(col Column, v uint64) error {
 
 // AppendBool appends v to a Bool column.
 func AppendBool(col Column, v bool) { col.(*Fixed[bool]).Append(v) }
+
+// intKey is the Key of the integer types: their bytes at their width.
+func intKey(t *Type) (Key, bool) {
+	switch t.Kind {
+	case KindInt8:
+		return fixedKey[int8](1), true
+	case KindUInt8:
+		return fixedKey[uint8](1), true
+	case KindInt16:
+		return fixedKey[int16](2), true
+	case KindUInt16:
+		return fixedKey[uint16](2), true
+	case KindInt32:
+		return fixedKey[int32](4), true
+	case KindUInt32:
+		return fixedKey[uint32](4), true
+	case KindInt64:
+		return fixedKey[int64](8), true
+	case KindUInt64:
+		return fixedKey[uint64](8), true
+	case KindBool:
+		return Key{Width: 1, Bits: func(col Column, i int) uint64 {
+			if col.(*Fixed[bool]).Data[i] {
+				return 1
+			}
+			return 0
+		}}, true
+	case KindInt128, KindUInt128, KindInt256, KindUInt256:
+		return Key{Words: func(col Column, i int) []uint64 {
+			b := col.(*BigInt)
+			return b.Data[i*b.Words : (i+1)*b.Words]
+		}}, true
+	}
+	return Key{}, false
+}

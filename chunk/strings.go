@@ -3,6 +3,7 @@ package chunk
 import (
 	"errors"
 	"fmt"
+	"slices"
 	"math"
 	"net/netip"
 	"unsafe"
@@ -326,3 +327,48 @@ func (ipv6Texts) AppendInt(Column, int64) error { return ErrSyntax }
 func (ipv6Texts) Numbers() bool { return false }
 
 func (ipv6Texts) Refusal(error) string { return "not an IP address" }
+
+// textKey is the Key of the string family: String's bytes, FixedString's
+// padded to N, an Enum's number (Enum8 one byte, Enum16 two), IPv4's four
+// bytes of its number, IPv6's 16 bytes.
+func textKey(t *Type) (Key, bool) {
+	switch t.Kind {
+	case KindString:
+		return Key{Text: func(col Column, i int) string { return col.(*Strings).Value(i) }}, true
+	case KindFixedString:
+		n := t.Len
+		return Key{Pad: n, Text: func(col Column, i int) string {
+			s := col.(*Strings).Value(i)
+			return s[:min(len(s), n)]
+		}}, true
+	case KindEnum8, KindEnum16:
+		width := 1
+		if t.Kind == KindEnum16 {
+			width = 2
+		}
+		names := make([]string, 0, len(t.Enum))
+		for n := range t.Enum {
+			names = append(names, n)
+		}
+		slices.Sort(names)
+		vals := make([]int16, len(names))
+		for i, n := range names {
+			vals[i] = t.Enum[n]
+		}
+		return Key{Width: width, Bits: func(col Column, i int) uint64 {
+			s := col.(*Strings).Value(i)
+			if k, ok := slices.BinarySearch(names, s); ok {
+				return uint64(vals[k])
+			}
+			return 0
+		}}, true
+	case KindIPv4:
+		return Key{Width: 4, Bits: func(col Column, i int) uint64 { return uint64(col.(*Fixed[uint32]).Data[i]) }}, true
+	case KindIPv6:
+		return Key{Text: func(col Column, i int) string {
+			v := &col.(*Fixed[[16]byte]).Data[i]
+			return unsafe.String(&v[0], len(v))
+		}}, true
+	}
+	return Key{}, false
+}

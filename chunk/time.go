@@ -184,3 +184,22 @@ func (a dateTime64s) AppendTicks(col Column, v int64) error {
 	col.(*DateTime64).Append(v)
 	return nil
 }
+
+// timeKey is the Key of the time types: Date as UInt16 days, Date32 as
+// Int32 days, DateTime as UInt32 seconds, DateTime64 as Int64 ticks.
+func timeKey(t *Type) (Key, bool) {
+	days := func(col Column, i int) uint64 {
+		return uint64(floorDiv(col.(*Fixed[time.Time]).Data[i].Unix(), 86400))
+	}
+	switch t.Kind {
+	case KindDate:
+		return Key{Width: 2, Bits: days}, true
+	case KindDate32:
+		return Key{Width: 4, Bits: days}, true
+	case KindDateTime:
+		return Key{Width: 4, Bits: func(col Column, i int) uint64 { return uint64(col.(*Fixed[int64]).Data[i]) }}, true
+	case KindDateTime64:
+		return Key{Width: 8, Bits: func(col Column, i int) uint64 { return uint64(col.(*DateTime64).Data[i]) }}, true
+	}
+	return Key{}, false
+}

@@ -3,9 +3,6 @@ package transform
 import (
 	"encoding/binary"
 	"fmt"
-	"math"
-	"sort"
-	"time"
 
 	"github.com/cespare/xxhash/v2"
 	"github.com/etl-project/etl/chunk"
@@ -41,173 +38,62 @@ func ShardOf(hash uint64, weights []int) int {
 
 // KeyHasher returns the function computing ClickHouse's xxHash64(col) (seed
 // 0) of row i of a column of type t: the hash of the value's bytes as the
-// server holds them. Strings hash their bytes, FixedString(N) its N bytes
-// (zero-padded); numbers, Bool, Enum, Date (UInt16 days), Date32 (Int32
-// days), DateTime (UInt32 seconds), DateTime64 (Int64 ticks), IPv4 and the
-// 128/256-bit integers hash the little-endian bytes of the value at the
-// type's width. Nullable, Array, Map, Tuple, UUID and Decimal keys are not
-// supported.
+// server holds them (chunk.KeyOf). Strings hash their bytes, FixedString(N)
+// its N bytes (zero-padded); numbers, Bool, Enum, Date (UInt16 days), Date32
+// (Int32 days), DateTime (UInt32 seconds), DateTime64 (Int64 ticks), IPv4
+// and the 128/256-bit integers hash the little-endian bytes of the value at
+// the type's width. Nullable, Array, Map, Tuple, UUID and Decimal keys are
+// not supported.
 func KeyHasher(t *chunk.Type) (func(col chunk.Column, i int) uint64, error) {
-	t = t.Base()
-	switch t.Kind {
-	case chunk.KindInt8:
-		return func(c chunk.Column, i int) uint64 { return hashN(uint64(c.(*chunk.Fixed[int8]).Data[i]), 1) }, nil
-	case chunk.KindUInt8:
-		return func(c chunk.Column, i int) uint64 { return hashN(uint64(c.(*chunk.Fixed[uint8]).Data[i]), 1) }, nil
-	case chunk.KindBool:
-		return func(c chunk.Column, i int) uint64 {
-			return hashN(uint64(boolInt(c.(*chunk.Fixed[bool]).Data[i])), 1)
-		}, nil
-	case chunk.KindInt16:
-		return func(c chunk.Column, i int) uint64 { return hashN(uint64(c.(*chunk.Fixed[int16]).Data[i]), 2) }, nil
-	case chunk.KindUInt16:
-		return func(c chunk.Column, i int) uint64 { return hashN(uint64(c.(*chunk.Fixed[uint16]).Data[i]), 2) }, nil
-	case chunk.KindInt32:
-		return func(c chunk.Column, i int) uint64 { return hashN(uint64(c.(*chunk.Fixed[int32]).Data[i]), 4) }, nil
-	case chunk.KindUInt32, chunk.KindIPv4:
-		return func(c chunk.Column, i int) uint64 { return hashN(uint64(c.(*chunk.Fixed[uint32]).Data[i]), 4) }, nil
-	case chunk.KindInt64:
-		return func(c chunk.Column, i int) uint64 { return hashN(uint64(c.(*chunk.Fixed[int64]).Data[i]), 8) }, nil
-	case chunk.KindUInt64:
-		return func(c chunk.Column, i int) uint64 { return hashN(c.(*chunk.Fixed[uint64]).Data[i], 8) }, nil
-	case chunk.KindFloat32:
-		return func(c chunk.Column, i int) uint64 {
-			return hashN(uint64(math.Float32bits(c.(*chunk.Fixed[float32]).Data[i])), 4)
-		}, nil
-	case chunk.KindFloat64:
-		return func(c chunk.Column, i int) uint64 {
-			return hashN(math.Float64bits(c.(*chunk.Fixed[float64]).Data[i]), 8)
-		}, nil
-	case chunk.KindDateTime:
-		// The server holds a DateTime as UInt32 seconds.
-		return func(c chunk.Column, i int) uint64 { return hashN(uint64(c.(*chunk.Fixed[int64]).Data[i]), 4) }, nil
-	case chunk.KindDate, chunk.KindDate32:
-		width := 2
-		if t.Kind == chunk.KindDate32 {
-			width = 4
-		}
-		return func(c chunk.Column, i int) uint64 {
-			days := floorDiv(c.(*chunk.Fixed[time.Time]).Data[i].Unix(), 86400)
-			return hashN(uint64(days), width)
-		}, nil
-	case chunk.KindDateTime64:
-		return func(c chunk.Column, i int) uint64 { return hashN(uint64(c.(*chunk.DateTime64).Data[i]), 8) }, nil
-	case chunk.KindInt128, chunk.KindUInt128, chunk.KindInt256, chunk.KindUInt256:
-		return func(c chunk.Column, i int) uint64 {
-			b := c.(*chunk.BigInt)
-			var buf [32]byte
-			for k, w := range b.Data[i*b.Words : (i+1)*b.Words] {
-				binary.LittleEndian.PutUint64(buf[8*k:], w)
-			}
-			return xxhash.Sum64(buf[:8*b.Words])
-		}, nil
-	case chunk.KindIPv6:
-		return func(c chunk.Column, i int) uint64 {
-			v := c.(*chunk.Fixed[[16]byte]).Data[i]
-			return xxhash.Sum64(v[:])
-		}, nil
-	case chunk.KindString:
-		return func(c chunk.Column, i int) uint64 { return xxhash.Sum64String(c.(*chunk.Strings).Value(i)) }, nil
-	case chunk.KindFixedString:
-		n := t.Len
-		return func(c chunk.Column, i int) uint64 { return hashPadded(c.(*chunk.Strings).Value(i), n) }, nil
-	case chunk.KindEnum8, chunk.KindEnum16:
-		width := 1
-		if t.Kind == chunk.KindEnum16 {
-			width = 2
-		}
-		names := make([]string, 0, len(t.Enum))
-		for n := range t.Enum {
-			names = append(names, n)
-		}
-		sort.Strings(names)
-		vals := make([]int16, len(names))
-		for i, n := range names {
-			vals[i] = t.Enum[n]
-		}
-		return func(c chunk.Column, i int) uint64 {
-			s := c.(*chunk.Strings).Value(i)
-			k := sort.SearchStrings(names, s)
-			v := int16(0)
-			if k < len(names) && names[k] == s {
-				v = vals[k]
-			}
-			return hashN(uint64(v), width)
-		}, nil
+	k, ok := chunk.KeyOf(t)
+	if !ok {
+		return nil, fmt.Errorf("a sharding key of type %s is not supported", t.Name)
 	}
-	return nil, fmt.Errorf("a sharding key of type %s is not supported", t.Name)
+	switch {
+	case k.Width > 0:
+		bits, width := k.Bits, k.Width
+		return func(c chunk.Column, i int) uint64 { return hashN(bits(c, i), width) }, nil
+	case k.Words != nil:
+		words := k.Words
+		return func(c chunk.Column, i int) uint64 {
+			var buf [32]byte
+			ws := words(c, i)
+			for j, w := range ws {
+				binary.LittleEndian.PutUint64(buf[8*j:], w)
+			}
+			return xxhash.Sum64(buf[:8*len(ws)])
+		}, nil
+	case k.Pad > 0:
+		text, n := k.Text, k.Pad
+		return func(c chunk.Column, i int) uint64 { return hashPadded(text(c, i), n) }, nil
+	}
+	text := k.Text
+	return func(c chunk.Column, i int) uint64 { return xxhash.Sum64String(text(c, i)) }, nil
 }
 
 // AppendKeyBytes appends to dst the bytes ClickHouse hashes for row i of
 // col, a column of type t, when it computes xxHash64 (or murmurHash2_64,
 // sipHash64, ...) of the value: what KeyHasher hashes.
 func AppendKeyBytes(dst []byte, t *chunk.Type, col chunk.Column, i int) ([]byte, error) {
-	t = t.Base()
-	le := func(v uint64, n int) []byte {
-		var b [8]byte
-		binary.LittleEndian.PutUint64(b[:], v)
-		return append(dst, b[:n]...)
+	k, ok := chunk.KeyOf(t)
+	if !ok {
+		return dst, fmt.Errorf("a sharding key of type %s is not supported", t.Name)
 	}
-	switch t.Kind {
-	case chunk.KindInt8:
-		return le(uint64(col.(*chunk.Fixed[int8]).Data[i]), 1), nil
-	case chunk.KindUInt8:
-		return le(uint64(col.(*chunk.Fixed[uint8]).Data[i]), 1), nil
-	case chunk.KindBool:
-		return le(uint64(boolInt(col.(*chunk.Fixed[bool]).Data[i])), 1), nil
-	case chunk.KindInt16:
-		return le(uint64(col.(*chunk.Fixed[int16]).Data[i]), 2), nil
-	case chunk.KindUInt16:
-		return le(uint64(col.(*chunk.Fixed[uint16]).Data[i]), 2), nil
-	case chunk.KindInt32:
-		return le(uint64(col.(*chunk.Fixed[int32]).Data[i]), 4), nil
-	case chunk.KindUInt32, chunk.KindIPv4:
-		return le(uint64(col.(*chunk.Fixed[uint32]).Data[i]), 4), nil
-	case chunk.KindInt64:
-		return le(uint64(col.(*chunk.Fixed[int64]).Data[i]), 8), nil
-	case chunk.KindUInt64:
-		return le(col.(*chunk.Fixed[uint64]).Data[i], 8), nil
-	case chunk.KindFloat32:
-		return le(uint64(math.Float32bits(col.(*chunk.Fixed[float32]).Data[i])), 4), nil
-	case chunk.KindFloat64:
-		return le(math.Float64bits(col.(*chunk.Fixed[float64]).Data[i]), 8), nil
-	case chunk.KindDateTime:
-		return le(uint64(col.(*chunk.Fixed[int64]).Data[i]), 4), nil
-	case chunk.KindDate:
-		return le(uint64(floorDiv(col.(*chunk.Fixed[time.Time]).Data[i].Unix(), 86400)), 2), nil
-	case chunk.KindDate32:
-		return le(uint64(floorDiv(col.(*chunk.Fixed[time.Time]).Data[i].Unix(), 86400)), 4), nil
-	case chunk.KindDateTime64:
-		return le(uint64(col.(*chunk.DateTime64).Data[i]), 8), nil
-	case chunk.KindInt128, chunk.KindUInt128, chunk.KindInt256, chunk.KindUInt256:
-		b := col.(*chunk.BigInt)
-		for _, w := range b.Data[i*b.Words : (i+1)*b.Words] {
+	switch {
+	case k.Width > 0:
+		return binary.LittleEndian.AppendUint64(dst, k.Bits(col, i))[:len(dst)+k.Width], nil
+	case k.Words != nil:
+		for _, w := range k.Words(col, i) {
 			dst = binary.LittleEndian.AppendUint64(dst, w)
 		}
 		return dst, nil
-	case chunk.KindIPv6:
-		v := col.(*chunk.Fixed[[16]byte]).Data[i]
-		return append(dst, v[:]...), nil
-	case chunk.KindString:
-		return append(dst, col.(*chunk.Strings).Value(i)...), nil
-	case chunk.KindFixedString:
-		s := col.(*chunk.Strings).Value(i)
-		if len(s) > t.Len {
-			s = s[:t.Len]
-		}
-		dst = append(dst, s...)
-		for range t.Len - len(s) {
-			dst = append(dst, 0)
-		}
-		return dst, nil
-	case chunk.KindEnum8, chunk.KindEnum16:
-		v := t.Enum[col.(*chunk.Strings).Value(i)]
-		if t.Kind == chunk.KindEnum8 {
-			return le(uint64(v), 1), nil
-		}
-		return le(uint64(v), 2), nil
 	}
-	return dst, fmt.Errorf("a sharding key of type %s is not supported", t.Name)
+	s := k.Text(col, i)
+	dst = append(dst, s...)
+	for range k.Pad - len(s) {
+		dst = append(dst, 0)
+	}
+	return dst, nil
 }
 
 // KeyHash is ClickHouse's xxHash64 of row i of col, a column of type t
