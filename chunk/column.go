@@ -2,7 +2,6 @@ package chunk
 
 import (
 	"fmt"
-	"time"
 	"unsafe"
 )
 
@@ -266,74 +265,13 @@ func NewColumn(t *Type) (Column, error) {
 	return c, nil
 }
 
-// The defaults of types whose Go zero value is not a value of the type.
-var (
-	zeroDate = time.Unix(0, 0).UTC()
-	zeroUUID = "00000000-0000-0000-0000-000000000000"
-)
-
-// firstEnum is the name of the Enum's lowest value (the smallest name
-// among names of one value), the Enum's implicit default; "" without
-// values.
-func (t *Type) firstEnum() string {
-	first, seen := "", false
-	for name, v := range t.Enum {
-		if !seen || v < t.Enum[first] || v == t.Enum[first] && name < first {
-			first, seen = name, true
+func newColumn(t *Type) (Column, error) {
+	for _, family := range [...]func(*Type) (Column, bool){intColumn, floatColumn, timeColumn, textColumn, decimalColumn} {
+		if c, ok := family(t); ok {
+			return c, nil
 		}
 	}
-	return first
-}
-
-func newColumn(t *Type) (Column, error) {
 	switch t.Kind {
-	case KindInt8:
-		return &Fixed[int8]{}, nil
-	case KindInt16:
-		return &Fixed[int16]{}, nil
-	case KindInt32:
-		return &Fixed[int32]{}, nil
-	case KindInt64:
-		return &Fixed[int64]{}, nil
-	case KindUInt8:
-		return &Fixed[uint8]{}, nil
-	case KindUInt16:
-		return &Fixed[uint16]{}, nil
-	case KindUInt32:
-		return &Fixed[uint32]{}, nil
-	case KindUInt64:
-		return &Fixed[uint64]{}, nil
-	case KindFloat32:
-		return &Fixed[float32]{}, nil
-	case KindFloat64:
-		return &Fixed[float64]{}, nil
-	case KindBool:
-		return &Fixed[bool]{}, nil
-	case KindDate, KindDate32:
-		// Midnight UTC of the day; the driver takes []time.Time.
-		return &Fixed[time.Time]{def: zeroDate}, nil
-	case KindDateTime64:
-		return &DateTime64{Precision: t.Precision}, nil
-	case KindIPv4:
-		// The address as a big-endian number (1.2.3.4 is 0x01020304).
-		return &Fixed[uint32]{}, nil
-	case KindIPv6:
-		return &Fixed[[16]byte]{}, nil
-	case KindInt128, KindUInt128:
-		return &BigInt{Words: 2, Signed: t.Kind == KindInt128}, nil
-	case KindInt256, KindUInt256:
-		return &BigInt{Words: 4, Signed: t.Kind == KindInt256}, nil
-	case KindDateTime:
-		// Seconds since the epoch; the driver converts []int64 for DateTime.
-		return &Fixed[int64]{}, nil
-	case KindString, KindFixedString:
-		return &Strings{}, nil
-	case KindUUID:
-		return &Strings{def: []byte(zeroUUID)}, nil
-	case KindDecimal:
-		return &Strings{def: []byte("0")}, nil
-	case KindEnum8, KindEnum16:
-		return &Strings{def: []byte(t.firstEnum())}, nil
 	case KindLowCardinality:
 		return NewColumn(t.Elem)
 	case KindTuple, KindMap:

@@ -206,3 +206,15 @@ func (x decimals) AppendText(col Column, b []byte) error {
 	col.(*Strings).Append(b)
 	return nil
 }
+
+// decimalNames are the decimal types' names.
+var decimalNames = map[string]Kind{"Decimal": KindDecimal, "Decimal32": KindDecimal, "Decimal64": KindDecimal, "Decimal128": KindDecimal}
+
+// decimalColumn is the column of a decimal type: Strings holding each
+// value's text; the default is 0.
+func decimalColumn(t *Type) (Column, bool) {
+	if t.Kind != KindDecimal {
+		return nil, false
+	}
+	return &Strings{def: []byte("0")}, true
+}

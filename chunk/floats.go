@@ -66,3 +66,17 @@ func floatKey(t *Type) (Key, bool) {
 	}
 	return Key{}, false
 }
+
+// floatNames are the float types' names.
+var floatNames = map[string]Kind{"Float32": KindFloat32, "Float64": KindFloat64}
+
+// floatColumn is the column of a float type.
+func floatColumn(t *Type) (Column, bool) {
+	switch t.Kind {
+	case KindFloat32:
+		return &Fixed[float32]{}, true
+	case KindFloat64:
+		return &Fixed[float64]{}, true
+	}
+	return nil, false
+}

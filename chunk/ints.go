@@ -174,3 +174,41 @@ func intKey(t *Type) (Key, bool) {
 	}
 	return Key{}, false
 }
+
+// intNames are the integer types' names.
+var intNames = map[string]Kind{
+	"Int8": KindInt8, "Int16": KindInt16, "Int32": KindInt32, "Int64": KindInt64,
+	"UInt8": KindUInt8, "UInt16": KindUInt16, "UInt32": KindUInt32, "UInt64": KindUInt64,
+	"Int128": KindInt128, "Int256": KindInt256, "UInt128": KindUInt128, "UInt256": KindUInt256,
+	"Bool": KindBool,
+}
+
+// intColumn is the column of an integer type: Fixed of the Go type of its
+// width, BigInt for the 128- and 256-bit ones.
+func intColumn(t *Type) (Column, bool) {
+	switch t.Kind {
+	case KindInt8:
+		return &Fixed[int8]{}, true
+	case KindInt16:
+		return &Fixed[int16]{}, true
+	case KindInt32:
+		return &Fixed[int32]{}, true
+	case KindInt64:
+		return &Fixed[int64]{}, true
+	case KindUInt8:
+		return &Fixed[uint8]{}, true
+	case KindUInt16:
+		return &Fixed[uint16]{}, true
+	case KindUInt32:
+		return &Fixed[uint32]{}, true
+	case KindUInt64:
+		return &Fixed[uint64]{}, true
+	case KindBool:
+		return &Fixed[bool]{}, true
+	case KindInt128, KindUInt128:
+		return &BigInt{Words: 2, Signed: t.Kind == KindInt128}, true
+	case KindInt256, KindUInt256:
+		return &BigInt{Words: 4, Signed: t.Kind == KindInt256}, true
+	}
+	return nil, false
+}

@@ -3,9 +3,9 @@ package chunk
 import (
 	"errors"
 	"fmt"
-	"slices"
 	"math"
 	"net/netip"
+	"slices"
 	"unsafe"
 )
 
@@ -371,4 +371,46 @@ func textKey(t *Type) (Key, bool) {
 		}}, true
 	}
 	return Key{}, false
+}
+
+// textNames are the string family's names.
+var textNames = map[string]Kind{
+	"String": KindString, "FixedString": KindFixedString, "UUID": KindUUID,
+	"Enum8": KindEnum8, "Enum16": KindEnum16, "IPv4": KindIPv4, "IPv6": KindIPv6,
+}
+
+// zeroUUID is the default of UUID.
+const zeroUUID = "00000000-0000-0000-0000-000000000000"
+
+// textColumn is the column of a string-family type: Strings holding each
+// value's text, IPv4 as the address's big-endian number (1.2.3.4 is
+// 0x01020304), IPv6 as its 16 bytes. UUID's default is the zero UUID, an
+// Enum's the name of its lowest value.
+func textColumn(t *Type) (Column, bool) {
+	switch t.Kind {
+	case KindString, KindFixedString:
+		return &Strings{}, true
+	case KindUUID:
+		return &Strings{def: []byte(zeroUUID)}, true
+	case KindEnum8, KindEnum16:
+		return &Strings{def: []byte(t.firstEnum())}, true
+	case KindIPv4:
+		return &Fixed[uint32]{}, true
+	case KindIPv6:
+		return &Fixed[[16]byte]{}, true
+	}
+	return nil, false
+}
+
+// firstEnum is the name of the Enum's lowest value (the smallest name
+// among names of one value), the Enum's implicit default; "" without
+// values.
+func (t *Type) firstEnum() string {
+	first, seen := "", false
+	for name, v := range t.Enum {
+		if !seen || v < t.Enum[first] || v == t.Enum[first] && name < first {
+			first, seen = name, true
+		}
+	}
+	return first
 }

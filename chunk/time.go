@@ -203,3 +203,24 @@ func timeKey(t *Type) (Key, bool) {
 	}
 	return Key{}, false
 }
+
+// timeNames are the time types' names.
+var timeNames = map[string]Kind{"Date": KindDate, "Date32": KindDate32, "DateTime": KindDateTime, "DateTime64": KindDateTime64}
+
+// zeroDate is 1970-01-01, the default of Date and Date32.
+var zeroDate = time.Unix(0, 0).UTC()
+
+// timeColumn is the column of a time type: Date and Date32 hold midnight
+// UTC of the day (the driver takes []time.Time), DateTime seconds since
+// the epoch (the driver converts []int64 for DateTime), DateTime64 ticks.
+func timeColumn(t *Type) (Column, bool) {
+	switch t.Kind {
+	case KindDate, KindDate32:
+		return &Fixed[time.Time]{def: zeroDate}, true
+	case KindDateTime:
+		return &Fixed[int64]{}, true
+	case KindDateTime64:
+		return &DateTime64{Precision: t.Precision}, true
+	}
+	return nil, false
+}

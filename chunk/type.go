@@ -12,6 +12,7 @@ package chunk
 
 import (
 	"fmt"
+	"maps"
 	"strconv"
 	"strings"
 )
@@ -56,21 +57,22 @@ const (
 	KindTuple
 )
 
-var kindNames = map[string]Kind{
-	"Int8": KindInt8, "Int16": KindInt16, "Int32": KindInt32, "Int64": KindInt64,
-	"UInt8": KindUInt8, "UInt16": KindUInt16, "UInt32": KindUInt32, "UInt64": KindUInt64,
-	"Float32": KindFloat32, "Float64": KindFloat64,
-	"String": KindString, "FixedString": KindFixedString, "UUID": KindUUID, "Bool": KindBool,
-	"Date": KindDate, "DateTime": KindDateTime, "Enum8": KindEnum8, "Enum16": KindEnum16,
-	"Decimal": KindDecimal, "Decimal32": KindDecimal, "Decimal64": KindDecimal, "Decimal128": KindDecimal,
-	"Nullable": KindNullable, "Array": KindArray, "LowCardinality": KindLowCardinality,
-	"Date32": KindDate32, "DateTime64": KindDateTime64, "IPv4": KindIPv4, "IPv6": KindIPv6,
-	"Int128": KindInt128, "Int256": KindInt256, "UInt128": KindUInt128, "UInt256": KindUInt256,
-	"Map": KindMap, "Tuple": KindTuple,
-	// Nested(a T, b U) (a table created with flatten_nested = 0) is
-	// Array(Tuple(a T, b U)) with its own name.
-	"Nested": KindArray,
-}
+// kindNames maps a type's name to its kind: the composite types here, the
+// scalar ones in their families' files (intNames, floatNames, timeNames,
+// textNames, decimalNames).
+var kindNames = func() map[string]Kind {
+	m := map[string]Kind{
+		"Nullable": KindNullable, "Array": KindArray, "LowCardinality": KindLowCardinality,
+		"Map": KindMap, "Tuple": KindTuple,
+		// Nested(a T, b U) (a table created with flatten_nested = 0) is
+		// Array(Tuple(a T, b U)) with its own name.
+		"Nested": KindArray,
+	}
+	for _, family := range []map[string]Kind{intNames, floatNames, timeNames, textNames, decimalNames} {
+		maps.Copy(m, family)
+	}
+	return m
+}()
 
 // Type is a parsed ClickHouse column type.
 type Type struct {
