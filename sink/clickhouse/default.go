@@ -5,8 +5,6 @@ import (
 	"fmt"
 	"math"
 	"math/big"
-	"net"
-	"net/netip"
 	"reflect"
 	"sort"
 	"strconv"
@@ -112,7 +110,7 @@ func appendScanned(col chunk.Column, t *chunk.Type, v any) error {
 			return wrongGo(rv)
 		}
 		return nil
-	case chunk.KindString, chunk.KindFixedString, chunk.KindUUID, chunk.KindDecimal, chunk.KindEnum8, chunk.KindEnum16:
+	case chunk.KindDecimal:
 		return appendText(col, t, rv)
 	case chunk.KindDate, chunk.KindDate32, chunk.KindDateTime, chunk.KindDateTime64:
 		// The server evaluated the DEFAULT: its value is within what it
@@ -144,22 +142,6 @@ func appendScanned(col chunk.Column, t *chunk.Type, v any) error {
 			return fmt.Errorf("%v is outside %s's range: %w", rv.Interface(), t.Name, err)
 		}
 		return nil
-	case chunk.KindIPv4, chunk.KindIPv6:
-		a, err := addrOf(rv)
-		if err != nil {
-			return err
-		}
-		texts, _ := chunk.TextsOf(t)
-		if t.Kind == chunk.KindIPv6 {
-			b := a.As16()
-			return texts.AppendBytes(col, b[:]) // 16 bytes: an IPv6 address
-		}
-		a = a.Unmap()
-		if !a.Is4() {
-			return fmt.Errorf("%s is not an IPv4 address", a)
-		}
-		b := a.As4()
-		return texts.AppendBytes(col, b[:]) // 4 bytes: an IPv4 address
 	case chunk.KindInt128, chunk.KindUInt128, chunk.KindInt256, chunk.KindUInt256:
 		return appendBig(col.(*chunk.BigInt), rv)
 	case chunk.KindArray:
@@ -178,6 +160,9 @@ func appendScanned(col chunk.Column, t *chunk.Type, v any) error {
 		return appendTuple(col.(*chunk.Tuple), t, rv)
 	case chunk.KindMap:
 		return appendMap(col.(*chunk.Map), t, v, rv)
+	}
+	if _, ok := chunk.TextsOf(t); ok {
+		return appendText(col, t, rv)
 	}
 	return fmt.Errorf("type %s is not supported", t.Name)
 }
@@ -241,9 +226,16 @@ func appendText(col chunk.Column, t *chunk.Type, rv reflect.Value) error {
 			break
 		}
 		switch {
-		case (t.Kind == chunk.KindEnum8 || t.Kind == chunk.KindEnum16) && rv.CanInt():
-			if texts.AppendInt(col, rv.Int()) != nil {
-				return fmt.Errorf("%d is not a value of %s", rv.Int(), t.Name)
+		case texts != nil && texts.Numbers() && (rv.CanInt() || rv.CanUint()):
+			// An Enum's number, an IPv4 address as a number.
+			n := int64(-1)
+			if rv.CanInt() {
+				n = rv.Int()
+			} else if rv.Uint() <= math.MaxInt64 {
+				n = int64(rv.Uint())
+			}
+			if texts.AppendInt(col, n) != nil {
+				return fmt.Errorf("%v is not a value of %s", rv.Interface(), t.Name)
 			}
 			return nil
 		case dec != nil && rv.CanInt():
@@ -274,30 +266,9 @@ func appendText(col chunk.Column, t *chunk.Type, rv reflect.Value) error {
 		case chunk.KindEnum8, chunk.KindEnum16:
 			return fmt.Errorf("%q is not a name of %s", s, t.Name)
 		}
-		return fmt.Errorf("%q is not a %s", s, t.Name)
+		return fmt.Errorf("%q is %s", s, texts.Refusal(err))
 	}
 	return nil
-}
-
-// addrOf returns the address an IPv4 or IPv6 value holds.
-func addrOf(rv reflect.Value) (netip.Addr, error) {
-	switch x := rv.Interface().(type) {
-	case netip.Addr:
-		if x.IsValid() {
-			return x, nil
-		}
-	case net.IP:
-		if a, ok := netip.AddrFromSlice(x); ok {
-			return a, nil
-		}
-	case string:
-		return netip.ParseAddr(x)
-	}
-	if rv.CanUint() && rv.Uint() <= math.MaxUint32 {
-		u := uint32(rv.Uint())
-		return netip.AddrFrom4([4]byte{byte(u >> 24), byte(u >> 16), byte(u >> 8), byte(u)}), nil
-	}
-	return netip.Addr{}, wrongGo(rv)
 }
 
 // appendBig appends an integer of up to 256 bits as c's two's complement

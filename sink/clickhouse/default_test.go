@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"math/big"
 	"net"
+	"net/netip"
 	"reflect"
 	"strings"
 	"testing"
@@ -98,6 +99,8 @@ func TestSetDefault(t *testing.T) {
 		{"DateTime64(3)", time.Date(2020, 1, 2, 3, 4, 5, 678900000, time.UTC), "1577934245678"},
 		{"DateTime64(6, 'UTC')", time.Date(2020, 1, 2, 3, 4, 5, 678900000, time.UTC), "2020-01-02T03:04:05.6789Z"},
 		{"IPv4", net.ParseIP("1.2.3.4"), "16909060"},
+		{"IPv4", uint32(16909060), "16909060"},
+		{"IPv4", netip.MustParseAddr("1.2.3.4"), "16909060"},
 		{"IPv6", "::ffff:1.2.3.4", "1.2.3.4"},
 		{"Int128", big.NewInt(-5), "-5"},
 		{"UInt256", new(big.Int).Lsh(big.NewInt(1), 200), new(big.Int).Lsh(big.NewInt(1), 200).String()},
