@@ -2,6 +2,7 @@ package transform
 
 import (
 	"errors"
+	"net/netip"
 	"reflect"
 	"strings"
 	"testing"
@@ -735,6 +736,45 @@ func TestCloneIndependent(t *testing.T) {
 	for _, r := range eb.rows(0, -1) {
 		if r != "B" {
 			t.Fatalf("got %q", r)
+		}
+	}
+}
+
+// TestOutputAddressesFromStrings: a string goes into an IPv4 or IPv6
+// column through the type's own checks.
+func TestOutputAddressesFromStrings(t *testing.T) {
+	in := mkSchema(t, "a String", "b String")
+	outs := []Output{output(t, "o", "ip4 IPv4 <- a", "ip6 IPv6 <- b")}
+	c, err := Compile(nil, in, outs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	st := mkChunk(t, in)
+	addRow(t, st, map[string]any{"a": "10.0.0.1", "b": "::ffff:1.2.3.4"})
+	e := newEmitter(t, outs)
+	if _, err := c.Run(st, 0, e); err != nil {
+		t.Fatal(err)
+	}
+	ch := e.chunks[[2]int{0, -1}]
+	if ch == nil || ch.Rows != 1 {
+		t.Fatalf("output chunk %v", ch)
+	}
+	if got, want := ch.Cols[0].Row(0), uint32(0x0a000001); got != want {
+		t.Errorf("IPv4 %v, want %v", got, want)
+	}
+	if got, want := ch.Cols[1].Row(0), netip.MustParseAddr("::ffff:1.2.3.4").As16(); got != want {
+		t.Errorf("IPv6 %v, want %v", got, want)
+	}
+	for _, tc := range []struct{ a, b, msg string }{
+		{"1.2.3", "::1", `sink "o" column ip4 (IPv4): "1.2.3" is not an IPv4 address`},
+		{"1.2.3.4", "fe80::1%eth0", `sink "o" column ip6 (IPv6): "fe80::1%eth0" is not an IP address`},
+	} {
+		st := mkChunk(t, in)
+		addRow(t, st, map[string]any{"a": tc.a, "b": tc.b})
+		_, err := c.Run(st, 0, newEmitter(t, outs))
+		var te *Error
+		if !errors.As(err, &te) || te.Reason != ReasonWrongType || err.Error() != tc.msg {
+			t.Errorf("%s %s: got %v, want %s", tc.a, tc.b, err, tc.msg)
 		}
 	}
 }

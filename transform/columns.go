@@ -393,28 +393,6 @@ func convertValue(n *node, t *chunk.Type, where string, rg chunk.ServerRanges) (
 		}
 		f := n.s
 		return func(r *rt, dst chunk.Column) { chunk.AppendString(dst, f(r)) }, nil
-	case chunk.KindFixedString:
-		if n.t.k != kString {
-			return nil, cannot(n, tn)
-		}
-		f, size := n.s, t.Len
-		texts, _ := chunk.TextsOf(t)
-		return func(r *rt, dst chunk.Column) {
-			if s := f(r); texts.AppendString(dst, s) != nil {
-				outOfRange(r, where, "%q is longer than %d bytes", s, size)
-			}
-		}, nil
-	case chunk.KindUUID:
-		if n.t.k != kString {
-			return nil, cannot(n, tn)
-		}
-		f := n.s
-		texts, _ := chunk.TextsOf(t)
-		return func(r *rt, dst chunk.Column) {
-			if s := f(r); texts.AppendString(dst, s) != nil {
-				r.fail(ReasonWrongType, where, fmt.Errorf("%q is not a UUID", s))
-			}
-		}, nil
 	case chunk.KindEnum8, chunk.KindEnum16:
 		return enumTo(n, t, where)
 	case chunk.KindDecimal:
@@ -442,6 +420,24 @@ func convertValue(n *node, t *chunk.Type, where string, rg chunk.ServerRanges) (
 			d := floorDiv(f(r), day)
 			if err := ts.AppendDays(dst, d); err != nil {
 				timeOutOfRange(r, where, err, "day %s is out of the range of %s", time.Unix(d*86400, 0).UTC().Format(time.DateOnly), tn)
+			}
+		}, nil
+	}
+	// The rest of the string family (FixedString, UUID, IPv4, IPv6) from
+	// a string: the type's appender checks it.
+	if texts, ok := chunk.TextsOf(t); ok {
+		if n.t.k != kString {
+			return nil, cannot(n, tn)
+		}
+		f := n.s
+		return func(r *rt, dst chunk.Column) {
+			s := f(r)
+			switch err := texts.AppendString(dst, s); err {
+			case nil:
+			case chunk.ErrRange:
+				outOfRange(r, where, "%q is %s", s, texts.Refusal(err))
+			default:
+				r.fail(ReasonWrongType, where, fmt.Errorf("%q is %s", s, texts.Refusal(err)))
 			}
 		}, nil
 	}

@@ -55,7 +55,9 @@
 // (its text) → String; Bool → Bool; Date, Date32, DateTime, DateTime64 →
 // Time; Nullable(T) → Nullable. Arrays (other than the flattened one),
 // Map, Tuple, IPv4/IPv6 and 128/256-bit integers cannot be read by
-// expressions, only copied unchanged into a column of the same type.
+// expressions, only copied unchanged into a column of the same type; a
+// String value can go into FixedString, UUID, IPv4 and IPv6 columns
+// through the type's checks (chunk.Texts).
 //
 // Literals: integers (`42`, `0x2a`, `1_000`; Int64), floats (`1.5`,
 // `1e3`), strings ("..." or '...' with Go escapes), `true`, `false`,
