@@ -51,6 +51,11 @@ type Texts interface {
 	AppendInt(col Column, v int64) error
 	// Numbers reports whether AppendInt takes numbers (Enum, IPv4).
 	Numbers() bool
+	// Text returns row i of col as text: the value for String,
+	// FixedString (without its padding), UUID and Enum (its name); IPv4's
+	// dotted form; IPv6's text, an IPv4-mapped address in dotted form.
+	// The string may share the column's memory.
+	Text(col Column, i int) string
 	// Refusal says why an append returned err (ErrRange or ErrSyntax),
 	// as the rest of "value x is ...": "longer than 3 bytes" for a
 	// FixedString(3), "not a UUID", "not an IPv4 address", "out of range"
@@ -118,6 +123,8 @@ func (stringTexts) AppendBytes(col Column, b []byte) error {
 
 func (stringTexts) AppendInt(Column, int64) error { return ErrSyntax }
 
+func (stringTexts) Text(col Column, i int) string { return col.(*Strings).Value(i) }
+
 func (stringTexts) Numbers() bool { return false }
 
 func (stringTexts) Refusal(error) string { return "not a string" }
@@ -145,6 +152,8 @@ func (a fixedStringTexts) AppendString(col Column, s string) error {
 func (a fixedStringTexts) AppendBytes(col Column, b []byte) error { return a.AppendText(col, b) }
 
 func (fixedStringTexts) AppendInt(Column, int64) error { return ErrSyntax }
+
+func (fixedStringTexts) Text(col Column, i int) string { return col.(*Strings).Value(i) }
 
 func (fixedStringTexts) Numbers() bool { return false }
 
@@ -194,6 +203,8 @@ func (uuidTexts) AppendBytes(col Column, b []byte) error {
 }
 
 func (uuidTexts) AppendInt(Column, int64) error { return ErrSyntax }
+
+func (uuidTexts) Text(col Column, i int) string { return col.(*Strings).Value(i) }
 
 func (uuidTexts) Numbers() bool { return false }
 
@@ -258,6 +269,8 @@ func (a enumTexts) AppendInt(col Column, v int64) error {
 	return nil
 }
 
+func (enumTexts) Text(col Column, i int) string { return col.(*Strings).Value(i) }
+
 func (enumTexts) Numbers() bool { return true }
 
 func (enumTexts) Refusal(error) string { return "not a value of the enum" }
@@ -265,6 +278,11 @@ func (enumTexts) Refusal(error) string { return "not a value of the enum" }
 type ipv4Texts struct{}
 
 func (ipv4Texts) Numbers() bool { return true }
+
+func (ipv4Texts) Text(col Column, i int) string {
+	n := col.(*Fixed[uint32]).Data[i]
+	return netip.AddrFrom4([4]byte{byte(n >> 24), byte(n >> 16), byte(n >> 8), byte(n)}).String()
+}
 
 func (ipv4Texts) Refusal(err error) string {
 	if err == ErrRange {
@@ -325,6 +343,10 @@ func (ipv6Texts) AppendBytes(col Column, b []byte) error {
 func (ipv6Texts) AppendInt(Column, int64) error { return ErrSyntax }
 
 func (ipv6Texts) Numbers() bool { return false }
+
+func (ipv6Texts) Text(col Column, i int) string {
+	return netip.AddrFrom16(col.(*Fixed[[16]byte]).Data[i]).Unmap().String()
+}
 
 func (ipv6Texts) Refusal(error) string { return "not an IP address" }
 

@@ -261,3 +261,30 @@ func TestAppendString(t *testing.T) {
 		t.Errorf("%d rows, want 3", col.Len())
 	}
 }
+
+// TestTextsText: Text gives back the text form of what went in.
+func TestTextsText(t *testing.T) {
+	for _, tc := range []struct{ typ, in, want string }{
+		{"String", "héllo", "héllo"},
+		{"FixedString(4)", "ab", "ab"},
+		{"UUID", "01234567-89AB-cdef-0123-456789abcdef", "01234567-89AB-cdef-0123-456789abcdef"},
+		{"Enum8('a' = 1, 'b' = 2)", "b", "b"},
+		{"IPv4", "10.0.0.255", "10.0.0.255"},
+		{"IPv6", "2001:DB8::1", "2001:db8::1"},
+		{"IPv6", "1.2.3.4", "1.2.3.4"},
+		{"LowCardinality(String)", "lc", "lc"},
+	} {
+		typ, err := ParseType(tc.typ)
+		if err != nil {
+			t.Fatal(err)
+		}
+		col, _ := NewColumn(typ)
+		texts, _ := TextsOf(typ)
+		if err := texts.AppendString(col, tc.in); err != nil {
+			t.Fatalf("%s %q: %v", tc.typ, tc.in, err)
+		}
+		if got := texts.Text(col, 0); got != tc.want {
+			t.Errorf("%s %q: Text %q, want %q", tc.typ, tc.in, got, tc.want)
+		}
+	}
+}

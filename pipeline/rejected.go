@@ -105,7 +105,14 @@ func rowsJSON(c *chunk.Chunk, from, to int) []byte {
 	}
 	for j, col := range part.Cols {
 		name, t := part.Schema.Names[j], part.Schema.Types[j]
+		texts, text := chunk.TextsOf(t)
 		for i := 0; i < part.Rows && i < col.Len(); i++ {
+			if text {
+				// The string family as its text (IPv4 dotted, not its
+				// number).
+				rows[i][name] = texts.Text(col, i)
+				continue
+			}
 			rows[i][name] = jsonCell(t, true, col.Row(i))
 		}
 	}
@@ -122,8 +129,9 @@ func rowsJSON(c *chunk.Chunk, from, to int) []byte {
 
 // jsonCell converts v, a value of type t as chunk.Column.Row gives it,
 // into something encoding/json writes, as the rows were rendered from the
-// values sent to the driver: at the top level only (top), DateTime and
-// IPv4 numbers as text and DateTime64(3) as its milliseconds; an array of
+// values sent to the driver: at the top level only (top), DateTime
+// numbers as text and DateTime64(3) as its milliseconds (the string
+// family's top-level values are their texts, chunk.Texts.Text); an array of
 // UInt8 as a string of its bytes; a wide integer as {}.
 func jsonCell(t *chunk.Type, top bool, v any) any {
 	if v == nil {
@@ -163,11 +171,6 @@ func jsonCell(t *chunk.Type, top bool, v any) any {
 	case chunk.KindDateTime:
 		if top {
 			return time.Unix(v.(int64), 0).UTC().Format("2006-01-02 15:04:05")
-		}
-	case chunk.KindIPv4:
-		if top {
-			n := v.(uint32)
-			return net.IPv4(byte(n>>24), byte(n>>16), byte(n>>8), byte(n)).String()
 		}
 	case chunk.KindDateTime64:
 		if top && t.Precision == 3 {
