@@ -33,25 +33,25 @@ type Ints interface {
 func IntsOf(t *Type) (Ints, bool) {
 	switch t.Kind {
 	case KindInt8:
-		return signedInts[int8]{}, true
+		return &signedInts[int8]{}, true
 	case KindInt16:
-		return signedInts[int16]{}, true
+		return &signedInts[int16]{}, true
 	case KindInt32:
-		return signedInts[int32]{}, true
+		return &signedInts[int32]{}, true
 	case KindInt64:
-		return signedInts[int64]{}, true
+		return &signedInts[int64]{}, true
 	case KindUInt8:
-		return unsignedInts[uint8]{}, true
+		return &unsignedInts[uint8]{}, true
 	case KindUInt16:
-		return unsignedInts[uint16]{}, true
+		return &unsignedInts[uint16]{}, true
 	case KindUInt32:
-		return unsignedInts[uint32]{}, true
+		return &unsignedInts[uint32]{}, true
 	case KindUInt64:
-		return unsignedInts[uint64]{}, true
+		return &unsignedInts[uint64]{}, true
 	case KindBool:
-		return boolInts{}, true
+		return &boolInts{}, true
 	case KindInt128, KindUInt128, KindInt256, KindUInt256:
-		return wideInts{}, true
+		return &wideInts{}, true
 	}
 	return nil, false
 }
@@ -60,7 +60,7 @@ func IntsOf(t *Type) (Ints, bool) {
 // is within T's range.
 type signedInts[T int8 | int16 | int32 | int64] struct{}
 
-func (signedInts[T]) AppendInt(col Column, v int64) error {
+func (*signedInts[T]) AppendInt(col Column, v int64) error {
 	if int64(T(v)) != v {
 		return ErrRange
 	}
@@ -68,7 +68,7 @@ func (signedInts[T]) AppendInt(col Column, v int64) error {
 	return nil
 }
 
-func (signedInts[T]) AppendUint(col Column, v uint64) error {
+func (*signedInts[T]) AppendUint(col Column, v uint64) error {
 	if v > math.MaxInt64 || int64(T(v)) != int64(v) {
 		return ErrRange
 	}
@@ -78,7 +78,7 @@ func (signedInts[T]) AppendUint(col Column, v uint64) error {
 
 type unsignedInts[T uint8 | uint16 | uint32 | uint64] struct{}
 
-func (unsignedInts[T]) AppendInt(col Column, v int64) error {
+func (*unsignedInts[T]) AppendInt(col Column, v int64) error {
 	if v < 0 || uint64(T(v)) != uint64(v) {
 		return ErrRange
 	}
@@ -86,7 +86,7 @@ func (unsignedInts[T]) AppendInt(col Column, v int64) error {
 	return nil
 }
 
-func (unsignedInts[T]) AppendUint(col Column, v uint64) error {
+func (*unsignedInts[T]) AppendUint(col Column, v uint64) error {
 	if uint64(T(v)) != v {
 		return ErrRange
 	}
@@ -96,7 +96,7 @@ func (unsignedInts[T]) AppendUint(col Column, v uint64) error {
 
 type boolInts struct{}
 
-func (boolInts) AppendInt(col Column, v int64) error {
+func (*boolInts) AppendInt(col Column, v int64) error {
 	if v != 0 && v != 1 {
 		return ErrRange
 	}
@@ -104,7 +104,7 @@ func (boolInts) AppendInt(col Column, v int64) error {
 	return nil
 }
 
-func (boolInts) AppendUint(col Column, v uint64) error {
+func (*boolInts) AppendUint(col Column, v uint64) error {
 	if v > 1 {
 		return ErrRange
 	}
@@ -116,7 +116,7 @@ func (boolInts) AppendUint(col Column, v uint64) error {
 // value no unsigned one.
 type wideInts struct{}
 
-func (wideInts) AppendInt(col Column, v int64) error {
+func (*wideInts) AppendInt(col Column, v int64) error {
 	c := col.(*BigInt)
 	if v < 0 && !c.Signed {
 		return ErrRange
@@ -130,7 +130,7 @@ func (wideInts) AppendInt(col Column, v int64) error {
 	return nil
 }
 
-func (wideInts) AppendUint(col Column, v uint64) error {
+func (*wideInts) AppendUint(col Column, v uint64) error {
 	c := col.(*BigInt)
 	w := [4]uint64{v}
 	c.Append(w[:c.Words])

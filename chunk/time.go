@@ -68,14 +68,14 @@ func TimesOf(t *Type, rg ServerRanges) (Times, bool) {
 	rg = rg.OrDefault()
 	switch t.Kind {
 	case KindDate:
-		return dates{lo: 0, hi: rg.DateMax, rg: rg}, true
+		return &dates{lo: 0, hi: rg.DateMax, rg: rg}, true
 	case KindDate32:
-		return dates{lo: Date32Min, hi: Date32Max, wide: true}, true
+		return &dates{lo: Date32Min, hi: Date32Max, wide: true}, true
 	case KindDateTime:
-		return dateTimes{rg: rg}, true
+		return &dateTimes{rg: rg}, true
 	case KindDateTime64:
 		lo, hi := DateTime64Range(t.Precision)
-		return dateTime64s{p: t.Precision, lo: lo, hi: hi}, true
+		return &dateTime64s{p: t.Precision, lo: lo, hi: hi}, true
 	}
 	return nil, false
 }
@@ -97,7 +97,7 @@ type dates struct {
 	rg     ServerRanges
 }
 
-func (a dates) AppendDays(col Column, days int64) error {
+func (a *dates) AppendDays(col Column, days int64) error {
 	if days < a.lo {
 		return ErrRange
 	}
@@ -111,20 +111,20 @@ func (a dates) AppendDays(col Column, days int64) error {
 	return nil
 }
 
-func (a dates) AppendSeconds(col Column, sec int64) error {
+func (a *dates) AppendSeconds(col Column, sec int64) error {
 	return a.AppendDays(col, floorDiv(sec, 86400))
 }
 
-func (a dates) AppendNanos(col Column, ns int64) error {
+func (a *dates) AppendNanos(col Column, ns int64) error {
 	return a.AppendDays(col, floorDiv(ns, 86400*int64(time.Second)))
 }
 
-func (a dates) AppendTicks(col Column, v int64) error { return a.AppendDays(col, v) }
+func (a *dates) AppendTicks(col Column, v int64) error { return a.AppendDays(col, v) }
 
 // dateTimes appends to DateTime: seconds [0, the server's maximum].
 type dateTimes struct{ rg ServerRanges }
 
-func (a dateTimes) AppendDays(col Column, days int64) error {
+func (a *dateTimes) AppendDays(col Column, days int64) error {
 	if days < 0 {
 		return ErrRange
 	}
@@ -136,7 +136,7 @@ func (a dateTimes) AppendDays(col Column, days int64) error {
 	return a.AppendSeconds(col, days*86400)
 }
 
-func (a dateTimes) AppendSeconds(col Column, sec int64) error {
+func (a *dateTimes) AppendSeconds(col Column, sec int64) error {
 	if sec < 0 {
 		return ErrRange
 	}
@@ -147,11 +147,11 @@ func (a dateTimes) AppendSeconds(col Column, sec int64) error {
 	return nil
 }
 
-func (a dateTimes) AppendNanos(col Column, ns int64) error {
+func (a *dateTimes) AppendNanos(col Column, ns int64) error {
 	return a.AppendSeconds(col, floorDiv(ns, int64(time.Second)))
 }
 
-func (a dateTimes) AppendTicks(col Column, v int64) error { return a.AppendSeconds(col, v) }
+func (a *dateTimes) AppendTicks(col Column, v int64) error { return a.AppendSeconds(col, v) }
 
 // dateTime64s appends to DateTime64(p): ticks [lo, hi].
 type dateTime64s struct {
@@ -159,25 +159,25 @@ type dateTime64s struct {
 	lo, hi int64
 }
 
-func (a dateTime64s) AppendDays(col Column, days int64) error {
+func (a *dateTime64s) AppendDays(col Column, days int64) error {
 	if days < a.lo/pow10[a.p]/86400 || days > a.hi/pow10[a.p]/86400 {
 		return ErrRange
 	}
 	return a.AppendTicks(col, days*86400*pow10[a.p])
 }
 
-func (a dateTime64s) AppendSeconds(col Column, sec int64) error {
+func (a *dateTime64s) AppendSeconds(col Column, sec int64) error {
 	if sec < a.lo/pow10[a.p] || sec > a.hi/pow10[a.p] {
 		return ErrRange
 	}
 	return a.AppendTicks(col, sec*pow10[a.p])
 }
 
-func (a dateTime64s) AppendNanos(col Column, ns int64) error {
+func (a *dateTime64s) AppendNanos(col Column, ns int64) error {
 	return a.AppendTicks(col, floorDiv(ns, pow10[9-a.p]))
 }
 
-func (a dateTime64s) AppendTicks(col Column, v int64) error {
+func (a *dateTime64s) AppendTicks(col Column, v int64) error {
 	if v < a.lo || v > a.hi {
 		return ErrRange
 	}
