@@ -141,8 +141,6 @@ type Shard struct {
 	// parts lists a replica's parts that ZooKeeper lacks; nil:
 	// Client.UnregisteredParts (tests set it).
 	parts func(r *replica) partLister
-	// settlePoll, settleMax and settleBlind time settle (unknown.go).
-	settlePoll, settleCheckAge, settleMax, settleBlind time.Duration
 	// firstMu holds the shard's inserts until checkFirst is done.
 	firstMu   sync.Mutex
 	firstDone bool
