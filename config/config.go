@@ -236,7 +236,9 @@ type Avro struct {
 
 // Registry is a Confluent schema registry.
 type Registry struct {
-	URL      string `yaml:"url"`
+	// URL is shown masked (URL.Masked): a password in its userinfo is
+	// never printed or logged.
+	URL      URL    `yaml:"url"`
 	Username string `yaml:"username"`
 	Password Secret `yaml:"password"`
 	// TLS configures HTTPS to the registry (an https URL with no tls

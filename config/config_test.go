@@ -494,17 +494,22 @@ func TestSecretsAreMasked(t *testing.T) {
 	if c.Sink.ClickHouse.Password.Value() != "ch-secret-1" || c.Source.Kafka.SASL.Password.Value() != "kafka-secret-2" {
 		t.Fatalf("secrets not parsed: %q %q", c.Sink.ClickHouse.Password.Value(), c.Source.Kafka.SASL.Password.Value())
 	}
+	// A registry URL carrying a password (refused later, when the
+	// registry client is built) is masked too.
+	c.Decode.Avro.Registry = &Registry{URL: "https://u:url-secret-3@registry:8081", Username: "u", Password: "registry-secret-4"}
 	jsonOut, err := json.Marshal(c)
 	if err != nil {
 		t.Fatal(err)
 	}
 	var logOut strings.Builder
-	slog.New(slog.NewJSONHandler(&logOut, nil)).Info("config", "password", c.Sink.ClickHouse.Password, "sasl", c.Source.Kafka.SASL)
+	slog.New(slog.NewJSONHandler(&logOut, nil)).Info("config", "password", c.Sink.ClickHouse.Password, "sasl", c.Source.Kafka.SASL,
+		"registry", c.Decode.Avro.Registry.URL)
 	outputs := map[string]string{
 		"Redacted": c.Redacted(),
 		"%v":       fmt.Sprintf("%v", *c.Sink.ClickHouse),
 		"%+v":      fmt.Sprintf("%+v", *c.Source.Kafka.SASL),
 		"%#v":      fmt.Sprintf("%#v", *c.Source.Kafka.SASL),
+		"registry": fmt.Sprintf("%v %+v", *c.Decode.Avro.Registry, c.Decode.Avro.Registry.URL),
 		"json":     string(jsonOut),
 		"slog":     logOut.String(),
 	}

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"log/slog"
 	"math"
+	"net/url"
 	"strconv"
 	"strings"
 	"time"
@@ -190,6 +191,67 @@ func (s Secret) MarshalYAML() (any, error) { return s.masked(), nil }
 
 // LogValue returns the masked form for log/slog.
 func (s Secret) LogValue() slog.Value { return slog.StringValue(s.masked()) }
+
+// URL is a URL that may carry a password in its userinfo
+// (https://user:password@host): String, GoString, MarshalText,
+// MarshalYAML and LogValue give it with the password replaced by "******"
+// (Masked). Use Value for the real URL.
+type URL string
+
+// Value returns the URL itself.
+func (u URL) Value() string { return string(u) }
+
+// Masked returns the URL with the password of its userinfo, if any,
+// replaced by "******". Text that does not parse as a URL is returned
+// without what could be userinfo (up to the last '@' before the path).
+func (u URL) Masked() string { return MaskURL(string(u)) }
+
+// MaskURL returns s with the password of a URL's userinfo replaced by
+// "******": https://user:******@host/path. Text that does not parse as a
+// URL is cut to "******@" and what follows its last '@' before any path.
+func MaskURL(s string) string {
+	if !strings.Contains(s, "@") {
+		return s
+	}
+	p, err := url.Parse(s)
+	if err != nil {
+		rest := s
+		if i := strings.Index(rest, "://"); i >= 0 {
+			rest = rest[i+3:]
+		}
+		host := rest
+		if i := strings.IndexAny(host, "/?#"); i >= 0 {
+			host = host[:i]
+		}
+		if i := strings.LastIndexByte(host, '@'); i >= 0 {
+			return strings.Replace(s, host[:i], mask, 1)
+		}
+		return s
+	}
+	if p.User == nil {
+		return s
+	}
+	if _, has := p.User.Password(); !has {
+		return s
+	}
+	p.User = url.UserPassword(p.User.Username(), mask)
+	return strings.Replace(p.String(), url.QueryEscape(mask), mask, 1)
+}
+
+// String returns the masked URL.
+func (u URL) String() string { return u.Masked() }
+
+// GoString returns the masked URL for %#v.
+func (u URL) GoString() string { return strconv.Quote(u.Masked()) }
+
+// MarshalText returns the masked URL.
+func (u URL) MarshalText() ([]byte, error) { return []byte(u.Masked()), nil }
+
+// MarshalYAML returns the masked URL.
+func (u URL) MarshalYAML() (any, error) { return u.Masked(), nil }
+
+// LogValue returns the masked URL for log/slog.
+func (u URL) LogValue() slog.Value { return slog.StringValue(u.Masked()) }
 
 // describe renders a node for error messages: strings quoted, other
 // scalars as written, collections by kind.

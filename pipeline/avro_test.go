@@ -49,7 +49,7 @@ func TestAvroConfluent(t *testing.T) {
 	cfg := testConfig(t, kb, ch, "avro")
 	cfg.Source.Kafka.Topics = []string{"events"}
 	cfg.Decode.Format = "avro"
-	cfg.Decode.Avro = config.Avro{Framing: "confluent", Registry: &config.Registry{URL: reg.URL()}, NegativeCacheTTL: config.Duration(time.Minute)}
+	cfg.Decode.Avro = config.Avro{Framing: "confluent", Registry: &config.Registry{URL: config.URL(reg.URL())}, NegativeCacheTTL: config.Duration(time.Minute)}
 	cfg.Decode.OnError = "dlq"
 	cfg.Decode.DLQ = &config.DLQ{Topic: "events.dlq"}
 	p, err := New(context.Background(), Options{Config: cfg, Log: testLogger(t), Registerer: prometheus.NewRegistry()})

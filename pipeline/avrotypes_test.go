@@ -102,7 +102,7 @@ func TestRegistryTypesTheChain(t *testing.T) {
 	cfg.Source.Kafka.Topics = []string{"events"}
 	cfg.Sink.ClickHouse.Table = "slim"
 	cfg.Decode.Format = "avro"
-	cfg.Decode.Avro = config.Avro{Framing: "confluent", Registry: &config.Registry{URL: reg.URL()}, NegativeCacheTTL: config.Duration(time.Minute)}
+	cfg.Decode.Avro = config.Avro{Framing: "confluent", Registry: &config.Registry{URL: config.URL(reg.URL())}, NegativeCacheTTL: config.Duration(time.Minute)}
 	cfg.Decode.OnError = "fail"
 	cfg.Transform = []config.Step{{Filter: &config.Expr{Text: "amount > 50.0"}}}
 	p, err := New(context.Background(), Options{Config: cfg, Log: testLogger(t), Registerer: prometheus.NewRegistry()})

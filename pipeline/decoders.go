@@ -69,7 +69,7 @@ func (p *Pipeline) setupAvro(ctx context.Context) error {
 		}
 	}
 	reg, err := schemaregistry.New(schemaregistry.Options{
-		URL: r.URL, Username: r.Username, Password: r.Password.Value(), TLS: tc,
+		URL: r.URL.Value(), Username: r.Username, Password: r.Password.Value(), TLS: tc,
 		NegativeCacheTTL: a.NegativeCacheTTL.D(), Registerer: p.component("decode"), Log: p.log,
 	})
 	if err != nil {

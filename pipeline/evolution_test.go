@@ -109,7 +109,7 @@ func TestAvroEvolution(t *testing.T) {
 	cfg := testConfig(t, kb, ch, "evolution")
 	cfg.Source.Kafka.Topics = []string{"events"}
 	cfg.Decode.Format = "avro"
-	cfg.Decode.Avro = config.Avro{Framing: "confluent", Registry: &config.Registry{URL: reg.URL()},
+	cfg.Decode.Avro = config.Avro{Framing: "confluent", Registry: &config.Registry{URL: config.URL(reg.URL())},
 		NegativeCacheTTL: config.Duration(time.Minute), ReaderSchema: evolutionReader}
 	cfg.Decode.ValidateSchema = "full"
 	_, stop := runPipeline(t, cfg)
@@ -160,7 +160,7 @@ func TestAvroNewSchemaReadsTable(t *testing.T) {
 	cfg := testConfig(t, kb, ch, "newschema")
 	cfg.Source.Kafka.Topics = []string{"events"}
 	cfg.Decode.Format = "avro"
-	cfg.Decode.Avro = config.Avro{Framing: "confluent", Registry: &config.Registry{URL: reg.URL()}, NegativeCacheTTL: config.Duration(time.Minute)}
+	cfg.Decode.Avro = config.Avro{Framing: "confluent", Registry: &config.Registry{URL: config.URL(reg.URL())}, NegativeCacheTTL: config.Duration(time.Minute)}
 	cfg.Sink.ClickHouse.DescribeInterval = 0
 	p, stop := runPipeline(t, cfg)
 

@@ -58,7 +58,7 @@ func failFastAvro(t *testing.T, bad string) {
 	cfg := testConfig(t, kb, ch, "failfast")
 	cfg.Source.Kafka.Topics = []string{"events"}
 	cfg.Decode.Format = "avro"
-	cfg.Decode.Avro = config.Avro{Framing: "confluent", Registry: &config.Registry{URL: reg.URL()}, NegativeCacheTTL: config.Duration(time.Minute)}
+	cfg.Decode.Avro = config.Avro{Framing: "confluent", Registry: &config.Registry{URL: config.URL(reg.URL())}, NegativeCacheTTL: config.Duration(time.Minute)}
 	cfg.Decode.OnError = "fail"
 	if bad == "raw-truncated" {
 		f := t.TempDir() + "/schema.avsc"

@@ -149,7 +149,7 @@ func TestNewRegistryDown(t *testing.T) {
 		cfg := testConfig(t, kb, srv, "registry-down")
 		cfg.Source.Kafka.Topics = []string{"events"}
 		cfg.Decode.Format = "avro"
-		cfg.Decode.Avro = config.Avro{Framing: "confluent", Registry: &config.Registry{URL: url},
+		cfg.Decode.Avro = config.Avro{Framing: "confluent", Registry: &config.Registry{URL: config.URL(url)},
 			PrewarmSubjects: []string{"events-value"}}
 		return cfg
 	}

@@ -165,6 +165,12 @@ func New(o Options) (*Client, error) {
 	}
 	u, err := url.Parse(o.URL)
 	if err != nil {
+		// url.Error quotes the whole URL, password included: give its
+		// reason only.
+		var ue *url.Error
+		if errors.As(err, &ue) {
+			err = ue.Err
+		}
 		return nil, fmt.Errorf("schemaregistry: invalid URL: %w", err)
 	}
 	if u.Scheme != "http" && u.Scheme != "https" {
