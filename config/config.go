@@ -129,7 +129,14 @@ type SASL struct {
 	Mechanism string `yaml:"mechanism"` // PLAIN | SCRAM-SHA-256 | SCRAM-SHA-512
 	Username  string `yaml:"username"`
 	Password  Secret `yaml:"password"`
+	// PasswordFile, instead of Password, names a file holding the
+	// password (a mounted Kubernetes Secret), read at each connection.
+	PasswordFile string `yaml:"password_file"`
 }
+
+// Secret returns the password: Password, or the content of PasswordFile
+// read now (see ReadSecretFile).
+func (s *SASL) Secret() (string, error) { return secretOf(s.Password, s.PasswordFile) }
 
 // Decode selects the record format and what happens to records that
 // cannot be decoded.
@@ -241,6 +248,8 @@ type Registry struct {
 	URL      URL    `yaml:"url"`
 	Username string `yaml:"username"`
 	Password Secret `yaml:"password"`
+	// PasswordFile, instead of Password, names a file holding it.
+	PasswordFile string `yaml:"password_file"`
 	// TLS configures HTTPS to the registry (an https URL with no tls
 	// section uses the system's roots).
 	TLS *TLS `yaml:"tls,omitempty"`
@@ -252,6 +261,14 @@ type DLQ struct {
 	Topic   string   `yaml:"topic"`
 	Brokers []string `yaml:"brokers"`
 }
+
+// Secret returns the ClickHouse password: Password, or the content of
+// PasswordFile read now (see ReadSecretFile).
+func (c *ClickHouse) Secret() (string, error) { return secretOf(c.Password, c.PasswordFile) }
+
+// Secret returns the registry's password: Password, or the content of
+// PasswordFile read now (see ReadSecretFile).
+func (r *Registry) Secret() (string, error) { return secretOf(r.Password, r.PasswordFile) }
 
 // Sink selects where rows go. ClickHouse is the only sink.
 type Sink struct {
@@ -267,6 +284,8 @@ type ClickHouse struct {
 	Table    string   `yaml:"table"`
 	User     string   `yaml:"user"`
 	Password Secret   `yaml:"password"`
+	// PasswordFile, instead of Password, names a file holding it.
+	PasswordFile string `yaml:"password_file"`
 	// Columns maps column name to source field name. Empty means map every
 	// column of the live table to the field of the same name.
 	Columns map[string]string `yaml:"columns"`

@@ -5,6 +5,7 @@ import (
 	"log/slog"
 	"math"
 	"net/url"
+	"os"
 	"strconv"
 	"strings"
 	"time"
@@ -191,6 +192,44 @@ func (s Secret) MarshalYAML() (any, error) { return s.masked(), nil }
 
 // LogValue returns the masked form for log/slog.
 func (s Secret) LogValue() slog.Value { return slog.StringValue(s.masked()) }
+
+// ReadSecretFile reads a password_file: its content without one trailing
+// newline (as `echo secret > file` and Kubernetes Secrets leave it). An
+// empty file is an error.
+func ReadSecretFile(path string) (string, error) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return "", err
+	}
+	s := strings.TrimSuffix(strings.TrimSuffix(string(b), "\n"), "\r")
+	if s == "" {
+		return "", fmt.Errorf("%s is empty", path)
+	}
+	return s, nil
+}
+
+// secretOf is the password of a password / password_file pair.
+func secretOf(pw Secret, file string) (string, error) {
+	if file == "" {
+		return pw.Value(), nil
+	}
+	return ReadSecretFile(file)
+}
+
+// secretFileProblem is the validation of a password / password_file
+// pair: not both set, and the file readable and not empty.
+func secretFileProblem(pw Secret, file string) string {
+	switch {
+	case file == "":
+		return ""
+	case pw != "":
+		return "set either password or password_file, not both"
+	}
+	if _, err := ReadSecretFile(file); err != nil {
+		return "cannot read the password: " + err.Error()
+	}
+	return ""
+}
 
 // URL is a URL that may carry a password in its userinfo
 // (https://user:password@host): String, GoString, MarshalText,

@@ -114,6 +114,9 @@ var rules = []rule{
 	}},
 	// Every supported mechanism authenticates a user name.
 	{path: "source.kafka.sasl.username", when: hasSASL, required: func(c *Config) bool { return c.Source.Kafka.SASL.Username != "" }},
+	{path: "source.kafka.sasl.password_file", when: hasSASL, check: func(c *Config) string {
+		return secretFileProblem(c.Source.Kafka.SASL.Password, c.Source.Kafka.SASL.PasswordFile)
+	}},
 
 	{path: "decode.format", check: func(c *Config) string { return oneOf(c.Decode.Format, FormatJSON, FormatAvro) }},
 	{path: "decode.validate_schema", check: func(c *Config) string { return oneOf(c.Decode.ValidateSchema, "off", "names", "full") }},
@@ -124,6 +127,9 @@ var rules = []rule{
 	// carry no id, so the schema comes from a file.
 	{path: "decode.avro.registry.url", when: func(c *Config) bool { return c.Decode.Format == FormatAvro && c.Decode.Avro.Framing == "confluent" },
 		required: func(c *Config) bool { return c.Decode.Avro.Registry != nil && c.Decode.Avro.Registry.URL != "" }},
+	{path: "decode.avro.registry.password_file", when: func(c *Config) bool { return c.Decode.Avro.Registry != nil }, check: func(c *Config) string {
+		return secretFileProblem(c.Decode.Avro.Registry.Password, c.Decode.Avro.Registry.PasswordFile)
+	}},
 	{path: "decode.avro.schema_file", when: func(c *Config) bool { return c.Decode.Format == FormatAvro && c.Decode.Avro.Framing != "confluent" },
 		required: func(c *Config) bool { return c.Decode.Avro.SchemaFile != "" }},
 	{path: "decode.avro.negative_cache_ttl", check: func(c *Config) string {
@@ -197,6 +203,9 @@ var rules = []rule{
 	{path: "sink.clickhouse.table", when: hasClickHouse, required: func(c *Config) bool { return c.Sink.ClickHouse.Table != "" }},
 	{path: "sink.clickhouse.database", when: hasClickHouse, check: func(c *Config) string { return nonEmpty(c.Sink.ClickHouse.Database) }},
 	{path: "sink.clickhouse.user", when: hasClickHouse, check: func(c *Config) string { return nonEmpty(c.Sink.ClickHouse.User) }},
+	{path: "sink.clickhouse.password_file", when: hasClickHouse, check: func(c *Config) string {
+		return secretFileProblem(c.Sink.ClickHouse.Password, c.Sink.ClickHouse.PasswordFile)
+	}},
 	// A batch needs at least one row; beyond 10M rows a single INSERT holds
 	// gigabytes in memory and a retry repeats too much work.
 	{path: "sink.clickhouse.batch.max_rows", when: hasClickHouse, check: func(c *Config) string {

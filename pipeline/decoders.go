@@ -68,8 +68,12 @@ func (p *Pipeline) setupAvro(ctx context.Context) error {
 			return err
 		}
 	}
+	password, err := r.Secret()
+	if err != nil {
+		return fmt.Errorf("decode.avro.registry.password_file: %w", err)
+	}
 	reg, err := schemaregistry.New(schemaregistry.Options{
-		URL: r.URL.Value(), Username: r.Username, Password: r.Password.Value(), TLS: tc,
+		URL: r.URL.Value(), Username: r.Username, Password: password, TLS: tc,
 		NegativeCacheTTL: a.NegativeCacheTTL.D(), Registerer: p.component("decode"), Log: p.log,
 	})
 	if err != nil {

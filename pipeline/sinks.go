@@ -34,12 +34,18 @@ func (p *Pipeline) openSinks(ctx context.Context) error {
 		chc := ns.ClickHouse
 		s := &sinkState{name: ns.Name, cfg: chc}
 		p.sinks = append(p.sinks, s)
+		// A password_file is read once here: the ClickHouse driver keeps
+		// the password of its connections.
+		password, err := chc.Secret()
+		if err != nil {
+			return fmt.Errorf("sink %s: password_file: %w", s.name, err)
+		}
 		for i, sh := range chc.ShardList() {
 			s.weights = append(s.weights, sh.Weight)
 			var cs []*clickhouse.Client
 			for _, addr := range sh.Replicas {
 				c, err := clickhouse.Connect(ctx, clickhouse.Options{
-					Addr: []string{addr}, Database: chc.Database, Table: chc.Table, User: chc.User, Password: chc.Password.Value(),
+					Addr: []string{addr}, Database: chc.Database, Table: chc.Table, User: chc.User, Password: password,
 					DialTimeout: chc.DialTimeout.D(), InsertTimeout: chc.InsertTimeout.D(), Settings: chc.Settings,
 					Compression: chc.Compression, Columns: chc.Columns, Lazy: true, Insert: chc.InsertPath,
 					MaxOpenConns: chc.Inflight.MaxPerShard + 2,

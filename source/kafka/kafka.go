@@ -197,14 +197,25 @@ func clientOpts(c *config.Kafka) ([]kgo.Opt, error) {
 // same cluster (producers, admin).
 func ClientOpts(c *config.Kafka) ([]kgo.Opt, error) { return clientOpts(c) }
 
+// saslMechanism returns the mechanism of c. Its password is read at each
+// connection (SASL.Secret): a rotated password_file is picked up by the
+// next connection.
 func saslMechanism(c *config.SASL) (sasl.Mechanism, error) {
 	switch c.Mechanism {
 	case "PLAIN":
-		return plain.Auth{User: c.Username, Pass: c.Password.Value()}.AsMechanism(), nil
-	case "SCRAM-SHA-256":
-		return scram.Auth{User: c.Username, Pass: c.Password.Value()}.AsSha256Mechanism(), nil
-	case "SCRAM-SHA-512":
-		return scram.Auth{User: c.Username, Pass: c.Password.Value()}.AsSha512Mechanism(), nil
+		return plain.Plain(func(context.Context) (plain.Auth, error) {
+			pw, err := c.Secret()
+			return plain.Auth{User: c.Username, Pass: pw}, err
+		}), nil
+	case "SCRAM-SHA-256", "SCRAM-SHA-512":
+		auth := func(context.Context) (scram.Auth, error) {
+			pw, err := c.Secret()
+			return scram.Auth{User: c.Username, Pass: pw}, err
+		}
+		if c.Mechanism == "SCRAM-SHA-256" {
+			return scram.Sha256(auth), nil
+		}
+		return scram.Sha512(auth), nil
 	}
 	return nil, fmt.Errorf("source.kafka.sasl.mechanism: %q is not one of PLAIN, SCRAM-SHA-256, SCRAM-SHA-512", c.Mechanism)
 }

@@ -60,6 +60,47 @@ func TestSASL(t *testing.T) {
 	}
 }
 
+// TestSASLPasswordFile: the SASL password comes from password_file, read
+// at each connection: one client fails with the wrong password in the
+// file and, once the file holds the right one, its next connection
+// succeeds without a restart.
+func TestSASLPasswordFile(t *testing.T) {
+	for _, mech := range []string{"PLAIN", "SCRAM-SHA-512"} {
+		t.Run(mech, func(t *testing.T) {
+			kb := testenv.Kafka(t, kfake.EnableSASL(), kfake.Superuser(mech, "etl", "s3cret"))
+			file := filepath.Join(t.TempDir(), "password")
+			if err := os.WriteFile(file, []byte("old-password\n"), 0o600); err != nil {
+				t.Fatal(err)
+			}
+			c := &config.Kafka{Brokers: kb.Addrs(), SASL: &config.SASL{Mechanism: mech, Username: "etl", PasswordFile: file}}
+			opts, err := ClientOpts(c)
+			if err != nil {
+				t.Fatal(err)
+			}
+			cl, err := kgo.NewClient(append(opts, kgo.RequestRetries(0), kgo.RetryTimeout(2*time.Second))...)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer cl.Close()
+			list := func() error {
+				ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+				defer cancel()
+				_, err := kadm.NewClient(cl).ListTopics(ctx)
+				return err
+			}
+			if err := list(); err == nil {
+				t.Fatal("the old password in the file was accepted")
+			}
+			if err := os.WriteFile(file, []byte("s3cret\n"), 0o600); err != nil {
+				t.Fatal(err)
+			}
+			if err := list(); err != nil {
+				t.Fatalf("after the file was rotated: %v", err)
+			}
+		})
+	}
+}
+
 // TestTLS connects to a TLS broker with the CA from tls.ca_file, and fails
 // without it.
 func TestTLS(t *testing.T) {
