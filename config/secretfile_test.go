@@ -8,9 +8,9 @@ import (
 )
 
 // TestPasswordFile: every password has a password_file sibling; setting
-// both, or a file that cannot be read or is empty, is a configuration
-// error naming the key; the password is read from the file at each call,
-// so a rotated file is picked up.
+// both is a configuration error naming the key; the password is read from
+// the file at each call, so a rotated file is picked up; SecretFiles lists
+// the files (pipeline.Preflight reads them).
 func TestPasswordFile(t *testing.T) {
 	dir := t.TempDir()
 	good := filepath.Join(dir, "pw")
@@ -31,11 +31,8 @@ func TestPasswordFile(t *testing.T) {
 	}
 	for _, tc := range []struct{ name, yaml, err string }{
 		{"clickhouse both", ch("password: x\n    password_file: " + good), "sink.clickhouse.password_file: set either password or password_file, not both"},
-		{"clickhouse missing", ch("password_file: " + filepath.Join(dir, "nope")), "sink.clickhouse.password_file: cannot read the password: open " + filepath.Join(dir, "nope") + ": no such file or directory"},
-		{"clickhouse empty", ch("password_file: " + empty), "sink.clickhouse.password_file: cannot read the password: " + empty + " is empty"},
 		{"named sink both", named("password: x, password_file: " + good), "sinks.main.clickhouse.password_file: set either password or password_file, not both"},
 		{"sasl both", sasl("password: x, password_file: " + good), "source.kafka.sasl.password_file: set either password or password_file, not both"},
-		{"sasl missing", sasl("password_file: " + filepath.Join(dir, "nope")), "source.kafka.sasl.password_file: cannot read the password"},
 		{"clickhouse file", ch("password_file: " + good), ""},
 		{"sasl file", sasl("password_file: " + good), ""},
 	} {
@@ -62,6 +59,17 @@ func TestPasswordFile(t *testing.T) {
 		if strings.Contains(c.Redacted(), "s3cret") {
 			t.Errorf("%s: Redacted shows the password", tc.name)
 		}
+	}
+
+	c, err := Parse([]byte(named("password_file: "+empty)), "p.yaml", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := c.SecretFiles(); len(got) != 1 || got["sinks.main.clickhouse.password_file"] != empty {
+		t.Errorf("SecretFiles() = %v", got)
+	}
+	if _, err := ReadSecretFile(empty); err == nil || !strings.Contains(err.Error(), "is empty") {
+		t.Errorf("an empty file: %v", err)
 	}
 
 	// Rotation: the next call reads the new content.

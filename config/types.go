@@ -217,18 +217,37 @@ func secretOf(pw Secret, file string) (string, error) {
 }
 
 // secretFileProblem is the validation of a password / password_file
-// pair: not both set, and the file readable and not empty.
+// pair: not both set. The file is read by the run (pipeline.Preflight
+// checks it can be), not by Parse: a configuration is checked where its
+// secrets are not mounted.
 func secretFileProblem(pw Secret, file string) string {
-	switch {
-	case file == "":
-		return ""
-	case pw != "":
+	if file != "" && pw != "" {
 		return "set either password or password_file, not both"
 	}
-	if _, err := ReadSecretFile(file); err != nil {
-		return "cannot read the password: " + err.Error()
-	}
 	return ""
+}
+
+// SecretFiles lists the password_file keys of c that are set, with their
+// paths: the key as the file spells it (sinks by name).
+func (c *Config) SecretFiles() map[string]string {
+	files := map[string]string{}
+	if k := c.Source.Kafka; k != nil && k.SASL != nil && k.SASL.PasswordFile != "" {
+		files["source.kafka.sasl.password_file"] = k.SASL.PasswordFile
+	}
+	if r := c.Decode.Avro.Registry; r != nil && r.PasswordFile != "" {
+		files["decode.avro.registry.password_file"] = r.PasswordFile
+	}
+	for _, ns := range c.SinkList() {
+		if ns.ClickHouse == nil || ns.ClickHouse.PasswordFile == "" {
+			continue
+		}
+		key := "sink.clickhouse.password_file"
+		if len(c.Sinks) > 0 {
+			key = "sinks." + ns.Name + ".clickhouse.password_file"
+		}
+		files[key] = ns.ClickHouse.PasswordFile
+	}
+	return files
 }
 
 // URL is a URL that may carry a password in its userinfo

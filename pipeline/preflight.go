@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"slices"
 	"strings"
 
 	havro "github.com/hamba/avro/v2"
@@ -30,12 +31,24 @@ func (e *ConfigError) Unwrap() []error { return e.Errs }
 
 // Preflight builds everything of cfg that can be built without a network:
 // every file the configuration names (Avro schema files, the reader
-// schema, TLS CA, certificate and key files) is read and parsed, and every
+// schema, TLS CA, certificate and key files, password files) is read and
+// parsed, and every
 // transform expression is parsed with its functions checked. It returns a
 // *ConfigError listing every problem, or nil. `etl validate` and the run
 // both call it, so a mistake it can see never starts a pipeline.
 func Preflight(cfg *config.Config) error {
 	var errs []error
+	files := cfg.SecretFiles()
+	keys := make([]string, 0, len(files))
+	for k := range files {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	for _, k := range keys {
+		if _, err := config.ReadSecretFile(files[k]); err != nil {
+			errs = append(errs, fmt.Errorf("%s: cannot read the password: %w", k, err))
+		}
+	}
 	if k := cfg.Source.Kafka; k != nil && k.TLS != nil && k.TLS.Enabled {
 		if _, err := k.TLS.Config("source.kafka.tls"); err != nil {
 			errs = append(errs, err)

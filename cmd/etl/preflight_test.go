@@ -8,7 +8,8 @@ import (
 
 // TestPreflight: mistakes that can be seen without a network (a transform
 // expression that does not parse, a function that does not exist, a reader
-// schema with a typo, a schema file that is missing) make both `etl
+// schema with a typo, a schema file that is missing, a password file that
+// is missing or empty) make both `etl
 // validate` and the run exit 2, listing every one; no server is needed to
 // find them (the addresses here lead nowhere).
 func TestPreflight(t *testing.T) {
@@ -38,6 +39,15 @@ transform:
 `, []string{
 			`decode.avro.reader_schema ` + reader + `: avro: unknown type: lng`,
 			`decode.avro.schema_file: open ` + dir + `/missing.avsc: no such file or directory`,
+		}},
+		{"secrets.yaml", `pipeline: {name: x}
+source: {kafka: {brokers: ["127.0.0.1:1"], topics: [t], group_id: g, sasl: {mechanism: PLAIN, username: u, password_file: ` + dir + `/kafka-password}}}
+sink: {clickhouse: {addr: ["127.0.0.1:1"], table: t, password_file: ` + writeFile(t, "empty-password", "") + `}}
+metrics: {listen: "off"}
+`, []string{
+			`sink.clickhouse.password_file: cannot read the password: `,
+			`is empty`,
+			`source.kafka.sasl.password_file: cannot read the password: open ` + dir + `/kafka-password: no such file or directory`,
 		}},
 	}
 	for _, c := range cases {
