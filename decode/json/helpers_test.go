@@ -10,4 +10,5 @@ var (
 	dump            = decodetest.Dump
 	lengths         = decodetest.Lengths
 	checkConsistent = decodetest.CheckConsistent
+	renderNew       = decodetest.RenderNew
 )

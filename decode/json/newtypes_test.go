@@ -3,35 +3,11 @@ package json
 import (
 	"errors"
 	"fmt"
-	"net/netip"
 	"testing"
-	"time"
 
 	"github.com/etl-project/etl/chunk"
 	"github.com/etl-project/etl/decode"
 )
-
-// renderNew formats row i of a column of the types added with DateTime64:
-// DateTime64 in RFC 3339 with nanoseconds, big integers in decimal, IP
-// addresses in their text forms, dates as 2006-01-02.
-func renderNew(typ string, col chunk.Column, i int) string {
-	switch c := col.(type) {
-	case *chunk.DateTime64:
-		return c.Time(i).Format(time.RFC3339Nano)
-	case *chunk.BigInt:
-		return c.Big(i).String()
-	case *chunk.Fixed[uint32]:
-		if typ == "IPv4" {
-			x := c.Data[i]
-			return netip.AddrFrom4([4]byte{byte(x >> 24), byte(x >> 16), byte(x >> 8), byte(x)}).String()
-		}
-	case *chunk.Fixed[[16]byte]:
-		return netip.AddrFrom16(c.Data[i]).String()
-	case *chunk.Fixed[time.Time]:
-		return c.Data[i].Format("2006-01-02")
-	}
-	return render(col, i)
-}
 
 var newTypeCases = []convCase{
 	// Date32.

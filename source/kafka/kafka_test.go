@@ -27,6 +27,15 @@ import (
 // listTopics connects with the options built from c and lists topics.
 func listTopics(t *testing.T, c *config.Kafka) error {
 	t.Helper()
+	cl := testClient(t, c)
+	defer cl.Close()
+	return listWith(cl)
+}
+
+// testClient is a client with the options built from c, which does not
+// retry a failed request.
+func testClient(t *testing.T, c *config.Kafka) *kgo.Client {
+	t.Helper()
 	opts, err := ClientOpts(c)
 	if err != nil {
 		t.Fatal(err)
@@ -35,10 +44,14 @@ func listTopics(t *testing.T, c *config.Kafka) error {
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer cl.Close()
+	return cl
+}
+
+// listWith lists topics with cl.
+func listWith(cl *kgo.Client) error {
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
-	_, err = kadm.NewClient(cl).ListTopics(ctx)
+	_, err := kadm.NewClient(cl).ListTopics(ctx)
 	return err
 }
 
@@ -73,28 +86,15 @@ func TestSASLPasswordFile(t *testing.T) {
 				t.Fatal(err)
 			}
 			c := &config.Kafka{Brokers: kb.Addrs(), SASL: &config.SASL{Mechanism: mech, Username: "etl", PasswordFile: file}}
-			opts, err := ClientOpts(c)
-			if err != nil {
-				t.Fatal(err)
-			}
-			cl, err := kgo.NewClient(append(opts, kgo.RequestRetries(0), kgo.RetryTimeout(2*time.Second))...)
-			if err != nil {
-				t.Fatal(err)
-			}
+			cl := testClient(t, c)
 			defer cl.Close()
-			list := func() error {
-				ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-				defer cancel()
-				_, err := kadm.NewClient(cl).ListTopics(ctx)
-				return err
-			}
-			if err := list(); err == nil {
+			if err := listWith(cl); err == nil {
 				t.Fatal("the old password in the file was accepted")
 			}
 			if err := os.WriteFile(file, []byte("s3cret\n"), 0o600); err != nil {
 				t.Fatal(err)
 			}
-			if err := list(); err != nil {
+			if err := listWith(cl); err != nil {
 				t.Fatalf("after the file was rotated: %v", err)
 			}
 		})
