@@ -189,7 +189,8 @@ type avroOptional struct {
 }
 
 // avroDefault is a column (or tuple element) that gets its default: the
-// reader schema's (konst), when there is one, else the column's.
+// reader schema's (konst), when there is one, else def, else the
+// column's own (chunk.Column.AppendDefault).
 type avroDefault struct {
 	col   int
 	def   decode.Defaulter
@@ -244,7 +245,6 @@ func New(writerSchema string, s *chunk.Schema, o Options) (*Decoder, error) {
 		rg:       a.r.rg,
 		byPath:   make(map[string][]int),
 		prefixes: make(map[string]bool),
-		defs:     make([]decode.Defaulter, len(s.Types)),
 		used:     make([]bool, len(s.Types)),
 		skips:    make(map[havro.Schema]*avroSkip),
 	}
@@ -253,12 +253,9 @@ func New(writerSchema string, s *chunk.Schema, o Options) (*Decoder, error) {
 		if _, err := chunk.NewColumn(t); err != nil {
 			return nil, fmt.Errorf("decode: column %s: %w", s.Names[i], err)
 		}
-		// decode.Default gives the column's default.
-		def, err := decode.Default(t)
-		if err != nil {
+		if err := decode.Check(t); err != nil {
 			return nil, fmt.Errorf("decode: column %s: %w", s.Names[i], err)
 		}
-		b.defs[i] = def
 		p := fields[i]
 		if p == "" {
 			continue
@@ -281,7 +278,7 @@ func New(writerSchema string, s *chunk.Schema, o Options) (*Decoder, error) {
 	}
 	for i := range s.Types {
 		if !b.used[i] {
-			a.missing = append(a.missing, avroDefault{col: i, def: b.defs[i]})
+			a.missing = append(a.missing, avroDefault{col: i})
 		}
 	}
 	return a, nil

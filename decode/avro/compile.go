@@ -16,10 +16,9 @@ import (
 func avroCompile(w, r havro.Schema, t *chunk.Type, rg chunk.ServerRanges) (avroSetter, error) {
 	w = avroDeref(w)
 	r = pair(w, r)
-	hasDef := t.HasDefault()
 	t = t.Base()
 	if u, ok := w.(*havro.UnionSchema); ok {
-		return compileUnion(u, r, t, hasDef, rg)
+		return compileUnion(u, r, t, rg)
 	}
 	if w.Type() == havro.Null {
 		// Nothing to read: NULL for Nullable, else the default.
@@ -29,15 +28,11 @@ func avroCompile(w, r havro.Schema, t *chunk.Type, rg chunk.ServerRanges) (avroS
 				return nil
 			}, nil
 		}
-		def, err := decode.Default(t)
-		if err != nil {
+		if err := decode.Check(t); err != nil {
 			return nil, err
 		}
-		if hasDef {
-			def = nil
-		}
 		return func(r *avroReader, col chunk.Column) *decode.Error {
-			decode.AppendDefault(def, col)
+			col.AppendDefault()
 			return nil
 		}, nil
 	}
@@ -99,19 +94,15 @@ func avroCannot(w havro.Schema, t *chunk.Type) error {
 
 // compileUnion compiles each branch of u (paired with reader type r)
 // against t (its inner type when t is Nullable); null branches give NULL
-// or t's default: the table's DEFAULT when hasDef.
-func compileUnion(u *havro.UnionSchema, r havro.Schema, t *chunk.Type, hasDef bool, rg chunk.ServerRanges) (avroSetter, error) {
+// or the column's default (the table's DEFAULT when t carries one).
+func compileUnion(u *havro.UnionSchema, r havro.Schema, t *chunk.Type, rg chunk.ServerRanges) (avroSetter, error) {
 	nullable := t.Kind == chunk.KindNullable
 	inner := t
 	if nullable {
 		inner = t.Elem
 	}
-	def, err := decode.Default(t)
-	if err != nil {
+	if err := decode.Check(t); err != nil {
 		return nil, err
-	}
-	if hasDef {
-		def = nil
 	}
 	branches := make([]avroSetter, len(u.Types()))
 	var errs []error
@@ -152,7 +143,7 @@ func compileUnion(u *havro.UnionSchema, r havro.Schema, t *chunk.Type, hasDef bo
 			return nil
 		}
 		if set == nil {
-			decode.AppendDefault(def, col)
+			col.AppendDefault()
 			return nil
 		}
 		return set(r, col)

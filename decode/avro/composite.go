@@ -128,8 +128,7 @@ func compileTuple(rec, rr *havro.RecordSchema, t *chunk.Type, rg chunk.ServerRan
 			}
 		}
 		if m.konst == nil {
-			var err error
-			if m.def, err = decode.Default(t.Elems[j]); err != nil {
+			if err := decode.Check(t.Elems[j]); err != nil {
 				return nil, err
 			}
 		}
@@ -158,7 +157,7 @@ func compileTuple(rec, rr *havro.RecordSchema, t *chunk.Type, rg chunk.ServerRan
 				}
 				continue
 			}
-			decode.AppendDefault(m.def, tc.Elems[m.col])
+			tc.Elems[m.col].AppendDefault()
 		}
 		tc.EndRow()
 		return nil

@@ -18,8 +18,7 @@ type avroBuilder struct {
 	rg       chunk.ServerRanges // the server's Date and DateTime ranges
 	byPath   map[string][]int   // field path -> columns reading it
 	prefixes map[string]bool    // every proper prefix of a field path
-	defs     []decode.Defaulter
-	used     []bool // column fed by a writer field
+	used     []bool             // column fed by a writer field
 	skips    map[havro.Schema]*avroSkip
 	errs     []error
 	// elem > 0 while compiling the records of an array that feeds a
@@ -187,7 +186,7 @@ func (b *avroBuilder) target(ci int) *chunk.Type {
 // (appended to the Array's elements).
 func (b *avroBuilder) def(ci int) decode.Defaulter {
 	if b.elem == 0 {
-		return b.defs[ci]
+		return nil
 	}
 	return b.elemDef(ci)
 }
@@ -197,8 +196,7 @@ func (b *avroBuilder) elemDef(ci int) decode.Defaulter {
 	if t.Kind != chunk.KindArray {
 		return func(chunk.Column) {} // refused when compiled
 	}
-	def, _ := decode.Default(t.Elem) // compiled with the column before
-	return func(col chunk.Column) { decode.AppendDefault(def, col.(*chunk.Array).Inner) }
+	return func(col chunk.Column) { col.(*chunk.Array).Inner.AppendDefault() }
 }
 
 // nested compiles the step of field path, an array of records rec (or a

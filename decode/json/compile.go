@@ -9,16 +9,15 @@ import (
 	"github.com/etl-project/etl/decode"
 )
 
-// compile returns the setter for type t and its decode.Defaulter (decode.Default:
-// nil for a type carrying the table's DEFAULT, whose columns append the
-// DEFAULT themselves).
-func compile(t *chunk.Type) (setter, decode.Defaulter, error) {
+// compile returns the setter for type t. A missing or null value appends
+// the column's default (chunk.Column.AppendDefault: the table's DEFAULT
+// when the type carries one, else the type's own).
+func compile(t *chunk.Type) (setter, error) {
 	set, err := compileType(t)
 	if err != nil {
-		return nil, nil, err
+		return nil, err
 	}
-	def, err := decode.Default(t)
-	return set, def, err
+	return set, decode.Check(t)
 }
 
 func compileType(t *chunk.Type) (setter, error) {
@@ -68,37 +67,37 @@ func compileType(t *chunk.Type) (setter, error) {
 	case chunk.KindInt256, chunk.KindUInt256:
 		return setBigInt(4, t.Kind == chunk.KindInt256), nil
 	case chunk.KindNullable:
-		inner, _, err := compile(t.Elem)
+		inner, err := compile(t.Elem)
 		if err != nil {
 			return nil, err
 		}
 		return setNullable(inner), nil
 	case chunk.KindArray:
-		elem, elemDef, err := compile(t.Elem)
+		elem, err := compile(t.Elem)
 		if err != nil {
 			return nil, err
 		}
-		return setArray(elem, elemDef), nil
+		return setArray(elem), nil
 	case chunk.KindTuple:
 		n := len(t.Elems)
-		sets, defs := make([]setter, n), make([]decode.Defaulter, n)
+		sets := make([]setter, n)
 		for i, et := range t.Elems {
 			var err error
-			if sets[i], defs[i], err = compile(et); err != nil {
+			if sets[i], err = compile(et); err != nil {
 				return nil, err
 			}
 		}
-		return setTuple(t.ElemNames, sets, defs), nil
+		return setTuple(t.ElemNames, sets), nil
 	case chunk.KindMap:
 		key, err := compileMapKey(t.Key)
 		if err != nil {
 			return nil, err
 		}
-		val, valDef, err := compile(t.Elem)
+		val, err := compile(t.Elem)
 		if err != nil {
 			return nil, err
 		}
-		m := &jsonMap{key: key, val: val, valDef: valDef}
+		m := &jsonMap{key: key, val: val}
 		m.visitFn = m.visit
 		return m.set, nil
 	}

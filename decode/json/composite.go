@@ -12,7 +12,7 @@ import (
 // setTuple takes a JSON array of the tuple's elements in order or, for a
 // named tuple, an object whose fields are the elements (missing ones get
 // their default, others are ignored).
-func setTuple(names []string, sets []setter, defs []decode.Defaulter) setter {
+func setTuple(names []string, sets []setter) setter {
 	want := "an array"
 	if names != nil {
 		want = "an array or an object"
@@ -26,7 +26,7 @@ func setTuple(names []string, sets []setter, defs []decode.Defaulter) setter {
 				return newError(decode.ReasonWrongType, v, fmt.Sprintf("has %d elements, want %d", len(items), len(sets)))
 			}
 			for i, it := range items {
-				if e := setElem(d, sets[i], defs[i], it, tc.Elems[i]); e != nil {
+				if e := setElem(d, sets[i], it, tc.Elems[i]); e != nil {
 					e.Err = fmt.Errorf("%s: %w", decode.TupleLabel(names, i), e.Err)
 					return e
 				}
@@ -37,7 +37,7 @@ func setTuple(names []string, sets []setter, defs []decode.Defaulter) setter {
 			}
 			o, _ := v.Object()
 			for i, name := range names {
-				if e := setElem(d, sets[i], defs[i], o.Get(name), tc.Elems[i]); e != nil {
+				if e := setElem(d, sets[i], o.Get(name), tc.Elems[i]); e != nil {
 					e.Err = fmt.Errorf("%s: %w", decode.TupleLabel(names, i), e.Err)
 					return e
 				}
@@ -51,9 +51,9 @@ func setTuple(names []string, sets []setter, defs []decode.Defaulter) setter {
 }
 
 // setElem appends v (nil when missing) to an element column.
-func setElem(d *Decoder, set setter, def decode.Defaulter, v *fastjson.Value, col chunk.Column) *decode.Error {
+func setElem(d *Decoder, set setter, v *fastjson.Value, col chunk.Column) *decode.Error {
 	if v == nil || v.Type() == fastjson.TypeNull {
-		decode.AppendDefault(def, col)
+		col.AppendDefault()
 		return nil
 	}
 	return set(d, v, col)
@@ -76,7 +76,7 @@ func compileMapKey(t *chunk.Type) (mapKeySetter, error) {
 	case chunk.KindNullable, chunk.KindArray, chunk.KindMap, chunk.KindTuple:
 		return nil, fmt.Errorf("map key type %s is not supported", t.Name)
 	}
-	set, _, err := compile(t)
+	set, err := compile(t)
 	if err != nil {
 		return nil, err
 	}
@@ -92,7 +92,6 @@ func compileMapKey(t *chunk.Type) (mapKeySetter, error) {
 type jsonMap struct {
 	key     mapKeySetter
 	val     setter
-	valDef  decode.Defaulter
 	visitFn func(key []byte, v *fastjson.Value)
 	// During a visit:
 	d   *Decoder
@@ -125,13 +124,13 @@ func (s *jsonMap) visit(key []byte, v *fastjson.Value) {
 		s.err = e
 		return
 	}
-	if e := setElem(s.d, s.val, s.valDef, v, s.m.Values); e != nil {
+	if e := setElem(s.d, s.val, v, s.m.Values); e != nil {
 		e.Err = fmt.Errorf("map value of key %s: %w", decode.Quote(key), e.Err)
 		s.err = e
 	}
 }
 
-func setArray(elem setter, elemDef decode.Defaulter) setter {
+func setArray(elem setter) setter {
 	return func(d *Decoder, v *fastjson.Value, col chunk.Column) *decode.Error {
 		a := col.(*chunk.Array)
 		items, err := v.Array()
@@ -140,7 +139,7 @@ func setArray(elem setter, elemDef decode.Defaulter) setter {
 		}
 		for _, it := range items {
 			if it.Type() == fastjson.TypeNull {
-				decode.AppendDefault(elemDef, a.Inner)
+				a.Inner.AppendDefault()
 				continue
 			}
 			if e := elem(d, it, a.Inner); e != nil {

@@ -232,7 +232,7 @@ func (d *Decoder) fastRow(s []byte, c *chunk.Chunk) bool {
 	}
 	for ci := range d.cols {
 		if d.seen[ci] != d.gen {
-			decode.AppendDefault(d.cols[ci].def, c.Cols[ci])
+			c.Cols[ci].AppendDefault()
 		}
 	}
 	return true

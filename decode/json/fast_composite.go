@@ -43,7 +43,7 @@ func (d *Decoder) fastArray(s []byte, i int, f *fastCol, a *chunk.Array) (int, b
 
 // fastElem appends the value at s[i], an element of an array or a map's
 // value at depth 3, to col as setArray and the map setter append one
-// (null gives elemDef), and returns the index past it. When diagnosing, a
+// (null gives the default), and returns the index past it. When diagnosing, a
 // refusal leaves the setter's error in diagErr.
 func (d *Decoder) fastElem(s []byte, i int, f *fastCol, col chunk.Column) (int, bool) {
 	if i >= len(s) {
@@ -52,7 +52,7 @@ func (d *Decoder) fastElem(s []byte, i int, f *fastCol, col chunk.Column) (int, 
 	if f.elem != nil && s[i] != '[' && s[i] != '{' {
 		if t, text, next, ok := d.scalar(s, i); ok {
 			if t == tokNull {
-				decode.AppendDefault(f.elemDef, col)
+				col.AppendDefault()
 				return next, true
 			}
 			if f.elem(d, t, text, col) {
@@ -70,7 +70,7 @@ func (d *Decoder) fastElem(s []byte, i int, f *fastCol, col chunk.Column) (int, 
 		return i, false
 	}
 	if v.Type() == fastjson.TypeNull {
-		decode.AppendDefault(f.elemDef, col)
+		col.AppendDefault()
 	} else if e := f.elemSet(d, v, col); e != nil {
 		if d.diag {
 			d.diagErr = e

@@ -22,36 +22,35 @@ type fastCol struct {
 	// takes as a number's text.
 	text bool
 	// array marks an Array column, whose arrays are streamed: elem is the
-	// element type's fast setter (or nil), elemSet and elemDef its setter
-	// and default, as setArray has them.
+	// element type's fast setter (or nil) and elemSet its setter, as
+	// setArray has them.
 	array   bool
 	elem    fastSetter
 	elemSet setter
-	elemDef decode.Defaulter
 	// mapKey marks a Map column, whose objects are streamed: mapKey is the
-	// key setter, elem, elemSet and elemDef are the value type's.
+	// key setter, elem and elemSet are the value type's.
 	mapKey mapKeySetter
 }
 
 // compileFastCol returns the fast path's plan of a column of type t.
 func compileFastCol(t *chunk.Type) fastCol {
 	if b := t.Base(); b.Kind == chunk.KindArray {
-		elemSet, def, err := compile(b.Elem)
+		elemSet, err := compile(b.Elem)
 		if err != nil {
 			return fastCol{} // cannot happen: the column's type compiled
 		}
-		return fastCol{array: true, elem: compileFast(b.Elem), elemSet: elemSet, elemDef: def}
+		return fastCol{array: true, elem: compileFast(b.Elem), elemSet: elemSet}
 	}
 	if b := t.Base(); b.Kind == chunk.KindMap {
 		key, err := compileMapKey(b.Key)
 		if err != nil {
 			return fastCol{} // cannot happen: the column's type compiled
 		}
-		val, def, err := compile(b.Elem)
+		val, err := compile(b.Elem)
 		if err != nil {
 			return fastCol{}
 		}
-		return fastCol{mapKey: key, elem: compileFast(b.Elem), elemSet: val, elemDef: def}
+		return fastCol{mapKey: key, elem: compileFast(b.Elem), elemSet: val}
 	}
 	b := t.Base()
 	if b.Kind == chunk.KindNullable {

@@ -182,13 +182,13 @@ type colPlan struct {
 	field, name, typ string
 	path             []string // the field split at dots, when it has any
 	set              setter
-	def              decode.Defaulter // a missing field
-	null             decode.Defaulter // a null
+	// null is what a null appends (nullDefault); a missing field appends
+	// the column's default.
+	null decode.Defaulter
 	// For an Array(T) column with a path: T's setter and default, used
 	// when the path meets an array of objects (a Nested structure: column
 	// n.a takes field a of every element of n).
 	elemSet setter
-	elemDef decode.Defaulter
 }
 
 // setter appends a non-null value v to col, whose concrete type matches
@@ -196,15 +196,15 @@ type colPlan struct {
 // decode.Reason and Err set.
 type setter func(d *Decoder, v *fastjson.Value, col chunk.Column) *decode.Error
 
-// nullDefault is what a null appends to a column of type t whose missing
-// value appends def: the same, except that a null into a Nullable column
-// whose DEFAULT is not NULL stays NULL (the DEFAULT is for missing fields,
-// as the server's own input formats have it).
-func nullDefault(t *chunk.Type, def decode.Defaulter) decode.Defaulter {
+// nullDefault is what a null appends to a column of type t: the column's
+// default (nil), as for a missing value, except that a null into a
+// Nullable column whose DEFAULT is not NULL stays NULL (the DEFAULT is for
+// missing fields, as the server's own input formats have it).
+func nullDefault(t *chunk.Type) decode.Defaulter {
 	if t.HasDefault() && t.Base().Kind == chunk.KindNullable {
 		return appendNull
 	}
-	return def
+	return nil
 }
 
 func appendNull(col chunk.Column) { col.(*chunk.Nullable).AppendNull() }
@@ -238,16 +238,16 @@ func New(s *chunk.Schema, o Options) (*Decoder, error) {
 		if _, err := chunk.NewColumn(t); err != nil {
 			return nil, fmt.Errorf("decode: column %s: %w", s.Names[i], err)
 		}
-		set, def, err := compile(t)
+		set, err := compile(t)
 		if err != nil {
 			return nil, fmt.Errorf("decode: column %s: %w", s.Names[i], err)
 		}
-		d.cols[i] = colPlan{field: fields[i], name: s.Names[i], typ: t.Name, set: set, def: def, null: nullDefault(t, def)}
+		d.cols[i] = colPlan{field: fields[i], name: s.Names[i], typ: t.Name, set: set, null: nullDefault(t)}
 		if strings.Contains(fields[i], ".") {
 			d.cols[i].path = strings.Split(fields[i], ".")
 			d.nested = true
 			if t.Kind == chunk.KindArray {
-				d.cols[i].elemSet, d.cols[i].elemDef, _ = compile(t.Elem) // cannot fail: compile(t) compiled it
+				d.cols[i].elemSet, _ = compile(t.Elem) // cannot fail: compile(t) compiled it
 			}
 		}
 		d.fast = append(d.fast, compileFastCol(t))

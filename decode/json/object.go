@@ -39,7 +39,7 @@ func (d *Decoder) fromObject(o *fastjson.Object, c *chunk.Chunk) *decode.Error {
 		col := c.Cols[i]
 		sv := d.slots[i]
 		if sv == nil {
-			decode.AppendDefault(d.cols[i].def, col)
+			col.AppendDefault()
 			continue
 		}
 		if sv.Type() == fastjson.TypeNull {
@@ -110,7 +110,7 @@ func (d *Decoder) setElems(p *colPlan, arr *fastjson.Value, rest []string, col c
 			return e
 		}
 		if ev == nil || ev.Type() == fastjson.TypeNull {
-			decode.AppendDefault(p.elemDef, a.Inner)
+			a.Inner.AppendDefault()
 			continue
 		}
 		if e := p.elemSet(d, ev, a.Inner); e != nil {
