@@ -72,7 +72,7 @@ func TimesOf(t *Type, rg ServerRanges) (Times, bool) {
 	case KindDate32:
 		return &dates{lo: Date32Min, hi: Date32Max, wide: true}, true
 	case KindDateTime:
-		return &dateTimes{rg: rg}, true
+		return &DateTimes{rg: rg}, true
 	case KindDateTime64:
 		lo, hi := DateTime64Range(t.Precision)
 		return &dateTime64s{p: t.Precision, lo: lo, hi: hi}, true
@@ -121,10 +121,12 @@ func (a *dates) AppendNanos(col Column, ns int64) error {
 
 func (a *dates) AppendTicks(col Column, v int64) error { return a.AppendDays(col, v) }
 
-// dateTimes appends to DateTime: seconds [0, the server's maximum].
-type dateTimes struct{ rg ServerRanges }
+// DateTimes is the Times of DateTime (seconds [0, the server's maximum]),
+// exported so that a hot path can call it without an interface call:
+// TimesOf(DateTime) returns a *DateTimes.
+type DateTimes struct{ rg ServerRanges }
 
-func (a *dateTimes) AppendDays(col Column, days int64) error {
+func (a *DateTimes) AppendDays(col Column, days int64) error {
 	if days < 0 {
 		return ErrRange
 	}
@@ -136,22 +138,29 @@ func (a *dateTimes) AppendDays(col Column, days int64) error {
 	return a.AppendSeconds(col, days*86400)
 }
 
-func (a *dateTimes) AppendSeconds(col Column, sec int64) error {
+// AppendSeconds is small enough to inline: the refusals are out of line.
+func (a *DateTimes) AppendSeconds(col Column, sec int64) error {
+	if uint64(sec) <= uint64(a.rg.DateTimeMax) { // DateTimeMax >= 0: a negative sec is refused
+		c := col.(*Fixed[int64])
+		c.Data = append(c.Data, sec)
+		return nil
+	}
+	return a.refuse(sec)
+}
+
+//go:noinline
+func (a *DateTimes) refuse(sec int64) error {
 	if sec < 0 {
 		return ErrRange
 	}
-	if sec > a.rg.DateTimeMax {
-		return &PastError{a.rg.DateTimeError(sec)}
-	}
-	col.(*Fixed[int64]).Append(sec)
-	return nil
+	return &PastError{a.rg.DateTimeError(sec)}
 }
 
-func (a *dateTimes) AppendNanos(col Column, ns int64) error {
+func (a *DateTimes) AppendNanos(col Column, ns int64) error {
 	return a.AppendSeconds(col, floorDiv(ns, int64(time.Second)))
 }
 
-func (a *dateTimes) AppendTicks(col Column, v int64) error { return a.AppendSeconds(col, v) }
+func (a *DateTimes) AppendTicks(col Column, v int64) error { return a.AppendSeconds(col, v) }
 
 // dateTime64s appends to DateTime64(p): ticks [lo, hi].
 type dateTime64s struct {

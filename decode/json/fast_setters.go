@@ -76,7 +76,7 @@ func compileFast(t *chunk.Type) fastSetter {
 		return fastString
 	case chunk.KindDateTime:
 		ts, _ := chunk.TimesOf(t, chunk.DefaultRanges())
-		return fastDateTime(ts)
+		return fastDateTime(ts.(*chunk.DateTimes))
 	case chunk.KindNullable:
 		inner := compileFast(t.Elem)
 		if inner == nil {
@@ -190,7 +190,7 @@ func fastString(d *Decoder, t token, text []byte, col chunk.Column) bool {
 // fastDateTime stores a date-time string or epoch number in a DateTime
 // column within the range every server reads back (ts); the general path
 // takes, or refuses, anything else.
-func fastDateTime(ts chunk.Times) fastSetter {
+func fastDateTime(ts *chunk.DateTimes) fastSetter {
 	return func(d *Decoder, t token, text []byte, col chunk.Column) bool {
 		var sec int64
 		var ok bool
