@@ -50,16 +50,16 @@ func DecimalsOf(t *Type) (Decimals, bool) {
 	if t.Kind != KindDecimal {
 		return nil, false
 	}
-	return decimals{p: t.Precision, s: t.Scale}, true
+	return &decimals{p: t.Precision, s: t.Scale}, true
 }
 
 type decimals struct{ p, s int }
 
 // fits reports whether a value whose highest nonzero digit is at
 // 10^(top-1) (top <= 0: below 1) has at most P-S digits before the point.
-func (x decimals) fits(top int) bool { return x.p <= 0 || top <= x.p-x.s }
+func (x *decimals) fits(top int) bool { return x.p <= 0 || top <= x.p-x.s }
 
-func (x decimals) AppendDigits(col Column, neg bool, d []byte, exp int) error {
+func (x *decimals) AppendDigits(col Column, neg bool, d []byte, exp int) error {
 	for len(d) > 0 && d[0] == '0' {
 		d = d[1:]
 	}
@@ -107,7 +107,7 @@ func (x decimals) AppendDigits(col Column, neg bool, d []byte, exp int) error {
 	return nil
 }
 
-func (x decimals) AppendUnscaled(col Column, neg bool, d []byte, scale int) error {
+func (x *decimals) AppendUnscaled(col Column, neg bool, d []byte, scale int) error {
 	cs := x.s
 	zeros := 0 // zeros appended to d
 	if cs < scale {
@@ -164,7 +164,7 @@ func (x decimals) AppendUnscaled(col Column, neg bool, d []byte, scale int) erro
 	return nil
 }
 
-func (x decimals) AppendInt(col Column, v int64) error {
+func (x *decimals) AppendInt(col Column, v int64) error {
 	mag := uint64(v)
 	if v < 0 {
 		mag = -mag
@@ -173,7 +173,7 @@ func (x decimals) AppendInt(col Column, v int64) error {
 	return x.AppendUnscaled(col, v < 0, strconv.AppendUint(buf[:0], mag, 10), 0)
 }
 
-func (x decimals) AppendText(col Column, b []byte) error {
+func (x *decimals) AppendText(col Column, b []byte) error {
 	i := 0
 	if i < len(b) && b[i] == '-' {
 		i++

@@ -88,3 +88,10 @@ func AppendFloat64(col Column, v float64) {
 	c := col.(*Fixed[float64])
 	c.Data = append(c.Data, v)
 }
+
+// AppendFloat32 appends v to a Float32 column: AppendFloat64 for a value
+// that is a float32 already (an Avro float), which needs no range check.
+func AppendFloat32(col Column, v float32) {
+	c := col.(*Fixed[float32])
+	c.Data = append(c.Data, v)
+}

@@ -69,11 +69,11 @@ func TextsOf(t *Type) (Texts, bool) {
 	t = t.Base()
 	switch t.Kind {
 	case KindString:
-		return stringTexts{}, true
+		return &stringTexts{}, true
 	case KindFixedString:
-		return fixedStringTexts{n: t.Len}, true
+		return &fixedStringTexts{n: t.Len}, true
 	case KindUUID:
-		return uuidTexts{}, true
+		return &uuidTexts{}, true
 	case KindEnum8, KindEnum16:
 		names := make(map[int16]string, len(t.Enum))
 		for name, v := range t.Enum {
@@ -83,11 +83,11 @@ func TextsOf(t *Type) (Texts, bool) {
 				names[v] = name
 			}
 		}
-		return enumTexts{values: t.Enum, names: names}, true
+		return &enumTexts{values: t.Enum, names: names}, true
 	case KindIPv4:
-		return ipv4Texts{}, true
+		return &ipv4Texts{}, true
 	case KindIPv6:
-		return ipv6Texts{}, true
+		return &ipv6Texts{}, true
 	}
 	return nil, false
 }
@@ -106,34 +106,34 @@ func str(b []byte) string { return unsafe.String(unsafe.SliceData(b), len(b)) }
 
 type stringTexts struct{}
 
-func (stringTexts) AppendText(col Column, b []byte) error {
+func (*stringTexts) AppendText(col Column, b []byte) error {
 	col.(*Strings).Append(b)
 	return nil
 }
 
-func (stringTexts) AppendString(col Column, s string) error {
+func (*stringTexts) AppendString(col Column, s string) error {
 	col.(*Strings).AppendString(s)
 	return nil
 }
 
-func (stringTexts) AppendBytes(col Column, b []byte) error {
+func (*stringTexts) AppendBytes(col Column, b []byte) error {
 	col.(*Strings).Append(b)
 	return nil
 }
 
-func (stringTexts) AppendInt(Column, int64) error { return ErrSyntax }
+func (*stringTexts) AppendInt(Column, int64) error { return ErrSyntax }
 
-func (stringTexts) Text(col Column, i int) string { return col.(*Strings).Value(i) }
+func (*stringTexts) Text(col Column, i int) string { return col.(*Strings).Value(i) }
 
-func (stringTexts) Numbers() bool { return false }
+func (*stringTexts) Numbers() bool { return false }
 
-func (stringTexts) Refusal(error) string { return "not a string" }
+func (*stringTexts) Refusal(error) string { return "not a string" }
 
 // fixedStringTexts stores a value of at most n bytes as it is: the encoder
 // pads it.
 type fixedStringTexts struct{ n int }
 
-func (a fixedStringTexts) AppendText(col Column, b []byte) error {
+func (a *fixedStringTexts) AppendText(col Column, b []byte) error {
 	if len(b) > a.n {
 		return ErrRange
 	}
@@ -141,7 +141,7 @@ func (a fixedStringTexts) AppendText(col Column, b []byte) error {
 	return nil
 }
 
-func (a fixedStringTexts) AppendString(col Column, s string) error {
+func (a *fixedStringTexts) AppendString(col Column, s string) error {
 	if len(s) > a.n {
 		return ErrRange
 	}
@@ -149,15 +149,15 @@ func (a fixedStringTexts) AppendString(col Column, s string) error {
 	return nil
 }
 
-func (a fixedStringTexts) AppendBytes(col Column, b []byte) error { return a.AppendText(col, b) }
+func (a *fixedStringTexts) AppendBytes(col Column, b []byte) error { return a.AppendText(col, b) }
 
-func (fixedStringTexts) AppendInt(Column, int64) error { return ErrSyntax }
+func (*fixedStringTexts) AppendInt(Column, int64) error { return ErrSyntax }
 
-func (fixedStringTexts) Text(col Column, i int) string { return col.(*Strings).Value(i) }
+func (*fixedStringTexts) Text(col Column, i int) string { return col.(*Strings).Value(i) }
 
-func (fixedStringTexts) Numbers() bool { return false }
+func (*fixedStringTexts) Numbers() bool { return false }
 
-func (a fixedStringTexts) Refusal(err error) string {
+func (a *fixedStringTexts) Refusal(err error) string {
 	if err == ErrRange {
 		return fmt.Sprintf("longer than %d bytes", a.n)
 	}
@@ -166,7 +166,7 @@ func (a fixedStringTexts) Refusal(err error) string {
 
 type uuidTexts struct{}
 
-func (uuidTexts) AppendText(col Column, b []byte) error {
+func (*uuidTexts) AppendText(col Column, b []byte) error {
 	if !isUUID(str(b)) {
 		return ErrSyntax
 	}
@@ -174,7 +174,7 @@ func (uuidTexts) AppendText(col Column, b []byte) error {
 	return nil
 }
 
-func (uuidTexts) AppendString(col Column, s string) error {
+func (*uuidTexts) AppendString(col Column, s string) error {
 	if !isUUID(s) {
 		return ErrSyntax
 	}
@@ -183,7 +183,7 @@ func (uuidTexts) AppendString(col Column, s string) error {
 }
 
 // AppendBytes stores 16 bytes in the 36-character form, in lower case.
-func (uuidTexts) AppendBytes(col Column, b []byte) error {
+func (*uuidTexts) AppendBytes(col Column, b []byte) error {
 	if len(b) != 16 {
 		return ErrSyntax
 	}
@@ -202,13 +202,13 @@ func (uuidTexts) AppendBytes(col Column, b []byte) error {
 	return nil
 }
 
-func (uuidTexts) AppendInt(Column, int64) error { return ErrSyntax }
+func (*uuidTexts) AppendInt(Column, int64) error { return ErrSyntax }
 
-func (uuidTexts) Text(col Column, i int) string { return col.(*Strings).Value(i) }
+func (*uuidTexts) Text(col Column, i int) string { return col.(*Strings).Value(i) }
 
-func (uuidTexts) Numbers() bool { return false }
+func (*uuidTexts) Numbers() bool { return false }
 
-func (uuidTexts) Refusal(error) string { return "not a UUID" }
+func (*uuidTexts) Refusal(error) string { return "not a UUID" }
 
 // isUUID reports whether s is in the form xxxxxxxx-xxxx-xxxx-xxxx-xxxxxxxxxxxx
 // of hex digits.
@@ -242,7 +242,7 @@ type enumTexts struct {
 	names  map[int16]string
 }
 
-func (a enumTexts) AppendText(col Column, b []byte) error {
+func (a *enumTexts) AppendText(col Column, b []byte) error {
 	if _, ok := a.values[string(b)]; !ok {
 		return ErrRange
 	}
@@ -250,7 +250,7 @@ func (a enumTexts) AppendText(col Column, b []byte) error {
 	return nil
 }
 
-func (a enumTexts) AppendString(col Column, s string) error {
+func (a *enumTexts) AppendString(col Column, s string) error {
 	if _, ok := a.values[s]; !ok {
 		return ErrRange
 	}
@@ -258,9 +258,9 @@ func (a enumTexts) AppendString(col Column, s string) error {
 	return nil
 }
 
-func (a enumTexts) AppendBytes(col Column, b []byte) error { return a.AppendText(col, b) }
+func (a *enumTexts) AppendBytes(col Column, b []byte) error { return a.AppendText(col, b) }
 
-func (a enumTexts) AppendInt(col Column, v int64) error {
+func (a *enumTexts) AppendInt(col Column, v int64) error {
 	name, ok := a.names[int16(v)]
 	if !ok || int64(int16(v)) != v {
 		return ErrRange
@@ -269,31 +269,31 @@ func (a enumTexts) AppendInt(col Column, v int64) error {
 	return nil
 }
 
-func (enumTexts) Text(col Column, i int) string { return col.(*Strings).Value(i) }
+func (*enumTexts) Text(col Column, i int) string { return col.(*Strings).Value(i) }
 
-func (enumTexts) Numbers() bool { return true }
+func (*enumTexts) Numbers() bool { return true }
 
-func (enumTexts) Refusal(error) string { return "not a value of the enum" }
+func (*enumTexts) Refusal(error) string { return "not a value of the enum" }
 
 type ipv4Texts struct{}
 
-func (ipv4Texts) Numbers() bool { return true }
+func (*ipv4Texts) Numbers() bool { return true }
 
-func (ipv4Texts) Text(col Column, i int) string {
+func (*ipv4Texts) Text(col Column, i int) string {
 	n := col.(*Fixed[uint32]).Data[i]
 	return netip.AddrFrom4([4]byte{byte(n >> 24), byte(n >> 16), byte(n >> 8), byte(n)}).String()
 }
 
-func (ipv4Texts) Refusal(err error) string {
+func (*ipv4Texts) Refusal(err error) string {
 	if err == ErrRange {
 		return "out of range"
 	}
 	return "not an IPv4 address"
 }
 
-func (a ipv4Texts) AppendText(col Column, b []byte) error { return a.AppendString(col, str(b)) }
+func (a *ipv4Texts) AppendText(col Column, b []byte) error { return a.AppendString(col, str(b)) }
 
-func (ipv4Texts) AppendString(col Column, s string) error {
+func (*ipv4Texts) AppendString(col Column, s string) error {
 	ip, err := netip.ParseAddr(s)
 	if err != nil || !ip.Is4() {
 		return ErrSyntax
@@ -303,7 +303,7 @@ func (ipv4Texts) AppendString(col Column, s string) error {
 	return nil
 }
 
-func (ipv4Texts) AppendBytes(col Column, b []byte) error {
+func (*ipv4Texts) AppendBytes(col Column, b []byte) error {
 	if len(b) != 4 {
 		return ErrSyntax
 	}
@@ -311,7 +311,7 @@ func (ipv4Texts) AppendBytes(col Column, b []byte) error {
 	return nil
 }
 
-func (ipv4Texts) AppendInt(col Column, v int64) error {
+func (*ipv4Texts) AppendInt(col Column, v int64) error {
 	if v < 0 || v > math.MaxUint32 {
 		return ErrRange
 	}
@@ -321,9 +321,9 @@ func (ipv4Texts) AppendInt(col Column, v int64) error {
 
 type ipv6Texts struct{}
 
-func (a ipv6Texts) AppendText(col Column, b []byte) error { return a.AppendString(col, str(b)) }
+func (a *ipv6Texts) AppendText(col Column, b []byte) error { return a.AppendString(col, str(b)) }
 
-func (ipv6Texts) AppendString(col Column, s string) error {
+func (*ipv6Texts) AppendString(col Column, s string) error {
 	ip, err := netip.ParseAddr(s)
 	if err != nil || ip.Zone() != "" {
 		return ErrSyntax
@@ -332,7 +332,7 @@ func (ipv6Texts) AppendString(col Column, s string) error {
 	return nil
 }
 
-func (ipv6Texts) AppendBytes(col Column, b []byte) error {
+func (*ipv6Texts) AppendBytes(col Column, b []byte) error {
 	if len(b) != 16 {
 		return ErrSyntax
 	}
@@ -340,15 +340,15 @@ func (ipv6Texts) AppendBytes(col Column, b []byte) error {
 	return nil
 }
 
-func (ipv6Texts) AppendInt(Column, int64) error { return ErrSyntax }
+func (*ipv6Texts) AppendInt(Column, int64) error { return ErrSyntax }
 
-func (ipv6Texts) Numbers() bool { return false }
+func (*ipv6Texts) Numbers() bool { return false }
 
-func (ipv6Texts) Text(col Column, i int) string {
+func (*ipv6Texts) Text(col Column, i int) string {
 	return netip.AddrFrom16(col.(*Fixed[[16]byte]).Data[i]).Unmap().String()
 }
 
-func (ipv6Texts) Refusal(error) string { return "not an IP address" }
+func (*ipv6Texts) Refusal(error) string { return "not an IP address" }
 
 // textKey is the Key of the string family: String's bytes, FixedString's
 // padded to N, an Enum's number (Enum8 one byte, Enum16 two), IPv4's four

@@ -288,3 +288,26 @@ func TestTextsText(t *testing.T) {
 		}
 	}
 }
+
+// TestIsUUIDEveryPosition puts a byte that is not a hex digit at each of
+// the 32 digit positions, and a digit at each of the 4 dash positions:
+// every one is refused; upper-case digits anywhere are taken.
+func TestIsUUIDEveryPosition(t *testing.T) {
+	const good = "01234567-89ab-cdef-0123-456789abcdef"
+	if !isUUID(good) || !isUUID("01234567-89AB-CDEF-0123-456789ABCDEF") {
+		t.Fatal("a valid UUID is refused")
+	}
+	for i := 0; i < len(good); i++ {
+		bads := []byte{'g', 'G', '-', ' ', 0, 0xff, '/', ':', '@', '`'}
+		if good[i] == '-' {
+			bads = []byte{'0', 'a', 'F', '_'}
+		}
+		for _, c := range bads {
+			s := []byte(good)
+			s[i] = c
+			if isUUID(string(s)) {
+				t.Errorf("isUUID(%q) = true, byte %d is %q", s, i, c)
+			}
+		}
+	}
+}

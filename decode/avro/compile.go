@@ -183,8 +183,14 @@ func compileScalar(w havro.Schema, t *chunk.Type, rg chunk.ServerRanges) (avroSe
 	if floats, ok := chunk.FloatsOf(t); ok {
 		switch wt {
 		case havro.Float:
+			if t.Kind == chunk.KindFloat32 {
+				return setFloatFloat32, nil
+			}
 			return setFloat(floats), nil
 		case havro.Double:
+			if t.Kind == chunk.KindFloat64 {
+				return setDoubleFloat64, nil
+			}
 			return setDouble(floats), nil
 		case havro.Int, havro.Long:
 			return setIntFloat(floats, isInt), nil

@@ -64,6 +64,26 @@ func setFloat(a chunk.Floats) avroSetter {
 	}
 }
 
+// setFloatFloat32 and setDoubleFloat64 are setFloat and setDouble into the
+// column of the value's own type, without an interface call.
+func setFloatFloat32(r *avroReader, col chunk.Column) *decode.Error {
+	v, e := r.float()
+	if e != nil {
+		return e
+	}
+	chunk.AppendFloat32(col, v)
+	return nil
+}
+
+func setDoubleFloat64(r *avroReader, col chunk.Column) *decode.Error {
+	v, e := r.double()
+	if e != nil {
+		return e
+	}
+	chunk.AppendFloat64(col, v)
+	return nil
+}
+
 func setDouble(a chunk.Floats) avroSetter {
 	return func(r *avroReader, col chunk.Column) *decode.Error {
 		v, e := r.double()
