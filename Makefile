@@ -5,7 +5,7 @@ LDFLAGS   := -s -w -X main.version=$(VERSION)
 BIN       := bin
 DEMO_DIR  ?= .demo
 
-.PHONY: all build test test-short vet fmt check-deploy sim fuzz demo demo-stop bench clean
+.PHONY: all build test test-short vet fmt check-deploy sim fuzz demo demo-stop bench bench-compare clean
 
 all: build
 
@@ -96,6 +96,12 @@ demo-stop:
 # local ClickHouse; prints rows/s, CPU seconds per million rows, peak RSS.
 bench: build
 	scripts/bench.sh
+
+# The same JSON backlog through etl and through ClickHouse's Kafka engine,
+# on one server: rows/s and CPU per million rows for each, and the ratio
+# (scripts/bench-compare.sh; docs/BENCHMARKS.md).
+bench-compare: build
+	scripts/bench-compare.sh
 
 clean:
 	rm -rf $(BIN) $(DEMO_DIR)

@@ -4,6 +4,7 @@
 package gen
 
 import (
+	"fmt"
 	"strconv"
 	"strings"
 	"time"
@@ -116,10 +117,30 @@ type TSForm int
 
 // Timestamp forms.
 const (
-	TSRFC3339 TSForm = iota // "2026-03-04T05:06:07Z"
+	TSMixed   TSForm = iota // each record's own: TSFormOf(id)
+	TSRFC3339               // "2026-03-04T05:06:07Z"
 	TSSeconds               // 1772600767
 	TSMillis                // 1772600767000
 )
+
+// ParseTSForm returns the form named s: mixed, rfc3339, seconds or millis.
+func ParseTSForm(s string) (TSForm, error) {
+	for f, name := range tsFormNames {
+		if s == name {
+			return TSForm(f), nil
+		}
+	}
+	return 0, fmt.Errorf("timestamp form %q is not one of mixed, rfc3339, seconds, millis", s)
+}
+
+var tsFormNames = [...]string{"mixed", "rfc3339", "seconds", "millis"}
+
+func (f TSForm) String() string {
+	if f >= 0 && int(f) < len(tsFormNames) {
+		return tsFormNames[f]
+	}
+	return "TSForm(" + strconv.Itoa(int(f)) + ")"
+}
 
 // TSFormOf returns the form record id's timestamp is written in: epoch
 // milliseconds for every 5th id, epoch seconds for every other 3rd id,
@@ -141,11 +162,19 @@ func TSFormOf(id uint64) TSForm {
 // with "note":null when Note is nil and ts in the form TSFormOf(e.ID)
 // gives. Amount is written with strconv's shortest form, so it parses back
 // to exactly the same float64.
-func (e Event) AppendJSON(dst []byte) []byte {
+func (e Event) AppendJSON(dst []byte) []byte { return e.AppendJSONTS(dst, TSMixed) }
+
+// AppendJSONTS is AppendJSON with ts in form f (TSMixed: TSFormOf(e.ID)).
+// A uniform form suits a reader that takes only one, such as ClickHouse's
+// JSONEachRow, which reads epoch seconds into DateTime.
+func (e Event) AppendJSONTS(dst []byte, f TSForm) []byte {
+	if f == TSMixed {
+		f = TSFormOf(e.ID)
+	}
 	dst = append(dst, `{"id":`...)
 	dst = strconv.AppendUint(dst, e.ID, 10)
 	dst = append(dst, `,"ts":`...)
-	switch TSFormOf(e.ID) {
+	switch f {
 	case TSMillis:
 		dst = strconv.AppendInt(dst, e.TS.UnixMilli(), 10)
 	case TSSeconds:

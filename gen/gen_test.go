@@ -196,3 +196,39 @@ func TestTableDDL(t *testing.T) {
 		t.Errorf("schema %v", s.Names)
 	}
 }
+
+// TestAppendJSONTSForms: each uniform form writes every record's ts in
+// that form, and the same instant; mixed is AppendJSON.
+func TestAppendJSONTSForms(t *testing.T) {
+	for _, name := range []string{"mixed", "rfc3339", "seconds", "millis"} {
+		f, err := ParseTSForm(name)
+		if err != nil || f.String() != name {
+			t.Fatalf("ParseTSForm(%q) = %v, %v", name, f, err)
+		}
+		for id := uint64(0); id < 30; id++ {
+			e := Make(1, id)
+			b := e.AppendJSONTS(nil, f)
+			if f == TSMixed {
+				if !bytes.Equal(b, e.AppendJSON(nil)) {
+					t.Fatalf("id %d: mixed %s differs from AppendJSON %s", id, b, e.AppendJSON(nil))
+				}
+				continue
+			}
+			var v struct{ TS json.RawMessage }
+			if err := json.Unmarshal(b, &v); err != nil {
+				t.Fatalf("id %d, %s: %v in %s", id, name, err, b)
+			}
+			want := map[TSForm]string{
+				TSRFC3339: strconv.Quote(e.TS.UTC().Format(time.RFC3339)),
+				TSSeconds: strconv.FormatInt(e.TS.Unix(), 10),
+				TSMillis:  strconv.FormatInt(e.TS.UnixMilli(), 10),
+			}[f]
+			if string(v.TS) != want {
+				t.Errorf("id %d, %s: ts %s, want %s", id, name, v.TS, want)
+			}
+		}
+	}
+	if _, err := ParseTSForm("nanos"); err == nil {
+		t.Error("ParseTSForm(nanos) gave no error")
+	}
+}

@@ -32,6 +32,9 @@ type ProduceOptions struct {
 	// kgo.RecordPartitioner(kgo.ManualPartitioner()). With 0 the record's
 	// key (the decimal id) and the client's partitioner decide.
 	Partitions int
+	// TS is the form of the records' timestamps (TSMixed: each record's
+	// TSFormOf).
+	TS TSForm
 	// Progress, if set, is called from Produce's goroutine with the number
 	// of records acknowledged so far, about every 1024 records sent and
 	// once at the end.
@@ -119,7 +122,7 @@ loop:
 		r := &kgo.Record{
 			Topic: o.Topic,
 			Key:   strconv.AppendUint(nil, id, 10),
-			Value: Make(o.Seed, id).AppendJSON(nil),
+			Value: Make(o.Seed, id).AppendJSONTS(nil, o.TS),
 		}
 		if o.Partitions > 0 {
 			r.Partition = int32(id % uint64(o.Partitions))

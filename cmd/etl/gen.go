@@ -32,7 +32,19 @@ func genCmd(args []string, stdout, stderr io.Writer) int {
 	duration := fs.Duration("duration", 0, "with -rate: stop after this long")
 	printDDL := fs.Bool("ddl", false, "print the CREATE TABLE statement for the generated records and exit")
 	table := fs.String("table", "default.events", "table name for -ddl")
+	tsForm := fs.String("ts", "mixed", "form of the timestamps: mixed (RFC 3339, epoch seconds and epoch milliseconds by record), rfc3339, seconds or millis")
+	compression := fs.String("compression", "snappy", "compression of the produced batches: none, gzip, snappy, lz4 or zstd")
 	if err := fs.Parse(args); err != nil {
+		return exitUsage
+	}
+	ts, err := gen.ParseTSForm(*tsForm)
+	if err != nil {
+		fmt.Fprintf(stderr, "etl gen: -ts: %v\n", err)
+		return exitUsage
+	}
+	codec, ok := compressionCodecs[*compression]
+	if !ok {
+		fmt.Fprintf(stderr, "etl gen: -compression %q is not one of none, gzip, snappy, lz4, zstd\n", *compression)
 		return exitUsage
 	}
 	if *printDDL {
@@ -50,6 +62,7 @@ func genCmd(args []string, stdout, stderr io.Writer) int {
 		kgo.RecordPartitioner(kgo.ManualPartitioner()),
 		kgo.ProducerLinger(5*time.Millisecond),
 		kgo.MaxBufferedRecords(200000),
+		kgo.ProducerBatchCompression(codec),
 	)
 	if err != nil {
 		fmt.Fprintf(stderr, "etl gen: %v\n", err)
@@ -80,7 +93,7 @@ func genCmd(args []string, stdout, stderr io.Writer) int {
 	began := time.Now()
 	n, err := gen.Produce(ctx, cl, gen.ProduceOptions{
 		Topic: *topic, Seed: *seed, Start: *start, Count: *count, Rate: *rate, Duration: *duration,
-		Partitions: *partitions,
+		Partitions: *partitions, TS: ts,
 	})
 	el := time.Since(began)
 	fmt.Fprintf(stdout, "produced %d records to %s in %v (%.0f records/s)\n", n, *topic, el.Round(time.Millisecond), float64(n)/el.Seconds())
@@ -89,6 +102,15 @@ func genCmd(args []string, stdout, stderr io.Writer) int {
 		return exitFailed
 	}
 	return exitOK
+}
+
+// compressionCodecs are the codecs -compression names.
+var compressionCodecs = map[string]kgo.CompressionCodec{
+	"none":   kgo.NoCompression(),
+	"gzip":   kgo.GzipCompression(),
+	"snappy": kgo.SnappyCompression(),
+	"lz4":    kgo.Lz4Compression(),
+	"zstd":   kgo.ZstdCompression(),
 }
 
 func envOr(k, def string) string {

@@ -1,0 +1,233 @@
+#!/usr/bin/env bash
+# bench-compare.sh: the same JSON backlog through etl and through
+# ClickHouse's own Kafka engine (a Kafka table and a materialized view into
+# the target table), on one ClickHouse and one local broker.
+#
+#   N=2000000 RUNS=3 scripts/bench-compare.sh      (make bench-compare)
+#
+# N generated records (6 columns, epoch-second timestamps, which both
+# readers take, lz4-compressed batches, 6 partitions) are produced once.
+# Then RUNS rounds each run etl and the engine, alternating which goes
+# first, each into a fresh table with a fresh consumer group, and each
+# until all N rows are in its table:
+#   - rows/s is N over the time from the start (etl's process start; the
+#     engine's CREATE MATERIALIZED VIEW) to the moment the count reaches N;
+#   - etl's CPU is its own process's (utime + stime), from start to end;
+#   - the server's CPU is ClickHouse's over the same span: for etl, what
+#     its inserts cost the server; for the engine, everything.
+# The two tables must hold the same rows (count and column sums), or the
+# run fails. The last line is
+#   compare: etl R1 rows/s C1 CPU-s/M; kafka-engine R2 rows/s C2 CPU-s/M; ratio X
+# with the medians over the rounds: C1 is etl's process, C2 the server's,
+# X = R1 / R2.
+#
+# The engine's settings are the best found here (docs/BENCHMARKS.md):
+# <kafka> auto_offset_reset=smallest (a new group reads nothing without
+# it), queued_min_messages=ENGINE_QUEUED (1000000); kafka_num_consumers=1
+# (more produced duplicates on 18.16); kafka_max_block_size=ENGINE_BLOCK
+# (1048576) when the server takes it. etl runs configs/bench.yaml, its
+# defaults.
+#
+# With gnuplot installed (Debian's gnuplot-nox), CHARTS=DIR draws
+# DIR/compare-rows.png (rows in ClickHouse over time, each run of each arm)
+# and DIR/compare-inflight.png (etl's in-flight bytes against its budget).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+N=${N:-2000000}
+RUNS=${RUNS:-3}
+CONFIG=${CONFIG:-configs/bench.yaml}
+DIR=${BENCH_DIR:-$(mktemp -d /tmp/etl-compare.XXXXXX)}
+CH_TCP=${CH_TCP:-29100}
+CH_HTTP=${CH_HTTP:-28223}
+BROKER=${BROKER:-127.0.0.1:29192}
+METRICS=${METRICS:-127.0.0.1:29190}
+ENGINE_QUEUED=${ENGINE_QUEUED:-1000000}
+ENGINE_BLOCK=${ENGINE_BLOCK:-1048576}
+TIMEOUT=${TIMEOUT:-300} # seconds an arm may take before the run fails
+[[ -x bin/etl && -x bin/devbroker ]] || make build >/dev/null
+
+cleanup() {
+	[[ -n "${etl:-}" ]] && kill -9 "$etl" 2>/dev/null || true
+	[[ -n "${broker:-}" ]] && kill "$broker" 2>/dev/null || true
+	scripts/clickhouse.sh stop --dir "$DIR/clickhouse" >/dev/null 2>&1 || true
+}
+trap cleanup EXIT
+
+cat >"$DIR/kafka.xml" <<XML
+<yandex>
+  <kafka>
+    <auto_offset_reset>smallest</auto_offset_reset>
+    <queued_min_messages>$ENGINE_QUEUED</queued_min_messages>
+  </kafka>
+</yandex>
+XML
+scripts/clickhouse.sh start --dir "$DIR/clickhouse" --tcp-port "$CH_TCP" --http-port "$CH_HTTP" --extra-config "$DIR/kafka.xml" >/dev/null
+bin/devbroker -listen "$BROKER" -topics events -partitions 6 >"$DIR/broker.log" 2>&1 &
+broker=$!
+for _ in $(seq 100); do
+	(echo >"/dev/tcp/${BROKER%:*}/${BROKER#*:}") 2>/dev/null && break
+	sleep 0.1
+done
+q() { curl -sSf "http://127.0.0.1:$CH_HTTP/" --data-binary "$1"; }
+# CPU seconds a process has used so far (utime + stime).
+cpu_of() { awk -v hz="$(getconf CLK_TCK)" '{ printf "%.2f", ($14 + $15) / hz }' "/proc/$1/stat" 2>/dev/null || echo 0; }
+now() { date +%s.%N; }
+inflight() { curl -sf --max-time 1 "http://$METRICS/metrics" | awk '/^etl_backpressure_inflight_bytes[ {]/ { v = $NF } /^etl_backpressure_budget_bytes[ {]/ { b = $NF } END { printf "%d %d", v, b }'; }
+chpid=$(cat "$DIR/clickhouse/clickhouse.pid")
+
+bin/etl gen -brokers "$BROKER" -topic events -partitions 6 -count "$N" -ts seconds -compression lz4 >"$DIR/gen.log"
+cat "$DIR/gen.log"
+ddl=$(bin/etl gen -ddl -table default.x) # CREATE TABLE ... default.x (COLUMNS) ENGINE = ... ORDER BY KEY
+cols=$(sed -E 's/^[^(]*\((.*)\) ENGINE.*/\1/' <<<"$ddl")
+order=$(sed -E 's/.* ORDER BY (.*)$/\1/' <<<"$ddl")
+# The sums both tables must agree on: every column goes into one.
+check='SELECT count(), sum(id), sum(toUInt32(ts)), sum(user_id), sum(cityHash64(kind)), round(sum(amount), 3), countIf(isNull(note)), sum(cityHash64(ifNull(note, '"''"')))'
+
+# wait_rows TABLE T0 SERIES: polls TABLE's count every 50 ms until it is N,
+# writing "seconds-since-T0 count [inflight budget]" lines to SERIES, and
+# sets first (seconds to the first row) and end (the time N was reached).
+wait_rows() {
+	local table=$1 t0=$2 series=$3 c t deadline
+	first= end=
+	deadline=$(awk -v t="$t0" -v s="$TIMEOUT" 'BEGIN { printf "%d", t + s }')
+	: >"$series"
+	while true; do
+		c=$(q "SELECT count() FROM $table")
+		t=$(now)
+		if [[ -n "${etl:-}" ]]; then
+			echo "$(awk -v t="$t" -v s="$t0" 'BEGIN { printf "%.3f", t - s }') $c $(inflight)" >>"$series"
+		else
+			echo "$(awk -v t="$t" -v s="$t0" 'BEGIN { printf "%.3f", t - s }') $c" >>"$series"
+		fi
+		[[ -z "$first" && "$c" -gt 0 ]] && first=$(awk -v t="$t" -v s="$t0" 'BEGIN { printf "%.3f", t - s }')
+		if [[ "$c" -ge "$N" ]]; then
+			end=$t
+			return 0
+		fi
+		if [[ -n "${etl:-}" ]] && ! kill -0 "$etl" 2>/dev/null; then
+			echo "etl exited early; see $DIR/etl-$r.log" >&2
+			tail -5 "$DIR/etl-$r.log" >&2
+			exit 1
+		fi
+		if [[ ${t%.*} -ge $deadline ]]; then
+			echo "$table has $c of $N rows after ${TIMEOUT}s; see $DIR" >&2
+			exit 1
+		fi
+		sleep 0.05
+	done
+}
+
+results=$DIR/results.tsv
+: >"$results"
+run_etl() {
+	local r=$1 table=default.etl_$1 ch0 ch1 t0 cpu
+	q "CREATE TABLE $table ($cols) ENGINE = MergeTree ORDER BY $order"
+	ch0=$(cpu_of "$chpid")
+	t0=$(now)
+	KAFKA_BROKERS=$BROKER CLICKHOUSE_ADDR=127.0.0.1:$CH_TCP METRICS_LISTEN=$METRICS \
+		BENCH_TABLE=etl_$r BENCH_GROUP=compare-etl-$r-$$ \
+		bin/etl -config "$CONFIG" 2>"$DIR/etl-$r.log" &
+	etl=$!
+	wait_rows "$table" "$t0" "$DIR/etl-$r.series"
+	cpu=$(cpu_of "$etl")
+	ch1=$(cpu_of "$chpid")
+	kill -TERM "$etl"
+	wait "$etl" || true
+	etl=
+	awk -v r="$r" -v n="$N" -v t0="$t0" -v e="$end" -v cpu="$cpu" -v ch="$(awk -v a="$ch0" -v b="$ch1" 'BEGIN { print b - a }')" -v f="$first" 'BEGIN {
+		el = e - t0
+		printf "etl\t%d\t%.0f\t%.3f\t%.3f\t%.2f\n", r, n / el, cpu / (n / 1e6), ch / (n / 1e6), f
+	}' >>"$results"
+}
+
+run_engine() {
+	local r=$1 table=default.engine_$1 ch0 ch1 t0 settings
+	q "CREATE TABLE $table ($cols) ENGINE = MergeTree ORDER BY $order"
+	settings="kafka_broker_list = '$BROKER', kafka_topic_list = 'events', kafka_group_name = 'compare-engine-$r-$$', kafka_format = 'JSONEachRow', kafka_num_consumers = 1"
+	if [[ -n "$ENGINE_BLOCK" ]] && q "CREATE TABLE default.kafka_probe ($cols) ENGINE = Kafka SETTINGS $settings, kafka_max_block_size = $ENGINE_BLOCK" 2>/dev/null; then
+		q "DROP TABLE default.kafka_probe"
+		settings="$settings, kafka_max_block_size = $ENGINE_BLOCK"
+	fi
+	q "CREATE TABLE default.kafka_$r ($cols) ENGINE = Kafka SETTINGS $settings"
+	ch0=$(cpu_of "$chpid")
+	t0=$(now)
+	q "CREATE MATERIALIZED VIEW default.mv_$r TO $table AS SELECT * FROM default.kafka_$r"
+	wait_rows "$table" "$t0" "$DIR/engine-$r.series"
+	ch1=$(cpu_of "$chpid")
+	q "DROP TABLE default.mv_$r"
+	q "DROP TABLE default.kafka_$r"
+	awk -v r="$r" -v n="$N" -v t0="$t0" -v e="$end" -v ch="$(awk -v a="$ch0" -v b="$ch1" 'BEGIN { print b - a }')" -v f="$first" 'BEGIN {
+		el = e - t0
+		printf "kafka-engine\t%d\t%.0f\t%.3f\t%.3f\t%.2f\n", r, n / el, ch / (n / 1e6), ch / (n / 1e6), f
+	}' >>"$results"
+}
+
+for r in $(seq "$RUNS"); do
+	if ((r % 2)); then
+		run_etl "$r"
+		run_engine "$r"
+	else
+		run_engine "$r"
+		run_etl "$r"
+	fi
+	a=$(q "$check FROM default.etl_$r")
+	b=$(q "$check FROM default.engine_$r")
+	if [[ "$a" != "$b" ]]; then
+		printf 'round %d: the tables differ\n  etl:          %s\n  kafka-engine: %s\n' "$r" "$a" "$b" >&2
+		exit 1
+	fi
+	tail -2 "$results" | sed "s/^/round $r: /"
+done
+
+echo "arm	run	rows/s	CPU-s/M (own)	server CPU-s/M	first row (s)"
+sort "$results"
+if [[ -n "${CHARTS:-}" ]]; then
+	if command -v gnuplot >/dev/null; then
+		mkdir -p "$CHARTS"
+		plots= sep=
+		for r in $(seq "$RUNS"); do
+			plots="$plots$sep'$DIR/etl-$r.series' using 1:(\$2/1e6) with lines lw 2 title 'etl, run $r', '$DIR/engine-$r.series' using 1:(\$2/1e6) with lines dt 2 lw 2 title 'Kafka engine, run $r'"
+			sep=", "
+		done
+		gnuplot <<GP
+set terminal pngcairo size 900,500 noenhanced
+set output '$CHARTS/compare-rows.png'
+set title 'Rows in ClickHouse: $N JSON records (6 partitions, lz4), etl against the Kafka engine'
+set xlabel 'seconds from start'
+set ylabel 'million rows'
+set key bottom right
+set grid
+plot $plots
+GP
+		plots= sep=
+		for r in $(seq "$RUNS"); do
+			plots="$plots$sep'$DIR/etl-$r.series' using 1:(\$3/1048576) with lines lw 2 title 'in flight, run $r'"
+			sep=", "
+		done
+		gnuplot <<GP
+set terminal pngcairo size 900,500 noenhanced
+set output '$CHARTS/compare-inflight.png'
+set title 'etl in-flight bytes while the backlog drains (budget: dashed)'
+set xlabel 'seconds from start'
+set ylabel 'MiB'
+set key top right
+set grid
+plot $plots, '$DIR/etl-1.series' using 1:(\$4/1048576) with lines dt 2 lc rgb 'black' title 'budget'
+GP
+		echo "charts: $CHARTS/compare-rows.png $CHARTS/compare-inflight.png"
+	else
+		echo "charts: gnuplot is not installed (apt-get install gnuplot-nox)" >&2
+	fi
+fi
+awk -F'\t' '
+function median(a, n,   i, j, t) {
+	for (i = 1; i <= n; i++) for (j = i + 1; j <= n; j++) if (a[j] < a[i]) { t = a[i]; a[i] = a[j]; a[j] = t }
+	return n % 2 ? a[(n + 1) / 2] : (a[n / 2] + a[n / 2 + 1]) / 2
+}
+$1 == "etl" { er[++ne] = $3; ec[ne] = $4; es[ne] = $5 }
+$1 == "kafka-engine" { kr[++nk] = $3; kc[nk] = $4 }
+END {
+	R1 = median(er, ne); C1 = median(ec, ne); S1 = median(es, ne); R2 = median(kr, nk); C2 = median(kc, nk)
+	printf "server CPU per million rows: %.2f CPU-s for etl'"'"'s inserts, %.2f CPU-s for the Kafka engine\n", S1, C2
+	printf "compare: etl %.0f rows/s %.2f CPU-s/M; kafka-engine %.0f rows/s %.2f CPU-s/M; ratio %.2f\n", R1, C1, R2, C2, R1 / R2
+}' "$results"
