@@ -35,6 +35,11 @@ type ProduceOptions struct {
 	// TS is the form of the records' timestamps (TSMixed: each record's
 	// TSFormOf).
 	TS TSForm
+	// NestedSchemaID, when not 0, makes the records the nested data set's
+	// batches (MakeBatch, Batch.AppendAvro), Confluent-framed with this
+	// schema id (NestedSchema's, registered by the caller), instead of
+	// JSON events.
+	NestedSchemaID int32
 	// Progress, if set, is called from Produce's goroutine with the number
 	// of records acknowledged so far, about every 1024 records sent and
 	// once at the end.
@@ -122,7 +127,11 @@ loop:
 		r := &kgo.Record{
 			Topic: o.Topic,
 			Key:   strconv.AppendUint(nil, id, 10),
-			Value: Make(o.Seed, id).AppendJSONTS(nil, o.TS),
+		}
+		if o.NestedSchemaID != 0 {
+			r.Value = MakeBatch(o.Seed, id).AppendAvro(AppendConfluent(nil, o.NestedSchemaID))
+		} else {
+			r.Value = Make(o.Seed, id).AppendJSONTS(nil, o.TS)
 		}
 		if o.Partitions > 0 {
 			r.Partition = int32(id % uint64(o.Partitions))

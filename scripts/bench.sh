@@ -18,15 +18,40 @@
 # With REPLICATED=1 the table is a ReplicatedMergeTree on a ClickHouse with
 # a local ZooKeeper (scripts/zookeeper.sh), and DELIVERY=exactly_once
 # compares exactly-once with at-least-once into the same kind of table.
+#
+# WORKLOAD=nested-avro runs the nested-Avro data set instead: N (default
+# 56000) Confluent-framed Avro batches of 100 nested events, with a schema
+# registry double (devbroker -registry), flattened, filtered and derived
+# by configs/bench-nested-avro.yaml into a table with LowCardinality,
+# Nullable and Array columns (about 4.4M rows).
 set -euo pipefail
 cd "$(dirname "$0")/.."
-N=${N:-4000000}
-CONFIG=${CONFIG:-configs/bench.yaml}
+WORKLOAD=${WORKLOAD:-json}
+case $WORKLOAD in
+json)
+	N=${N:-4000000}
+	CONFIG=${CONFIG:-configs/bench.yaml}
+	TOPIC=events TABLE=events
+	;;
+nested-avro)
+	N=${N:-56000}
+	CONFIG=${CONFIG:-configs/bench-nested-avro.yaml}
+	TOPIC=batches TABLE=batches
+	;;
+*)
+	echo "WORKLOAD=$WORKLOAD is not one of json, nested-avro" >&2
+	exit 2
+	;;
+esac
+REGISTRY=${REGISTRY:-127.0.0.1:29081}
+# The run is profiled (etl -cpuprofile) and its CPU split by stage
+# (scripts/stages.sh) unless STAGES=0.
 DIR=${BENCH_DIR:-$(mktemp -d /tmp/etl-bench.XXXXXX)}
 CH_TCP=${CH_TCP:-29000}
 CH_HTTP=${CH_HTTP:-28123}
 BROKER=${BROKER:-127.0.0.1:29092}
 [[ -x bin/etl && -x bin/devbroker ]] || make build >/dev/null
+[[ ${STAGES:-1} != 0 ]] && PROFILE=${PROFILE:-$DIR/cpu.pprof}
 
 cleanup() {
 	[[ -n "${chpid:-}" ]] && kill -CONT "$chpid" 2>/dev/null || true
@@ -50,21 +75,28 @@ XML
 	chargs=(--extra-config "$DIR/zk.xml" --interserver-port "${CH_INTERSERVER:-29009}")
 fi
 scripts/clickhouse.sh start --dir "$DIR/clickhouse" --tcp-port "$CH_TCP" --http-port "$CH_HTTP" "${chargs[@]}" >/dev/null
-bin/devbroker -listen "$BROKER" -topics events -partitions 6 >"$DIR/broker.log" 2>&1 &
+regargs=()
+[[ $WORKLOAD == nested-avro ]] && regargs=(-registry "$REGISTRY")
+bin/devbroker -listen "$BROKER" -topics "$TOPIC" -partitions 6 "${regargs[@]}" >"$DIR/broker.log" 2>&1 &
 broker=$!
 for _ in $(seq 100); do
 	(echo >"/dev/tcp/${BROKER%:*}/${BROKER#*:}") 2>/dev/null && break
 	sleep 0.1
 done
-q() { curl -sSf "http://127.0.0.1:$CH_HTTP/" --data-binary "$1"; }
-ddl=$(bin/etl gen -ddl -table default.events)
+q() { curl -sSf "http://127.0.0.1:$CH_HTTP/?allow_experimental_low_cardinality_type=1" --data-binary "$1"; }
+ddl=$(bin/etl gen -format "$WORKLOAD" -ddl -table "default.$TABLE")
 if [[ -n "${REPLICATED:-}" ]]; then
 	ddl=${ddl/ENGINE = MergeTree/ENGINE = ReplicatedMergeTree(\'/clickhouse/tables/01/events\', \'r1\')}
 	ddl="$ddl SETTINGS replicated_deduplication_window = 1000"
 fi
 q "$ddl"
-bin/etl gen -brokers "$BROKER" -topic events -count "$N" >"$DIR/gen.log"
+bin/etl gen -format "$WORKLOAD" -registry "http://$REGISTRY" -brokers "$BROKER" -topic "$TOPIC" -count "$N" >"$DIR/gen.log"
 cat "$DIR/gen.log"
+# ROWS: the rows the pipeline writes (N, or the rows the nested chain keeps).
+ROWS=$N
+if [[ $WORKLOAD == nested-avro ]]; then
+	ROWS=$(sed -n 's/^rows the benchmark.s chain keeps: //p' "$DIR/gen.log")
+fi
 
 # Rows etl has decoded so far, from its metrics (the configs listen on
 # 127.0.0.1:29090). In the steady state etl reads ahead of ClickHouse, so
@@ -76,7 +108,7 @@ cpu_of() { awk -v hz="$(getconf CLK_TCK)" '{ printf "%.2f", ($14 + $15) / hz }' 
 chpid=$(cat "$DIR/clickhouse/clickhouse.pid")
 ch0=$(cpu_of "$chpid"); br0=$(cpu_of "$broker")
 start=$(date +%s.%N)
-KAFKA_BROKERS=$BROKER CLICKHOUSE_ADDR=127.0.0.1:$CH_TCP bin/etl -config "$CONFIG" ${PROFILE:+-cpuprofile "$PROFILE"} 2>"$DIR/etl.log" &
+KAFKA_BROKERS=$BROKER CLICKHOUSE_ADDR=127.0.0.1:$CH_TCP SCHEMA_REGISTRY_URL=http://$REGISTRY bin/etl -config "$CONFIG" ${PROFILE:+-cpuprofile "$PROFILE"} 2>"$DIR/etl.log" &
 etl=$!
 if [[ -n "${FREEZE_FOR:-}" ]]; then
 	sleep "${FREEZE_AFTER:-2}"
@@ -97,12 +129,12 @@ fi
 # which waits for its linger once the backlog is read).
 warm= hot=
 while true; do
-	c=$(q 'SELECT count() FROM default.events')
-	if [[ -n "$warm" && -z "$hot" && "$c" -ge $((N * 3 / 4)) ]]; then
+	c=$(q "SELECT count() FROM default.$TABLE")
+	if [[ -n "$warm" && -z "$hot" && "$c" -ge $((ROWS * 3 / 4)) ]]; then
 		hot=$c; hot_t=$(date +%s.%N); hot_cpu=$(cpu_of "$etl"); hot_dec=$(decoded)
 	fi
-	[[ "$c" -ge "$N" ]] && break
-	if [[ -z "$warm" && "$c" -ge $((N / 4)) ]]; then
+	[[ "$c" -ge "$ROWS" ]] && break
+	if [[ -z "$warm" && "$c" -ge $((ROWS / 4)) ]]; then
 		warm=$c; warm_t=$(date +%s.%N); warm_cpu=$(cpu_of "$etl"); warm_dec=$(decoded)
 	fi
 	kill -0 "$etl" 2>/dev/null || { echo "etl exited early; see $DIR/etl.log" >&2; tail -5 "$DIR/etl.log" >&2; exit 1; }
@@ -113,15 +145,19 @@ ch1=$(cpu_of "$chpid"); br1=$(cpu_of "$broker")
 kill -TERM "$etl"
 wait "$etl" || true
 etl=
-rows=$(q 'SELECT count() FROM default.events')
+rows=$(q "SELECT count() FROM default.$TABLE")
+# Parts the inserts created (level 0; merged ones stay listed, inactive,
+# for the server's old_parts_lifetime of 8 minutes).
+parts=$(q "SELECT count() FROM system.parts WHERE database = 'default' AND table = '$TABLE' AND level = 0")
 usage=$(grep 'resource usage' "$DIR/etl.log" | tail -1)
 cpu=$(sed -E 's/.*cpu_seconds=([0-9.]+).*/\1/' <<<"$usage")
 rss=$(sed -E 's/.*max_rss_bytes=([0-9]+).*/\1/' <<<"$usage")
-awk -v n="$rows" -v s="$start" -v e="$end" -v cpu="$cpu" -v rss="$rss" -v ch0="$ch0" -v ch1="$ch1" -v br0="$br0" -v br1="$br1" -v cores="$(nproc)" 'BEGIN {
+awk -v n="$rows" -v s="$start" -v e="$end" -v cpu="$cpu" -v rss="$rss" -v ch0="$ch0" -v ch1="$ch1" -v br0="$br0" -v br1="$br1" -v cores="$(nproc)" -v parts="$parts" 'BEGIN {
 	ch = ch1 - ch0; br = br1 - br0
 	el = e - s
 	printf "rows: %d in %.2f s\nthroughput: %.0f rows/s\netl CPU: %.2f s (%.2f CPU-s per million rows)\netl peak RSS: %.1f MiB\n", n, el, n / el, cpu, cpu / (n / 1e6), rss / 1048576
 	printf "during the run: ClickHouse CPU %.2f s, broker CPU %.2f s (machine: %.1f CPU-s available)\n", ch, br, el * cores
+	printf "ClickHouse: %.2f CPU-s per million rows; %d parts created, %.1f per million rows\n", ch / (n / 1e6), parts, parts / (n / 1e6)
 }'
 if [[ -n "$warm" && -n "$hot" ]]; then
 	awk -v w="$warm" -v h="$hot" -v s="$warm_t" -v e="$hot_t" -v c0="$warm_cpu" -v c1="$hot_cpu" -v d0="${warm_dec:-0}" -v d1="${hot_dec:-0}" 'BEGIN {
@@ -129,4 +165,8 @@ if [[ -n "$warm" && -n "$hot" ]]; then
 		if (r > 0 && el > 0) printf "steady state (%d rows, from %d to %d in ClickHouse): %.0f rows/s\n", r, w, h, r / el
 		if (d > 0) printf "steady state etl CPU: %.2f CPU-s per million rows (%.2f s for the %d rows it decoded meanwhile)\n", (c1 - c0) / (d / 1e6), c1 - c0, d
 	}'
+fi
+if [[ -n "${PROFILE:-}" && -s "$PROFILE" ]]; then
+	echo "etl CPU by stage (whole run, from its CPU profile):"
+	scripts/stages.sh bin/etl "$PROFILE" "$rows"
 fi

@@ -6,8 +6,10 @@
 //
 // Several comma-separated addresses in -listen start one broker per port.
 // With -data-dir the records and committed offsets survive a restart. The
-// broker listens on 127.0.0.1 only, whatever host -listen names. It runs
-// until SIGINT or SIGTERM.
+// broker listens on 127.0.0.1 only, whatever host -listen names. With
+// -registry 127.0.0.1:PORT it also serves a schema registry double
+// (schemaregistry/registrytest: enough of Confluent's REST API to register
+// and read Avro schemas; held in memory). It runs until SIGINT or SIGTERM.
 package main
 
 import (
@@ -25,6 +27,8 @@ import (
 	"syscall"
 
 	"github.com/twmb/franz-go/pkg/kfake"
+
+	"github.com/etl-project/etl/schemaregistry/registrytest"
 )
 
 // gcPercent is the broker's GOGC unless the environment sets one. The
@@ -54,6 +58,7 @@ type config struct {
 	topics     []string
 	partitions int
 	dataDir    string
+	registry   string
 	verbose    bool
 }
 
@@ -64,6 +69,7 @@ func parseFlags(args []string) (config, error) {
 	partitions := fs.Int("partitions", 6, "partitions of each topic in -topics")
 	dataDir := fs.String("data-dir", "", "`folder` keeping records and committed offsets across restarts (default: memory only)")
 	verbose := fs.Bool("v", false, "log the broker's own messages at info level")
+	registry := fs.String("registry", "", "also serve a schema registry double on this 127.0.0.1 `host:port` (default: none)")
 	if err := fs.Parse(args); err != nil {
 		return config{}, err
 	}
@@ -71,7 +77,7 @@ func parseFlags(args []string) (config, error) {
 		return config{}, fmt.Errorf("unexpected arguments: %q", fs.Args())
 	}
 
-	cfg := config{partitions: *partitions, dataDir: *dataDir, verbose: *verbose}
+	cfg := config{partitions: *partitions, dataDir: *dataDir, registry: *registry, verbose: *verbose}
 	for _, addr := range splitList(*listen) {
 		host, portStr, err := net.SplitHostPort(addr)
 		if err != nil {
@@ -136,6 +142,15 @@ func run(args []string) error {
 		"topics", cfg.topics,
 		"partitions", cfg.partitions,
 		"data_dir", cfg.dataDir)
+	if cfg.registry != "" {
+		reg, err := registrytest.Listen(cfg.registry)
+		if err != nil {
+			cluster.Close()
+			return fmt.Errorf("-registry: %w", err)
+		}
+		defer reg.Close()
+		logger.Info("schema registry ready", "url", reg.URL())
+	}
 
 	<-ctx.Done()
 	logger.Info("shutting down")

@@ -1,10 +1,14 @@
 package main
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
 	"flag"
 	"fmt"
 	"io"
+	"net/http"
+	"net/url"
 	"os"
 	"os/signal"
 	"strings"
@@ -33,6 +37,8 @@ func genCmd(args []string, stdout, stderr io.Writer) int {
 	printDDL := fs.Bool("ddl", false, "print the CREATE TABLE statement for the generated records and exit")
 	table := fs.String("table", "default.events", "table name for -ddl")
 	tsForm := fs.String("ts", "mixed", "form of the timestamps: mixed (RFC 3339, epoch seconds and epoch milliseconds by record), rfc3339, seconds or millis")
+	format := fs.String("format", "json", "records to produce: json (6-column events) or nested-avro (Confluent-framed Avro batches of 100 nested events, registered with -registry)")
+	registry := fs.String("registry", envOr("SCHEMA_REGISTRY_URL", ""), "with -format nested-avro: the schema registry `URL` the schema is registered with (subject <topic>-value)")
 	compression := fs.String("compression", "snappy", "compression of the produced batches: none, gzip, snappy, lz4 or zstd")
 	if err := fs.Parse(args); err != nil {
 		return exitUsage
@@ -47,13 +53,37 @@ func genCmd(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "etl gen: -compression %q is not one of none, gzip, snappy, lz4, zstd\n", *compression)
 		return exitUsage
 	}
+	nested := false
+	switch *format {
+	case "json":
+	case "nested-avro":
+		nested = true
+	default:
+		fmt.Fprintf(stderr, "etl gen: -format %q is not one of json, nested-avro\n", *format)
+		return exitUsage
+	}
 	if *printDDL {
 		db, tbl, ok := strings.Cut(*table, ".")
 		if !ok {
 			db, tbl = "default", *table
 		}
-		fmt.Fprintln(stdout, gen.TableDDL(db, tbl))
+		if nested {
+			fmt.Fprintln(stdout, gen.NestedDDL(db, tbl))
+		} else {
+			fmt.Fprintln(stdout, gen.TableDDL(db, tbl))
+		}
 		return exitOK
+	}
+	var schemaID int32
+	if nested {
+		if *registry == "" {
+			fmt.Fprintln(stderr, "etl gen: -format nested-avro needs -registry")
+			return exitUsage
+		}
+		if schemaID, err = registerSchema(*registry, *topic+"-value", gen.NestedSchema); err != nil {
+			fmt.Fprintf(stderr, "etl gen: %v\n", err)
+			return exitFailed
+		}
 	}
 	ctx, cancel := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
 	defer cancel()
@@ -93,15 +123,48 @@ func genCmd(args []string, stdout, stderr io.Writer) int {
 	began := time.Now()
 	n, err := gen.Produce(ctx, cl, gen.ProduceOptions{
 		Topic: *topic, Seed: *seed, Start: *start, Count: *count, Rate: *rate, Duration: *duration,
-		Partitions: *partitions, TS: ts,
+		Partitions: *partitions, TS: ts, NestedSchemaID: schemaID,
 	})
 	el := time.Since(began)
 	fmt.Fprintf(stdout, "produced %d records to %s in %v (%.0f records/s)\n", n, *topic, el.Round(time.Millisecond), float64(n)/el.Seconds())
+	if nested && err == nil {
+		fmt.Fprintf(stdout, "rows the benchmark's chain keeps: %d\n", gen.KeptRows(*seed, *start, n))
+	}
 	if err != nil {
 		fmt.Fprintf(stderr, "etl gen: %v\n", err)
 		return exitFailed
 	}
 	return exitOK
+}
+
+// registerSchema registers an Avro schema under subject with the registry
+// at base (POST /subjects/{subject}/versions) and returns its id.
+func registerSchema(base, subject, schema string) (int32, error) {
+	body, err := json.Marshal(map[string]string{"schema": schema})
+	if err != nil {
+		return 0, err
+	}
+	u := strings.TrimRight(base, "/") + "/subjects/" + url.PathEscape(subject) + "/versions"
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, u, bytes.NewReader(body))
+	if err != nil {
+		return 0, fmt.Errorf("register schema: %w", err)
+	}
+	req.Header.Set("Content-Type", "application/vnd.schemaregistry.v1+json")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return 0, fmt.Errorf("register schema under %s: %w", subject, err)
+	}
+	defer resp.Body.Close()
+	var out struct {
+		ID      int32  `json:"id"`
+		Message string `json:"message"`
+	}
+	if err := json.NewDecoder(io.LimitReader(resp.Body, 1<<20)).Decode(&out); err != nil || resp.StatusCode != http.StatusOK || out.ID == 0 {
+		return 0, fmt.Errorf("register schema under %s: HTTP %d %s", subject, resp.StatusCode, out.Message)
+	}
+	return out.ID, nil
 }
 
 // compressionCodecs are the codecs -compression names.

@@ -5,11 +5,14 @@ package registrytest
 
 import (
 	"encoding/json"
+	"fmt"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"strconv"
 	"sync"
 	"testing"
+	"time"
 )
 
 // Server is a fake schema registry on 127.0.0.1. It serves
@@ -50,14 +53,43 @@ type reference struct {
 // New starts a server; it is closed when the test ends.
 func New(t testing.TB) *Server {
 	t.Helper()
+	s := newServer()
+	s.srv = httptest.NewServer(s.handler)
+	t.Cleanup(s.srv.Close)
+	return s
+}
+
+// Listen starts a server on addr (host:port, the host 127.0.0.1 or
+// localhost; port 0 picks a free one) outside a test, as devbroker serves
+// it for benchmarks and demos. Close stops it.
+func Listen(addr string) (*Server, error) {
+	host, _, err := net.SplitHostPort(addr)
+	if err != nil {
+		return nil, fmt.Errorf("registrytest: listen %q: %w", addr, err)
+	}
+	if host != "127.0.0.1" && host != "localhost" {
+		return nil, fmt.Errorf("registrytest: listen %q: only 127.0.0.1 is served", addr)
+	}
+	l, err := net.Listen("tcp", addr)
+	if err != nil {
+		return nil, fmt.Errorf("registrytest: %w", err)
+	}
+	s := newServer()
+	s.srv = &httptest.Server{Listener: l, Config: &http.Server{Handler: s.handler, ReadHeaderTimeout: 10 * time.Second}}
+	s.srv.Start()
+	return s, nil
+}
+
+// Close stops a server Listen started (New's stops with its test).
+func (s *Server) Close() { s.srv.Close() }
+
+func newServer() *Server {
 	s := &Server{byText: map[string]int32{}, subjects: map[string][]int32{}}
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET /schemas/ids/{id}", s.getByID)
 	mux.HandleFunc("GET /subjects/{subject}/versions/latest", s.getLatest)
 	mux.HandleFunc("POST /subjects/{subject}/versions", s.register)
 	s.handler = s.gate(mux)
-	s.srv = httptest.NewServer(s.handler)
-	t.Cleanup(s.srv.Close)
 	return s
 }
 
