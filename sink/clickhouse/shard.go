@@ -41,7 +41,11 @@ type ShardOptions struct {
 	// MaxBytes once no chunk has arrived for this long (0: off). The
 	// input goes quiet when the source has caught up (the end of a burst
 	// or of a backlog) or is paused: a batch already large enough to be a
-	// good insert is not held back for the rest of its linger.
+	// good insert is not held back for the rest of its linger. So is the
+	// remainder of a burst, whatever its size: a batch begun right after
+	// one that MaxRows or MaxBytes closed (the last rows of a backlog do
+	// not wait for the linger). Quiet traffic, whose batches close by
+	// linger, keeps its large inserts.
 	Idle time.Duration
 	// MaxInflight is how many inserts of this shard may run at once
 	// (default 1). While that many run, the batching loop takes nothing
@@ -369,6 +373,9 @@ func (s *Shard) Run(ctx context.Context) error {
 		idle     *time.Timer
 		idleC    <-chan time.Time
 		idled    bool // cur is large and its input went quiet
+		// burst: the last batch closed full (rows or bytes), so cur is
+		// what follows a burst and goes at the idle time however small.
+		burst bool
 	)
 	defer func() {
 		if linger != nil {
@@ -390,6 +397,7 @@ func (s *Shard) Run(ctx context.Context) error {
 		if idle != nil {
 			idle.Stop()
 		}
+		burst = reason == reasonRows || reason == reasonBytes
 		s.m.flush[reason].Inc()
 		s.m.batchRows.Observe(float64(b.rows))
 		s.m.batchBytes.Observe(float64(b.bytes))
@@ -454,7 +462,7 @@ func (s *Shard) Run(ctx context.Context) error {
 				dispatch(reasonRows)
 			case s.o.MaxBytes > 0 && cur.bytes >= s.o.MaxBytes:
 				dispatch(reasonBytes)
-			case s.o.Idle > 0 && s.idleSize(cur.rows, cur.bytes):
+			case s.o.Idle > 0 && (burst || s.idleSize(cur.rows, cur.bytes)):
 				// (Re)start the quiet period: it ends with no chunk
 				// arriving for Idle.
 				idleC, idled = restart(&idle, s.o.Idle), false

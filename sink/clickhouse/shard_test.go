@@ -440,7 +440,10 @@ func TestShardLingerAndCloseBeforeRun(t *testing.T) {
 // TestShardIdleFlush: a batch holding a quarter of max_rows is inserted
 // once its input goes quiet for the idle time, long before its linger; a
 // smaller one waits for its linger, and a stream of chunks that keeps
-// arriving within the idle time is not cut by it.
+// arriving within the idle time is not cut by it. The remainder of a burst
+// (a batch begun right after a full one: the end of a backlog) is inserted
+// at the idle time whatever its size; after that, small batches wait for
+// their linger again.
 func TestShardIdleFlush(t *testing.T) {
 	t.Parallel()
 	srv, c, tg, m, a := newShardEnv(t, "idle")
@@ -485,11 +488,26 @@ func TestShardIdleFlush(t *testing.T) {
 	if got := flushes(reasonRows); got != 1 || flushes(reasonIdle) != 1 {
 		t.Errorf("a stream of 10 chunks 5 ms apart: flushes rows %v, idle %v; want 1 and still 1", got, flushes(reasonIdle))
 	}
+
+	// The tail of that burst: 5 rows, inserted once the input is quiet.
+	tail := idChunk(t, tg, 125, 5)
+	s.TryEnqueue(tail)
+	eventually(t, 10*time.Second, "the tail of the burst to be inserted", func() bool { return a.count(tail) == 1 })
+	if flushes(reasonIdle) != 2 || flushes(reasonLinger) != 0 {
+		t.Fatalf("the tail of a burst: idle %v, linger %v; want 2 and 0", flushes(reasonIdle), flushes(reasonLinger))
+	}
+	// Then quiet traffic again: a small batch waits for its linger.
+	late := idChunk(t, tg, 130, 5)
+	s.TryEnqueue(late)
+	time.Sleep(500 * time.Millisecond)
+	if a.count(late) != 0 {
+		t.Fatalf("a batch of 5 rows after an idle flush was inserted after 0.5 s; it must wait for its linger (%v)", linger)
+	}
 	s.Close()
 	if err := wait(t, res, 10*time.Second); err != nil {
 		t.Fatal(err)
 	}
-	if n := srv.Count(t, "default.idle"); n != 125 {
-		t.Errorf("%d rows, want 125", n)
+	if n := srv.Count(t, "default.idle"); n != 135 {
+		t.Errorf("%d rows, want 135", n)
 	}
 }
