@@ -25,8 +25,15 @@
 # <kafka> auto_offset_reset=smallest (a new group reads nothing without
 # it), queued_min_messages=ENGINE_QUEUED (1000000); kafka_num_consumers=1
 # (more produced duplicates on 18.16); kafka_max_block_size=ENGINE_BLOCK
-# (1048576) when the server takes it. etl runs configs/bench.yaml, its
-# defaults.
+# (1048576; empty for the server's default) when the server takes it; the
+# profile's stream_flush_interval_ms=ENGINE_FLUSH_MS (2000; empty for the
+# server's 7500), after which the engine writes a block that is not full.
+# etl runs configs/bench.yaml, its defaults.
+#
+# TUNED=configs/bench-1m.yaml adds a third arm, etl-tuned: etl with that
+# configuration (batches of up to 1M rows), to compare the server's CPU
+# per row for etl's default inserts with 1M-row inserts of the same rows,
+# and the defaults' rows/s with the tuned configuration's.
 #
 # With gnuplot installed (Debian's gnuplot-nox), CHARTS=DIR draws
 # DIR/compare-rows.png (rows in ClickHouse over time, each run of each arm)
@@ -42,7 +49,8 @@ CH_HTTP=${CH_HTTP:-28223}
 BROKER=${BROKER:-127.0.0.1:29192}
 METRICS=${METRICS:-127.0.0.1:29190}
 ENGINE_QUEUED=${ENGINE_QUEUED:-1000000}
-ENGINE_BLOCK=${ENGINE_BLOCK:-1048576}
+ENGINE_BLOCK=${ENGINE_BLOCK-1048576}
+ENGINE_FLUSH_MS=${ENGINE_FLUSH_MS-2000}
 TIMEOUT=${TIMEOUT:-300} # seconds an arm may take before the run fails
 [[ -x bin/etl && -x bin/devbroker ]] || make build >/dev/null
 
@@ -61,6 +69,14 @@ cat >"$DIR/kafka.xml" <<XML
   </kafka>
 </yandex>
 XML
+if [[ -n "$ENGINE_FLUSH_MS" ]]; then
+	# The engine writes a block when it is full or after
+	# stream_flush_interval_ms (a profile setting, 7500 by default).
+	mkdir -p "$DIR/clickhouse/users.d"
+	cat >"$DIR/clickhouse/users.d/flush.xml" <<XML
+<yandex><profiles><default><stream_flush_interval_ms>$ENGINE_FLUSH_MS</stream_flush_interval_ms></default></profiles></yandex>
+XML
+fi
 scripts/clickhouse.sh start --dir "$DIR/clickhouse" --tcp-port "$CH_TCP" --http-port "$CH_HTTP" --extra-config "$DIR/kafka.xml" >/dev/null
 bin/devbroker -listen "$BROKER" -topics events -partitions 6 >"$DIR/broker.log" 2>&1 &
 broker=$!
@@ -105,8 +121,8 @@ wait_rows() {
 			return 0
 		fi
 		if [[ -n "${etl:-}" ]] && ! kill -0 "$etl" 2>/dev/null; then
-			echo "etl exited early; see $DIR/etl-$r.log" >&2
-			tail -5 "$DIR/etl-$r.log" >&2
+			echo "etl exited early; see its log in $DIR" >&2
+			tail -5 "$DIR"/etl*-"$r".log >&2
 			exit 1
 		fi
 		if [[ ${t%.*} -ge $deadline ]]; then
@@ -119,24 +135,28 @@ wait_rows() {
 
 results=$DIR/results.tsv
 : >"$results"
+# run_etl ROUND [ARM CONFIG]: etl's arm (etl with $CONFIG, or ARM with
+# CONFIG) into the table default.ARM_ROUND.
 run_etl() {
-	local r=$1 table=default.etl_$1 ch0 ch1 t0 cpu
+	local r=$1 arm=${2:-etl} config=${3:-$CONFIG} ch0 ch1 t0 cpu
+	local name=${arm//-/_}_$r
+	local table=default.$name
 	q "CREATE TABLE $table ($cols) ENGINE = MergeTree ORDER BY $order"
 	ch0=$(cpu_of "$chpid")
 	t0=$(now)
 	KAFKA_BROKERS=$BROKER CLICKHOUSE_ADDR=127.0.0.1:$CH_TCP METRICS_LISTEN=$METRICS \
-		BENCH_TABLE=etl_$r BENCH_GROUP=compare-etl-$r-$$ \
-		bin/etl -config "$CONFIG" 2>"$DIR/etl-$r.log" &
+		BENCH_TABLE=$name BENCH_GROUP=compare-$arm-$r-$$ \
+		bin/etl -config "$config" 2>"$DIR/$arm-$r.log" &
 	etl=$!
-	wait_rows "$table" "$t0" "$DIR/etl-$r.series"
+	wait_rows "$table" "$t0" "$DIR/$arm-$r.series"
 	cpu=$(cpu_of "$etl")
 	ch1=$(cpu_of "$chpid")
 	kill -TERM "$etl"
 	wait "$etl" || true
 	etl=
-	awk -v r="$r" -v n="$N" -v t0="$t0" -v e="$end" -v cpu="$cpu" -v ch="$(awk -v a="$ch0" -v b="$ch1" 'BEGIN { print b - a }')" -v f="$first" 'BEGIN {
+	awk -v arm="$arm" -v r="$r" -v n="$N" -v t0="$t0" -v e="$end" -v cpu="$cpu" -v ch="$(awk -v a="$ch0" -v b="$ch1" 'BEGIN { print b - a }')" -v f="$first" 'BEGIN {
 		el = e - t0
-		printf "etl\t%d\t%.0f\t%.3f\t%.3f\t%.2f\n", r, n / el, cpu / (n / 1e6), ch / (n / 1e6), f
+		printf "%s\t%d\t%.0f\t%.3f\t%.3f\t%.2f\n", arm, r, n / el, cpu / (n / 1e6), ch / (n / 1e6), f
 	}' >>"$results"
 }
 
@@ -166,17 +186,21 @@ for r in $(seq "$RUNS"); do
 	if ((r % 2)); then
 		run_etl "$r"
 		run_engine "$r"
+		[[ -n "${TUNED:-}" ]] && run_etl "$r" etl-tuned "$TUNED"
 	else
+		[[ -n "${TUNED:-}" ]] && run_etl "$r" etl-tuned "$TUNED"
 		run_engine "$r"
 		run_etl "$r"
 	fi
 	a=$(q "$check FROM default.etl_$r")
-	b=$(q "$check FROM default.engine_$r")
-	if [[ "$a" != "$b" ]]; then
-		printf 'round %d: the tables differ\n  etl:          %s\n  kafka-engine: %s\n' "$r" "$a" "$b" >&2
-		exit 1
-	fi
-	tail -2 "$results" | sed "s/^/round $r: /"
+	for t in engine_$r ${TUNED:+etl_tuned_$r}; do
+		b=$(q "$check FROM default.$t")
+		if [[ "$a" != "$b" ]]; then
+			printf 'round %d: the tables differ\n  etl_%d: %s\n  %s: %s\n' "$r" "$r" "$a" "$t" "$b" >&2
+			exit 1
+		fi
+	done
+	tail -"$((${TUNED:+1} + 2))" "$results" | sed "s/^/round $r: /"
 done
 
 echo "arm	run	rows/s	CPU-s/M (own)	server CPU-s/M	first row (s)"
@@ -187,6 +211,7 @@ if [[ -n "${CHARTS:-}" ]]; then
 		plots= sep=
 		for r in $(seq "$RUNS"); do
 			plots="$plots$sep'$DIR/etl-$r.series' using 1:(\$2/1e6) with lines lw 2 title 'etl, run $r', '$DIR/engine-$r.series' using 1:(\$2/1e6) with lines dt 2 lw 2 title 'Kafka engine, run $r'"
+			[[ -n "${TUNED:-}" ]] && plots="$plots, '$DIR/etl-tuned-$r.series' using 1:(\$2/1e6) with lines dt 3 lw 2 title 'etl tuned, run $r'"
 			sep=", "
 		done
 		gnuplot <<GP
@@ -226,8 +251,13 @@ function median(a, n,   i, j, t) {
 }
 $1 == "etl" { er[++ne] = $3; ec[ne] = $4; es[ne] = $5 }
 $1 == "kafka-engine" { kr[++nk] = $3; kc[nk] = $4 }
+$1 == "etl-tuned" { tr[++nt] = $3; tc[nt] = $4; ts[nt] = $5 }
 END {
 	R1 = median(er, ne); C1 = median(ec, ne); S1 = median(es, ne); R2 = median(kr, nk); C2 = median(kc, nk)
 	printf "server CPU per million rows: %.2f CPU-s for etl'"'"'s inserts, %.2f CPU-s for the Kafka engine\n", S1, C2
+	if (nt > 0) {
+		R3 = median(tr, nt); C3 = median(tc, nt); S3 = median(ts, nt)
+		printf "tuned: etl-tuned %.0f rows/s %.2f CPU-s/M, server %.2f CPU-s/M; the defaults reach %.0f%% of its rows/s, and their inserts cost the server %.0f%% of its\n", R3, C3, S3, 100 * R1 / R3, 100 * S1 / S3
+	}
 	printf "compare: etl %.0f rows/s %.2f CPU-s/M; kafka-engine %.0f rows/s %.2f CPU-s/M; ratio %.2f\n", R1, C1, R2, C2, R1 / R2
 }' "$results"
