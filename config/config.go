@@ -286,6 +286,10 @@ type ClickHouse struct {
 	Password Secret   `yaml:"password"`
 	// PasswordFile, instead of Password, names a file holding it.
 	PasswordFile string `yaml:"password_file"`
+	// TLS, when enabled, connects to every shard and replica over TLS
+	// (the server's tcp_port_secure, 9440 by default), with the same keys
+	// and meaning as source.kafka.tls.
+	TLS *TLS `yaml:"tls,omitempty"`
 	// Columns maps column name to source field name. Empty means map every
 	// column of the live table to the field of the same name.
 	Columns map[string]string `yaml:"columns"`
@@ -343,6 +347,16 @@ func (c *Config) SinkList() []NamedSink {
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].Name < out[j].Name })
 	return out
+}
+
+// KeyPath returns the configuration path of sink ns's ClickHouse
+// section: "sink.clickhouse" in the single sink form, else
+// "sinks.NAME.clickhouse".
+func (c *Config) KeyPath(ns NamedSink) string {
+	if len(c.Sinks) == 0 {
+		return "sink.clickhouse"
+	}
+	return "sinks." + ns.Name + ".clickhouse"
 }
 
 // DefaultSink is the name of the sink of the single sink form.

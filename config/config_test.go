@@ -566,8 +566,14 @@ func TestValidate(t *testing.T) {
 	if err := c.Validate(); err != nil {
 		t.Errorf("Validate() = %v, want nil", err)
 	}
+	c.Sink.ClickHouse.TLS = &TLS{Enabled: true, CertFile: "client.pem"}
+	want := "sink.clickhouse.tls.key_file: must be set when cert_file is set"
+	if err := c.Validate(); err == nil || err.Error() != want {
+		t.Errorf("Validate() = %v, want %q", err, want)
+	}
+	c.Sink.ClickHouse.TLS = &TLS{Enabled: true, CAFile: "ca.pem"}
 	c.Sink.ClickHouse.Retry.MaxBackoff = Duration(time.Millisecond)
-	want := "sink.clickhouse.retry.max_backoff: must be >= initial_backoff (100ms), got 1ms"
+	want = "sink.clickhouse.retry.max_backoff: must be >= initial_backoff (100ms), got 1ms"
 	if err := c.Validate(); err == nil || err.Error() != want {
 		t.Errorf("Validate() = %v, want %q", err, want)
 	}

@@ -32,8 +32,11 @@ const (
 	hour   = Duration(time.Hour)
 )
 
-func hasKafka(c *Config) bool      { return c.Source.Kafka != nil }
-func hasTLS(c *Config) bool        { return c.Source.Kafka != nil && c.Source.Kafka.TLS != nil }
+func hasKafka(c *Config) bool { return c.Source.Kafka != nil }
+func hasTLS(c *Config) bool   { return c.Source.Kafka != nil && c.Source.Kafka.TLS != nil }
+func hasClickHouseTLS(c *Config) bool {
+	return c.Sink.ClickHouse != nil && c.Sink.ClickHouse.TLS != nil
+}
 func hasSASL(c *Config) bool       { return c.Source.Kafka != nil && c.Source.Kafka.SASL != nil }
 func hasClickHouse(c *Config) bool { return c.Sink.ClickHouse != nil }
 
@@ -203,6 +206,19 @@ var rules = []rule{
 	{path: "sink.clickhouse.table", when: hasClickHouse, required: func(c *Config) bool { return c.Sink.ClickHouse.Table != "" }},
 	{path: "sink.clickhouse.database", when: hasClickHouse, check: func(c *Config) string { return nonEmpty(c.Sink.ClickHouse.Database) }},
 	{path: "sink.clickhouse.user", when: hasClickHouse, check: func(c *Config) string { return nonEmpty(c.Sink.ClickHouse.User) }},
+	// A client certificate is useless without its key and vice versa.
+	{path: "sink.clickhouse.tls.key_file", when: hasClickHouseTLS, check: func(c *Config) string {
+		if t := c.Sink.ClickHouse.TLS; t.CertFile != "" && t.KeyFile == "" {
+			return "must be set when cert_file is set"
+		}
+		return ""
+	}},
+	{path: "sink.clickhouse.tls.cert_file", when: hasClickHouseTLS, check: func(c *Config) string {
+		if t := c.Sink.ClickHouse.TLS; t.KeyFile != "" && t.CertFile == "" {
+			return "must be set when key_file is set"
+		}
+		return ""
+	}},
 	{path: "sink.clickhouse.password_file", when: hasClickHouse, check: func(c *Config) string {
 		return secretFileProblem(c.Sink.ClickHouse.Password, c.Sink.ClickHouse.PasswordFile)
 	}},

@@ -54,6 +54,13 @@ func Preflight(cfg *config.Config) error {
 			errs = append(errs, err)
 		}
 	}
+	for _, ns := range cfg.SinkList() {
+		if t := ns.ClickHouse.TLS; t != nil && t.Enabled {
+			if _, err := t.Config(cfg.KeyPath(ns) + ".tls"); err != nil {
+				errs = append(errs, err)
+			}
+		}
+	}
 	if cfg.Decode.Format == config.FormatAvro {
 		a := cfg.Decode.Avro
 		if rs := a.ReaderSchema; rs != "" {

@@ -2,6 +2,7 @@ package pipeline
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"strconv"
@@ -40,18 +41,28 @@ func (p *Pipeline) openSinks(ctx context.Context) error {
 		if err != nil {
 			return fmt.Errorf("sink %s: password_file: %w", s.name, err)
 		}
+		var tlsCfg *tls.Config
+		if chc.TLS != nil && chc.TLS.Enabled {
+			if tlsCfg, err = chc.TLS.Config(p.cfg.KeyPath(ns) + ".tls"); err != nil {
+				return fmt.Errorf("sink %s: %w", s.name, err)
+			}
+		}
 		for i, sh := range chc.ShardList() {
 			s.weights = append(s.weights, sh.Weight)
 			var cs []*clickhouse.Client
 			for _, addr := range sh.Replicas {
 				c, err := clickhouse.Connect(ctx, clickhouse.Options{
-					Addr: []string{addr}, Database: chc.Database, Table: chc.Table, User: chc.User, Password: password,
+					Addr: []string{addr}, Database: chc.Database, Table: chc.Table, User: chc.User, Password: password, TLS: tlsCfg,
 					DialTimeout: chc.DialTimeout.D(), InsertTimeout: chc.InsertTimeout.D(), Settings: chc.Settings,
 					Compression: chc.Compression, Columns: chc.Columns, Lazy: true, Insert: chc.InsertPath,
 					MaxOpenConns: chc.Inflight.MaxPerShard + 2,
 				}, p.log.With("sink", s.name, "shard", i))
 				if err != nil {
-					return fmt.Errorf("sink %s: shard %d: replica %s: %w", s.name, i, addr, err)
+					err = fmt.Errorf("sink %s: shard %d: replica %s: %w", s.name, i, addr, err)
+					if clickhouse.ConfigProblem(err) {
+						return &ConfigError{Errs: []error{err}}
+					}
+					return err
 				}
 				cs = append(cs, c)
 			}
@@ -59,7 +70,11 @@ func (p *Pipeline) openSinks(ctx context.Context) error {
 		}
 		t, err := s.plan(ctx)
 		if err != nil {
-			return fmt.Errorf("sink %s: %w", s.name, err)
+			err = fmt.Errorf("sink %s: %w", s.name, err)
+			if clickhouse.ConfigProblem(err) {
+				return &ConfigError{Errs: []error{err}}
+			}
+			return err
 		}
 		s.target.Store(t)
 		for _, w := range t.Warnings {

@@ -49,6 +49,18 @@ metrics: {listen: "off"}
 			`is empty`,
 			`source.kafka.sasl.password_file: cannot read the password: open ` + dir + `/kafka-password: no such file or directory`,
 		}},
+		{"chtls.yaml", `pipeline: {name: x}
+source: {kafka: {brokers: ["127.0.0.1:1"], topics: [t], group_id: g}}
+sinks:
+  a: {clickhouse: {addr: ["127.0.0.1:1"], table: t, tls: {enabled: true, ca_file: ` + dir + `/ca.pem}}}
+  b: {clickhouse: {addr: ["127.0.0.1:1"], table: t, tls: {enabled: true, ca_file: ` + writeFile(t, "not-a-ca.pem", "no PEM here") + `}}}
+transform:
+  - route: {rules: [{when: "true", sink: a}], unmatched: b}
+metrics: {listen: "off"}
+`, []string{
+			`sinks.a.clickhouse.tls.ca_file: open ` + dir + `/ca.pem: no such file or directory`,
+			`sinks.b.clickhouse.tls.ca_file: no certificate found in `,
+		}},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {

@@ -61,6 +61,7 @@ type CH struct {
 
 	// Set by ClickHouseWith only (zero for ClickHouse).
 	interserverPort int      // 0: none
+	securePort      int      // 0: none (CHOptions.TLSCert)
 	extraArgs       []string // more arguments for scripts/clickhouse.sh start
 	opts            CHOptions
 }
@@ -346,6 +347,18 @@ type CHOptions struct {
 	// changes them on a running server (e.g. once every server of a
 	// cluster has started and has its ports).
 	Clusters map[string][]CHShard
+
+	// TLSCert and TLSKey (PEM, e.g. from [CA.Issue]) make the server
+	// serve the native protocol over TLS on a free port of its own
+	// (<tcp_port_secure>, [CH.SecureAddr]) with that certificate.
+	TLSCert, TLSKey []byte
+	// SecureOnly, with TLSCert, removes the plain native port: native
+	// connections are taken only over TLS. HTTP stays on, for the tests'
+	// own queries.
+	SecureOnly bool
+	// Users adds users, by name, with these passwords (the default
+	// profile and quota, from 127.0.0.1).
+	Users map[string]string
 }
 
 // CHShard is one shard of a cluster in [CHOptions.Clusters].
@@ -421,9 +434,26 @@ func ClickHouseWith(t testing.TB, opts CHOptions) *CH {
 		extra = append(extra, "--extra-config", f)
 	}
 	extra = append(extra, "--watch-pid", strconv.Itoa(os.Getpid()))
+	if len(opts.Users) > 0 {
+		// The server merges users.d next to users.xml into its users.
+		if err := os.MkdirAll(filepath.Join(dir, "users.d"), 0o755); err != nil {
+			t.Fatalf("testenv: start ClickHouse: %v", err)
+		}
+		if err := os.WriteFile(filepath.Join(dir, "users.d", "testenv-users.xml"), []byte(usersXML(opts.Users)), 0o644); err != nil {
+			t.Fatalf("testenv: start ClickHouse: %v", err)
+		}
+	}
 	for attempt := 1; ; attempt++ {
 		ch.tcpPort, ch.httpPort = FreePort(t), FreePort(t)
 		ch.extraArgs = extra
+		if opts.TLSCert != nil {
+			ch.securePort = FreePort(t)
+			f, err := ch.writeTLS()
+			if err != nil {
+				t.Fatalf("testenv: start ClickHouse: %v", err)
+			}
+			ch.extraArgs = append(slices.Clone(extra), "--extra-config", f)
+		}
 		if opts.ZooKeeper != "" {
 			ch.interserverPort = FreePort(t)
 			ch.extraArgs = append([]string{"--interserver-port", strconv.Itoa(ch.interserverPort)}, extra...)
@@ -450,6 +480,49 @@ func ClickHouseWith(t testing.TB, opts CHOptions) *CH {
 		}
 	})
 	return ch
+}
+
+// SecureAddr is the native protocol's TLS address (CHOptions.TLSCert).
+func (ch *CH) SecureAddr() string {
+	return net.JoinHostPort("127.0.0.1", strconv.Itoa(ch.securePort))
+}
+
+// writeTLS writes the certificate, its key and the config file that
+// serves them on the secure port, and returns the config file's path.
+func (ch *CH) writeTLS() (string, error) {
+	d := filepath.Join(ch.dir, "testenv")
+	cert, key := filepath.Join(d, "server.pem"), filepath.Join(d, "server.key")
+	if err := os.WriteFile(cert, ch.opts.TLSCert, 0o644); err != nil {
+		return "", err
+	}
+	if err := os.WriteFile(key, ch.opts.TLSKey, 0o600); err != nil {
+		return "", err
+	}
+	var b strings.Builder
+	b.WriteString("<?xml version=\"1.0\"?>\n<!-- Written by testenv.ClickHouseWith. -->\n<yandex>\n")
+	fmt.Fprintf(&b, "    <tcp_port_secure>%d</tcp_port_secure>\n", ch.securePort)
+	if ch.opts.SecureOnly {
+		b.WriteString("    <tcp_port remove=\"1\"/>\n")
+	}
+	fmt.Fprintf(&b, "    <openSSL><server><certificateFile>%s</certificateFile><privateKeyFile>%s</privateKeyFile>"+
+		"<verificationMode>none</verificationMode><loadDefaultCAFile>false</loadDefaultCAFile>"+
+		"<cacheSessions>true</cacheSessions><disableProtocols>sslv2,sslv3</disableProtocols><preferServerCiphers>true</preferServerCiphers>"+
+		"</server></openSSL>\n", xmlText(cert), xmlText(key))
+	b.WriteString("</yandex>\n")
+	f := filepath.Join(d, "testenv-tls.xml")
+	return f, os.WriteFile(f, []byte(b.String()), 0o644)
+}
+
+// usersXML returns the users.d file of CHOptions.Users.
+func usersXML(users map[string]string) string {
+	var b strings.Builder
+	b.WriteString("<?xml version=\"1.0\"?>\n<!-- Written by testenv.ClickHouseWith. -->\n<yandex>\n    <users>\n")
+	for _, name := range slices.Sorted(maps.Keys(users)) {
+		fmt.Fprintf(&b, "        <%s><password>%s</password><networks><ip>127.0.0.1</ip><ip>::1</ip></networks>"+
+			"<profile>default</profile><quota>default</quota></%s>\n", name, xmlText(users[name]), name)
+	}
+	b.WriteString("    </users>\n</yandex>\n")
+	return b.String()
 }
 
 func (ch *CH) replicationLog() string {

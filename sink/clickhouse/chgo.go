@@ -2,6 +2,7 @@ package clickhouse
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -82,6 +83,7 @@ type chgoPool struct {
 	// settings as the driver sends them, for servers that need the
 	// compatibility shim (chgo_compat.go).
 	settings ch.Settings
+	tls      *tls.Config // nil: plain TCP
 
 	mu     sync.Mutex
 	idle   []*chgoConn
@@ -136,6 +138,7 @@ func newChgoPool(o Options, database string, settings ch.Settings, log *slog.Log
 		addr:     strings.Join(o.Addr, ","),
 		maxIdle:  chgoDefaultIdle,
 		settings: settings,
+		tls:      o.TLS,
 		opts: chgo.Options{
 			// Like the driver's pool, a Client talks to its first address.
 			Address:          o.Addr[0],
@@ -243,7 +246,7 @@ func addrError(addr string, err error) error {
 
 // dial opens a connection.
 func (p *chgoPool) dial(ctx context.Context) (*chgoConn, error) {
-	d := &chgoDialer{timeout: p.opts.DialTimeout}
+	d := &chgoDialer{timeout: p.opts.DialTimeout, tls: p.tls}
 	opts := p.opts
 	opts.Dialer = d
 	buf := new(proto.Buffer)

@@ -2,6 +2,7 @@ package clickhouse
 
 import (
 	"context"
+	"crypto/tls"
 	"encoding/binary"
 	"errors"
 	"fmt"
@@ -48,14 +49,37 @@ const (
 // chgoDialer dials the connection a ch-go client uses and keeps it.
 type chgoDialer struct {
 	timeout time.Duration
+	tls     *tls.Config // nil: plain TCP
 	conn    *chgoNetConn
 }
 
+// DialContext opens the connection, over TLS when d.tls is set: the
+// handshake is done here, and chgoNetConn wraps the TLS connection, so
+// that its Query patches go into the plaintext stream (ch-go's own TLS
+// option wants a *net.Dialer, which would bypass chgoNetConn).
 func (d *chgoDialer) DialContext(ctx context.Context, network, addr string) (net.Conn, error) {
 	nd := net.Dialer{Timeout: d.timeout}
 	c, err := nd.DialContext(ctx, network, addr)
 	if err != nil {
 		return nil, err
+	}
+	if d.tls != nil {
+		cfg := d.tls
+		if cfg.ServerName == "" {
+			cfg = cfg.Clone()
+			if host, _, err := net.SplitHostPort(addr); err == nil {
+				cfg.ServerName = host
+			}
+		}
+		tc := tls.Client(c, cfg)
+		hctx, cancel := context.WithTimeout(ctx, d.timeout)
+		err := tc.HandshakeContext(hctx)
+		cancel()
+		if err != nil {
+			_ = c.Close()
+			return nil, fmt.Errorf("TLS handshake: %w", err)
+		}
+		c = tc
 	}
 	d.conn = &chgoNetConn{Conn: c}
 	return d.conn, nil

@@ -11,6 +11,7 @@ package clickhouse
 
 import (
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -33,6 +34,9 @@ type Options struct {
 	// Connect resolves once with currentDatabase().
 	Database, Table string
 	User, Password  string
+	// TLS, when not nil, connects over TLS (the server's secure native
+	// port, tcp_port_secure), on both insert paths.
+	TLS *tls.Config
 	// DialTimeout bounds opening one connection (and the initial ping).
 	// Zero means the driver's default (30 s).
 	DialTimeout time.Duration
@@ -113,6 +117,7 @@ func Connect(ctx context.Context, o Options, log *slog.Logger) (*Client, error) 
 		Settings:     settings,
 		MaxOpenConns: o.MaxOpenConns,
 		Logger:       driverLog(log),
+		TLS:          o.TLS,
 	}
 	if o.MaxOpenConns > 0 && o.MaxOpenConns < 5 {
 		// The driver's default idle pool (5) must not exceed the open cap.
@@ -137,7 +142,7 @@ func Connect(ctx context.Context, o Options, log *slog.Logger) (*Client, error) 
 	c := &Client{conn: conn, log: log, opts: o, settings: settings}
 	if err := conn.Ping(ctx); err != nil {
 		if _, isServer := exceptionCode(err); !isServer {
-			err = withPortHint(o.Addr, err)
+			err = withTLSHint(o.Addr, o.TLS != nil, withPortHint(o.Addr, err))
 		}
 		if _, isServer := exceptionCode(err); o.Lazy && o.Database != "" && !isServer {
 			log.Warn("clickhouse does not answer yet", slog.Any("addr", o.Addr), slog.Any("error", err))
@@ -151,6 +156,9 @@ func Connect(ctx context.Context, o Options, log *slog.Logger) (*Client, error) 
 		_ = conn.Close()
 		if code, ok := exceptionCode(err); ok && code == codeUnknownDatabase {
 			return nil, fmt.Errorf("clickhouse %v: database %s does not exist: %w", o.Addr, o.Database, err)
+		}
+		if code, ok := exceptionCode(err); ok && authCodes[code] != "" {
+			return nil, fmt.Errorf("clickhouse %v: the server refuses user %q (check sink.clickhouse.user and password or password_file): %w", o.Addr, o.User, err)
 		}
 		return nil, fmt.Errorf("clickhouse %v: ping: %w", o.Addr, err)
 	}

@@ -2,6 +2,8 @@ package clickhouse
 
 import (
 	"context"
+	"crypto/tls"
+	"crypto/x509"
 	"errors"
 	"fmt"
 	"strings"
@@ -15,6 +17,31 @@ const (
 	codeUnknownTable    = 60
 	codeUnknownDatabase = 81
 )
+
+// authCodes are the server's answers to a login it refuses.
+var authCodes = map[int32]string{
+	192: "UNKNOWN_USER",
+	193: "WRONG_PASSWORD",
+	194: "REQUIRED_PASSWORD",
+	516: "AUTHENTICATION_FAILED", // 20.x and later
+}
+
+// ConfigProblem reports whether err, from Connect or Plan, comes from the
+// configuration rather than from the server's state, so that starting
+// again cannot help: a refused login (user, password) or a TLS
+// verification failure (no trusted CA, a certificate for another host, TLS
+// to a port that does not speak it).
+func ConfigProblem(err error) bool {
+	if code, ok := exceptionCode(err); ok {
+		_, auth := authCodes[code]
+		return auth
+	}
+	var unknown x509.UnknownAuthorityError
+	var host x509.HostnameError
+	var invalid x509.CertificateInvalidError
+	var record tls.RecordHeaderError
+	return errors.As(err, &unknown) || errors.As(err, &host) || errors.As(err, &invalid) || errors.As(err, &record)
+}
 
 // permanentCodes are server exception codes meaning the batch, as planned,
 // can never go in: the data does not fit the schema, the schema changed

@@ -146,6 +146,9 @@ func (c *Client) Describe(ctx context.Context) ([]ColumnInfo, error) {
 		if code, ok := exceptionCode(err); ok && (code == codeUnknownTable || code == codeUnknownDatabase) {
 			return nil, fmt.Errorf("table %s does not exist: %w", name, err)
 		}
+		if _, ok := exceptionCode(err); !ok {
+			err = withTLSHint(c.opts.Addr, c.opts.TLS != nil, err)
+		}
 		return nil, fmt.Errorf("describe table %s: %w", name, err)
 	}
 	defer rows.Close()

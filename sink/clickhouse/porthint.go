@@ -1,11 +1,16 @@
 package clickhouse
 
 import (
+	"context"
+	"crypto/tls"
+	"crypto/x509"
+	"errors"
 	"fmt"
 	"io"
 	"net"
 	"net/http"
 	"strings"
+	"syscall"
 	"time"
 )
 
@@ -21,6 +26,46 @@ func withPortHint(addrs []string, err error) error {
 		}
 	}
 	return err
+}
+
+// withTLSHint names what a TLS failure means for err, a native-protocol
+// connection that failed without a server exception: a certificate no
+// trusted CA signed, a certificate for another host name, a plain port
+// answering a TLS handshake, or a TLS port reached without TLS.
+func withTLSHint(addrs []string, useTLS bool, err error) error {
+	var unknown x509.UnknownAuthorityError
+	var host x509.HostnameError
+	var record tls.RecordHeaderError
+	var invalid x509.CertificateInvalidError
+	switch {
+	case errors.As(err, &unknown):
+		return fmt.Errorf("%w (TLS: the server's certificate is not signed by a CA etl trusts: set sink.clickhouse.tls.ca_file to the CA that signed it)", err)
+	case errors.As(err, &host):
+		return fmt.Errorf("%w (TLS: the server's certificate does not name the host etl connects to: connect by a name it lists, or set sink.clickhouse.tls.server_name to one)", err)
+	case errors.As(err, &invalid):
+		return fmt.Errorf("%w (TLS: the server's certificate is not valid: %s)", err, invalid.Detail)
+	case errors.As(err, &record):
+		return fmt.Errorf("%w (TLS: %v does not speak TLS: is it the plain native port, tcp_port (9000), instead of tcp_port_secure (9440)?)", err, addrs)
+	case !useTLS && (errors.Is(err, io.EOF) || errors.Is(err, syscall.ECONNRESET) || strings.Contains(err.Error(), "unexpected EOF")) && speaksTLS(addrs):
+		return fmt.Errorf("%w (%v answers TLS: it is a secure port, tcp_port_secure; set sink.clickhouse.tls.enabled: true)", err, addrs)
+	}
+	return err
+}
+
+// speaksTLS reports whether one of addrs completes a TLS handshake (any
+// certificate), within a second each.
+func speaksTLS(addrs []string) bool {
+	for _, a := range addrs {
+		d := &tls.Dialer{NetDialer: &net.Dialer{Timeout: time.Second}, Config: &tls.Config{InsecureSkipVerify: true}} //nolint:gosec // a probe for a hint, no data
+		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+		c, err := d.DialContext(ctx, "tcp", a)
+		cancel()
+		if err == nil {
+			_ = c.Close()
+			return true
+		}
+	}
+	return false
 }
 
 func answersHTTP(addr string) bool {

@@ -1,0 +1,128 @@
+package pipeline
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/etl-project/etl/config"
+	"github.com/etl-project/etl/gen"
+	"github.com/etl-project/etl/internal/testenv"
+)
+
+// TestClickHouseTLSAndPassword: a pipeline writes into a ClickHouse that
+// takes native connections only on its TLS port, as a user with a
+// password, with sink.clickhouse.tls.ca_file and password_file: every row
+// lands, over both insert paths. A wrong password, and a CA that did not
+// sign the server's certificate, stop New at once with a ConfigError
+// (exit 2) naming the problem, without retrying.
+func TestClickHouseTLSAndPassword(t *testing.T) {
+	ca := testenv.NewCA(t, "etl test CA")
+	cert, key := ca.Issue(t, "clickhouse", "localhost", "127.0.0.1")
+	const password = "ch-tls-pass-51x"
+	ch := testenv.ClickHouseWith(t, testenv.CHOptions{TLSCert: cert, TLSKey: key, SecureOnly: true, Users: map[string]string{"etl": password}})
+	kb := testenv.Kafka(t)
+	kb.CreateTopic(t, "events", 3)
+	const n = 20000
+	produce(t, kb, 0, n, nil)
+	dir := t.TempDir()
+	pwFile := filepath.Join(dir, "ch-password")
+	if err := os.WriteFile(pwFile, []byte(password+"\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	caFile := ca.CertFile(t)
+	otherCA := testenv.NewCA(t, "another CA").CertFile(t)
+
+	cfgFor := func(t *testing.T, table, path, pwFile, caFile string) *config.Config {
+		y := fmt.Sprintf(`pipeline: {name: tls, workers: 2}
+source:
+  kafka: {brokers: [%q], topics: [events], group_id: tls-%s, session_timeout: 6s}
+sink:
+  clickhouse:
+    addr: [%q]
+    table: %s
+    user: etl
+    password_file: %s
+    tls: {enabled: true, ca_file: %s}
+    insert_path: %s
+    batch: {max_rows: 5000, max_bytes: 4MiB, linger: 100ms}
+    retry: {initial_backoff: 50ms, max_backoff: 500ms}
+checkpoint: {commit_interval: 200ms, drain_timeout: 20s}
+metrics: {listen: "off"}
+`, kb.Addr(), table, ch.SecureAddr(), table, pwFile, caFile, path)
+		cfg, err := config.Parse([]byte(y), "tls.yaml", func(string) (string, bool) { return "", false })
+		if err != nil {
+			t.Fatal(err)
+		}
+		return cfg
+	}
+
+	for _, path := range []string{"chgo", "driver"} {
+		t.Run("rows/"+path, func(t *testing.T) {
+			table := "tls_" + path
+			ch.Exec(t, gen.TableDDL("default", table))
+			cfg := cfgFor(t, table, path, pwFile, caFile)
+			if err := Preflight(cfg); err != nil {
+				t.Fatal(err)
+			}
+			p, err := New(context.Background(), Options{Config: cfg, Log: testLogger(t), Registerer: prometheus.NewRegistry()})
+			if err != nil {
+				t.Fatal(err)
+			}
+			ctx, cancel := context.WithCancel(context.Background())
+			done := make(chan error, 1)
+			go func() { done <- p.Run(ctx) }()
+			waitFor(t, "all rows", time.Minute, func() bool { return ch.Count(t, "default."+table) >= n })
+			waitFor(t, "commits to the end", 30*time.Second, func() bool {
+				c := kb.CommittedOffsets(t, "tls-"+table, "events")
+				return c[0]+c[1]+c[2] == n
+			})
+			cancel()
+			if err := <-done; err != nil {
+				t.Fatalf("Run: %v", err)
+			}
+			if got := ch.Query(t, "SELECT count(), uniqExact(id), min(id), max(id) FROM default."+table); got != fmt.Sprintf("%d\t%d\t0\t%d", n, n, n-1) {
+				t.Fatalf("count, distinct, min, max = %s", got)
+			}
+		})
+	}
+
+	wrongPw := filepath.Join(dir, "wrong")
+	if err := os.WriteFile(wrongPw, []byte("not-the-password"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		name, pwFile, caFile, want string
+	}{
+		{"wrong password", wrongPw, caFile, `the server refuses user "etl"`},
+		{"untrusted CA", pwFile, otherCA, "not signed by a CA etl trusts"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			ch.Exec(t, gen.TableDDL("default", "tls_bad"))
+			cfg := cfgFor(t, "tls_bad", "chgo", c.pwFile, c.caFile)
+			start := time.Now()
+			_, err := New(context.Background(), Options{Config: cfg, Log: testLogger(t), Registerer: prometheus.NewRegistry()})
+			var cerr *ConfigError
+			if !errors.As(err, &cerr) {
+				t.Fatalf("New: %v (%T), want a ConfigError", err, err)
+			}
+			if Unavailable(err) {
+				t.Fatalf("New: %v is marked unavailable: startup would retry it", err)
+			}
+			if !strings.Contains(err.Error(), c.want) {
+				t.Fatalf("New: %v, want it to say %q", err, c.want)
+			}
+			if strings.Contains(err.Error(), password) {
+				t.Fatalf("New: %v shows the password", err)
+			}
+			t.Logf("after %v: %v", time.Since(start).Round(time.Millisecond), err)
+		})
+	}
+}
