@@ -129,6 +129,10 @@ func Check(cfg *config.Config, timeout time.Duration) ([]string, error) {
 	if len(cfg.Transform) > 0 {
 		report = append(report, fmt.Sprintf("transform: %d steps compiled against the tables", len(cfg.Transform)))
 	}
+	if err := checkKafkaAccess(ctx, cfg, slog.New(slog.NewTextHandler(io.Discard, nil))); err != nil {
+		problems = append(problems, err)
+	}
+
 	if p.dlq != nil {
 		limit, source := p.dlq.MaxMessageBytes()
 		report = append(report, fmt.Sprintf("dlq: topic %s, records up to %d bytes (%s)", cfg.Decode.DLQ.Topic, limit, source))

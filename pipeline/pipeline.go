@@ -180,6 +180,26 @@ func (p *Pipeline) clock() time.Time {
 	return time.Now()
 }
 
+// kafkaAccessTimeout bounds New's question to the brokers about the
+// source's credentials and ACLs (kafka.CheckAccess).
+const kafkaAccessTimeout = 5 * time.Second
+
+// checkKafkaAccess asks the brokers whether the source may consume
+// (kafka.CheckAccess): a ConfigError when they say no, nil when they say
+// yes or cannot be asked within kafkaAccessTimeout (logged).
+func checkKafkaAccess(ctx context.Context, cfg *config.Config, log *slog.Logger) error {
+	actx, cancel := context.WithTimeout(ctx, kafkaAccessTimeout)
+	err := kafka.CheckAccess(actx, cfg.Source.Kafka)
+	cancel()
+	switch {
+	case errors.Is(err, kafka.ErrAccess):
+		return &ConfigError{Errs: []error{err}}
+	case err != nil:
+		log.Warn("kafka access not checked: the brokers did not answer", "err", err)
+	}
+	return nil
+}
+
 // New connects to ClickHouse, reads the target table and builds the source.
 // The consumer joins its group right away, but partitions are taken on only
 // once Run starts.
@@ -265,6 +285,17 @@ func New(ctx context.Context, o Options) (*Pipeline, error) {
 		// The configuration does not fit the tables: a mistake to fix,
 		// not an outage to wait out.
 		return nil, &ConfigError{Errs: []error{err}}
+	}
+
+	// Credentials the brokers refuse, or ACLs that keep this principal
+	// from the topics or the group, are mistakes to fix (exit 2). Brokers
+	// that cannot be asked now are left to the source's own handling.
+	// validate -connect (Check) asks on its own, once it has reported on
+	// the sinks.
+	if !o.checkOnly {
+		if err := checkKafkaAccess(ctx, cfg, log); err != nil {
+			return nil, err
+		}
 	}
 
 	if p.onError == config.OnErrorDLQ {

@@ -233,16 +233,21 @@ metrics: {listen: "off"}
 // TestValidateConnectBrokerHints: when the brokers cannot be reached,
 // `validate -connect` names the likely cause, and ClickHouse, checked with
 // its own timeout, still passes: TLS against a plaintext listener, and
-// ClickHouse's HTTP port given as a broker.
+// ClickHouse's HTTP port given as a broker (exit 1: servers that cannot be
+// reached). SASL against a listener that closes the connection on the
+// authentication is a configuration error (exit 2).
 func TestValidateConnectBrokerHints(t *testing.T) {
 	kb := testenv.Kafka(t)
 	kb.CreateTopic(t, "events", 1)
 	ch := testenv.ClickHouse(t)
 	ch.Exec(t, gen.TableDDL("default", "events"))
-	for _, tc := range []struct{ name, broker, tls, want string }{
-		{"tls-to-plaintext", kb.Addr(), ", tls: {enabled: true, insecure_skip_verify: true}", "TLS handshake to a plaintext listener?"},
-		{"http-port", ch.HTTPAddr(), "", "an HTTP server answered"},
-		{"sasl-not-enabled", kb.Addr(), ", sasl: {mechanism: PLAIN, username: u, password: p}", "SASL"},
+	for _, tc := range []struct {
+		name, broker, tls, want string
+		code                    int
+	}{
+		{"tls-to-plaintext", kb.Addr(), ", tls: {enabled: true, insecure_skip_verify: true}", "TLS handshake to a plaintext listener?", exitFailed},
+		{"http-port", ch.HTTPAddr(), "", "an HTTP server answered", exitFailed},
+		{"sasl-not-enabled", kb.Addr(), ", sasl: {mechanism: PLAIN, username: u, password: p}", "that the listener takes SASL", exitUsage},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			path := writeFile(t, "p.yaml", fmt.Sprintf(`pipeline: {name: x}
@@ -251,7 +256,7 @@ sink: {clickhouse: {addr: [%q], table: events}}
 metrics: {listen: "off"}
 `, tc.broker, tc.tls, ch.TCPAddr()))
 			var out, errb bytes.Buffer
-			if code := run([]string{"validate", "-connect", "-timeout", "4s", "-config", path}, &out, &errb); code != exitFailed {
+			if code := run([]string{"validate", "-connect", "-timeout", "4s", "-config", path}, &out, &errb); code != tc.code {
 				t.Fatalf("exit code %d; stdout:\n%s\nstderr:\n%s", code, out.String(), errb.String())
 			}
 			if !strings.Contains(errb.String(), tc.want) {

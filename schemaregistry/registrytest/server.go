@@ -4,6 +4,7 @@
 package registrytest
 
 import (
+	"crypto/tls"
 	"encoding/json"
 	"fmt"
 	"net"
@@ -55,6 +56,19 @@ func New(t testing.TB) *Server {
 	t.Helper()
 	s := newServer()
 	s.srv = httptest.NewServer(s.handler)
+	t.Cleanup(s.srv.Close)
+	return s
+}
+
+// NewTLS starts a server that serves HTTPS with cert (a certificate for
+// 127.0.0.1, e.g. from testenv's CA); it is closed when the test ends.
+// URL then starts with https://.
+func NewTLS(t testing.TB, cert tls.Certificate) *Server {
+	t.Helper()
+	s := newServer()
+	s.srv = httptest.NewUnstartedServer(s.handler)
+	s.srv.TLS = &tls.Config{Certificates: []tls.Certificate{cert}, MinVersion: tls.VersionTLS12}
+	s.srv.StartTLS()
 	t.Cleanup(s.srv.Close)
 	return s
 }

@@ -245,15 +245,34 @@ func (c *Client) Database() string { return c.db }
 func (c *Client) TableName() string { return c.db + "." + c.opts.Table }
 
 // Close closes every connection of the pool.
+//
+// The driver's Close can hang for good (clickhouse-go issue 1990: its idle
+// pool's Close waits, holding a lock, for a goroutine that a tick of the
+// pool's ticker has just sent for that lock), so it is given
+// driverCloseTimeout: past it, Close logs the hang and returns, leaving
+// that goroutine and the idle connections to the process's exit.
 func (c *Client) Close() error {
 	if c.chgo != nil {
 		c.chgo.close()
 	}
-	if err := c.conn.Close(); err != nil {
-		return fmt.Errorf("clickhouse %s: close: %w", c.TableName(), err)
+	done := make(chan error, 1)
+	go func() { done <- c.conn.Close() }()
+	t := time.NewTimer(driverCloseTimeout)
+	defer t.Stop()
+	select {
+	case err := <-done:
+		if err != nil {
+			return fmt.Errorf("clickhouse %s: close: %w", c.TableName(), err)
+		}
+	case <-t.C:
+		c.log.Warn("the ClickHouse driver's Close did not return: left behind (clickhouse-go issue 1990)",
+			slog.String("table", c.TableName()), slog.Duration("waited", driverCloseTimeout))
 	}
 	return nil
 }
+
+// driverCloseTimeout bounds the driver's Close (see Client.Close).
+var driverCloseTimeout = 5 * time.Second
 
 // resolveCompression turns "auto" into "none" when every address is on
 // this host and "lz4" otherwise; other values are returned as they are.
