@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/etl-project/etl/chunk"
+	"github.com/etl-project/etl/config"
 	"github.com/etl-project/etl/decode"
 	"github.com/etl-project/etl/decode/avro"
 	"github.com/etl-project/etl/schemaregistry"
@@ -73,7 +74,7 @@ func (p *Pipeline) setupAvro(ctx context.Context) error {
 		return fmt.Errorf("decode.avro.registry.password_file: %w", err)
 	}
 	reg, err := schemaregistry.New(schemaregistry.Options{
-		URL: r.URL.Value(), Username: r.Username, Password: password, TLS: tc,
+		URL: r.URL.Value(), Username: r.Username, Password: password, TLS: tc, PasswordFunc: passwordFunc(r),
 		NegativeCacheTTL: a.NegativeCacheTTL.D(), Registerer: p.component("decode"), Log: p.log,
 	})
 	if err != nil {
@@ -212,4 +213,13 @@ func (p *Pipeline) waitSchema(l *lane, ready <-chan struct{}) {
 			p.runq.push(l)
 		}
 	}()
+}
+
+// passwordFunc reads the registry's password_file for each request, so
+// that a rotated Secret is picked up; nil without a password_file.
+func passwordFunc(r *config.Registry) func() (string, error) {
+	if r.PasswordFile == "" {
+		return nil
+	}
+	return r.Secret
 }

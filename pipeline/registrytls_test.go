@@ -25,7 +25,9 @@ import (
 // the pipeline trusts it through decode.avro.registry.tls.ca_file and
 // reads the password from password_file: every row lands (the registry
 // answers 401 to a request without the credentials, and an untrusted
-// certificate would fail every fetch).
+// certificate would fail every fetch). The password is then rotated, on
+// the registry and in the file: records of a new schema id, which must be
+// fetched with it, land too.
 func TestRegistryTLSBasicAuth(t *testing.T) {
 	kb, ch := setup(t)
 	ca := testenv.NewCA(t, "registry CA")
@@ -74,15 +76,37 @@ func TestRegistryTLSBasicAuth(t *testing.T) {
 	done := make(chan error, 1)
 	go func() { done <- p.Run(ctx) }()
 	waitFor(t, "rows", time.Minute, func() bool { return ch.Count(t, "default.events") >= n })
+
+	// Rotate the password: the registry takes only the new one, and the
+	// file holds it.
+	const rotated = "registry-pass-rotated-8Lw"
+	reg.RequireBasicAuth("etl", rotated)
+	if err := os.WriteFile(pwFile, []byte(rotated), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	id2 := reg.Register("events-value", eventSchema+" ") // the same schema under a new id
+	if id2 == id {
+		t.Fatal("the registry gave the new text the same id")
+	}
+	raw2 := map[uint64][]byte{}
+	for i := uint64(n); i < 2*n; i++ {
+		payload, err := avro.Marshal(schema, gen.Make(seed, i).Avro())
+		if err != nil {
+			t.Fatal(err)
+		}
+		raw2[i] = schemaregistry.AppendFrame(nil, id2, payload)
+	}
+	produce(t, kb, n, n, raw2)
+	waitFor(t, "rows after the rotation", time.Minute, func() bool { return ch.Count(t, "default.events") >= 2*n })
 	waitFor(t, "commits", 30*time.Second, func() bool {
 		c := kb.CommittedOffsets(t, "avro-tls", "events")
-		return c[0]+c[1]+c[2] == n
+		return c[0]+c[1]+c[2] == 2*n
 	})
 	cancel()
 	if err := <-done; err != nil {
 		t.Fatalf("Run: %v", err)
 	}
-	if got := ch.Query(t, "SELECT count(), uniqExact(id) FROM default.events"); got != fmt.Sprintf("%d\t%d", n, n) {
+	if got := ch.Query(t, "SELECT count(), uniqExact(id) FROM default.events"); got != fmt.Sprintf("%d\t%d", 2*n, 2*n) {
 		t.Fatalf("count, distinct = %s", got)
 	}
 	if reg.Requests() == 0 {

@@ -77,6 +77,10 @@ type Options struct {
 	// Username and Password are sent as HTTP basic auth when Username is
 	// not empty.
 	Username, Password string
+	// PasswordFunc, when set, gives the password for each request instead
+	// of Password (a password_file read again, so that a rotated secret is
+	// picked up). When it fails, the last password it gave is used.
+	PasswordFunc func() (string, error)
 	// TLS configures HTTPS; nil uses the defaults. It must be nil when
 	// Transport is set.
 	TLS *tls.Config
@@ -123,6 +127,8 @@ type Client struct {
 	base     string // URL without a trailing slash
 	username string
 	password string
+	pwFunc   func() (string, error)
+	pwMu     sync.Mutex // guards password when pwFunc is set
 	timeout  time.Duration
 	negTTL   time.Duration
 	http     *http.Client
@@ -202,6 +208,7 @@ func New(o Options) (*Client, error) {
 		base:     strings.TrimRight(u.String(), "/"),
 		username: o.Username,
 		password: o.Password,
+		pwFunc:   o.PasswordFunc,
 		timeout:  o.Timeout,
 		negTTL:   o.NegativeCacheTTL,
 		m:        m,

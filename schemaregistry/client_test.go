@@ -592,3 +592,33 @@ func (r *recorder) messages() []string {
 	}
 	return out
 }
+
+// TestPasswordFunc: with PasswordFunc each request takes the password it
+// gives (a rotated password is used at once), and when it fails the last
+// password it gave is used.
+func TestPasswordFunc(t *testing.T) {
+	srv := registrytest.New(t)
+	id1 := srv.Register("users-value", userSchema)
+	id2 := srv.Register("users-value", userSchema+" ")
+	id3 := srv.Register("users-value", userSchema+"  ")
+	srv.RequireBasicAuth("etl", "first")
+	pw, fail := "first", false
+	c := newClient(t, schemaregistry.Options{URL: srv.URL(), Username: "etl", PasswordFunc: func() (string, error) {
+		if fail {
+			return "", errors.New("file gone")
+		}
+		return pw, nil
+	}})
+	if _, err := c.Fetch(context.Background(), id1); err != nil {
+		t.Fatalf("Fetch with the first password: %v", err)
+	}
+	srv.RequireBasicAuth("etl", "second")
+	pw = "second"
+	if _, err := c.Fetch(context.Background(), id2); err != nil {
+		t.Fatalf("Fetch after the rotation: %v", err)
+	}
+	fail = true
+	if _, err := c.Fetch(context.Background(), id3); err != nil {
+		t.Fatalf("Fetch with the password file unreadable (the last password): %v", err)
+	}
+}

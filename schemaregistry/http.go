@@ -151,7 +151,7 @@ func (c *Client) get(ctx context.Context, target string, out any) error {
 	}
 	req.Header.Set("Accept", acceptHeader)
 	if c.username != "" {
-		req.SetBasicAuth(c.username, c.password)
+		req.SetBasicAuth(c.username, c.currentPassword())
 	}
 	start := time.Now()
 	defer func() { c.m.fetchDuration.Observe(time.Since(start).Seconds()) }()
@@ -200,4 +200,23 @@ func snippet(b []byte) string {
 		return ""
 	}
 	return strconv.Quote(string(b))
+}
+
+// currentPassword is the password for a request: PasswordFunc's answer
+// when it is set (the last good one when it fails), else Password.
+func (c *Client) currentPassword() string {
+	if c.pwFunc == nil {
+		return c.password
+	}
+	pw, err := c.pwFunc()
+	c.pwMu.Lock()
+	defer c.pwMu.Unlock()
+	if err != nil {
+		if c.log != nil {
+			c.log.Warn("schema registry password file cannot be read: using the last password read", "err", err)
+		}
+		return c.password
+	}
+	c.password = pw
+	return pw
 }
