@@ -9,11 +9,17 @@
 // broker listens on 127.0.0.1 only, whatever host -listen names. With
 // -registry 127.0.0.1:PORT it also serves a schema registry double
 // (schemaregistry/registrytest: enough of Confluent's REST API to register
-// and read Avro schemas; held in memory). It runs until SIGINT or SIGTERM.
+// and read Avro schemas; held in memory). -tls-cert and -tls-key serve TLS
+// (-tls-client-ca also requires client certificates signed by that CA),
+// and -sasl MECHANISM:USER:PASSWORD (comma-separated for several) requires
+// SASL (PLAIN, SCRAM-SHA-256, SCRAM-SHA-512) with those users. It runs
+// until SIGINT or SIGTERM.
 package main
 
 import (
 	"context"
+	"crypto/tls"
+	"crypto/x509"
 	"errors"
 	"flag"
 	"fmt"
@@ -60,6 +66,8 @@ type config struct {
 	dataDir    string
 	registry   string
 	verbose    bool
+	tls        *tls.Config
+	sasl       [][3]string // mechanism, user, password
 }
 
 func parseFlags(args []string) (config, error) {
@@ -70,6 +78,10 @@ func parseFlags(args []string) (config, error) {
 	dataDir := fs.String("data-dir", "", "`folder` keeping records and committed offsets across restarts (default: memory only)")
 	verbose := fs.Bool("v", false, "log the broker's own messages at info level")
 	registry := fs.String("registry", "", "also serve a schema registry double on this 127.0.0.1 `host:port` (default: none)")
+	tlsCert := fs.String("tls-cert", "", "serve TLS with this PEM certificate `file` (needs -tls-key)")
+	tlsKey := fs.String("tls-key", "", "PEM private key `file` of -tls-cert")
+	clientCA := fs.String("tls-client-ca", "", "with -tls-cert: require client certificates signed by the CAs of this PEM `file` (mutual TLS)")
+	saslUsers := fs.String("sasl", "", "require SASL: comma-separated `MECHANISM:USER:PASSWORD` entries (PLAIN, SCRAM-SHA-256, SCRAM-SHA-512)")
 	if err := fs.Parse(args); err != nil {
 		return config{}, err
 	}
@@ -78,6 +90,39 @@ func parseFlags(args []string) (config, error) {
 	}
 
 	cfg := config{partitions: *partitions, dataDir: *dataDir, registry: *registry, verbose: *verbose}
+	if (*tlsCert == "") != (*tlsKey == "") || *clientCA != "" && *tlsCert == "" {
+		return config{}, errors.New("-tls-cert and -tls-key go together, and -tls-client-ca needs them")
+	}
+	if *tlsCert != "" {
+		cert, err := tls.LoadX509KeyPair(*tlsCert, *tlsKey)
+		if err != nil {
+			return config{}, fmt.Errorf("-tls-cert/-tls-key: %w", err)
+		}
+		cfg.tls = &tls.Config{Certificates: []tls.Certificate{cert}, MinVersion: tls.VersionTLS12}
+		if *clientCA != "" {
+			pem, err := os.ReadFile(*clientCA)
+			if err != nil {
+				return config{}, fmt.Errorf("-tls-client-ca: %w", err)
+			}
+			pool := x509.NewCertPool()
+			if !pool.AppendCertsFromPEM(pem) {
+				return config{}, fmt.Errorf("-tls-client-ca: no certificate in %s", *clientCA)
+			}
+			cfg.tls.ClientCAs, cfg.tls.ClientAuth = pool, tls.RequireAndVerifyClientCert
+		}
+	}
+	for _, e := range splitList(*saslUsers) {
+		parts := strings.SplitN(e, ":", 3)
+		if len(parts) != 3 || parts[1] == "" {
+			return config{}, fmt.Errorf("-sasl %q: want MECHANISM:USER:PASSWORD", e)
+		}
+		switch parts[0] {
+		case "PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512":
+		default:
+			return config{}, fmt.Errorf("-sasl %q: mechanism %s is not PLAIN, SCRAM-SHA-256 or SCRAM-SHA-512", e, parts[0])
+		}
+		cfg.sasl = append(cfg.sasl, [3]string{parts[0], parts[1], parts[2]})
+	}
 	for _, addr := range splitList(*listen) {
 		host, portStr, err := net.SplitHostPort(addr)
 		if err != nil {
@@ -126,6 +171,15 @@ func run(args []string) error {
 	if cfg.dataDir != "" {
 		opts = append(opts, kfake.DataDir(cfg.dataDir))
 	}
+	if cfg.tls != nil {
+		opts = append(opts, kfake.TLS(cfg.tls))
+	}
+	if len(cfg.sasl) > 0 {
+		opts = append(opts, kfake.EnableSASL())
+		for _, u := range cfg.sasl {
+			opts = append(opts, kfake.Superuser(u[0], u[1], u[2]))
+		}
+	}
 	if cfg.verbose {
 		opts = append(opts, kfake.WithLogger(slogLogger{logger}))
 	}
@@ -139,6 +193,7 @@ func run(args []string) error {
 	}
 	logger.Info("broker ready",
 		"addr", strings.Join(cluster.ListenAddrs(), ","),
+		"tls", cfg.tls != nil, "sasl_users", len(cfg.sasl),
 		"topics", cfg.topics,
 		"partitions", cfg.partitions,
 		"data_dir", cfg.dataDir)
