@@ -544,15 +544,6 @@ func validateStep(c *Config, i int, st Step, d *decoder, add func(mark, string, 
 	}
 }
 
-func anyOf(paths []string, f func(string) bool) bool {
-	for _, p := range paths {
-		if f(p) {
-			return true
-		}
-	}
-	return false
-}
-
 func parentPath(p string) string {
 	if i := strings.LastIndexByte(p, '.'); i >= 0 {
 		return p[:i]

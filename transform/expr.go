@@ -119,10 +119,6 @@ func intLit(v int64, pos int) *node {
 	return &node{t: vtype{k: kInt}, pos: pos, lit: true, lv: v, i: func(*rt) int64 { return v }}
 }
 
-func uintConst(v uint64, pos int) *node {
-	return &node{t: vtype{k: kUInt}, pos: pos, u: func(*rt) uint64 { return v }}
-}
-
 func floatLit(v float64, pos int) *node {
 	return &node{t: vtype{k: kFloat}, pos: pos, lit: true, lv: v, f: func(*rt) float64 { return v }}
 }

@@ -25,14 +25,6 @@ type avroReader struct {
 	rg chunk.ServerRanges
 }
 
-// ranges returns the server's Date and DateTime ranges.
-func (r *avroReader) ranges() chunk.ServerRanges {
-	if r.rg.DateMax == 0 {
-		return chunk.DefaultRanges()
-	}
-	return r.rg
-}
-
 func (r *avroReader) corrupt(what string) *decode.Error {
 	return &decode.Error{Reason: decode.ReasonCorrupt, Err: fmt.Errorf("%s at byte %d", what, r.pos)}
 }
