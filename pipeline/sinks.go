@@ -35,8 +35,8 @@ func (p *Pipeline) openSinks(ctx context.Context) error {
 		chc := ns.ClickHouse
 		s := &sinkState{name: ns.Name, cfg: chc}
 		p.sinks = append(p.sinks, s)
-		// A password_file is read once here: the ClickHouse driver keeps
-		// the password of its connections.
+		// A password_file is read here, and again by every new
+		// connection (PasswordFunc), so a rotated password is picked up.
 		password, err := chc.Secret()
 		if err != nil {
 			return fmt.Errorf("sink %s: password_file: %w", s.name, err)
@@ -52,7 +52,7 @@ func (p *Pipeline) openSinks(ctx context.Context) error {
 			var cs []*clickhouse.Client
 			for _, addr := range sh.Replicas {
 				c, err := clickhouse.Connect(ctx, clickhouse.Options{
-					Addr: []string{addr}, Database: chc.Database, Table: chc.Table, User: chc.User, Password: password, TLS: tlsCfg,
+					Addr: []string{addr}, Database: chc.Database, Table: chc.Table, User: chc.User, Password: password, PasswordFunc: chPasswordFunc(chc), TLS: tlsCfg,
 					DialTimeout: chc.DialTimeout.D(), InsertTimeout: chc.InsertTimeout.D(), Settings: chc.Settings,
 					Compression: chc.Compression, Columns: chc.Columns, Lazy: true, Insert: chc.InsertPath,
 					MaxOpenConns: chc.Inflight.MaxPerShard + 2,
@@ -227,4 +227,13 @@ func (s *sinkState) ask(f func(c *clickhouse.Client) error) error {
 		}
 	}
 	return unavailable(fmt.Errorf("no replica answered: %w", errors.Join(errs...)))
+}
+
+// chPasswordFunc reads c's password_file for each new connection; nil
+// when the password is given in the configuration.
+func chPasswordFunc(c *config.ClickHouse) func() (string, error) {
+	if c.PasswordFile == "" {
+		return nil
+	}
+	return c.Secret
 }

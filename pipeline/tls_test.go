@@ -126,3 +126,100 @@ metrics: {listen: "off"}
 		})
 	}
 }
+
+// TestClickHousePasswordRotation: the sink's password_file is read again
+// for every new connection. The server's password changes first and every
+// connection drops (the server is killed and started again): inserts are refused and retried, not
+// given up, until the mounted file holds the new
+// password; then every row lands, on both insert paths, and the pipeline
+// stops cleanly.
+func TestClickHousePasswordRotation(t *testing.T) {
+	passwords := []string{"rot-pass-a1", "rot-pass-b2", "rot-pass-c3"}
+	ch := testenv.ClickHouseWith(t, testenv.CHOptions{Users: map[string]string{"etl": passwords[0]}})
+	kb := testenv.Kafka(t)
+	pwFile := filepath.Join(t.TempDir(), "ch-password")
+	setFile := func(pw string) {
+		t.Helper()
+		// As a Kubernetes Secret volume updates: a new file renamed over
+		// the old one.
+		tmp := pwFile + ".new"
+		if err := os.WriteFile(tmp, []byte(pw+"\n"), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Rename(tmp, pwFile); err != nil {
+			t.Fatal(err)
+		}
+	}
+	setFile(passwords[0])
+	const n = 6000
+	for i, path := range []string{"chgo", "driver"} {
+		t.Run(path, func(t *testing.T) {
+			newPw := passwords[i+1] // the file holds passwords[i]
+			topic, table := "rot-"+path, "rot_"+path
+			kb.CreateTopic(t, topic, 3)
+			ch.Exec(t, gen.TableDDL("default", table))
+			produceTo(t, kb, topic, 0, n/2, nil)
+			y := fmt.Sprintf(`pipeline: {name: rot, workers: 2}
+source:
+  kafka: {brokers: [%q], topics: [%s], group_id: rot-%s, session_timeout: 6s}
+sink:
+  clickhouse:
+    addr: [%q]
+    table: %s
+    user: etl
+    password_file: %s
+    insert_path: %s
+    batch: {max_rows: 1000, max_bytes: 4MiB, linger: 50ms}
+    retry: {initial_backoff: 50ms, max_backoff: 300ms}
+checkpoint: {commit_interval: 200ms, drain_timeout: 20s}
+metrics: {listen: "off"}
+`, kb.Addr(), topic, path, ch.TCPAddr(), table, pwFile, path)
+			cfg, err := config.Parse([]byte(y), "rot.yaml", func(string) (string, bool) { return "", false })
+			if err != nil {
+				t.Fatal(err)
+			}
+			reg := prometheus.NewRegistry()
+			p, err := New(context.Background(), Options{Config: cfg, Log: testLogger(t), Registerer: reg})
+			if err != nil {
+				t.Fatal(err)
+			}
+			ctx, cancel := context.WithCancel(context.Background())
+			defer cancel()
+			done := make(chan error, 1)
+			go func() { done <- p.Run(ctx) }()
+			waitFor(t, "the first half", time.Minute, func() bool { return ch.Count(t, "default."+table) >= n/2 })
+
+			// The server's password changes and its connections drop;
+			// the mounted file still holds the old password.
+			ch.SetUsers(t, map[string]string{"etl": newPw})
+			ch.Kill9(t)
+			ch.Start(t)
+			produceTo(t, kb, topic, n/2, n/2, nil)
+			waitFor(t, "refused inserts retried", time.Minute, func() bool {
+				return counterSum(t, reg, "etl_sink_retries_total") >= 3
+			})
+			select {
+			case err := <-done:
+				t.Fatalf("Run returned while the login was refused: %v", err)
+			default:
+			}
+			if got := ch.Count(t, "default."+table); got != n/2 {
+				t.Fatalf("%d rows with the old password refused, want %d", got, n/2)
+			}
+
+			setFile(newPw)
+			waitFor(t, "all rows", time.Minute, func() bool { return ch.Count(t, "default."+table) >= n })
+			waitFor(t, "commits to the end", 30*time.Second, func() bool {
+				c := kb.CommittedOffsets(t, "rot-"+path, topic)
+				return c[0]+c[1]+c[2] == n
+			})
+			cancel()
+			if err := <-done; err != nil {
+				t.Fatalf("Run: %v", err)
+			}
+			if got := ch.Query(t, "SELECT count(), uniqExact(id), min(id), max(id) FROM default."+table); got != fmt.Sprintf("%d\t%d\t0\t%d", n, n, n-1) {
+				t.Fatalf("count, distinct, min, max = %s", got)
+			}
+		})
+	}
+}

@@ -513,6 +513,63 @@ func (ch *CH) writeTLS() (string, error) {
 	return f, os.WriteFile(f, []byte(b.String()), 0o644)
 }
 
+// SetUsers replaces the users of CHOptions.Users (their passwords) and
+// waits (at most 30 s) until each one logs in with its new password: the
+// server reloads users.d by itself. Connections already open stay logged
+// in; new ones need the new password. It works on a server started with
+// CHOptions.Users set.
+func (ch *CH) SetUsers(t testing.TB, users map[string]string) {
+	t.Helper()
+	if len(ch.opts.Users) == 0 {
+		t.Fatalf("testenv: SetUsers on a server started without CHOptions.Users")
+	}
+	if err := os.WriteFile(filepath.Join(ch.dir, "users.d", "testenv-users.xml"), []byte(usersXML(users)), 0o644); err != nil {
+		t.Fatalf("testenv: set users: %v", err)
+	}
+	ch.opts.Users = users
+	// The server checks its config files every 2 s by their modification
+	// time in whole seconds; SYSTEM RELOAD CONFIG reloads them now.
+	deadline := time.Now().Add(30 * time.Second)
+	for _, name := range slices.Sorted(maps.Keys(users)) {
+		for try := 0; ; try++ {
+			if try%20 == 0 {
+				if _, err := ch.QueryErr("SYSTEM RELOAD CONFIG"); err != nil {
+					t.Logf("testenv: SYSTEM RELOAD CONFIG: %v", err)
+				}
+			}
+			err := ch.login(name, users[name])
+			if err == nil {
+				break
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("testenv: user %s cannot log in with the new password 30 s after SetUsers: %v", name, err)
+			}
+			time.Sleep(100 * time.Millisecond)
+		}
+	}
+}
+
+// login runs SELECT 1 over HTTP as user with password.
+func (ch *CH) login(user, password string) error {
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, "http://"+ch.HTTPAddr()+"/", strings.NewReader("SELECT 1"))
+	if err != nil {
+		return err
+	}
+	req.SetBasicAuth(user, password)
+	resp, err := ch.client.Do(req)
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close()
+	body, _ := io.ReadAll(resp.Body)
+	if resp.StatusCode != http.StatusOK {
+		return fmt.Errorf("HTTP %d: %s", resp.StatusCode, bytes.TrimSpace(body))
+	}
+	return nil
+}
+
 // usersXML returns the users.d file of CHOptions.Users.
 func usersXML(users map[string]string) string {
 	var b strings.Builder

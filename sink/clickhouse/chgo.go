@@ -84,6 +84,7 @@ type chgoPool struct {
 	// compatibility shim (chgo_compat.go).
 	settings ch.Settings
 	tls      *tls.Config // nil: plain TCP
+	secret   *secret     // the password of each new connection
 
 	mu     sync.Mutex
 	idle   []*chgoConn
@@ -114,7 +115,8 @@ type chgoConn struct {
 
 // newChgoPool returns the pool for o; database is the resolved database
 // and o.Compression is resolved too (Connect turned "auto" into a method).
-func newChgoPool(o Options, database string, settings ch.Settings, log *slog.Logger) (*chgoPool, error) {
+// sec gives each new connection's password.
+func newChgoPool(o Options, database string, settings ch.Settings, sec *secret, log *slog.Logger) (*chgoPool, error) {
 	var comp chgo.Compression
 	switch strings.ToLower(o.Compression) {
 	case "", "none":
@@ -139,12 +141,12 @@ func newChgoPool(o Options, database string, settings ch.Settings, log *slog.Log
 		maxIdle:  chgoDefaultIdle,
 		settings: settings,
 		tls:      o.TLS,
+		secret:   sec,
 		opts: chgo.Options{
 			// Like the driver's pool, a Client talks to its first address.
 			Address:          o.Addr[0],
 			Database:         database,
 			User:             o.User,
-			Password:         o.Password,
 			Compression:      comp,
 			ClientName:       "etl",
 			DialTimeout:      dial,
@@ -249,6 +251,7 @@ func (p *chgoPool) dial(ctx context.Context) (*chgoConn, error) {
 	d := &chgoDialer{timeout: p.opts.DialTimeout, tls: p.tls}
 	opts := p.opts
 	opts.Dialer = d
+	opts.Password = p.secret.get()
 	buf := new(proto.Buffer)
 	cl, err := chgo.DialWithBuffer(ctx, opts, buf)
 	if err != nil {

@@ -19,6 +19,7 @@ import (
 	"net"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	ch "github.com/ClickHouse/clickhouse-go/v2"
@@ -34,6 +35,13 @@ type Options struct {
 	// Connect resolves once with currentDatabase().
 	Database, Table string
 	User, Password  string
+	// PasswordFunc, when set, gives the password of every new connection
+	// instead of Password: a password_file read again, so that a rotated
+	// secret is picked up at the next reconnect. When it fails, the last
+	// password it gave (Password at first) is used, and a warning logged.
+	// With it set, a login the server refuses during an insert is
+	// retried (the file may be about to change) rather than permanent.
+	PasswordFunc func() (string, error)
 	// TLS, when not nil, connects over TLS (the server's secure native
 	// port, tcp_port_secure), on both insert paths.
 	TLS *tls.Config
@@ -82,6 +90,34 @@ type Client struct {
 	settings ch.Settings
 	// chgo is the chgo insert path's connection pool; nil: the driver path.
 	chgo *chgoPool
+	// secret gives each new connection's password.
+	secret *secret
+}
+
+// secret is the password of new connections: Options.PasswordFunc's
+// answer, or the last good one when it fails.
+type secret struct {
+	fn  func() (string, error) // nil: last never changes
+	log *slog.Logger
+	mu  sync.Mutex
+	// last is the password last given.
+	last string
+}
+
+// get returns the password for a new connection.
+func (s *secret) get() string {
+	if s.fn == nil {
+		return s.last
+	}
+	pw, err := s.fn()
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if err != nil {
+		s.log.Warn("clickhouse password file cannot be read: using the last password read", slog.Any("error", err))
+		return s.last
+	}
+	s.last = pw
+	return pw
 }
 
 // Connect opens the connection pool, pings the server and reads its version.
@@ -119,6 +155,18 @@ func Connect(ctx context.Context, o Options, log *slog.Logger) (*Client, error) 
 		Logger:       driverLog(log),
 		TLS:          o.TLS,
 	}
+	sec := &secret{fn: o.PasswordFunc, log: log, last: o.Password}
+	if o.PasswordFunc != nil {
+		opts.Auth.Password = sec.get()
+		// Each connection the driver opens logs in with the password
+		// read now: a copy of the options carries it to that connection
+		// (the driver keeps the options a connection was dialled with).
+		opts.DialStrategy = func(ctx context.Context, connID int, opt *ch.Options, dial ch.Dial) (ch.DialResult, error) {
+			own := *opt
+			own.Auth.Password = sec.get()
+			return ch.DefaultDialStrategy(ctx, connID, &own, dial)
+		}
+	}
 	if o.MaxOpenConns > 0 && o.MaxOpenConns < 5 {
 		// The driver's default idle pool (5) must not exceed the open cap.
 		opts.MaxIdleConns = o.MaxOpenConns
@@ -139,7 +187,7 @@ func Connect(ctx context.Context, o Options, log *slog.Logger) (*Client, error) 
 	if err != nil {
 		return nil, fmt.Errorf("clickhouse %v: open: %w", o.Addr, err)
 	}
-	c := &Client{conn: conn, log: log, opts: o, settings: settings}
+	c := &Client{conn: conn, log: log, opts: o, settings: settings, secret: sec}
 	if err := conn.Ping(ctx); err != nil {
 		if _, isServer := exceptionCode(err); !isServer {
 			err = withTLSHint(o.Addr, o.TLS != nil, withPortHint(o.Addr, err))
@@ -201,7 +249,7 @@ func insertPathOf(o Options) string {
 func (c *Client) setInsertPath() error {
 	switch path := insertPathOf(c.opts); path {
 	case InsertChgo:
-		p, err := newChgoPool(c.opts, c.db, c.settings, c.log)
+		p, err := newChgoPool(c.opts, c.db, c.settings, c.secret, c.log)
 		if err != nil {
 			return err
 		}

@@ -43,6 +43,21 @@ func ConfigProblem(err error) bool {
 	return errors.As(err, &unknown) || errors.As(err, &host) || errors.As(err, &invalid) || errors.As(err, &record)
 }
 
+// loginRefused is a login the server refused during an insert, with the
+// password read from a password_file (Options.PasswordFunc). It is
+// transient: the file is read again at each new connection, and a
+// rotation may have changed the server's password before the file.
+type loginRefused struct {
+	user string
+	err  error
+}
+
+func (e *loginRefused) Error() string {
+	return fmt.Sprintf("the server refuses user %q with the password from password_file (retrying: the file is read again for each new connection): %v", e.user, e.err)
+}
+
+func (e *loginRefused) Unwrap() error { return e.err }
+
 // permanentCodes are server exception codes meaning the batch, as planned,
 // can never go in: the data does not fit the schema, the schema changed
 // under the plan, the statement is wrong, or the user may not write. Retrying
@@ -121,6 +136,10 @@ func missingColumn(err error) bool {
 // before treating an error as transient.
 func Permanent(err error) bool {
 	if err == nil || errors.Is(err, context.Canceled) {
+		return false
+	}
+	var refused *loginRefused
+	if errors.As(err, &refused) {
 		return false
 	}
 	var mismatch *mismatchError

@@ -59,6 +59,12 @@ func (c *Client) Insert(ctx context.Context, t *Target, chunks []*chunk.Chunk) (
 			return
 		}
 		var ie *InsertError
+		if code, ok := exceptionCode(err); ok && authCodes[code] != "" && c.opts.PasswordFunc != nil && errors.As(err, &ie) {
+			// The password comes from a file: a rotation may be under way
+			// (the server's password changed before the mounted file), and
+			// the next connection reads the file again.
+			ie.Err = &loginRefused{user: c.opts.User, err: ie.Err}
+		}
 		// The driver's socket deadline comes from ictx and may fire a
 		// moment before ictx reports its own expiry. Another socket
 		// timeout (a connection's handshake, after dial_timeout) is not

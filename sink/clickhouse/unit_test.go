@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"io"
+	"log/slog"
 	"strings"
 	"testing"
 	"time"
@@ -205,5 +206,48 @@ func TestResolveCompression(t *testing.T) {
 		if got := resolveCompression(tc.setting, tc.addrs); got != tc.want {
 			t.Errorf("resolveCompression(%q, %v) = %q, want %q", tc.setting, tc.addrs, got, tc.want)
 		}
+	}
+}
+
+// TestSecretRotation: the password of a new connection is what
+// PasswordFunc gives now, and the last good one while it fails.
+func TestSecretRotation(t *testing.T) {
+	pw, fail := "first", false
+	s := &secret{fn: func() (string, error) {
+		if fail {
+			return "", errors.New("cannot read the file")
+		}
+		return pw, nil
+	}, log: slog.New(slog.DiscardHandler), last: "from-config"}
+	if got := s.get(); got != "first" {
+		t.Fatalf("get = %q, want first", got)
+	}
+	pw = "second"
+	if got := s.get(); got != "second" {
+		t.Fatalf("after rotation get = %q, want second", got)
+	}
+	fail = true
+	if got := s.get(); got != "second" {
+		t.Fatalf("with the file unreadable get = %q, want the last good one", got)
+	}
+	fixed := &secret{last: "fixed"}
+	if got := fixed.get(); got != "fixed" {
+		t.Fatalf("without PasswordFunc get = %q", got)
+	}
+}
+
+// TestLoginRefusedTransient: a refused login is permanent, unless the
+// password comes from a file (loginRefused), when a retry may succeed.
+func TestLoginRefusedTransient(t *testing.T) {
+	refused := &ch.Exception{Code: 193, Name: "DB::Exception", Message: "Wrong password for user etl"}
+	if !Permanent(&InsertError{Table: "t", Err: refused}) {
+		t.Fatal("a wrong password with the password in the configuration is transient")
+	}
+	err := &InsertError{Table: "t", Err: &loginRefused{user: "etl", err: refused}}
+	if Permanent(err) {
+		t.Fatalf("%v is permanent", err)
+	}
+	if !strings.Contains(err.Error(), `refuses user "etl"`) || !strings.Contains(err.Error(), "Wrong password") {
+		t.Fatalf("message %q", err)
 	}
 }
