@@ -24,8 +24,7 @@ import (
 // genCmd produces generated records: -count of them, or -rate a second for
 // -duration. Record n's content is a pure function of -seed and n.
 func genCmd(args []string, stdout, stderr io.Writer) int {
-	fs := flag.NewFlagSet("etl gen", flag.ContinueOnError)
-	fs.SetOutput(stderr)
+	fs := flagSet("gen", stdout, stderr)
 	brokers := fs.String("brokers", envOr("KAFKA_BROKERS", "127.0.0.1:19092"), "comma-separated Kafka `brokers`")
 	topic := fs.String("topic", "events", "`topic` to produce to")
 	partitions := fs.Int("partitions", 6, "partitions of the topic (created with this many when missing; default for an existing topic: all of its partitions); record n goes to n mod partitions")
@@ -40,7 +39,11 @@ func genCmd(args []string, stdout, stderr io.Writer) int {
 	format := fs.String("format", "json", "records to produce: json (6-column events) or nested-avro (Confluent-framed Avro batches of 100 nested events, registered with -registry)")
 	registry := fs.String("registry", envOr("SCHEMA_REGISTRY_URL", ""), "with -format nested-avro: the schema registry `URL` the schema is registered with (subject <topic>-value)")
 	compression := fs.String("compression", "snappy", "compression of the produced batches: none, gzip, snappy, lz4 or zstd")
-	if err := fs.Parse(args); err != nil {
+	if code, done := parseFlags(fs, args); done {
+		return code
+	}
+	if fs.NArg() > 0 {
+		fmt.Fprintf(stderr, "etl gen: unexpected argument %q\n", fs.Arg(0))
 		return exitUsage
 	}
 	ts, err := gen.ParseTSForm(*tsForm)

@@ -4,13 +4,15 @@
 //	etl -config pipeline.yaml              run the pipeline
 //	etl validate [-connect] -config FILE   check the file (and reach the servers)
 //	etl gen -brokers B -topic T -count N   produce generated test records
-//	etl version
+//	etl version                            the versions of etl and its clients
+//	etl help [COMMAND]                     the commands, or one command's flags
+//
+// The commands are listed in commands.go.
 package main
 
 import (
 	"context"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"log/slog"
@@ -40,30 +42,42 @@ func main() {
 	os.Exit(run(os.Args[1:], os.Stdout, os.Stderr))
 }
 
+// run dispatches args to a command: its name first, or the run command's
+// flags (etl -config FILE).
 func run(args []string, stdout, stderr io.Writer) int {
-	if len(args) > 0 {
-		switch args[0] {
-		case "version":
-			fmt.Fprintf(stdout, "etl %s\n", version)
-			return exitOK
-		case "validate":
-			return validate(args[1:], stdout, stderr)
-		case "gen":
-			return genCmd(args[1:], stdout, stderr)
-		case "run":
-			args = args[1:]
-		}
+	if len(args) == 0 {
+		fmt.Fprintln(stderr, "etl: -config is required (etl -config pipeline.yaml)")
+		fmt.Fprintln(stderr)
+		usage(stderr)
+		return exitUsage
 	}
-	return runPipeline(args, stdout, stderr)
+	switch a := args[0]; {
+	case a == "-h" || a == "-help" || a == "--help":
+		usage(stdout)
+		fmt.Fprintln(stdout)
+		return runPipeline([]string{"-help"}, stdout, stderr)
+	case strings.HasPrefix(a, "-"):
+		return runPipeline(args, stdout, stderr)
+	}
+	c, ok := lookup(args[0])
+	if !ok {
+		fmt.Fprintf(stderr, "etl: unknown command %q\n\n", args[0])
+		usage(stderr)
+		return exitUsage
+	}
+	return c.run(args[1:], stdout, stderr)
 }
 
 func runPipeline(args []string, stdout, stderr io.Writer) int {
-	fs := flag.NewFlagSet("etl", flag.ContinueOnError)
-	fs.SetOutput(stderr)
+	fs := flagSet("run", stdout, stderr)
 	path := fs.String("config", "", "pipeline configuration `file` (YAML)")
 	progress := fs.Bool("progress", false, "print a live progress line to stdout")
 	cpuProfile := fs.String("cpuprofile", "", "write a CPU profile of the run to `file`")
-	if err := fs.Parse(args); err != nil {
+	if code, done := parseFlags(fs, args); done {
+		return code
+	}
+	if fs.NArg() > 0 {
+		fmt.Fprintf(stderr, "etl: unexpected argument %q (flags go before it; commands: etl help)\n", fs.Arg(0))
 		return exitUsage
 	}
 	if *path == "" {

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"testing"
 
@@ -22,10 +23,71 @@ func writeFile(t *testing.T, name, text string) string {
 	return p
 }
 
+// TestVersion: etl version prints one line each for etl, Go, franz-go,
+// ch-go and clickhouse-go, with the versions the binary was built with.
 func TestVersion(t *testing.T) {
 	var out, errb bytes.Buffer
-	if code := run([]string{"version"}, &out, &errb); code != 0 || !strings.HasPrefix(out.String(), "etl ") {
-		t.Fatalf("version: code %d, out %q", code, out.String())
+	if code := run([]string{"version"}, &out, &errb); code != 0 {
+		t.Fatalf("version: code %d, stderr %q", code, errb.String())
+	}
+	lines := strings.Split(out.String(), "\n")
+	if len(lines) != 6 || lines[5] != "" {
+		t.Fatalf("version printed %q, want 5 lines each ending in a newline", out.String())
+	}
+	want := []string{"etl " + version, "go " + strings.TrimPrefix(runtime.Version(), "go"), "franz-go v1.", "ch-go v0.", "clickhouse-go v2."}
+	for i, w := range want {
+		if !strings.HasPrefix(lines[i], w) {
+			t.Errorf("line %d = %q, want it to start with %q", i+1, lines[i], w)
+		}
+	}
+}
+
+// TestHelp: etl -help and etl help list every command with a line each
+// and exit 0; each command's -help gives its synopsis and flags; an
+// unknown command is named as unknown, with the list, and exits 2.
+func TestHelp(t *testing.T) {
+	for _, args := range [][]string{{"-help"}, {"-h"}, {"--help"}, {"help"}} {
+		var out, errb bytes.Buffer
+		if code := run(args, &out, &errb); code != 0 {
+			t.Fatalf("%v: code %d, stderr %q", args, code, errb.String())
+		}
+		for _, c := range commands {
+			if !strings.Contains(out.String(), "\n  "+c.name+" ") || !strings.Contains(out.String(), c.summary) {
+				t.Errorf("%v does not list %s:\n%s", args, c.name, out.String())
+			}
+		}
+	}
+	flags := map[string]string{"run": "-config", "validate": "-connect", "gen": "-brokers", "version": "", "help": ""}
+	for _, c := range commands {
+		for _, args := range [][]string{{c.name, "-help"}, {"help", c.name}} {
+			var out, errb bytes.Buffer
+			if code := run(args, &out, &errb); code != 0 {
+				t.Fatalf("%v: code %d, stderr %q", args, code, errb.String())
+			}
+			if !strings.HasPrefix(out.String(), "Usage: "+c.usage+"\n") || !strings.Contains(out.String(), flags[c.name]) {
+				t.Errorf("%v printed:\n%s", args, out.String())
+			}
+		}
+	}
+	for _, args := range [][]string{{"foo"}, {"help", "foo"}, {"validat", "-config", "x.yaml"}} {
+		var out, errb bytes.Buffer
+		code := run(args, &out, &errb)
+		name := args[0]
+		if name == "help" {
+			name = args[1]
+		}
+		if code != exitUsage || !strings.Contains(errb.String(), `unknown command "`+name+`"`) ||
+			!strings.Contains(errb.String(), "validate") || out.Len() != 0 {
+			t.Errorf("%v: code %d, stdout %q, stderr %q", args, code, out.String(), errb.String())
+		}
+	}
+	var out, errb bytes.Buffer
+	if code := run([]string{"-config", "x.yaml", "extra"}, &out, &errb); code != exitUsage || !strings.Contains(errb.String(), `unexpected argument "extra"`) {
+		t.Errorf("a stray argument: code %d, stderr %q", code, errb.String())
+	}
+	errb.Reset()
+	if code := run(nil, &out, &errb); code != exitUsage || !strings.Contains(errb.String(), "-config is required") || !strings.Contains(errb.String(), "Commands:") {
+		t.Errorf("no arguments: code %d, stderr %q", code, errb.String())
 	}
 }
 

@@ -2,7 +2,6 @@ package main
 
 import (
 	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"time"
@@ -14,13 +13,16 @@ import (
 // validate checks a configuration file; with -connect it also reaches the
 // brokers and ClickHouse and checks the table and the column mapping.
 func validate(args []string, stdout, stderr io.Writer) int {
-	fs := flag.NewFlagSet("etl validate", flag.ContinueOnError)
-	fs.SetOutput(stderr)
+	fs := flagSet("validate", stdout, stderr)
 	path := fs.String("config", "", "pipeline configuration `file` (YAML)")
 	connect := fs.Bool("connect", false, "also reach Kafka and ClickHouse and check the table")
 	timeout := fs.Duration("timeout", 15*time.Second, "time allowed for each part of the -connect checks (Kafka; ClickHouse and the registry)")
 	printCfg := fs.Bool("print", false, "print the effective configuration, defaults filled in and secrets masked")
-	if err := fs.Parse(args); err != nil {
+	if code, done := parseFlags(fs, args); done {
+		return code
+	}
+	if fs.NArg() > 0 {
+		fmt.Fprintf(stderr, "etl validate: unexpected argument %q\n", fs.Arg(0))
 		return exitUsage
 	}
 	if *path == "" {
