@@ -29,6 +29,10 @@ func init() {
 			"check the configuration file; -connect also reaches the brokers, ClickHouse and the registry", validate},
 		{"gen", "etl gen [-brokers B] [-topic T] [-count N] [-format json|nested-avro] [-ddl] ...",
 			"produce generated test records to a topic, or print their table's CREATE TABLE (-ddl)", genCmd},
+		{"offsets", "etl offsets -config FILE [-format text|json]",
+			"show the consumer group: state, members, and per partition the committed offset, log start and end, lag and pending exactly-once blocks", offsetsCmd},
+		{"offsets reset", "etl offsets reset -config FILE -to earliest|latest|TIME|OFFSET [-topics T] [-partitions 0,1] [-execute]",
+			"move the group's committed offsets (a plan without -execute; refused while the group has members)", offsetsResetCmd},
 		{"version", "etl version",
 			"print the versions of etl, Go, franz-go, ch-go and clickhouse-go", versionCmd},
 		{"help", "etl help [COMMAND]",
@@ -56,7 +60,7 @@ func usage(w io.Writer) {
 	fmt.Fprintln(w)
 	fmt.Fprintln(w, "Commands:")
 	for _, c := range commands {
-		fmt.Fprintf(w, "  %-9s %s\n", c.name, c.summary)
+		fmt.Fprintf(w, "  %-14s %s\n", c.name, c.summary)
 	}
 	fmt.Fprintln(w)
 	fmt.Fprintln(w, `Run "etl COMMAND -help" (or "etl help COMMAND") for a command's flags.`)
@@ -113,9 +117,10 @@ func helpCmd(args []string, stdout, stderr io.Writer) int {
 		usage(stdout)
 		return exitOK
 	}
-	c, ok := lookup(fs.Arg(0))
+	name := strings.Join(fs.Args(), " ")
+	c, ok := lookup(name)
 	if !ok {
-		fmt.Fprintf(stderr, "etl help: unknown command %q\n\n", fs.Arg(0))
+		fmt.Fprintf(stderr, "etl help: unknown command %q\n\n", name)
 		usage(stderr)
 		return exitUsage
 	}

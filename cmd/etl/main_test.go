@@ -57,9 +57,10 @@ func TestHelp(t *testing.T) {
 			}
 		}
 	}
-	flags := map[string]string{"run": "-config", "validate": "-connect", "gen": "-brokers", "version": "", "help": ""}
+	flags := map[string]string{"run": "-config", "validate": "-connect", "gen": "-brokers", "offsets": "-format", "offsets reset": "-execute", "version": "", "help": ""}
 	for _, c := range commands {
-		for _, args := range [][]string{{c.name, "-help"}, {"help", c.name}} {
+		words := strings.Fields(c.name)
+		for _, args := range [][]string{append(words, "-help"), append([]string{"help"}, words...)} {
 			var out, errb bytes.Buffer
 			if code := run(args, &out, &errb); code != 0 {
 				t.Fatalf("%v: code %d, stderr %q", args, code, errb.String())
