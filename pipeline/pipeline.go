@@ -51,6 +51,10 @@ type Options struct {
 	// checkOnly makes New stop once everything but the consumer is built
 	// (Check): nothing joins the consumer group.
 	checkOnly bool
+	// preview makes New build only the decoders and the chain against the
+	// sinks' tables (NewPreview): no dead-letter producer, no access or
+	// exactly-once checks, no consumer.
+	preview bool
 }
 
 // source is what the pipeline needs of the Kafka source: *kafka.Source, or
@@ -275,7 +279,7 @@ func New(ctx context.Context, o Options) (*Pipeline, error) {
 			return nil, err
 		}
 	}
-	if p.eo() {
+	if p.eo() && !o.preview {
 		if err := p.eoCheckTables(ctx); err != nil {
 			return nil, err
 		}
@@ -292,12 +296,16 @@ func New(ctx context.Context, o Options) (*Pipeline, error) {
 	// that cannot be asked now are left to the source's own handling.
 	// validate -connect (Check) asks on its own, once it has reported on
 	// the sinks.
-	if !o.checkOnly {
+	if !o.checkOnly && !o.preview {
 		if err := checkKafkaAccess(ctx, cfg, log); err != nil {
 			return nil, err
 		}
 	}
 
+	if o.preview {
+		built = true
+		return p, nil
+	}
 	if p.onError == config.OnErrorDLQ {
 		kopts, err := kafka.ClientOpts(cfg.Source.Kafka)
 		if err != nil {

@@ -29,6 +29,8 @@ func init() {
 			"check the configuration file; -connect also reaches the brokers, ClickHouse and the registry", validate},
 		{"gen", "etl gen [-brokers B] [-topic T] [-count N] [-format json|nested-avro] [-ddl] ...",
 			"produce generated test records to a topic, or print their table's CREATE TABLE (-ddl)", genCmd},
+		{"tail", "etl tail -config FILE [-n 10] [-from earliest|latest|TIME] [-partitions 0,3] [-format json|table] [-raw]",
+			"print the rows the pipeline would insert for the records on its topics, without joining the group or writing anything", tailCmd},
 		{"offsets", "etl offsets -config FILE [-format text|json]",
 			"show the consumer group: state, members, and per partition the committed offset, log start and end, lag and pending exactly-once blocks", offsetsCmd},
 		{"offsets reset", "etl offsets reset -config FILE -to earliest|latest|TIME|OFFSET [-topics T] [-partitions 0,1] [-execute]",

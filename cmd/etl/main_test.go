@@ -57,7 +57,7 @@ func TestHelp(t *testing.T) {
 			}
 		}
 	}
-	flags := map[string]string{"run": "-config", "validate": "-connect", "gen": "-brokers", "offsets": "-format", "offsets reset": "-execute", "version": "", "help": ""}
+	flags := map[string]string{"run": "-config", "validate": "-connect", "gen": "-brokers", "tail": "-raw", "offsets": "-format", "offsets reset": "-execute", "version": "", "help": ""}
 	for _, c := range commands {
 		words := strings.Fields(c.name)
 		for _, args := range [][]string{append(words, "-help"), append([]string{"help"}, words...)} {

@@ -1,0 +1,311 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"os/signal"
+	"strconv"
+	"strings"
+	"syscall"
+	"text/tabwriter"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/etl-project/etl/config"
+	"github.com/etl-project/etl/pipeline"
+	"github.com/etl-project/etl/source/kafka"
+)
+
+// tailCmd is "etl tail": records read from the pipeline's topics, decoded
+// and transformed as the pipeline would, printed as the rows it would
+// insert. It joins no consumer group and commits nothing.
+func tailCmd(args []string, stdout, stderr io.Writer) int {
+	fs := flagSet("tail", stdout, stderr)
+	path := fs.String("config", "", "pipeline configuration `file` (YAML)")
+	n := fs.Int("n", 10, "stop after this many `rows` (0: until interrupted)")
+	from := fs.String("from", "latest", "where to start reading: earliest, latest or an RFC 3339 `time` (the first record at or after it)")
+	partList := fs.String("partitions", "", "comma-separated `partitions` to read (default: all)")
+	format := fs.String("format", "json", "output: json (one object per line) or table (aligned columns)")
+	raw := fs.Bool("raw", false, "also print each record as decoded, before the transform chain")
+	timeout := fs.Duration("timeout", 30*time.Second, "time allowed to read the tables and the schemas before the first record")
+	if code, done := parseFlags(fs, args); done {
+		return code
+	}
+	if fs.NArg() > 0 {
+		fmt.Fprintf(stderr, "etl tail: unexpected argument %q\n", fs.Arg(0))
+		return exitUsage
+	}
+	if *path == "" {
+		fmt.Fprintln(stderr, "etl tail: -config is required")
+		return exitUsage
+	}
+	if *format != "json" && *format != "table" {
+		fmt.Fprintf(stderr, "etl tail: -format %q: want json or table\n", *format)
+		return exitUsage
+	}
+	if *n < 0 {
+		fmt.Fprintln(stderr, "etl tail: -n must be 0 or more")
+		return exitUsage
+	}
+	start, err := tailOffset(*from)
+	if err != nil {
+		fmt.Fprintf(stderr, "etl tail: %v\n", err)
+		return exitUsage
+	}
+	var parts []int32
+	if *partList != "" {
+		for _, s := range strings.Split(*partList, ",") {
+			v, err := strconv.ParseInt(strings.TrimSpace(s), 10, 32)
+			if err != nil || v < 0 {
+				fmt.Fprintf(stderr, "etl tail: -partitions: %q is not a partition number\n", s)
+				return exitUsage
+			}
+			parts = append(parts, int32(v))
+		}
+	}
+	cfg, err := config.Load(*path)
+	if err == nil {
+		err = pipeline.Preflight(cfg)
+	}
+	if err != nil {
+		fmt.Fprintf(stderr, "etl tail: %v\n", err)
+		return exitUsage
+	}
+
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
+	defer stop()
+	// Logs (the connections, warnings) go to stderr; the rows to stdout.
+	log := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
+	bctx, cancel := context.WithTimeout(ctx, *timeout)
+	pv, err := pipeline.NewPreview(bctx, pipeline.Options{Config: cfg, Log: log})
+	cancel()
+	if err != nil {
+		fmt.Fprintf(stderr, "etl tail: %v\n", err)
+		var cerr *pipeline.ConfigError
+		if errors.As(err, &cerr) {
+			return exitUsage
+		}
+		return exitFailed
+	}
+	defer pv.Close()
+
+	k := cfg.Source.Kafka
+	opts, err := kafka.ClientOpts(k)
+	if err != nil {
+		fmt.Fprintf(stderr, "etl tail: %v\n", err)
+		return exitUsage
+	}
+	if len(parts) == 0 {
+		opts = append(opts, kgo.ConsumeTopics(k.Topics...), kgo.ConsumeResetOffset(start))
+	} else {
+		m := map[string]map[int32]kgo.Offset{}
+		for _, t := range k.Topics {
+			m[t] = map[int32]kgo.Offset{}
+			for _, p := range parts {
+				m[t][p] = start
+			}
+		}
+		opts = append(opts, kgo.ConsumePartitions(m))
+	}
+	cl, err := kgo.NewClient(opts...)
+	if err != nil {
+		fmt.Fprintf(stderr, "etl tail: kafka client: %v\n", err)
+		return exitUsage
+	}
+	defer cl.Close()
+
+	w := newTailWriter(stdout, *format)
+	rows := 0
+	for ctx.Err() == nil && (*n == 0 || rows < *n) {
+		fetches := cl.PollFetches(ctx)
+		if ctx.Err() != nil {
+			break
+		}
+		var ferr error
+		fetches.EachError(func(t string, p int32, err error) {
+			if ferr == nil {
+				ferr = fmt.Errorf("%s/%d: %w", t, p, err)
+			}
+		})
+		if ferr != nil {
+			fmt.Fprintf(stderr, "etl tail: fetch: %v\n", ferr)
+			return exitFailed
+		}
+		it := fetches.RecordIter()
+		for !it.Done() && (*n == 0 || rows < *n) {
+			r := it.Next()
+			res, err := pv.Process(ctx, r)
+			if err != nil {
+				if ctx.Err() != nil {
+					break
+				}
+				fmt.Fprintf(stderr, "etl tail: %s/%d offset %d: %v\n", r.Topic, r.Partition, r.Offset, err)
+				return exitFailed
+			}
+			if *raw {
+				for _, row := range res.Raw {
+					w.raw(r, row)
+				}
+			}
+			if res.Rejected != "" {
+				w.rejected(r, res)
+				continue
+			}
+			if len(res.Rows) == 0 {
+				w.dropped(r)
+				continue
+			}
+			for _, row := range res.Rows {
+				if *n > 0 && rows >= *n {
+					break
+				}
+				w.row(row)
+				rows++
+			}
+		}
+		w.flush()
+	}
+	w.flush()
+	return exitOK
+}
+
+// tailOffset reads -from.
+func tailOffset(s string) (kgo.Offset, error) {
+	switch s {
+	case "earliest":
+		return kgo.NewOffset().AtStart(), nil
+	case "latest":
+		return kgo.NewOffset().AtEnd(), nil
+	}
+	t, err := time.Parse(time.RFC3339Nano, s)
+	if err != nil {
+		return kgo.Offset{}, fmt.Errorf("-from %q: want earliest, latest or an RFC 3339 time (2026-12-01T10:00:00Z)", s)
+	}
+	return kgo.NewOffset().AfterMilli(t.UnixMilli()), nil
+}
+
+// tailWriter prints what etl tail reads, as JSON lines or as tables.
+type tailWriter struct {
+	out    io.Writer
+	table  bool
+	enc    *json.Encoder
+	tw     *tabwriter.Writer
+	header string // the table whose column names were printed last
+}
+
+func newTailWriter(out io.Writer, format string) *tailWriter {
+	w := &tailWriter{out: out, table: format == "table", enc: json.NewEncoder(out)}
+	w.enc.SetEscapeHTML(false)
+	return w
+}
+
+// object is an ordered JSON object.
+type object struct {
+	names  []string
+	values []any
+}
+
+func (o object) MarshalJSON() ([]byte, error) {
+	b := []byte{'{'}
+	for i, n := range o.names {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		k, err := json.Marshal(n)
+		if err != nil {
+			return nil, err
+		}
+		v, err := json.Marshal(o.values[i])
+		if err != nil {
+			return nil, err
+		}
+		b = append(append(append(b, k...), ':'), v...)
+	}
+	return append(b, '}'), nil
+}
+
+func (w *tailWriter) row(r pipeline.PreviewRow) {
+	if !w.table {
+		_ = w.enc.Encode(object{[]string{"sink", "table", "row"}, []any{r.Sink, r.Table, object{r.Names, r.Values}}})
+		return
+	}
+	w.tableRow("-- sink "+r.Sink+", table "+r.Table, r.Names, r.Values)
+}
+
+func (w *tailWriter) raw(rec *kgo.Record, r pipeline.PreviewRow) {
+	if !w.table {
+		_ = w.enc.Encode(object{[]string{"topic", "partition", "offset", "raw"}, []any{rec.Topic, rec.Partition, rec.Offset, object{r.Names, r.Values}}})
+		return
+	}
+	w.tableRow("-- decoded records (before the chain)", r.Names, r.Values)
+}
+
+func (w *tailWriter) rejected(rec *kgo.Record, res *pipeline.Result) {
+	what := map[string]string{"dlq": "dead-lettered", "skip": "skipped", "fail": "stop the pipeline"}[res.Rejected]
+	if !w.table {
+		_ = w.enc.Encode(object{[]string{"topic", "partition", "offset", "rejected", "reason", "error"},
+			[]any{rec.Topic, rec.Partition, rec.Offset, what, res.Reason, res.Err.Error()}})
+		return
+	}
+	w.flush()
+	fmt.Fprintf(w.out, "# %s/%d offset %d would be %s (%s): %v\n", rec.Topic, rec.Partition, rec.Offset, what, res.Reason, res.Err)
+}
+
+func (w *tailWriter) dropped(rec *kgo.Record) {
+	if !w.table {
+		_ = w.enc.Encode(object{[]string{"topic", "partition", "offset", "dropped"},
+			[]any{rec.Topic, rec.Partition, rec.Offset, "the transform chain keeps no row of it"}})
+		return
+	}
+	w.flush()
+	fmt.Fprintf(w.out, "# %s/%d offset %d: the transform chain keeps no row of it\n", rec.Topic, rec.Partition, rec.Offset)
+}
+
+func (w *tailWriter) tableRow(header string, names []string, values []any) {
+	if w.header != header {
+		w.flush()
+		w.header = header
+		fmt.Fprintln(w.out, header)
+		w.tw = tabwriter.NewWriter(w.out, 0, 0, 2, ' ', 0)
+		fmt.Fprintln(w.tw, strings.Join(names, "\t"))
+	}
+	if w.tw == nil {
+		w.tw = tabwriter.NewWriter(w.out, 0, 0, 2, ' ', 0)
+	}
+	cells := make([]string, len(values))
+	for i, v := range values {
+		cells[i] = cell(v)
+	}
+	fmt.Fprintln(w.tw, strings.Join(cells, "\t"))
+}
+
+// cell is v as a table cell: strings as they are, NULL, other values as
+// JSON.
+func cell(v any) string {
+	switch x := v.(type) {
+	case nil:
+		return "NULL"
+	case string:
+		return strings.NewReplacer("\t", `\t`, "\n", `\n`).Replace(x)
+	}
+	b, err := json.Marshal(v)
+	if err != nil {
+		return fmt.Sprint(v)
+	}
+	return string(b)
+}
+
+// flush writes the table rows buffered so far; the next row starts a new
+// table with its header.
+func (w *tailWriter) flush() {
+	if w.tw != nil {
+		w.tw.Flush()
+		w.tw = nil
+		w.header = ""
+	}
+}

@@ -1,0 +1,262 @@
+package pipeline
+
+import (
+	"context"
+	"fmt"
+	"math/big"
+	"net"
+	"strconv"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/etl-project/etl/chunk"
+	"github.com/etl-project/etl/config"
+)
+
+// Preview decodes records and runs them through the transform chain
+// exactly as the pipeline does, into the sinks' tables as ClickHouse
+// describes them, and hands back the rows instead of inserting them: what
+// `etl tail` prints. It joins no consumer group, commits nothing, writes
+// no dead letters and inserts nothing. A Preview is not safe for
+// concurrent use.
+type Preview struct {
+	p     *Pipeline
+	dec   *boundDecoder
+	lanes map[TopicPartition]*lane
+}
+
+// PreviewRow is one row as it would be inserted, or a record as decoded
+// (Result.Raw): its column (or field) names and values, in table order.
+// Values are Go values ready for JSON: numbers, strings, bools, nil for
+// NULL, slices for arrays and tuples, and [key, value] pairs for maps;
+// dates and times are text as ClickHouse prints them (UTC).
+type PreviewRow struct {
+	Sink   string
+	Table  string
+	Names  []string
+	Values []any
+}
+
+// Result is what one record gives.
+type Result struct {
+	// Rows are the rows it would insert (none when the chain drops it or
+	// it is rejected).
+	Rows []PreviewRow
+	// Raw is the record as decoded, before the chain (the fields the
+	// chain reads); for a pipeline without a chain, its rows.
+	Raw []PreviewRow
+	// Rejected is what the pipeline does with a record it cannot decode
+	// or transform: "dlq" (dead-lettered), "skip" or "fail" (the
+	// pipeline stops at it), per decode.on_error; empty when it is not
+	// rejected. Reason is the reason label, Err the error.
+	Rejected string
+	Reason   string
+	Err      error
+}
+
+// NewPreview builds the pipeline's decoders and chain for o.Config
+// against its sinks' tables, which it reads from ClickHouse.
+func NewPreview(ctx context.Context, o Options) (*Preview, error) {
+	o.preview = true
+	p, err := New(ctx, o)
+	if err != nil {
+		return nil, err
+	}
+	dec, err := p.bind(nil)
+	if err != nil {
+		p.closeClients()
+		return nil, &ConfigError{Errs: []error{err}}
+	}
+	return &Preview{p: p, dec: dec, lanes: map[TopicPartition]*lane{}}, nil
+}
+
+// Close closes the connections the preview opened.
+func (v *Preview) Close() { v.p.closeClients() }
+
+// Tables returns each sink's name and table.
+func (v *Preview) Tables() (sinks, tables []string) {
+	for _, s := range v.p.sinks {
+		sinks = append(sinks, s.name)
+		tables = append(tables, s.target.Load().Name())
+	}
+	return sinks, tables
+}
+
+// Process decodes and transforms r. A record whose Avro schema is being
+// fetched waits for it (until ctx ends).
+func (v *Preview) Process(ctx context.Context, r *kgo.Record) (*Result, error) {
+	p := v.p
+	tp := TopicPartition{r.Topic, r.Partition}
+	l := v.lanes[tp]
+	if l == nil {
+		l = newLane(tp, 1, nil, &p.settle)
+		if len(p.sinks) > 0 {
+			s := p.sinks[0]
+			l.dest = s.dest0 + s.shardOfPartition(r.Partition)
+		}
+		v.lanes[tp] = l
+	}
+	out := v.dec.outputs(p, l)
+	if so, ok := out.(*stagedOut); ok && l.stage == nil {
+		st, err := chunk.New(so.dec.staged.stage)
+		if err != nil {
+			return nil, err
+		}
+		l.stage, l.binding = st, so.dec.staged.stagedShared
+	}
+	var err error
+	for {
+		err = out.add(r)
+		pending := schemaPending(err)
+		if pending == nil {
+			break
+		}
+		select {
+		case <-pending.Wait:
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		}
+	}
+	res := &Result{}
+	if err != nil {
+		if fe, ok := err.(*fatalError); ok {
+			return nil, fe.err
+		}
+		res.Reason = p.countRejected(err)
+		res.Err = err
+		switch p.onError {
+		case config.OnErrorDLQ:
+			res.Rejected = "dlq"
+		case config.OnErrorSkip:
+			res.Rejected = "skip"
+		default:
+			res.Rejected = "fail"
+		}
+	}
+	// The rows the record made, taken out of the open chunks.
+	take := func(c *chunk.Chunk, sink int, into *[]PreviewRow) {
+		if c == nil {
+			return
+		}
+		s := p.sinks[sink]
+		for i := 0; i < c.Rows; i++ {
+			*into = append(*into, rowOf(s.name, s.target.Load().Name(), c, i))
+		}
+		c.Reset()
+	}
+	if l.cur != nil {
+		take(l.cur, 0, &res.Rows)
+		if err == nil {
+			res.Raw = res.Rows
+		}
+	}
+	for dest, c := range l.outs {
+		take(c, v.sinkOf(dest), &res.Rows)
+	}
+	if l.stage != nil && err == nil {
+		for i := 0; i < l.stage.Rows; i++ {
+			res.Raw = append(res.Raw, rowOf("", "", l.stage, i))
+		}
+	}
+	l.group = nil
+	return res, nil
+}
+
+// sinkOf returns the sink of destination dest.
+func (v *Preview) sinkOf(dest int) int {
+	for i, s := range v.p.sinks {
+		if dest >= s.dest0 && dest < s.dest0+len(s.shards) {
+			return i
+		}
+	}
+	return 0
+}
+
+// rowOf returns row i of c.
+func rowOf(sink, table string, c *chunk.Chunk, i int) PreviewRow {
+	r := PreviewRow{Sink: sink, Table: table, Names: c.Schema.Names, Values: make([]any, len(c.Cols))}
+	for k, col := range c.Cols {
+		r.Values[k] = display(c.Schema.Types[k], col.Row(i))
+	}
+	return r
+}
+
+// display returns v, a value of type t from chunk.Column.Row, as the row
+// shows it.
+func display(t *chunk.Type, v any) any {
+	if v == nil {
+		return nil
+	}
+	switch t.Kind {
+	case chunk.KindNullable, chunk.KindLowCardinality:
+		return display(t.Elem, v)
+	case chunk.KindArray:
+		vs, _ := v.([]any)
+		out := make([]any, len(vs))
+		for i, e := range vs {
+			out[i] = display(t.Elem, e)
+		}
+		return out
+	case chunk.KindTuple:
+		vs, _ := v.([]any)
+		out := make([]any, len(vs))
+		for i, e := range vs {
+			if i < len(t.Elems) {
+				out[i] = display(t.Elems[i], e)
+			}
+		}
+		return out
+	case chunk.KindMap:
+		kvs, _ := v.([][2]any)
+		out := make([]any, len(kvs))
+		for i, kv := range kvs {
+			out[i] = []any{display(t.Key, kv[0]), display(t.Elem, kv[1])}
+		}
+		return out
+	case chunk.KindDateTime:
+		if s, ok := v.(int64); ok {
+			return time.Unix(s, 0).UTC().Format(time.DateTime)
+		}
+	case chunk.KindDate, chunk.KindDate32:
+		if d, ok := v.(time.Time); ok {
+			return d.UTC().Format(time.DateOnly)
+		}
+	case chunk.KindDateTime64:
+		if d, ok := v.(time.Time); ok {
+			return d.UTC().Format("2006-01-02 15:04:05.999999999")
+		}
+	case chunk.KindIPv4:
+		if n, ok := v.(uint32); ok {
+			return net.IPv4(byte(n>>24), byte(n>>16), byte(n>>8), byte(n)).String()
+		}
+	case chunk.KindIPv6:
+		if b, ok := v.([16]byte); ok {
+			return net.IP(b[:]).String()
+		}
+	case chunk.KindInt128, chunk.KindInt256, chunk.KindUInt128, chunk.KindUInt256:
+		if b, ok := v.(*big.Int); ok {
+			return b.String()
+		}
+	case chunk.KindUInt64:
+		// Past 2^53 a JSON number loses digits in most readers.
+		if n, ok := v.(uint64); ok && n > 1<<53 {
+			return strconv.FormatUint(n, 10)
+		}
+	case chunk.KindInt64:
+		if n, ok := v.(int64); ok && (n > 1<<53 || n < -(1<<53)) {
+			return strconv.FormatInt(n, 10)
+		}
+	case chunk.KindFixedString:
+		if b, ok := v.([]byte); ok {
+			return string(b)
+		}
+	}
+	if f, ok := v.(float64); ok && (f != f || f > 1.7e308 || f < -1.7e308) {
+		return fmt.Sprint(f) // NaN and infinities are not JSON numbers
+	}
+	if f, ok := v.(float32); ok && (f != f || f > 3.4e38 || f < -3.4e38) {
+		return fmt.Sprint(f)
+	}
+	return v
+}
