@@ -287,7 +287,7 @@ func TestChgoErrorsMatchDriver(t *testing.T) {
 	tg := plan(t, c)
 	c.chgo.close()
 	c.chgo.closed = false
-	c.chgo.opts.Password = "nope"
+	c.chgo.secret = &secret{last: "nope"} // a password given in the configuration, not a password_file
 	err := c.Insert(ctx, tg, []*chunk.Chunk{idChunk(t, tg, 0, 1)})
 	if code, _ := exceptionCode(err); code != 193 || !Permanent(err) {
 		t.Errorf("wrong password: %v (code %d), permanent %v", err, code, Permanent(err))
