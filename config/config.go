@@ -290,10 +290,14 @@ type ClickHouse struct {
 	// (the server's tcp_port_secure, 9440 by default), with the same keys
 	// and meaning as source.kafka.tls.
 	TLS *TLS `yaml:"tls,omitempty"`
-	// Columns maps column name to source field name. Empty means map every
-	// column of the live table to the field of the same name.
+	// Columns maps column name to source field name, for the columns
+	// whose field has another name: every other column of the live table
+	// takes the field of its own name.
 	Columns map[string]string `yaml:"columns"`
-	Batch   Batch             `yaml:"batch"`
+	// ExcludeColumns are columns left out of the INSERT, so that the
+	// server fills them with their DEFAULT.
+	ExcludeColumns []string `yaml:"exclude_columns,omitempty"`
+	Batch          Batch    `yaml:"batch"`
 	// Settings are ClickHouse query settings; values are int64, float64,
 	// bool or string.
 	Settings      map[string]any `yaml:"settings"`

@@ -51,6 +51,16 @@ func TestParseErrors(t *testing.T) {
 			want: `pipeline.yaml:12:27: sink.clickhouse.batch.lingr: unknown key "lingr" (did you mean "linger"?); allowed keys: max_rows, max_bytes, linger, idle`,
 		},
 		{
+			name: "column both mapped and excluded",
+			yaml: base + "    columns: {event_kind: kind}\n    exclude_columns: [event_kind]\n",
+			want: `pipeline.yaml:13:22: sink.clickhouse.exclude_columns: column event_kind is also in columns: a column is either filled from a field or left to the server's DEFAULT`,
+		},
+		{
+			name: "column excluded twice",
+			yaml: base + "    exclude_columns: [a, a]\n",
+			want: `pipeline.yaml:12:22: sink.clickhouse.exclude_columns: column a is listed twice`,
+		},
+		{
 			name: "unknown key without suggestion",
 			yaml: base + "colour: red\n",
 			want: `pipeline.yaml:12:1: colour: unknown key "colour"; allowed keys: pipeline, delivery, source, decode, transform, sink, sinks, chunk, backpressure, checkpoint, metrics, log`,

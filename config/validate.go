@@ -2,9 +2,11 @@ package config
 
 import (
 	"fmt"
+	"maps"
 	"math"
 	"net"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -221,6 +223,30 @@ var rules = []rule{
 	}},
 	{path: "sink.clickhouse.password_file", when: hasClickHouse, check: func(c *Config) string {
 		return secretFileProblem(c.Sink.ClickHouse.Password, c.Sink.ClickHouse.PasswordFile)
+	}},
+	{path: "sink.clickhouse.columns", when: hasClickHouse, check: func(c *Config) string {
+		for _, col := range slices.Sorted(maps.Keys(c.Sink.ClickHouse.Columns)) {
+			if col == "" || c.Sink.ClickHouse.Columns[col] == "" {
+				return fmt.Sprintf("column %q -> field %q: both must be non-empty", col, c.Sink.ClickHouse.Columns[col])
+			}
+		}
+		return ""
+	}},
+	{path: "sink.clickhouse.exclude_columns", when: hasClickHouse, check: func(c *Config) string {
+		seen := map[string]bool{}
+		for _, col := range c.Sink.ClickHouse.ExcludeColumns {
+			switch {
+			case col == "":
+				return "a column name is empty"
+			case seen[col]:
+				return fmt.Sprintf("column %s is listed twice", col)
+			}
+			if _, mapped := c.Sink.ClickHouse.Columns[col]; mapped {
+				return fmt.Sprintf("column %s is also in columns: a column is either filled from a field or left to the server's DEFAULT", col)
+			}
+			seen[col] = true
+		}
+		return ""
 	}},
 	// A batch needs at least one row; beyond 10M rows a single INSERT holds
 	// gigabytes in memory and a retry repeats too much work.

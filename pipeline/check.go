@@ -113,7 +113,14 @@ func Check(cfg *config.Config, timeout time.Duration) ([]string, error) {
 			if field == "" {
 				field = "(none: column default)"
 			}
-			report = append(report, fmt.Sprintf("  column %s %s <- field %s", name, t.Schema.Types[i].Name, field))
+			how := ""
+			if _, mapped := s.cfg.Columns[name]; mapped {
+				how = " (sink.clickhouse.columns)"
+			}
+			report = append(report, fmt.Sprintf("  column %s %s <- field %s%s", name, t.Schema.Types[i].Name, field, how))
+		}
+		for _, name := range s.cfg.ExcludeColumns {
+			report = append(report, fmt.Sprintf("  column %s: not inserted, the server fills its DEFAULT (sink.clickhouse.exclude_columns)", name))
 		}
 	}
 	if cfg.Decode.Format == config.FormatAvro {

@@ -54,7 +54,7 @@ func (p *Pipeline) openSinks(ctx context.Context) error {
 				c, err := clickhouse.Connect(ctx, clickhouse.Options{
 					Addr: []string{addr}, Database: chc.Database, Table: chc.Table, User: chc.User, Password: password, PasswordFunc: chPasswordFunc(chc), TLS: tlsCfg,
 					DialTimeout: chc.DialTimeout.D(), InsertTimeout: chc.InsertTimeout.D(), Settings: chc.Settings,
-					Compression: chc.Compression, Columns: chc.Columns, Lazy: true, Insert: chc.InsertPath,
+					Compression: chc.Compression, Columns: chc.Columns, Exclude: chc.ExcludeColumns, Lazy: true, Insert: chc.InsertPath,
 					MaxOpenConns: chc.Inflight.MaxPerShard + 2,
 				}, p.log.With("sink", s.name, "shard", i))
 				if err != nil {
@@ -79,6 +79,20 @@ func (p *Pipeline) openSinks(ctx context.Context) error {
 		s.target.Store(t)
 		for _, w := range t.Warnings {
 			p.log.Warn("column default", "sink", s.name, "table", t.Name(), "warning", w)
+		}
+		if len(chc.Columns) > 0 {
+			var byName []string
+			for i, col := range t.Schema.Names {
+				if _, mapped := chc.Columns[col]; !mapped && t.Fields[i] == col {
+					byName = append(byName, col)
+				}
+			}
+			if len(byName) > 0 {
+				// columns once listed every inserted column; a file
+				// written for that sees its unlisted columns filled now.
+				p.log.Info("sink.clickhouse.columns lists only the columns whose field has another name: the table's other columns are filled from the fields of their own names (exclude_columns leaves a column to the server's DEFAULT)",
+					"sink", s.name, "table", t.Name(), "by_name", byName)
+			}
 		}
 		if chc.DistributedCheck != "" {
 			if err := s.checkCluster(ctx); err != nil {

@@ -77,7 +77,7 @@ func benchChunks(t testing.TB, tg *Target, rows, chunkRows int) []*chunk.Chunk {
 // (NativeEncoder over the chunks). The batch is one chunk, or 100
 // chunks of 1,000 rows as the pipeline builds them.
 func BenchmarkChgoEncode(b *testing.B) {
-	tg, err := Plan("default", "events", benchCols, nil)
+	tg, err := Plan("default", "events", benchCols, Mapping{})
 	if err != nil {
 		b.Fatal(err)
 	}

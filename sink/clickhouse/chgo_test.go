@@ -420,7 +420,7 @@ func TestChgoPlainOnOldServer(t *testing.T) {
 // with what the shard counts in the byte budget while it is in an insert
 // (the chunks' Size): the budget's estimate of the insert's copy holds.
 func TestChgoEncodedSize(t *testing.T) {
-	tg, err := Plan("default", "events", benchCols, nil)
+	tg, err := Plan("default", "events", benchCols, Mapping{})
 	if err != nil {
 		t.Fatal(err)
 	}

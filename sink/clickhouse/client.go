@@ -59,11 +59,13 @@ type Options struct {
 	// "auto": none when every address is on this host (a loopback IP or
 	// localhost), lz4 otherwise.
 	Compression string
-	// Columns maps target column -> source field. Empty means every
-	// insertable column of the table, fed by the source field of the same
-	// name. Non-empty means only the listed columns are inserted (the others
-	// take their DEFAULT), in table order.
+	// Columns maps target column -> source field, for the columns whose
+	// field has another name; every other insertable column is fed by the
+	// source field of its own name (Mapping).
 	Columns map[string]string
+	// Exclude names columns left out of the INSERT: the server fills them
+	// with their DEFAULT.
+	Exclude []string
 	// Lazy returns a client even when the server does not answer the
 	// first ping (a replica that is down at startup); Database must be
 	// set. Its breaker and retries deal with it once inserts start.

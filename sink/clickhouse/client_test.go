@@ -73,14 +73,17 @@ func TestConnectDescribePlan(t *testing.T) {
 		t.Errorf("rows:\n%s\nwant:\n%s", got, want)
 	}
 
-	// A mapping naming only some columns: the others take their DEFAULT.
-	c2 := connect(t, srv, "described", func(o *Options) { o.Columns = map[string]string{"id": "event_id"} })
+	// A mapping names only the column whose field differs, and the
+	// excluded columns are left out: they take the server's DEFAULT.
+	c2 := connect(t, srv, "described", func(o *Options) {
+		o.Columns, o.Exclude = map[string]string{"id": "event_id"}, []string{"msg", "tag", "amount"}
+	})
 	tg2, err := c2.Plan(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if tg2.Fields[0] != "event_id" || len(tg2.Fields) != 1 {
-		t.Errorf("fields = %v", tg2.Fields)
+	if tg2.Fields[0] != "event_id" || len(tg2.Fields) != 1 || tg2.Query != "INSERT INTO `default`.`described` (`id`)" {
+		t.Errorf("fields = %v, query %s", tg2.Fields, tg2.Query)
 	}
 	if err := c2.Insert(ctx, tg2, []*chunk.Chunk{buildChunk(t, tg2, 2, [][]any{{uint64(3)}})}); err != nil {
 		t.Fatal(err)

@@ -211,7 +211,7 @@ func (c *Client) Plan(ctx context.Context) (*Target, error) {
 	if err != nil {
 		return nil, err
 	}
-	t, err := Plan(c.db, c.opts.Table, cols, c.opts.Columns)
+	t, err := Plan(c.db, c.opts.Table, cols, Mapping{Columns: c.opts.Columns, Exclude: c.opts.Exclude})
 	if err != nil {
 		return nil, err
 	}
@@ -221,21 +221,35 @@ func (c *Client) Plan(ctx context.Context) (*Target, error) {
 	return t, nil
 }
 
+// Mapping is how a table's columns take their source fields: by name,
+// except where Columns says otherwise, and none for the columns Exclude
+// names (sink.clickhouse.columns and exclude_columns).
+type Mapping struct {
+	// Columns maps a column (or a Nested structure) to the source field
+	// that fills it, for the columns whose field has another name. The
+	// columns it does not list take the field of their own name.
+	Columns map[string]string
+	// Exclude names columns (or Nested structures) left out of the
+	// INSERT, so that the server fills them with their DEFAULT.
+	Exclude []string
+}
+
 // Plan builds the insert target for table db.table from its columns.
 //
-// MATERIALIZED and ALIAS columns cannot be inserted and are skipped. With an
-// empty explicit mapping every other column is inserted and fed by the
-// source field of the same name. With a mapping (column -> source field)
-// only the mapped columns are inserted, in table order; naming a column the
-// table lacks, or one that cannot be inserted, is an error. A column whose
-// type the encoder does not support is an error naming column and type.
+// MATERIALIZED and ALIAS columns cannot be inserted and are skipped, as
+// are the columns m excludes. Every other column is inserted and fed by
+// the source field of its own name, or by the field m.Columns maps it to.
+// Naming in m a column the table lacks, one that cannot be inserted, or
+// one both mapped and excluded is an error. A column whose type the
+// encoder does not support is an error naming column and type.
 //
 // A Nested structure n of the table is described as one Array column per
 // element, n.a, n.b, ...; by default column n.a is fed by field path "n.a",
 // which the decoders read as field a of every element of an array of
 // objects (records) n. A mapping may name the structure itself, as if it
 // were a column: n: items feeds n.a from "items.a", n.b from "items.b",
-// and so on (a mapping of one of its columns wins).
+// and so on (a mapping of one of its columns wins); excluding n excludes
+// all of its columns.
 //
 // A record without the field of an inserted column gets the column's
 // DEFAULT. Plan sorts the DEFAULT expressions: one that refers to another
@@ -244,7 +258,7 @@ func (c *Client) Plan(ctx context.Context) (*Target, error) {
 // zero value and Plan adds a warning to Target.Warnings; the others are
 // computed by Client.Plan on the server (Plan alone leaves them at the
 // type's zero value).
-func Plan(db, table string, cols []ColumnInfo, explicit map[string]string) (*Target, error) {
+func Plan(db, table string, cols []ColumnInfo, m Mapping) (*Target, error) {
 	name := db + "." + table
 	if err := checkIdent(db); err != nil {
 		return nil, fmt.Errorf("plan insert into %s: database: %w", name, err)
@@ -252,6 +266,7 @@ func Plan(db, table string, cols []ColumnInfo, explicit map[string]string) (*Tar
 	if err := checkIdent(table); err != nil {
 		return nil, fmt.Errorf("plan insert into %s: table: %w", name, err)
 	}
+	explicit := m.Columns
 	byName := make(map[string]ColumnInfo, len(cols))
 	nested := make(map[string]bool)
 	names := make(map[string]bool, len(cols))
@@ -262,25 +277,37 @@ func Plan(db, table string, cols []ColumnInfo, explicit map[string]string) (*Tar
 			nested[n] = true
 		}
 	}
-	if len(explicit) > 0 {
-		var missing []string
-		for col := range explicit {
-			ci, ok := byName[col]
-			if !ok && nested[col] {
-				continue // a Nested structure: its columns are mapped below
-			}
-			if !ok {
-				missing = append(missing, col)
-				continue
-			}
-			if !insertable(ci) {
-				return nil, fmt.Errorf("plan insert into %s: column %s is %s and cannot be inserted", name, col, ci.DefaultKind)
-			}
+	var missing []string
+	for col := range explicit {
+		ci, ok := byName[col]
+		if !ok && nested[col] {
+			continue // a Nested structure: its columns are mapped below
 		}
-		if len(missing) > 0 {
-			sort.Strings(missing)
-			return nil, fmt.Errorf("plan insert into %s: columns mapping names column(s) the table lacks: %s", name, strings.Join(missing, ", "))
+		if !ok {
+			missing = append(missing, col)
+			continue
 		}
+		if !insertable(ci) {
+			return nil, fmt.Errorf("plan insert into %s: column %s is %s and cannot be inserted", name, col, ci.DefaultKind)
+		}
+	}
+	if len(missing) > 0 {
+		sort.Strings(missing)
+		return nil, fmt.Errorf("plan insert into %s: columns mapping names column(s) the table lacks: %s", name, strings.Join(missing, ", "))
+	}
+	excluded := make(map[string]bool, len(m.Exclude))
+	for _, col := range m.Exclude {
+		if _, ok := byName[col]; !ok && !nested[col] {
+			missing = append(missing, col)
+		}
+		if _, mapped := explicit[col]; mapped {
+			return nil, fmt.Errorf("plan insert into %s: column %s is both mapped (columns) and excluded (exclude_columns)", name, col)
+		}
+		excluded[col] = true
+	}
+	if len(missing) > 0 {
+		sort.Strings(missing)
+		return nil, fmt.Errorf("plan insert into %s: exclude_columns names column(s) the table lacks: %s", name, strings.Join(missing, ", "))
 	}
 
 	t := &Target{Database: db, Table: table, Schema: &chunk.Schema{}}
@@ -294,18 +321,17 @@ func Plan(db, table string, cols []ColumnInfo, explicit map[string]string) (*Tar
 		if !insertable(c) {
 			continue
 		}
+		n, isNested := nestedName(c)
+		if excluded[c.Name] || (isNested && byName[n].Name == "" && excluded[n]) {
+			continue // the server fills it
+		}
 		field := c.Name
-		if len(explicit) > 0 {
-			f, ok := explicit[c.Name]
-			if n, isNested := nestedName(c); !ok && isNested && byName[n].Name == "" {
-				if g, mapped := explicit[n]; mapped {
-					f, ok = g+c.Name[len(n):], true
-				}
-			}
-			if !ok {
-				continue
-			}
+		if f, ok := explicit[c.Name]; ok {
 			field = f
+		} else if isNested && byName[n].Name == "" {
+			if g, mapped := explicit[n]; mapped {
+				field = g + c.Name[len(n):]
+			}
 		}
 		if err := checkIdent(c.Name); err != nil {
 			return nil, fmt.Errorf("plan insert into %s: column %s: %w", name, c.Name, err)
@@ -522,7 +548,7 @@ var transientQueryCodes = map[int32]bool{
 // cannot compute, because why.
 func defaultWarning(name, expr, why string) string {
 	return fmt.Sprintf("column %s: DEFAULT %s %s, so etl cannot compute it: a record without the field gets the type's zero value. "+
-		"To have the server compute it, leave %s out of an explicit columns mapping (sink.clickhouse.columns)", name, expr, why, name)
+		"To have the server compute it, list %s in sink.clickhouse.exclude_columns", name, expr, why, name)
 }
 
 // volatileFuncs are functions (lower case) whose value is not the same at

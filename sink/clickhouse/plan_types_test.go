@@ -31,7 +31,7 @@ var compositeCols = []ColumnInfo{
 }
 
 func TestPlanCompositeTypes(t *testing.T) {
-	tg, err := Plan("default", "c", compositeCols, nil)
+	tg, err := Plan("default", "c", compositeCols, Mapping{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -58,11 +58,11 @@ func TestPlanCompositeTypes(t *testing.T) {
 		query    string
 		fields   string
 	}{
-		{map[string]string{"id": "event_id", "n": "items"}, "(`id`, `n.a`, `n.b`)", "event_id,items.a,items.b"},
-		{map[string]string{"n": "items", "n.b": "labels"}, "(`n.a`, `n.b`)", "items.a,labels"},
+		{map[string]string{"id": "event_id", "n": "items"}, "(`id`, `m`, `t`, `nt`, `n.a`, `n.b`, `flat`, `dotted`, `a.b`)", "event_id,m,t,nt,items.a,items.b,flat,dotted,a.b"},
+		{map[string]string{"n": "items", "n.b": "labels"}, "(`id`, `m`, `t`, `nt`, `n.a`, `n.b`, `flat`, `dotted`, `a.b`)", "id,m,t,nt,items.a,labels,flat,dotted,a.b"},
 		{map[string]string{"a": "x"}, "", ""}, // a.b is no Array: a is not a Nested structure
 	} {
-		tg, err := Plan("default", "c", compositeCols, tc.explicit)
+		tg, err := Plan("default", "c", compositeCols, Mapping{Columns: tc.explicit, Exclude: nil})
 		if tc.query == "" {
 			if err == nil || !strings.Contains(err.Error(), "names column(s) the table lacks: a") {
 				t.Errorf("%v: %v", tc.explicit, err)
@@ -77,8 +77,13 @@ func TestPlanCompositeTypes(t *testing.T) {
 		}
 	}
 
+	// Excluding the Nested structure excludes all of its columns.
+	if tg, err := Plan("default", "c", compositeCols, Mapping{Exclude: []string{"n", "m"}}); err != nil || !strings.HasSuffix(tg.Query, "(`id`, `t`, `nt`, `flat`, `dotted`, `a.b`)") {
+		t.Errorf("excluding n and m: %v %v", tg, err)
+	}
+
 	for _, bad := range []string{"Nullable(Tuple(Int8))", "Map(String)", "Tuple(a Int8, Int8)", "Map(String, Nullable(Array(Int8)))"} {
-		_, err := Plan("default", "c", []ColumnInfo{{Name: "v", Type: bad}}, nil)
+		_, err := Plan("default", "c", []ColumnInfo{{Name: "v", Type: bad}}, Mapping{})
 		if err == nil || !strings.Contains(err.Error(), "column v ("+bad+")") {
 			t.Errorf("%s: %v", bad, err)
 		}

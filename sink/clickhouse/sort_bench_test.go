@@ -20,7 +20,7 @@ import (
 // (kind, ts)). docs/BENCHMARKS.md sets it against what a sorted block
 // saves the server.
 func BenchmarkSortBatch(b *testing.B) {
-	tg, err := Plan("default", "events", benchCols, nil)
+	tg, err := Plan("default", "events", benchCols, Mapping{})
 	if err != nil {
 		b.Fatal(err)
 	}

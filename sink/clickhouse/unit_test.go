@@ -23,7 +23,7 @@ func TestPlanPure(t *testing.T) {
 		{Name: "plus", Type: "UInt64", DefaultKind: "ALIAS", DefaultExpr: "id + 1"},
 		{Name: "tag", Type: "String", DefaultKind: "DEFAULT", DefaultExpr: "'x'"},
 	}
-	tg, err := Plan("db", "events", cols, nil)
+	tg, err := Plan("db", "events", cols, Mapping{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -40,30 +40,55 @@ func TestPlanPure(t *testing.T) {
 		t.Errorf("type 1 = %s", tg.Schema.Types[1].Name)
 	}
 
-	tg, err = Plan("db", "events", cols, map[string]string{"msg": "message", "id": "event_id"})
+	// The mapping lists only the columns whose field has another name:
+	// the others still take the field of their own name.
+	tg, err = Plan("db", "events", cols, Mapping{Columns: map[string]string{"msg": "message"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := "INSERT INTO `db`.`events` (`id`, `msg`, `tag`)"; tg.Query != want {
+		t.Errorf("partial mapping query = %q, want %q", tg.Query, want)
+	}
+	if got := strings.Join(tg.Fields, ","); got != "id,message,tag" {
+		t.Errorf("partial mapping fields = %s", got)
+	}
+	// An excluded column is left out of the INSERT: the server fills it.
+	tg, err = Plan("db", "events", cols, Mapping{Columns: map[string]string{"id": "event_id"}, Exclude: []string{"tag"}})
 	if err != nil {
 		t.Fatal(err)
 	}
 	if want := "INSERT INTO `db`.`events` (`id`, `msg`)"; tg.Query != want {
-		t.Errorf("explicit query = %q, want %q", tg.Query, want)
+		t.Errorf("excluding query = %q, want %q", tg.Query, want)
 	}
-	if got := strings.Join(tg.Fields, ","); got != "event_id,message" {
-		t.Errorf("explicit fields = %s", got)
+	if got := strings.Join(tg.Fields, ","); got != "event_id,msg" {
+		t.Errorf("excluding fields = %s", got)
+	}
+	_, err = Plan("db", "events", cols, Mapping{Exclude: []string{"tag", "gone"}})
+	if err == nil || !strings.Contains(err.Error(), "exclude_columns names column(s) the table lacks: gone") {
+		t.Errorf("unknown excluded column: err = %v", err)
+	}
+	_, err = Plan("db", "events", cols, Mapping{Columns: map[string]string{"tag": "label"}, Exclude: []string{"tag"}})
+	if err == nil || !strings.Contains(err.Error(), "both mapped") {
+		t.Errorf("mapped and excluded: err = %v", err)
+	}
+	_, err = Plan("db", "events", cols, Mapping{Exclude: []string{"id", "msg", "tag"}})
+	if err == nil || !strings.Contains(err.Error(), "no insertable column") {
+		t.Errorf("everything excluded: err = %v", err)
 	}
 
-	_, err = Plan("db", "events", cols, map[string]string{"nope": "x", "id": "id"})
+	_, err = Plan("db", "events", cols, Mapping{Columns: map[string]string{"nope": "x", "id": "id"}})
 	if err == nil || !strings.Contains(err.Error(), "nope") || !strings.Contains(err.Error(), "db.events") {
 		t.Errorf("unknown mapped column: err = %v", err)
 	}
-	_, err = Plan("db", "events", cols, map[string]string{"twice": "x"})
+	_, err = Plan("db", "events", cols, Mapping{Columns: map[string]string{"twice": "x"}})
 	if err == nil || !strings.Contains(err.Error(), "MATERIALIZED") {
 		t.Errorf("materialized mapped column: err = %v", err)
 	}
-	_, err = Plan("db", "events", append(cols, ColumnInfo{Name: "m", Type: "Variant(String, UInt64)"}), nil)
+	_, err = Plan("db", "events", append(cols, ColumnInfo{Name: "m", Type: "Variant(String, UInt64)"}), Mapping{})
 	if err == nil || !strings.Contains(err.Error(), "column m") || !strings.Contains(err.Error(), "Variant(String, UInt64)") {
 		t.Errorf("unsupported type: err = %v", err)
 	}
-	_, err = Plan("db", "events", []ColumnInfo{{Name: "a`b", Type: "UInt8"}}, nil)
+	_, err = Plan("db", "events", []ColumnInfo{{Name: "a`b", Type: "UInt8"}}, Mapping{})
 	if err == nil || !strings.Contains(err.Error(), "backtick") {
 		t.Errorf("backtick identifier: err = %v", err)
 	}

@@ -1,0 +1,109 @@
+package pipeline
+
+import (
+	"context"
+	"fmt"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/etl-project/etl/config"
+	"github.com/etl-project/etl/gen"
+)
+
+// TestPartialColumnMap: sink.clickhouse.columns names only the column
+// whose field has another name, and every other column is filled from the
+// field of its own name; a column in exclude_columns is left to the
+// server, which computes its DEFAULT now(); a computable DEFAULT of a
+// column no record has a field for is written by etl.
+func TestPartialColumnMap(t *testing.T) {
+	kb, ch := setup(t)
+	ch.Exec(t, `CREATE TABLE default.partial (
+		id UInt64, ts DateTime, user_id UInt32, event_kind String, amount Float64, note Nullable(String),
+		inserted_at DateTime DEFAULT now(), src String DEFAULT 'etl'
+	) ENGINE = MergeTree ORDER BY id`)
+	const n = 3000
+	produce(t, kb, 0, n, nil)
+	start := time.Now().Add(-2 * time.Second).Unix()
+	y := fmt.Sprintf(`pipeline: {name: partial, workers: 2}
+source:
+  kafka: {brokers: [%q], topics: [events], group_id: partial, session_timeout: 6s}
+sink:
+  clickhouse:
+    addr: [%q]
+    table: partial
+    columns: {event_kind: kind}
+    exclude_columns: [inserted_at]
+    batch: {max_rows: 1000, max_bytes: 4MiB, linger: 100ms}
+checkpoint: {commit_interval: 200ms, drain_timeout: 20s}
+metrics: {listen: "off"}
+`, kb.Addr(), ch.TCPAddr())
+	cfg, err := config.Parse([]byte(y), "partial.yaml", func(string) (string, bool) { return "", false })
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, err := New(context.Background(), Options{Config: cfg, Log: testLogger(t), Registerer: prometheus.NewRegistry()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- p.Run(ctx) }()
+	waitFor(t, "all rows", time.Minute, func() bool { return ch.Count(t, "default.partial") >= n })
+	cancel()
+	if err := <-done; err != nil {
+		t.Fatalf("Run: %v", err)
+	}
+	got := ch.Query(t, "SELECT count(), uniqExact(id), countIf(src = 'etl'), countIf(toUnixTimestamp(inserted_at) >= "+strconv.FormatInt(start, 10)+") FROM default.partial")
+	if want := fmt.Sprintf("%d\t%d\t%d\t%d", n, n, n, n); got != want {
+		t.Fatalf("count, distinct ids, src from its DEFAULT, inserted_at from the server's now() = %s, want %s", got, want)
+	}
+	rows := ch.Query(t, "SELECT id, toUnixTimestamp(ts), user_id, event_kind, amount, ifNull(note, '<null>') FROM default.partial ORDER BY id")
+	for i, line := range strings.Split(rows, "\n") {
+		e := gen.Make(seed, uint64(i))
+		note := "<null>"
+		if e.Note != nil {
+			note = *e.Note
+		}
+		want := []string{strconv.Itoa(i), strconv.FormatInt(e.TS.Unix(), 10), strconv.FormatUint(uint64(e.UserID), 10), e.Kind, strconv.FormatFloat(e.Amount, 'f', -1, 64)}
+		f := strings.SplitN(line, "\t", 6)
+		if len(f) != 6 || strings.Join(f[:5], "\t") != strings.Join(want, "\t") || unescapeTSV(f[5]) != note {
+			t.Fatalf("row %d = %q, want %q and note %q", i, line, strings.Join(want, "\t"), note)
+		}
+	}
+}
+
+// unescapeTSV undoes the server's TabSeparated escaping of a value.
+func unescapeTSV(s string) string {
+	if !strings.Contains(s, `\`) {
+		return s
+	}
+	var b strings.Builder
+	for i := 0; i < len(s); i++ {
+		if s[i] != '\\' || i+1 == len(s) {
+			b.WriteByte(s[i])
+			continue
+		}
+		i++
+		switch s[i] {
+		case 't':
+			b.WriteByte('\t')
+		case 'n':
+			b.WriteByte('\n')
+		case 'r':
+			b.WriteByte('\r')
+		case '0':
+			b.WriteByte(0)
+		case 'b':
+			b.WriteByte('\b')
+		case 'f':
+			b.WriteByte('\f')
+		default:
+			b.WriteByte(s[i])
+		}
+	}
+	return b.String()
+}
