@@ -12,6 +12,7 @@ import (
 
 	"github.com/etl-project/etl/config"
 	"github.com/etl-project/etl/gen"
+	"github.com/etl-project/etl/internal/testenv"
 )
 
 // TestPartialColumnMap: sink.clickhouse.columns names only the column
@@ -70,40 +71,8 @@ metrics: {listen: "off"}
 		}
 		want := []string{strconv.Itoa(i), strconv.FormatInt(e.TS.Unix(), 10), strconv.FormatUint(uint64(e.UserID), 10), e.Kind, strconv.FormatFloat(e.Amount, 'f', -1, 64)}
 		f := strings.SplitN(line, "\t", 6)
-		if len(f) != 6 || strings.Join(f[:5], "\t") != strings.Join(want, "\t") || unescapeTSV(f[5]) != note {
+		if len(f) != 6 || strings.Join(f[:5], "\t") != strings.Join(want, "\t") || testenv.UnescapeTSV(f[5]) != note {
 			t.Fatalf("row %d = %q, want %q and note %q", i, line, strings.Join(want, "\t"), note)
 		}
 	}
-}
-
-// unescapeTSV undoes the server's TabSeparated escaping of a value.
-func unescapeTSV(s string) string {
-	if !strings.Contains(s, `\`) {
-		return s
-	}
-	var b strings.Builder
-	for i := 0; i < len(s); i++ {
-		if s[i] != '\\' || i+1 == len(s) {
-			b.WriteByte(s[i])
-			continue
-		}
-		i++
-		switch s[i] {
-		case 't':
-			b.WriteByte('\t')
-		case 'n':
-			b.WriteByte('\n')
-		case 'r':
-			b.WriteByte('\r')
-		case '0':
-			b.WriteByte(0)
-		case 'b':
-			b.WriteByte('\b')
-		case 'f':
-			b.WriteByte('\f')
-		default:
-			b.WriteByte(s[i])
-		}
-	}
-	return b.String()
 }

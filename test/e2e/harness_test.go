@@ -296,10 +296,10 @@ func (e *env) readRows(fn func(r row)) {
 		r.ts, _ = strconv.ParseInt(f[1], 10, 64)
 		u, _ := strconv.ParseUint(f[2], 10, 32)
 		r.userID = uint32(u)
-		r.kind = unescapeTSV(f[3])
+		r.kind = testenv.UnescapeTSV(f[3])
 		r.amount, _ = strconv.ParseFloat(f[4], 64)
 		if f[5] != `\N` {
-			s := unescapeTSV(f[5])
+			s := testenv.UnescapeTSV(f[5])
 			r.note = &s
 		}
 		fn(r)
@@ -307,39 +307,6 @@ func (e *env) readRows(fn func(r row)) {
 	if err := sc.Err(); err != nil {
 		e.t.Fatal(err)
 	}
-}
-
-// unescapeTSV undoes ClickHouse's TabSeparated escaping.
-func unescapeTSV(s string) string {
-	if !strings.Contains(s, `\`) {
-		return s
-	}
-	var b strings.Builder
-	for i := 0; i < len(s); i++ {
-		c := s[i]
-		if c != '\\' || i+1 == len(s) {
-			b.WriteByte(c)
-			continue
-		}
-		i++
-		switch s[i] {
-		case 'n':
-			b.WriteByte('\n')
-		case 't':
-			b.WriteByte('\t')
-		case 'r':
-			b.WriteByte('\r')
-		case '0':
-			b.WriteByte(0)
-		case 'b':
-			b.WriteByte('\b')
-		case 'f':
-			b.WriteByte('\f')
-		default:
-			b.WriteByte(s[i])
-		}
-	}
-	return b.String()
 }
 
 // checkRow compares a row with the generated record of the same id.

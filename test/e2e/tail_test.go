@@ -54,6 +54,43 @@ type tailLine struct {
 	Dropped   string         `json:"dropped"`
 }
 
+// tailed is what etl tail printed, by kind of line.
+type tailed struct {
+	rows     map[float64]map[string]any // by id
+	raw      map[float64]map[string]any // by id
+	rejected []tailLine
+	dropped  int
+}
+
+// parseTail sorts etl tail's JSON lines; every row must be of the
+// default sink's table default.events.
+func parseTail(t *testing.T, lines []string) tailed {
+	t.Helper()
+	out := tailed{rows: map[float64]map[string]any{}, raw: map[float64]map[string]any{}}
+	for _, l := range lines {
+		var tl tailLine
+		if err := json.Unmarshal([]byte(l), &tl); err != nil {
+			t.Fatalf("%v: %q", err, l)
+		}
+		switch {
+		case tl.Row != nil:
+			if tl.Sink != "default" || tl.Table != "default.events" {
+				t.Fatalf("row of sink %q table %q", tl.Sink, tl.Table)
+			}
+			out.rows[tl.Row["id"].(float64)] = tl.Row
+		case tl.Raw != nil:
+			out.raw[tl.Raw["id"].(float64)] = tl.Raw
+		case tl.Rejected != "":
+			out.rejected = append(out.rejected, tl)
+		case tl.Dropped != "":
+			out.dropped++
+		default:
+			t.Fatalf("unexpected line %q", l)
+		}
+	}
+	return out
+}
+
 // insertedRows reads the table's rows as JSON objects keyed by id, with
 // ts as etl tail prints a DateTime (UTC) and id as a JSON number (the
 // server quotes 64-bit integers; the ids here are small).
@@ -94,30 +131,13 @@ func TestTail(t *testing.T) {
 		cfg := e.config("tail", "decode: {format: json, on_error: skip}\n")
 
 		lines := tailOut(t, "-config", cfg, "-from", "earliest", "-n", fmt.Sprint(n))
-		tailed := map[float64]map[string]any{}
-		rejected := 0
-		for _, l := range lines {
-			var tl tailLine
-			if err := json.Unmarshal([]byte(l), &tl); err != nil {
-				t.Fatalf("%v: %q", err, l)
-			}
-			switch {
-			case tl.Row != nil:
-				if tl.Sink != "default" || tl.Table != "default.events" {
-					t.Fatalf("row of sink %q table %q", tl.Sink, tl.Table)
-				}
-				tailed[tl.Row["id"].(float64)] = tl.Row
-			case tl.Rejected != "":
-				rejected++
-				if tl.Rejected != "skipped" || tl.Reason != "corrupt" || tl.Partition != 0 || tl.Offset != 0 || tl.Error == "" {
-					t.Fatalf("rejected line %q", l)
-				}
-			default:
-				t.Fatalf("unexpected line %q", l)
-			}
+		out := parseTail(t, lines)
+		tailed := out.rows
+		if len(tailed) != n || len(out.rejected) != 1 || len(out.raw) != 0 || out.dropped != 0 {
+			t.Fatalf("tail printed %d rows and %d rejected records, want %d and 1:\n%s", len(tailed), len(out.rejected), n, strings.Join(lines, "\n"))
 		}
-		if len(tailed) != n || rejected != 1 {
-			t.Fatalf("tail printed %d rows and %d rejected records, want %d and 1", len(tailed), rejected, n)
+		if r := out.rejected[0]; r.Rejected != "skipped" || r.Reason != "corrupt" || r.Partition != 0 || r.Offset != 0 || r.Error == "" {
+			t.Fatalf("rejected line %+v", r)
 		}
 		if got := e.kb.CommittedOffsets(t, "tail", topic); len(got) != 0 {
 			t.Fatalf("etl tail committed %v", got)
@@ -155,27 +175,10 @@ transform:
       amount: "amount * 2"
 `)
 		lines := tailOut(t, "-config", cfg, "-from", "earliest", "-n", fmt.Sprint(n*2/3), "-raw")
-		tailed := map[float64]map[string]any{}
-		raw := map[float64]map[string]any{}
-		dropped := 0
-		for _, l := range lines {
-			var tl tailLine
-			if err := json.Unmarshal([]byte(l), &tl); err != nil {
-				t.Fatalf("%v: %q", err, l)
-			}
-			switch {
-			case tl.Row != nil:
-				tailed[tl.Row["id"].(float64)] = tl.Row
-			case tl.Raw != nil:
-				raw[tl.Raw["id"].(float64)] = tl.Raw
-			case tl.Dropped != "":
-				dropped++
-			default:
-				t.Fatalf("unexpected line %q", l)
-			}
-		}
-		if len(tailed) != n*2/3 || dropped != n/3 || len(raw) != n {
-			t.Fatalf("tail printed %d rows, %d dropped, %d raw records; want %d, %d, %d", len(tailed), dropped, len(raw), n*2/3, n/3, n)
+		out := parseTail(t, lines)
+		tailed, raw := out.rows, out.raw
+		if len(tailed) != n*2/3 || out.dropped != n/3 || len(raw) != n || len(out.rejected) != 0 {
+			t.Fatalf("tail printed %d rows, %d dropped, %d raw records, %d rejected; want %d, %d, %d, 0", len(tailed), out.dropped, len(raw), len(out.rejected), n*2/3, n/3, n)
 		}
 		for id, row := range tailed {
 			if int(id)%3 == 0 || row["amount"].(float64) != 2*raw[id]["amount"].(float64) {
