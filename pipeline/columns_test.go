@@ -1,14 +1,11 @@
 package pipeline
 
 import (
-	"context"
 	"fmt"
 	"strconv"
 	"strings"
 	"testing"
 	"time"
-
-	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/etl-project/etl/config"
 	"github.com/etl-project/etl/gen"
@@ -46,18 +43,9 @@ metrics: {listen: "off"}
 	if err != nil {
 		t.Fatal(err)
 	}
-	p, err := New(context.Background(), Options{Config: cfg, Log: testLogger(t), Registerer: prometheus.NewRegistry()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- p.Run(ctx) }()
+	_, stop := runPipeline(t, cfg)
 	waitFor(t, "all rows", time.Minute, func() bool { return ch.Count(t, "default.partial") >= n })
-	cancel()
-	if err := <-done; err != nil {
-		t.Fatalf("Run: %v", err)
-	}
+	stop()
 	got := ch.Query(t, "SELECT count(), uniqExact(id), countIf(src = 'etl'), countIf(toUnixTimestamp(inserted_at) >= "+strconv.FormatInt(start, 10)+") FROM default.partial")
 	if want := fmt.Sprintf("%d\t%d\t%d\t%d", n, n, n, n); got != want {
 		t.Fatalf("count, distinct ids, src from its DEFAULT, inserted_at from the server's now() = %s, want %s", got, want)

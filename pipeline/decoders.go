@@ -10,7 +10,6 @@ import (
 	"time"
 
 	"github.com/etl-project/etl/chunk"
-	"github.com/etl-project/etl/config"
 	"github.com/etl-project/etl/decode"
 	"github.com/etl-project/etl/decode/avro"
 	"github.com/etl-project/etl/schemaregistry"
@@ -74,7 +73,7 @@ func (p *Pipeline) setupAvro(ctx context.Context) error {
 		return fmt.Errorf("decode.avro.registry.password_file: %w", err)
 	}
 	reg, err := schemaregistry.New(schemaregistry.Options{
-		URL: r.URL.Value(), Username: r.Username, Password: password, TLS: tc, PasswordFunc: passwordFunc(r),
+		URL: r.URL.Value(), Username: r.Username, Password: password, TLS: tc, PasswordFunc: rereadSecret(r.PasswordFile, r.Secret),
 		NegativeCacheTTL: a.NegativeCacheTTL.D(), Registerer: p.component("decode"), Log: p.log,
 	})
 	if err != nil {
@@ -215,11 +214,12 @@ func (p *Pipeline) waitSchema(l *lane, ready <-chan struct{}) {
 	}()
 }
 
-// passwordFunc reads the registry's password_file for each request, so
-// that a rotated Secret is picked up; nil without a password_file.
-func passwordFunc(r *config.Registry) func() (string, error) {
-	if r.PasswordFile == "" {
+// rereadSecret returns read when a password_file is set (file), so the
+// client reads the file again where it logs in anew and a rotated secret
+// is picked up; nil when the password is given in the configuration.
+func rereadSecret(file string, read func() (string, error)) func() (string, error) {
+	if file == "" {
 		return nil
 	}
-	return r.Secret
+	return read
 }

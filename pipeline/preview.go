@@ -74,15 +74,6 @@ func NewPreview(ctx context.Context, o Options) (*Preview, error) {
 // Close closes the connections the preview opened.
 func (v *Preview) Close() { v.p.closeClients() }
 
-// Tables returns each sink's name and table.
-func (v *Preview) Tables() (sinks, tables []string) {
-	for _, s := range v.p.sinks {
-		sinks = append(sinks, s.name)
-		tables = append(tables, s.target.Load().Name())
-	}
-	return sinks, tables
-}
-
 // Process decodes and transforms r. A record whose Avro schema is being
 // fetched waits for it (until ctx ends).
 func (v *Preview) Process(ctx context.Context, r *kgo.Record) (*Result, error) {

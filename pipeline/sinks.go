@@ -52,7 +52,7 @@ func (p *Pipeline) openSinks(ctx context.Context) error {
 			var cs []*clickhouse.Client
 			for _, addr := range sh.Replicas {
 				c, err := clickhouse.Connect(ctx, clickhouse.Options{
-					Addr: []string{addr}, Database: chc.Database, Table: chc.Table, User: chc.User, Password: password, PasswordFunc: chPasswordFunc(chc), TLS: tlsCfg,
+					Addr: []string{addr}, Database: chc.Database, Table: chc.Table, User: chc.User, Password: password, PasswordFunc: rereadSecret(chc.PasswordFile, chc.Secret), TLS: tlsCfg,
 					DialTimeout: chc.DialTimeout.D(), InsertTimeout: chc.InsertTimeout.D(), Settings: chc.Settings,
 					Compression: chc.Compression, Columns: chc.Columns, Exclude: chc.ExcludeColumns, Lazy: true, Insert: chc.InsertPath,
 					MaxOpenConns: chc.Inflight.MaxPerShard + 2,
@@ -241,13 +241,4 @@ func (s *sinkState) ask(f func(c *clickhouse.Client) error) error {
 		}
 	}
 	return unavailable(fmt.Errorf("no replica answered: %w", errors.Join(errs...)))
-}
-
-// chPasswordFunc reads c's password_file for each new connection; nil
-// when the password is given in the configuration.
-func chPasswordFunc(c *config.ClickHouse) func() (string, error) {
-	if c.PasswordFile == "" {
-		return nil
-	}
-	return c.Secret
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"flag"
 	"fmt"
 	"io"
 	"slices"
@@ -188,11 +189,7 @@ func offsetsResetCmd(args []string, stdout, stderr io.Writer) int {
 
 // offsetsConfig loads the configuration of the offsets commands; nil with
 // the exit code when it cannot.
-func offsetsConfig(fs interface {
-	NArg() int
-	Arg(int) string
-	Name() string
-}, path, format string, stderr io.Writer) (*config.Config, int) {
+func offsetsConfig(fs *flag.FlagSet, path, format string, stderr io.Writer) (*config.Config, int) {
 	if fs.NArg() > 0 {
 		fmt.Fprintf(stderr, "%s: unexpected argument %q\n", fs.Name(), fs.Arg(0))
 		return nil, exitUsage
