@@ -157,6 +157,9 @@ type Decode struct {
 	// Fields declares the ClickHouse type of source fields that no target
 	// column gives a type to (fields only transform expressions read).
 	Fields map[string]string `yaml:"fields,omitempty"`
+	// FieldOrder is Fields' names in the file's order (the derived
+	// table's column order).
+	FieldOrder []string `yaml:"-"`
 }
 
 // Pos is a position in the configuration file, for errors about a value
@@ -322,6 +325,27 @@ type ClickHouse struct {
 	// order and weights must match Shards at startup.
 	DistributedCheck string  `yaml:"distributed_check"`
 	Breaker          Breaker `yaml:"breaker"`
+	// Schema manages the table from what the pipeline writes.
+	Schema TableSchema `yaml:"schema"`
+}
+
+// TableSchema is sink.clickhouse.schema: the table created at startup
+// when it is missing, and the columns a new Avro writer schema brings
+// added before its records are written.
+type TableSchema struct {
+	// Create creates the table (on every shard) when it is missing, with
+	// the columns etl schema derives.
+	Create bool `yaml:"create"`
+	// AddColumns adds a column (ALTER TABLE ... ADD COLUMN, on every
+	// shard) for each field of a new writer schema that has none.
+	AddColumns bool `yaml:"add_columns"`
+	// OrderBy is the created table's sorting key; empty gives tuple().
+	OrderBy []string `yaml:"order_by,omitempty"`
+	// Engine is the created table's engine, MergeTree by default.
+	Engine string `yaml:"engine,omitempty"`
+	// LowCardinality makes the String columns it creates or adds
+	// LowCardinality(String).
+	LowCardinality bool `yaml:"low_cardinality"`
 }
 
 // ShardList is the sink's shards: Shards, or one shard of weight 1 whose
@@ -619,6 +643,7 @@ func Parse(data []byte, filename string, lookup func(string) (string, bool)) (*C
 		d.decode(root.Content[0], reflect.ValueOf(c).Elem(), "")
 	}
 	finish(c)
+	c.Decode.FieldOrder = fieldOrder(c.Decode.Fields, d)
 	d.errs = append(d.errs, validate(c, d)...)
 	if err := errorsOrNil(d.errs); err != nil {
 		return nil, err
@@ -649,4 +674,27 @@ func (c *Config) Redacted() string {
 		return fmt.Sprintf("# cannot render config: %v\n", err)
 	}
 	return b.String()
+}
+
+// fieldOrder is the names of decode.fields in the file's order.
+func fieldOrder(fields map[string]string, d *decoder) []string {
+	if len(fields) == 0 {
+		return nil
+	}
+	out := make([]string, 0, len(fields))
+	for n := range fields {
+		out = append(out, n)
+	}
+	at := func(n string) mark { return d.keys[joinPath("decode.fields", n)] }
+	sort.SliceStable(out, func(i, j int) bool {
+		a, b := at(out[i]), at(out[j])
+		if a.line != b.line {
+			return a.line < b.line
+		}
+		if a.col != b.col {
+			return a.col < b.col
+		}
+		return out[i] < out[j]
+	})
+	return out
 }

@@ -653,6 +653,9 @@ func TestReferenceCoversEveryKey(t *testing.T) {
 	walk = func(typ reflect.Type, prefix string) {
 		for i := 0; i < typ.NumField(); i++ {
 			f := typ.Field(i)
+			if yamlName(f) == "-" {
+				continue // not a key: derived after decoding
+			}
 			path := joinPath(prefix, yamlName(f))
 			ft := f.Type
 			if ft.Kind() == reflect.Pointer {
@@ -757,5 +760,47 @@ func TestMaxRecordBytesDefault(t *testing.T) {
 		if c.Decode.MaxRecordBytes != tt.want {
 			t.Errorf("%s: max_record_bytes = %d, want %d", tt.value, c.Decode.MaxRecordBytes, tt.want)
 		}
+	}
+}
+
+func TestTableSchemaKeys(t *testing.T) {
+	y := `pipeline: {name: p}
+source:
+  kafka: {brokers: [b:9092], topics: [t], group_id: g}
+decode:
+  fields:
+    zeta: String
+    alpha: UInt32
+    mid: DateTime
+sink:
+  clickhouse:
+    addr: [c:9000]
+    table: t
+    schema: {create: true, add_columns: true, order_by: [alpha, mid], engine: ReplacingMergeTree, low_cardinality: true}
+`
+	c, err := Parse([]byte(y), "p.yaml", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sc := c.Sink.ClickHouse.Schema
+	if !sc.Create || !sc.AddColumns || !sc.LowCardinality || sc.Engine != "ReplacingMergeTree" || strings.Join(sc.OrderBy, ",") != "alpha,mid" {
+		t.Fatalf("schema = %+v", sc)
+	}
+	if got := strings.Join(c.Decode.FieldOrder, ","); got != "zeta,alpha,mid" {
+		t.Fatalf("FieldOrder = %s, want the file's order", got)
+	}
+	for _, c := range []struct{ edit, want string }{
+		{"order_by: [alpha, mid]", "order_by: [alpha, alpha]"},
+		{"order_by: [alpha, mid]", `order_by: [""]`},
+	} {
+		_, err := Parse([]byte(strings.Replace(y, c.edit, c.want, 1)), "p.yaml", nil)
+		if err == nil || !strings.Contains(err.Error(), "sink.clickhouse.schema.order_by") {
+			t.Errorf("%s: %v", c.want, err)
+		}
+	}
+	noFields := strings.Replace(y, "  fields:\n    zeta: String\n    alpha: UInt32\n    mid: DateTime\n", "  format: json\n", 1)
+	_, err = Parse([]byte(noFields), "p.yaml", nil)
+	if err == nil || !strings.Contains(err.Error(), "add_columns needs decode.fields") || !strings.Contains(err.Error(), "create needs decode.fields") {
+		t.Errorf("create and add_columns without types: %v", err)
 	}
 }

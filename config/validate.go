@@ -248,6 +248,31 @@ var rules = []rule{
 		}
 		return ""
 	}},
+	{path: "sink.clickhouse.schema.order_by", when: hasClickHouse, check: func(c *Config) string {
+		seen := map[string]bool{}
+		for _, col := range c.Sink.ClickHouse.Schema.OrderBy {
+			switch {
+			case col == "":
+				return "a column name is empty"
+			case seen[col]:
+				return fmt.Sprintf("column %s is listed twice", col)
+			}
+			seen[col] = true
+		}
+		return ""
+	}},
+	{path: "sink.clickhouse.schema.add_columns", when: hasClickHouse, check: func(c *Config) string {
+		if c.Sink.ClickHouse.Schema.AddColumns && c.Decode.Format != FormatAvro && len(c.Decode.Fields) == 0 {
+			return "JSON records carry no types: add_columns needs decode.fields (or Avro) to know the columns' types"
+		}
+		return ""
+	}},
+	{path: "sink.clickhouse.schema.create", when: hasClickHouse, check: func(c *Config) string {
+		if c.Sink.ClickHouse.Schema.Create && c.Decode.Format != FormatAvro && len(c.Decode.Fields) == 0 {
+			return "JSON records carry no types: create needs decode.fields (or Avro) to derive the table's columns"
+		}
+		return ""
+	}},
 	// A batch needs at least one row; beyond 10M rows a single INSERT holds
 	// gigabytes in memory and a retry repeats too much work.
 	{path: "sink.clickhouse.batch.max_rows", when: hasClickHouse, check: func(c *Config) string {

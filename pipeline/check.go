@@ -106,8 +106,13 @@ func Check(cfg *config.Config, timeout time.Duration) ([]string, error) {
 				addrs = append(addrs, c.Addr()+" ("+c.ServerVersion()+")")
 			}
 		}
-		report = append(report, fmt.Sprintf("clickhouse: sink %s: %s reachable; table %s has %d insertable columns",
-			s.name, strings.Join(addrs, ", "), t.Name(), len(t.Schema.Names)))
+		if s.derived {
+			report = append(report, fmt.Sprintf("clickhouse: sink %s: %s reachable; table %s is missing: sink.clickhouse.schema.create makes it at startup with %d insertable columns (etl schema prints it)",
+				s.name, strings.Join(addrs, ", "), t.Name(), len(t.Schema.Names)))
+		} else {
+			report = append(report, fmt.Sprintf("clickhouse: sink %s: %s reachable; table %s has %d insertable columns",
+				s.name, strings.Join(addrs, ", "), t.Name(), len(t.Schema.Names)))
+		}
 		for i, name := range t.Schema.Names {
 			field := t.Fields[i]
 			if field == "" {

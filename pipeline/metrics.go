@@ -10,14 +10,15 @@ import (
 // registerer; label values are resolved when a lane is created, never per
 // record.
 type metrics struct {
-	lanesPaused  prometheus.Gauge
-	decodeErrors *prometheus.CounterVec
-	commits      prometheus.Counter
-	lag          *prometheus.GaugeVec
-	watermarkAge prometheus.Gauge
-	tableChanges prometheus.Counter
-	state        *prometheus.GaugeVec
-	e2eLatency   prometheus.Histogram
+	lanesPaused   prometheus.Gauge
+	decodeErrors  *prometheus.CounterVec
+	commits       prometheus.Counter
+	lag           *prometheus.GaugeVec
+	watermarkAge  prometheus.Gauge
+	tableChanges  prometheus.Counter
+	schemaChanges *prometheus.CounterVec
+	state         *prometheus.GaugeVec
+	e2eLatency    prometheus.Histogram
 
 	transformIn, transformOut, transformDropped prometheus.Counter
 	transformErrors                             *prometheus.CounterVec
@@ -75,6 +76,10 @@ func newComponentMetrics(component func(string) prometheus.Registerer) *metrics 
 			Name: "etl_sink_table_changes_total",
 			Help: "Times the target table's insertable columns were found changed (ALTER TABLE) and followed.",
 		}),
+		schemaChanges: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "etl_schema_changes_total",
+			Help: "Tables created (change create_table) and columns added (add_column) by sink.clickhouse.schema, by sink.",
+		}, []string{"sink", "change"}),
 		state: prometheus.NewGaugeVec(prometheus.GaugeOpts{
 			Name: "etl_pipeline_state",
 			Help: "1 for the pipeline's current state (starting, running, draining, stalled, stopped), 0 for the others.",
@@ -121,7 +126,7 @@ func newComponentMetrics(component func(string) prometheus.Registerer) *metrics 
 	register("decode", m.decodeErrors)
 	register("checkpoint", m.commits, m.watermarkAge)
 	register("source", m.lag)
-	register("sink", m.tableChanges)
+	register("sink", m.tableChanges, m.schemaChanges)
 	register("pipeline", m.state, m.e2eLatency)
 	register("transform", m.transformIn, m.transformOut, m.transformDropped, m.transformErrors)
 	return m

@@ -55,6 +55,10 @@ type Options struct {
 	// sinks' tables (NewPreview): no dead-letter producer, no access or
 	// exactly-once checks, no consumer.
 	preview bool
+	// Offline, with preview, plans each sink against the table derived
+	// from the data and the chain (see Derivable) instead of reading it
+	// from ClickHouse.
+	Offline bool
 }
 
 // source is what the pipeline needs of the Kafka source: *kafka.Source, or
@@ -135,6 +139,9 @@ type Pipeline struct {
 	describeReq   chan struct{}
 	describeNext  chan struct{}           // closed after the next read of the columns
 	schemaIDs     map[int32]chan struct{} // Avro schema ids: closed once the table was read for them
+	tables        tableManager            // sink.clickhouse.schema: writer schemas awaiting their columns
+	offline       bool                    // Options.Offline: sinks planned against derived tables, no ClickHouse
+	dryRun        bool                    // validate -connect or tail: sink.clickhouse.schema changes nothing
 
 	state    atomic.Value // string: the base state (starting, running, draining, stopped)
 	assigned atomic.Bool  // an assignment was received from the group
@@ -263,6 +270,8 @@ func New(ctx context.Context, o Options) (*Pipeline, error) {
 	p.chunks.max = freeChunks(budgetBytes, int64(cfg.Chunk.TargetBytes))
 
 	p.wrapAck = o.WrapAck
+	p.offline = o.preview && o.Offline
+	p.dryRun = o.preview || o.checkOnly
 	// A failed New closes what it opened (the startup retries call New
 	// again).
 	built := false
@@ -271,13 +280,15 @@ func New(ctx context.Context, o Options) (*Pipeline, error) {
 			p.closeClients()
 		}
 	}()
-	if err := p.openSinks(ctx); err != nil {
-		return nil, err
-	}
+	// The Avro schemas first: sink.clickhouse.schema derives the tables
+	// from them.
 	if cfg.Decode.Format == config.FormatAvro {
 		if err := p.setupAvro(ctx); err != nil {
 			return nil, err
 		}
+	}
+	if err := p.openSinks(ctx); err != nil {
+		return nil, err
 	}
 	if p.eo() && !o.preview {
 		if err := p.eoCheckTables(ctx); err != nil {

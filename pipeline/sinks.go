@@ -25,6 +25,9 @@ type sinkState struct {
 	shards  []*clickhouse.Shard
 	weights []int
 	dest0   int // index of shards[0] in Pipeline.dests
+	// derived: a dry run planned against the derived table, which
+	// sink.clickhouse.schema.create would make (the table is missing).
+	derived bool
 }
 
 // openSinks connects to every replica of every sink (a replica that does
@@ -35,6 +38,20 @@ func (p *Pipeline) openSinks(ctx context.Context) error {
 		chc := ns.ClickHouse
 		s := &sinkState{name: ns.Name, cfg: chc}
 		p.sinks = append(p.sinks, s)
+		if p.offline {
+			// etl tail with every type given: the table derived from
+			// the data and the chain stands in for the live one.
+			t, err := p.derivedTarget(ctx, s)
+			if err != nil {
+				return err
+			}
+			for _, sh := range chc.ShardList() {
+				s.weights = append(s.weights, sh.Weight)
+				s.clients = append(s.clients, nil)
+			}
+			s.target.Store(t)
+			continue
+		}
 		// A password_file is read here, and again by every new
 		// connection (PasswordFunc), so a rotated password is picked up.
 		password, err := chc.Secret()
@@ -68,7 +85,17 @@ func (p *Pipeline) openSinks(ctx context.Context) error {
 			}
 			s.clients = append(s.clients, cs)
 		}
-		t, err := s.plan(ctx)
+		derived, err := p.prepareTable(ctx, s)
+		if err != nil {
+			return err
+		}
+		s.derived = derived
+		var t *clickhouse.Target
+		if derived {
+			t, err = p.derivedTarget(ctx, s)
+		} else {
+			t, err = s.plan(ctx)
+		}
 		if err != nil {
 			err = fmt.Errorf("sink %s: %w", s.name, err)
 			if clickhouse.ConfigProblem(err) {

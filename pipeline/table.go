@@ -205,7 +205,13 @@ func (p *Pipeline) describer(ctx context.Context) {
 		p.describeReqMu.Unlock()
 		for {
 			dctx, cancel := context.WithTimeout(ctx, p.cfg.Sink.ClickHouse.DialTimeout.D()+10*time.Second)
-			err := p.refreshAll(dctx)
+			var err error
+			if p.addsColumns() {
+				err = p.addColumnsForNew(dctx)
+			}
+			if err == nil {
+				err = p.refreshAll(dctx)
+			}
 			cancel()
 			if err == nil || done == nil || ctx.Err() != nil {
 				if err != nil && ctx.Err() == nil {
@@ -229,10 +235,16 @@ func (p *Pipeline) describer(ctx context.Context) {
 // schemaSeen reports whether the table's columns were read since schema id
 // was first served. The first call for an id requests that read.
 func (p *Pipeline) schemaSeen(id int32) bool {
+	if p.dryRun {
+		return true // a preview reads the tables once, at its start
+	}
 	p.describeReqMu.Lock()
 	ch, ok := p.schemaIDs[id]
 	p.describeReqMu.Unlock()
 	if !ok {
+		if p.addsColumns() {
+			p.schemaAdded(id)
+		}
 		ch = p.requestDescribe()
 		p.describeReqMu.Lock()
 		if prev, ok := p.schemaIDs[id]; ok {

@@ -32,6 +32,7 @@ func tailCmd(args []string, stdout, stderr io.Writer) int {
 	partList := fs.String("partitions", "", "comma-separated `partitions` to read (default: all)")
 	format := fs.String("format", "json", "output: json (one object per line) or table (aligned columns)")
 	raw := fs.Bool("raw", false, "also print each record as decoded, before the transform chain")
+	columns := fs.String("columns", "auto", "the tables' columns: table (read from ClickHouse), derived (from the Avro schema or decode.fields through the chain, as etl schema prints them; no ClickHouse) or auto (the tables, or the derived columns when ClickHouse cannot be reached and the configuration gives the types)")
 	timeout := fs.Duration("timeout", 30*time.Second, "time allowed to read the tables and the schemas before the first record")
 	if code, done := parseFlags(fs, args); done {
 		return code
@@ -46,6 +47,10 @@ func tailCmd(args []string, stdout, stderr io.Writer) int {
 	}
 	if *format != "json" && *format != "table" {
 		fmt.Fprintf(stderr, "etl tail: -format %q: want json or table\n", *format)
+		return exitUsage
+	}
+	if *columns != "auto" && *columns != "table" && *columns != "derived" {
+		fmt.Fprintf(stderr, "etl tail: -columns %q: want auto, table or derived\n", *columns)
 		return exitUsage
 	}
 	if *n < 0 {
@@ -81,8 +86,17 @@ func tailCmd(args []string, stdout, stderr io.Writer) int {
 	defer stop()
 	// Logs (the connections, warnings) go to stderr; the rows to stdout.
 	log := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
+	if *columns == "derived" && !pipeline.Derivable(cfg) {
+		fmt.Fprintln(stderr, "etl tail: -columns derived: JSON records without decode.fields carry no types; declare them in decode.fields or read the tables (-columns table)")
+		return exitUsage
+	}
 	bctx, cancel := context.WithTimeout(ctx, *timeout)
-	pv, err := pipeline.NewPreview(bctx, pipeline.Options{Config: cfg, Log: log})
+	pv, err := pipeline.NewPreview(bctx, pipeline.Options{Config: cfg, Log: log, Offline: *columns == "derived"})
+	if err != nil && *columns == "auto" && pipeline.Unavailable(err) && pipeline.Derivable(cfg) {
+		// No ClickHouse: the configuration gives the types.
+		fmt.Fprintf(stderr, "etl tail: ClickHouse cannot be reached (%v): the rows follow the columns derived from the data and the chain (etl schema)\n", err)
+		pv, err = pipeline.NewPreview(bctx, pipeline.Options{Config: cfg, Log: log, Offline: true})
+	}
 	cancel()
 	if err != nil {
 		fmt.Fprintf(stderr, "etl tail: %v\n", err)

@@ -144,7 +144,7 @@ func (c *Client) Describe(ctx context.Context) ([]ColumnInfo, error) {
 	rows, err := c.conn.Query(ctx, q)
 	if err != nil {
 		if code, ok := exceptionCode(err); ok && (code == codeUnknownTable || code == codeUnknownDatabase) {
-			return nil, fmt.Errorf("table %s does not exist: %w", name, err)
+			return nil, fmt.Errorf("table %s does not exist (etl schema prints a CREATE TABLE for it; sink.clickhouse.schema.create: true makes it at startup): %w", name, err)
 		}
 		if _, ok := exceptionCode(err); !ok {
 			err = withTLSHint(c.opts.Addr, c.opts.TLS != nil, err)

@@ -1,0 +1,342 @@
+package pipeline
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"sync"
+
+	"github.com/etl-project/etl/config"
+	"github.com/etl-project/etl/schema"
+	"github.com/etl-project/etl/sink/clickhouse"
+)
+
+// Schema changes, the values of etl_schema_changes_total's change label.
+const (
+	changeCreateTable = "create_table"
+	changeAddColumn   = "add_column"
+)
+
+// tableManager holds what sink.clickhouse.schema needs at run time.
+type tableManager struct {
+	mu sync.Mutex
+	// pending are the writer schema ids first seen since the describer
+	// last ran: their fields get columns before their records decode.
+	pending []int32
+	// src is what the pipeline reads at startup (New's goroutine only).
+	src    schema.Source
+	srcErr error
+	read   bool
+}
+
+// addsColumns reports whether a sink adds the columns new writer
+// schemas bring (registry framing without a reader schema: with one,
+// every record is resolved to it and brings no new field).
+func (p *Pipeline) addsColumns() bool {
+	if p.registry == nil || p.readerSchema != "" {
+		return false
+	}
+	for _, s := range p.cfg.SinkList() {
+		if s.ClickHouse.Schema.AddColumns {
+			return true
+		}
+	}
+	return false
+}
+
+// prepareTable applies sink.clickhouse.schema at startup: the table is
+// created on every replica that lacks it (create), and the fields the
+// rows carry get the columns the table lacks (add_columns).
+//
+// A dry run (validate -connect, tail) changes nothing: it reports
+// derived true when the table is missing and would be created, and the
+// sink is then planned against the derived table.
+func (p *Pipeline) prepareTable(ctx context.Context, s *sinkState) (derived bool, err error) {
+	sc := s.cfg.Schema
+	if p.m != nil {
+		p.m.schemaChanges.WithLabelValues(s.name, changeCreateTable)
+		p.m.schemaChanges.WithLabelValues(s.name, changeAddColumn)
+	}
+	if !sc.Create && !sc.AddColumns {
+		return false, nil
+	}
+	if sc.Create {
+		var missing []*clickhouse.Client
+		for i, cs := range s.clients {
+			for _, c := range cs {
+				ok, err := c.TableExists(ctx)
+				if err != nil {
+					err = fmt.Errorf("sink %s: shard %d: %w", s.name, i, err)
+					if !clickhouse.ServerAnswered(err) {
+						return false, unavailable(err)
+					}
+					return false, err
+				}
+				if !ok {
+					missing = append(missing, c)
+				}
+			}
+		}
+		if len(missing) > 0 && p.dryRun {
+			return true, nil
+		}
+		if len(missing) > 0 {
+			src, srcErr := p.source(ctx)
+			if srcErr != nil {
+				return false, fmt.Errorf("sink %s: sink.clickhouse.schema.create: the table %s is missing and its columns cannot be derived: %w", s.name, missing[0].TableName(), srcErr)
+			}
+			for _, c := range missing {
+				if err := p.createTable(ctx, s, c, src); err != nil {
+					return false, err
+				}
+			}
+		}
+	}
+	if sc.AddColumns && !p.dryRun {
+		src, srcErr := p.source(ctx)
+		if srcErr != nil {
+			p.log.Warn("sink.clickhouse.schema.add_columns: the fields of the writer schema cannot be read now; columns are added when a new writer schema is seen",
+				"sink", s.name, "err", srcErr)
+			return false, nil
+		}
+		err := p.addColumns(ctx, s, src, "startup")
+		var u *underivable
+		if errors.As(err, &u) {
+			p.log.Warn("sink.clickhouse.schema.add_columns: the rows of the writer schema cannot be derived: no column added",
+				"sink", s.name, "err", err)
+			return false, nil
+		}
+		return false, err
+	}
+	return false, nil
+}
+
+// source is schemaSource, read once at startup.
+func (p *Pipeline) source(ctx context.Context) (schema.Source, error) {
+	if !p.tables.read {
+		p.tables.src, p.tables.srcErr = p.schemaSource(ctx)
+		p.tables.read = true
+	}
+	return p.tables.src, p.tables.srcErr
+}
+
+// serverOf is what the server behind c supports.
+func serverOf(c *clickhouse.Client) schema.Server {
+	srv, err := schema.ParseServer(c.ServerVersion())
+	if err != nil {
+		srv, _ = schema.ParseServer("")
+	}
+	return srv
+}
+
+// derive is sink s's columns from src, for server srv.
+func (p *Pipeline) derive(s *sinkState, src schema.Source, srv schema.Server) ([]schema.Column, error) {
+	all, err := DeriveColumns(p.cfg, src, DeriveOptions{Server: srv, Sink: s.name})
+	if err != nil {
+		return nil, err
+	}
+	return all[s.name], nil
+}
+
+// ddlSettings are the settings a statement with cols needs on srv.
+func ddlSettings(stmt string, srv schema.Server) map[string]any {
+	if srv.LowCardinalityNeedsSetting() && strings.Contains(stmt, "LowCardinality(") {
+		return map[string]any{"allow_experimental_low_cardinality_type": 1}
+	}
+	return nil
+}
+
+// createTable creates sink s's table on replica c.
+func (p *Pipeline) createTable(ctx context.Context, s *sinkState, c *clickhouse.Client, src schema.Source) error {
+	srv := serverOf(c)
+	cols, err := p.derive(s, src, srv)
+	if err != nil {
+		return &ConfigError{Errs: []error{fmt.Errorf("sink %s: sink.clickhouse.schema.create: %w", s.name, err)}}
+	}
+	sc := s.cfg.Schema
+	stmts, _, err := schema.CreateTable(schema.Table{
+		Database: c.Database(), Name: s.cfg.Table, Engine: sc.Engine, OrderBy: sc.OrderBy, IfNotExists: true,
+	}, cols, srv)
+	if err != nil {
+		return &ConfigError{Errs: []error{fmt.Errorf("sink %s: sink.clickhouse.schema: %w", s.name, err)}}
+	}
+	stmt := stmts[len(stmts)-1]
+	if err := c.Exec(ctx, stmt, ddlSettings(stmt, srv)); err != nil {
+		return fmt.Errorf("sink %s: sink.clickhouse.schema.create: %s: %w", s.name, c.TableName(), err)
+	}
+	var skipped []string
+	for _, col := range cols {
+		if col.Type == "" {
+			skipped = append(skipped, col.Name+": "+col.Note)
+		}
+	}
+	if p.m != nil {
+		p.m.schemaChanges.WithLabelValues(s.name, changeCreateTable).Inc()
+	}
+	p.log.Info("created the table (sink.clickhouse.schema.create)", "sink", s.name, "table", c.TableName(),
+		"server_version", c.ServerVersion(), "statement", stmt, "fields_without_column", skipped)
+	return nil
+}
+
+// addColumns adds to sink s's table, on every replica, a column for each
+// field of the rows from src that it lacks. why names the occasion in
+// the log.
+func (p *Pipeline) addColumns(ctx context.Context, s *sinkState, src schema.Source, why string) error {
+	type add struct {
+		col      schema.Column
+		replicas []string
+	}
+	var adds []*add
+	byName := map[string]*add{}
+	for i, cs := range s.clients {
+		for _, c := range cs {
+			srv := serverOf(c)
+			cols, err := p.derive(s, src, srv)
+			if err != nil {
+				return &underivable{fmt.Errorf("sink %s: sink.clickhouse.schema.add_columns: %w", s.name, err)}
+			}
+			have, err := c.Describe(ctx)
+			if err != nil {
+				err = fmt.Errorf("sink %s: shard %d: %w", s.name, i, err)
+				if !clickhouse.ServerAnswered(err) {
+					return unavailable(err)
+				}
+				return err
+			}
+			exists := map[string]bool{}
+			for _, h := range have {
+				exists[h.Name] = true
+			}
+			for _, col := range cols {
+				if col.Type == "" || exists[col.Name] {
+					continue
+				}
+				stmt := schema.AddColumn(c.Database(), s.cfg.Table, col)
+				if err := c.Exec(ctx, stmt, ddlSettings(stmt, srv)); err != nil && !clickhouse.ColumnExists(err) {
+					err = fmt.Errorf("sink %s: shard %d: sink.clickhouse.schema.add_columns: %s: %w", s.name, i, stmt, err)
+					if !clickhouse.ServerAnswered(err) {
+						return unavailable(err)
+					}
+					return err
+				}
+				if p.m != nil {
+					p.m.schemaChanges.WithLabelValues(s.name, changeAddColumn).Inc()
+				}
+				a := byName[col.Name]
+				if a == nil {
+					a = &add{col: col}
+					byName[col.Name] = a
+					adds = append(adds, a)
+				}
+				a.replicas = append(a.replicas, fmt.Sprintf("shard %d %s", i, c.Addr()))
+				p.log.Info("added a column (sink.clickhouse.schema.add_columns)", "sink", s.name, "table", c.TableName(),
+					"shard", i, "replica", c.Addr(), "column", col.Name, "statement", stmt, "occasion", why)
+			}
+		}
+	}
+	return nil
+}
+
+// schemaAdded records writer schema id for the describer, which gives its
+// fields columns before the table is read for it.
+func (p *Pipeline) schemaAdded(id int32) {
+	p.tables.mu.Lock()
+	p.tables.pending = append(p.tables.pending, id)
+	p.tables.mu.Unlock()
+}
+
+// addColumnsForNew adds the columns the writer schemas first seen since
+// the last call need. An id whose schema cannot be read is kept for the
+// next call.
+func (p *Pipeline) addColumnsForNew(ctx context.Context) error {
+	p.tables.mu.Lock()
+	ids := p.tables.pending
+	p.tables.pending = nil
+	p.tables.mu.Unlock()
+	var errs []error
+	var retry []int32
+	for _, id := range ids {
+		sc, err := p.registry.Lookup(id)
+		if err != nil {
+			retry = append(retry, id)
+			errs = append(errs, fmt.Errorf("schema id %d: %w", id, err))
+			continue
+		}
+		src, err := schema.FromAvro(sc.Text)
+		if err != nil {
+			// The decoder reports this schema's records.
+			p.log.Warn("sink.clickhouse.schema.add_columns: cannot read writer schema", "id", id, "err", err)
+			continue
+		}
+		for _, s := range p.sinks {
+			if !s.cfg.Schema.AddColumns {
+				continue
+			}
+			err := p.addColumns(ctx, s, src, fmt.Sprintf("writer schema id %d", id))
+			var u *underivable
+			if errors.As(err, &u) {
+				// Not a schema the chain can take (a type change): no
+				// column is added, and the decoder refuses its records
+				// (schema_mismatch).
+				p.log.Warn("sink.clickhouse.schema.add_columns: the rows of a new writer schema cannot be derived: no column added; its records go to decode.on_error",
+					"sink", s.name, "id", id, "err", err)
+				continue
+			}
+			if err != nil {
+				retry = append(retry, id)
+				errs = append(errs, err)
+				break
+			}
+		}
+	}
+	if len(retry) > 0 {
+		p.tables.mu.Lock()
+		p.tables.pending = append(retry, p.tables.pending...)
+		p.tables.mu.Unlock()
+	}
+	return errors.Join(errs...)
+}
+
+// derivedTarget plans sink s's insert into the table derived from the
+// data and the chain, for the newest server, without ClickHouse.
+func (p *Pipeline) derivedTarget(ctx context.Context, s *sinkState) (*clickhouse.Target, error) {
+	src, err := p.source(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("sink %s: derive the table's columns: %w", s.name, err)
+	}
+	srv, _ := schema.ParseServer("")
+	cols, err := p.derive(s, src, srv)
+	if err != nil {
+		return nil, &ConfigError{Errs: []error{fmt.Errorf("sink %s: derive the table's columns: %w", s.name, err)}}
+	}
+	var info []clickhouse.ColumnInfo
+	for _, c := range cols {
+		if c.Type != "" {
+			info = append(info, clickhouse.ColumnInfo{Name: c.Name, Type: c.Type})
+		}
+	}
+	db := s.cfg.Database
+	if db == "" {
+		db = "default"
+	}
+	t, err := clickhouse.Plan(db, s.cfg.Table, info, clickhouse.Mapping{Columns: s.cfg.Columns, Exclude: s.cfg.ExcludeColumns})
+	if err != nil {
+		return nil, &ConfigError{Errs: []error{fmt.Errorf("sink %s: the derived table: %w", s.name, err)}}
+	}
+	return t, nil
+}
+
+// Derivable reports whether the configuration gives every field's type,
+// so that the tables can be derived without ClickHouse: Avro (a schema
+// file, a reader schema or the registry), or JSON with decode.fields.
+func Derivable(cfg *config.Config) bool {
+	return cfg.Decode.Format == config.FormatAvro || len(cfg.Decode.Fields) > 0
+}
+
+// underivable is a writer schema whose rows cannot be derived through the
+// chain.
+type underivable struct{ err error }
+
+func (u *underivable) Error() string { return u.err.Error() }
+func (u *underivable) Unwrap() error { return u.err }

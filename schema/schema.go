@@ -1,0 +1,491 @@
+// Package schema derives a ClickHouse table from what a pipeline writes:
+// the fields of the Avro writer schema or of decode.fields, carried
+// through the transform chain (flatten, set, rename, drop) and the sink's
+// column overrides, typed for the server's version. `etl schema` prints
+// the CREATE TABLE; sink.clickhouse.schema uses it to create a missing
+// table and to add the columns a new writer schema brings.
+package schema
+
+import (
+	"fmt"
+	"regexp"
+	"sort"
+	"strconv"
+	"strings"
+
+	"github.com/etl-project/etl/chunk"
+	"github.com/etl-project/etl/config"
+	"github.com/etl-project/etl/decode/avro"
+	"github.com/etl-project/etl/transform"
+)
+
+// Column is one column of the derived table.
+type Column struct {
+	Name string
+	// Type is the ClickHouse type; "" for a field no column can hold,
+	// with Note saying why.
+	Type string
+	// Group is the Nested structure the column belongs to ("events" for
+	// "events.kind"), "" for a column of its own.
+	Group string
+	// Default is a ClickHouse literal the column defaults to (a source
+	// field's Avro default), or "".
+	Default string
+	Note    string
+}
+
+// Source is the fields a pipeline reads, before the transform chain.
+type Source struct {
+	// Columns are the record's fields as columns, in order.
+	Columns []Column
+	// Fields types every field the chain can read, including the fields
+	// of records that are one Tuple column ("user.id").
+	Fields map[string]string
+}
+
+// FromAvro reads the fields of an Avro record schema.
+func FromAvro(text string) (Source, error) {
+	cols, all, err := avro.Columns(text)
+	if err != nil {
+		return Source{}, err
+	}
+	src := Source{Fields: all}
+	for _, c := range cols {
+		src.Columns = append(src.Columns, Column(c))
+	}
+	return src, nil
+}
+
+// FromFields reads decode.fields, in the order given (fields missing from
+// order come last, sorted).
+func FromFields(fields map[string]string, order []string) Source {
+	src := Source{Fields: map[string]string{}}
+	seen := map[string]bool{}
+	names := append([]string(nil), order...)
+	var rest []string
+	for n := range fields {
+		rest = append(rest, n)
+	}
+	sort.Strings(rest)
+	names = append(names, rest...)
+	for _, n := range names {
+		t, ok := fields[n]
+		if !ok || seen[n] {
+			continue
+		}
+		seen[n] = true
+		src.Fields[n] = t
+		src.Columns = append(src.Columns, Column{Name: n, Type: t})
+	}
+	return src
+}
+
+// Merge adds the fields of b that a lacks (several subjects).
+func Merge(a, b Source) Source {
+	if a.Fields == nil {
+		return b
+	}
+	have := map[string]bool{}
+	for _, c := range a.Columns {
+		have[c.Name] = true
+	}
+	for _, c := range b.Columns {
+		if !have[c.Name] {
+			a.Columns = append(a.Columns, c)
+		}
+	}
+	for f, t := range b.Fields {
+		if _, ok := a.Fields[f]; !ok {
+			a.Fields[f] = t
+		}
+	}
+	return a
+}
+
+// Server is what the target server's version supports.
+type Server struct {
+	Version      string // as given; "" means the newest
+	major, minor int
+}
+
+// ParseServer reads a version such as 18.16 or 23.8.2.7; "" is the newest
+// server.
+func ParseServer(v string) (Server, error) {
+	if v == "" {
+		return Server{major: 1 << 20}, nil
+	}
+	parts := strings.Split(v, ".")
+	maj, err1 := strconv.Atoi(parts[0])
+	mnr := 0
+	var err2 error
+	if len(parts) > 1 {
+		mnr, err2 = strconv.Atoi(parts[1])
+	}
+	if err1 != nil || err2 != nil || maj <= 0 {
+		return Server{}, fmt.Errorf("server version %q is not MAJOR.MINOR[.PATCH...]", v)
+	}
+	return Server{Version: v, major: maj, minor: mnr}, nil
+}
+
+func (s Server) atLeast(maj, mnr int) bool {
+	return s.major > maj || (s.major == maj && s.minor >= mnr)
+}
+
+// DateTime64 is 20.1's sub-second DateTime.
+func (s Server) DateTime64() bool { return s.atLeast(20, 1) }
+
+// Bool is 21.12's Bool type (older servers store booleans as UInt8).
+func (s Server) Bool() bool { return s.atLeast(21, 12) }
+
+// Map is the Map type, generally available since 21.8.
+func (s Server) Map() bool { return s.atLeast(21, 8) }
+
+// WideDecimal is Decimal precision above 38 (Decimal256, 20.8).
+func (s Server) WideDecimal() bool { return s.atLeast(20, 8) }
+
+// LowCardinalityNeedsSetting is true before 19.1, where LowCardinality
+// columns need allow_experimental_low_cardinality_type.
+func (s Server) LowCardinalityNeedsSetting() bool { return !s.atLeast(19, 1) }
+
+var (
+	reDateTime64 = regexp.MustCompile(`DateTime64\(\d+(, *'[^']*')?\)`)
+	reBool       = regexp.MustCompile(`\bBool\b`)
+	reDecimal    = regexp.MustCompile(`Decimal\((\d+), *(\d+)\)`)
+)
+
+// Adapt returns t as the server can hold it, or "" and why it cannot.
+func (s Server) Adapt(t string) (string, string) {
+	if !s.DateTime64() && strings.Contains(t, "DateTime64(") {
+		t = reDateTime64.ReplaceAllString(t, "DateTime")
+	}
+	if !s.Bool() {
+		t = reBool.ReplaceAllString(t, "UInt8")
+	}
+	if !s.Map() && strings.Contains(t, "Map(") {
+		return "", "ClickHouse " + s.Version + " has no Map type (21.8 and later have)"
+	}
+	if !s.WideDecimal() {
+		for _, m := range reDecimal.FindAllStringSubmatch(t, -1) {
+			if p, _ := strconv.Atoi(m[1]); p > 38 {
+				return "", fmt.Sprintf("ClickHouse %s has no Decimal of precision %d (20.8 and later have, up to 76)", s.Version, p)
+			}
+		}
+	}
+	return t, ""
+}
+
+// Options are what Derive carries the source through.
+type Options struct {
+	Steps []config.Step
+	// Sinks are the pipeline's sink names (route steps name them).
+	Sinks []string
+	// Overrides is the sink's column map: column -> field.
+	Overrides map[string]string
+	Server    Server
+	// LowCardinality makes String columns LowCardinality(String).
+	LowCardinality bool
+}
+
+// Derive returns the columns of the rows the pipeline writes: src's
+// fields through the transform chain, named by the sink's overrides, and
+// typed for the server. Fields no column can hold are returned with a
+// Note and no Type.
+func Derive(src Source, o Options) ([]Column, error) {
+	in := &chunk.Schema{}
+	hidden := map[string]bool{}
+	groups := map[string]string{}
+	defaults := map[string]string{}
+	var notes []Column
+	visible := map[string]bool{}
+	add := func(name, typ string) error {
+		ct, err := chunk.ParseType(typ)
+		if err != nil {
+			return fmt.Errorf("field %q: type %s: %w", name, typ, err)
+		}
+		in.Names = append(in.Names, name)
+		in.Types = append(in.Types, ct)
+		return nil
+	}
+	for _, c := range src.Columns {
+		visible[c.Name] = true
+		t, why := c.Type, c.Note
+		if why == "" {
+			t, why = o.Server.Adapt(t)
+		}
+		if why != "" {
+			notes = append(notes, Column{Name: c.Name, Note: why})
+			continue
+		}
+		if err := add(c.Name, t); err != nil {
+			return nil, err
+		}
+		if c.Group != "" {
+			groups[c.Name] = c.Group
+		}
+		if c.Default != "" {
+			defaults[c.Name] = c.Default
+		}
+	}
+	var extra []string
+	for f := range src.Fields {
+		if !visible[f] {
+			extra = append(extra, f)
+		}
+	}
+	sort.Strings(extra)
+	for _, f := range extra {
+		t, why := o.Server.Adapt(src.Fields[f])
+		if why != "" {
+			continue
+		}
+		if err := add(f, t); err != nil {
+			return nil, err
+		}
+		hidden[f] = true
+	}
+	fields, err := transform.FieldsOut(o.Steps, in, hidden, groups, o.Sinks)
+	if err != nil {
+		return nil, err
+	}
+	var cols []Column
+	for _, f := range fields {
+		c := Column{Name: f.Name, Group: f.Group, Default: defaults[f.Name]}
+		if f.Type != nil {
+			c.Type = f.Type.Name
+		} else {
+			c.Type = o.Server.kindType(f.Kind)
+			if f.Nullable {
+				c.Type = "Nullable(" + c.Type + ")"
+			}
+		}
+		cols = append(cols, c)
+	}
+	cols = override(cols, o.Overrides)
+	if o.LowCardinality {
+		for i := range cols {
+			if cols[i].Group != "" {
+				continue
+			}
+			switch cols[i].Type {
+			case "String", "Nullable(String)":
+				cols[i].Type = "LowCardinality(" + cols[i].Type + ")"
+			}
+		}
+	}
+	dropped := map[string]bool{}
+	for _, st := range o.Steps {
+		for _, d := range st.Drop {
+			dropped[d] = true
+		}
+	}
+	for _, n := range notes {
+		if !dropped[n.Name] {
+			cols = append(cols, n)
+		}
+	}
+	return cols, nil
+}
+
+// kindType is the column type of a value an expression computes.
+func (s Server) kindType(kind string) string {
+	switch kind {
+	case "Time":
+		if s.DateTime64() {
+			return "DateTime64(3)"
+		}
+		return "DateTime"
+	case "Bool":
+		if s.Bool() {
+			return "Bool"
+		}
+		return "UInt8"
+	}
+	return kind
+}
+
+// override names the columns the sink's column map fills from another
+// field: the field's column takes the column's name (a field feeding
+// several columns gives each one).
+func override(cols []Column, m map[string]string) []Column {
+	names := make([]string, 0, len(m))
+	for c := range m {
+		names = append(names, c)
+	}
+	sort.Strings(names)
+	used := map[int]bool{}
+	for _, name := range names {
+		field := m[name]
+		at := -1
+		for i, c := range cols {
+			if c.Name == field && c.Type != "" {
+				at = i
+				break
+			}
+		}
+		if at < 0 {
+			continue // a field the rows lack: the sink's plan reports it
+		}
+		if used[at] {
+			c := cols[at]
+			c.Name, c.Group = name, ""
+			cols = append(cols, c)
+			continue
+		}
+		used[at] = true
+		cols[at].Name, cols[at].Group = name, ""
+	}
+	return cols
+}
+
+// Statement options.
+type Table struct {
+	Database, Name string
+	// Engine is the table engine, MergeTree when empty.
+	Engine string
+	// OrderBy is the sorting key's columns; empty gives tuple().
+	OrderBy     []string
+	IfNotExists bool
+}
+
+// CreateTable returns the statements that create the table: a SET first
+// when the server needs a setting for LowCardinality. Columns without a
+// Type are listed in comments before it.
+func CreateTable(t Table, cols []Column, srv Server) ([]string, string, error) {
+	var b strings.Builder
+	var stmts []string
+	for _, c := range cols {
+		if c.Type == "" {
+			fmt.Fprintf(&b, "-- field %q has no column: %s\n", c.Name, c.Note)
+		}
+	}
+	if err := checkOrderBy(t.OrderBy, cols); err != nil {
+		return nil, "", err
+	}
+	lc := false
+	for _, c := range cols {
+		if strings.Contains(c.Type, "LowCardinality(") {
+			lc = true
+		}
+	}
+	if lc && srv.LowCardinalityNeedsSetting() {
+		set := "SET allow_experimental_low_cardinality_type = 1"
+		stmts = append(stmts, set)
+		b.WriteString(set + ";\n")
+	}
+	var q strings.Builder
+	q.WriteString("CREATE TABLE ")
+	if t.IfNotExists {
+		q.WriteString("IF NOT EXISTS ")
+	}
+	if t.Database != "" {
+		q.WriteString(Quote(t.Database) + ".")
+	}
+	q.WriteString(Quote(t.Name) + "\n(\n")
+	var lines []string
+	for i := 0; i < len(cols); i++ {
+		c := cols[i]
+		if c.Type == "" {
+			continue
+		}
+		if c.Group == "" {
+			lines = append(lines, "    "+columnDef(c))
+			continue
+		}
+		var members []string
+		j := i
+		for ; j < len(cols) && cols[j].Group == c.Group && cols[j].Type != ""; j++ {
+			inner := strings.TrimSuffix(strings.TrimPrefix(cols[j].Type, "Array("), ")")
+			members = append(members, "        "+Quote(strings.TrimPrefix(cols[j].Name, c.Group+"."))+" "+inner)
+		}
+		i = j - 1
+		lines = append(lines, "    "+Quote(c.Group)+" Nested(\n"+strings.Join(members, ",\n")+"\n    )")
+	}
+	if len(lines) == 0 {
+		return nil, "", fmt.Errorf("no field of the rows has a column")
+	}
+	q.WriteString(strings.Join(lines, ",\n"))
+	q.WriteString("\n)\nENGINE = ")
+	engine := t.Engine
+	if engine == "" {
+		engine = "MergeTree"
+	}
+	q.WriteString(engine)
+	q.WriteString("\nORDER BY ")
+	switch len(t.OrderBy) {
+	case 0:
+		q.WriteString("tuple()")
+	case 1:
+		q.WriteString(Quote(t.OrderBy[0]))
+	default:
+		keys := make([]string, len(t.OrderBy))
+		for i, k := range t.OrderBy {
+			keys[i] = Quote(k)
+		}
+		q.WriteString("(" + strings.Join(keys, ", ") + ")")
+	}
+	stmts = append(stmts, q.String())
+	b.WriteString(q.String() + ";\n")
+	return stmts, b.String(), nil
+}
+
+// columnDef is "`name` Type [DEFAULT x]".
+func columnDef(c Column) string {
+	s := Quote(c.Name) + " " + c.Type
+	if c.Default != "" {
+		s += " DEFAULT " + c.Default
+	}
+	return s
+}
+
+// checkOrderBy refuses sorting-key columns the table would not have or
+// that cannot be in a sorting key.
+func checkOrderBy(keys []string, cols []Column) error {
+	for _, k := range keys {
+		var col *Column
+		for i := range cols {
+			if cols[i].Name == k && cols[i].Type != "" {
+				col = &cols[i]
+			}
+		}
+		if col == nil {
+			var names []string
+			for _, c := range cols {
+				if c.Type != "" && c.Group == "" {
+					names = append(names, c.Name)
+				}
+			}
+			return fmt.Errorf("order by %q: the rows have no such column; columns: %s", k, strings.Join(names, ", "))
+		}
+		switch {
+		case col.Group != "" || strings.HasPrefix(col.Type, "Array("):
+			return fmt.Errorf("order by %q: an array (%s) cannot be in the sorting key", k, col.Type)
+		case strings.HasPrefix(col.Type, "Nullable(") || strings.HasPrefix(col.Type, "LowCardinality(Nullable("):
+			return fmt.Errorf("order by %q: a Nullable column (%s) cannot be in the sorting key", k, col.Type)
+		}
+	}
+	return nil
+}
+
+// AddColumn is the ALTER TABLE statement adding c; a column without an
+// Avro default is made Nullable where its type can be.
+func AddColumn(database, table string, c Column) string {
+	t := c.Type
+	if c.Default == "" && !strings.HasPrefix(t, "Nullable(") && !strings.HasPrefix(t, "Array(") &&
+		!strings.HasPrefix(t, "Map(") && !strings.HasPrefix(t, "Tuple(") && !strings.HasPrefix(t, "LowCardinality(") {
+		t = "Nullable(" + t + ")"
+	}
+	if c.Default == "" && strings.HasPrefix(t, "LowCardinality(String") {
+		t = "LowCardinality(Nullable(String))"
+	}
+	def := Column{Name: c.Name, Type: t, Default: c.Default}
+	name := Quote(table)
+	if database != "" {
+		name = Quote(database) + "." + name
+	}
+	return "ALTER TABLE " + name + " ADD COLUMN " + columnDef(def)
+}
+
+// Quote is a ClickHouse identifier in backquotes.
+func Quote(s string) string {
+	return "`" + strings.NewReplacer("\\", "\\\\", "`", "\\`").Replace(s) + "`"
+}
