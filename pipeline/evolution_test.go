@@ -146,16 +146,7 @@ func TestAvroNewSchemaReadsTable(t *testing.T) {
 	s1, s2 := avro.MustParse(v1), avro.MustParse(eventSchema)
 
 	frames := func(from, to uint64, id int32, s avro.Schema) map[uint64][]byte {
-		raw := map[uint64][]byte{}
-		for i := from; i < to; i++ {
-			e := gen.Make(seed, i)
-			payload, err := avro.Marshal(s, e.Avro())
-			if err != nil {
-				t.Fatal(err)
-			}
-			raw[i] = schemaregistry.AppendFrame(nil, id, payload)
-		}
-		return raw
+		return avroFrames(t, from, to, id, s)
 	}
 	cfg := testConfig(t, kb, ch, "newschema")
 	cfg.Source.Kafka.Topics = []string{"events"}
@@ -184,4 +175,19 @@ func TestAvroNewSchemaReadsTable(t *testing.T) {
 	if n := testutil.ToFloat64(p.m.tableChanges); n != 1 {
 		t.Fatalf("etl_sink_table_changes_total = %v, want 1", n)
 	}
+}
+
+// avroFrames is gen's records [from, to) in Avro schema s, framed with
+// schema id, by record number.
+func avroFrames(t *testing.T, from, to uint64, id int32, s avro.Schema) map[uint64][]byte {
+	t.Helper()
+	raw := map[uint64][]byte{}
+	for i := from; i < to; i++ {
+		payload, err := avro.Marshal(s, gen.Make(seed, i).Avro())
+		if err != nil {
+			t.Fatal(err)
+		}
+		raw[i] = schemaregistry.AppendFrame(nil, id, payload)
+	}
+	return raw
 }

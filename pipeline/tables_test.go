@@ -16,9 +16,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus/testutil"
 
 	"github.com/etl-project/etl/config"
-	"github.com/etl-project/etl/gen"
 	"github.com/etl-project/etl/internal/testenv"
-	"github.com/etl-project/etl/schemaregistry"
 	"github.com/etl-project/etl/schemaregistry/registrytest"
 )
 
@@ -39,17 +37,6 @@ func TestSchemaOnEveryShard(t *testing.T) {
 	}
 	id1 := reg.Register("events-value", v1)
 	s1, s2 := avro.MustParse(v1), avro.MustParse(eventSchema)
-	frames := func(from, to uint64, id int32, s avro.Schema) map[uint64][]byte {
-		raw := map[uint64][]byte{}
-		for i := from; i < to; i++ {
-			payload, err := avro.Marshal(s, gen.Make(seed, i).Avro())
-			if err != nil {
-				t.Fatal(err)
-			}
-			raw[i] = schemaregistry.AppendFrame(nil, id, payload)
-		}
-		return raw
-	}
 	cfg := testConfig(t, kb, ch1, "schemashards")
 	cfg.Source.Kafka.Topics = []string{"events"}
 	cfg.Decode.Format = "avro"
@@ -61,7 +48,7 @@ func TestSchemaOnEveryShard(t *testing.T) {
 	chc.DescribeInterval = 0
 	p, stop := runPipeline(t, cfg)
 
-	produce(t, kb, 0, 400, frames(0, 400, id1, s1))
+	produce(t, kb, 0, 400, avroFrames(t, 0, 400, id1, s1))
 	count := func() uint64 { return ch1.Count(t, "default.events") + ch2.Count(t, "default.events") }
 	waitFor(t, "v1 rows", time.Minute, func() bool { return count() >= 400 })
 	for i, ch := range []*testenv.CH{ch1, ch2} {
@@ -70,7 +57,7 @@ func TestSchemaOnEveryShard(t *testing.T) {
 		}
 	}
 	id2 := reg.Register("events-value", eventSchema)
-	produce(t, kb, 400, 400, frames(400, 800, id2, s2))
+	produce(t, kb, 400, 400, avroFrames(t, 400, 800, id2, s2))
 	waitFor(t, "v2 rows", time.Minute, func() bool { return count() >= 800 })
 	stop()
 

@@ -19,20 +19,10 @@ import (
 	"github.com/etl-project/etl/transform"
 )
 
-// Column is one column of the derived table.
-type Column struct {
-	Name string
-	// Type is the ClickHouse type; "" for a field no column can hold,
-	// with Note saying why.
-	Type string
-	// Group is the Nested structure the column belongs to ("events" for
-	// "events.kind"), "" for a column of its own.
-	Group string
-	// Default is a ClickHouse literal the column defaults to (a source
-	// field's Avro default), or "".
-	Default string
-	Note    string
-}
+// Column is one column of the derived table: Type "" for a field no
+// column can hold (Note says why), Group the Nested structure it belongs
+// to, Default a ClickHouse literal (a source field's Avro default).
+type Column = avro.Column
 
 // Source is the fields a pipeline reads, before the transform chain.
 type Source struct {
@@ -50,9 +40,7 @@ func FromAvro(text string) (Source, error) {
 		return Source{}, err
 	}
 	src := Source{Fields: all}
-	for _, c := range cols {
-		src.Columns = append(src.Columns, Column(c))
-	}
+	src.Columns = cols
 	return src, nil
 }
 
