@@ -51,21 +51,9 @@ func addRecordFields(rec *havro.RecordSchema, prefix string, inArray bool, out m
 	}
 	for _, f := range rec.Fields() {
 		name := prefix + f.Name()
-		t := deref(f.Type())
-		nullable := false
-		if u, ok := t.(*havro.UnionSchema); ok {
-			var other []havro.Schema
-			for _, m := range u.Types() {
-				if m.Type() == havro.Null {
-					nullable = true
-				} else {
-					other = append(other, deref(m))
-				}
-			}
-			if len(other) != 1 {
-				continue
-			}
-			t = other[0]
+		t, nullable, why := unnull(f.Type())
+		if why != "" {
+			continue
 		}
 		switch x := t.(type) {
 		case *havro.RecordSchema:
@@ -143,17 +131,8 @@ func chType(s havro.Schema) string {
 			return "Map(String, " + v + ")"
 		}
 	case *havro.UnionSchema:
-		var other []havro.Schema
-		null := false
-		for _, m := range x.Types() {
-			if m.Type() == havro.Null {
-				null = true
-			} else {
-				other = append(other, m)
-			}
-		}
-		if len(other) == 1 {
-			if e := chType(other[0]); e != "" {
+		if t, null, why := unnull(x); why == "" {
+			if e := chType(t); e != "" {
 				if null && !strings.HasPrefix(e, "Array(") && !strings.HasPrefix(e, "Map(") {
 					return "Nullable(" + e + ")"
 				}
