@@ -101,12 +101,7 @@ func (p *Pipeline) setupAvro(ctx context.Context) error {
 // prewarmTimeout, type nothing: those fields must then be declared in
 // decode.fields, and the error saying so names the registry's failure.
 func (p *Pipeline) registryFieldTypes(ctx context.Context) map[string]string {
-	subjects := p.cfg.Decode.Avro.PrewarmSubjects
-	if len(subjects) == 0 {
-		for _, t := range p.cfg.Source.Kafka.Topics {
-			subjects = append(subjects, t+"-value")
-		}
-	}
+	subjects := p.subjects()
 	ctx, cancel := context.WithTimeout(ctx, prewarmTimeout)
 	defer cancel()
 	types := map[string]string{}
