@@ -426,6 +426,8 @@ type Batch struct {
 	// Idle flushes a batch that holds at least a quarter of MaxRows or
 	// MaxBytes once no chunk has arrived for this long (0: off).
 	Idle Duration `yaml:"idle"`
+	// FirstAtOnce closes each shard's first batch with its first chunk.
+	FirstAtOnce bool `yaml:"first_at_once"`
 }
 
 // Retry configures retries of failed inserts with exponential backoff.
@@ -506,10 +508,11 @@ func Defaults() *Config {
 			Database: "default",
 			User:     "default",
 			Batch: Batch{
-				MaxRows:  100_000,
-				MaxBytes: 64 * MiB,
-				Linger:   Duration(time.Second),
-				Idle:     Duration(100 * time.Millisecond),
+				MaxRows:     100_000,
+				MaxBytes:    64 * MiB,
+				Linger:      Duration(time.Second),
+				Idle:        Duration(100 * time.Millisecond),
+				FirstAtOnce: true,
 			},
 			QueueCapacity:    8,
 			Inflight:         Inflight{MaxPerShard: 2},

@@ -48,7 +48,7 @@ func TestParseErrors(t *testing.T) {
 		{
 			name: "unknown key with suggestion",
 			yaml: base + "    batch: {max_rows: 10, lingr: 1s}\n",
-			want: `pipeline.yaml:12:27: sink.clickhouse.batch.lingr: unknown key "lingr" (did you mean "linger"?); allowed keys: max_rows, max_bytes, linger, idle`,
+			want: `pipeline.yaml:12:27: sink.clickhouse.batch.lingr: unknown key "lingr" (did you mean "linger"?); allowed keys: max_rows, max_bytes, linger, idle, first_at_once`,
 		},
 		{
 			name: "column both mapped and excluded",
@@ -410,7 +410,7 @@ func TestInterpolatedTypes(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := Batch{MaxRows: 500, MaxBytes: MiB, Linger: Duration(250 * time.Millisecond), Idle: 0}
+	want := Batch{MaxRows: 500, MaxBytes: MiB, Linger: Duration(250 * time.Millisecond), Idle: 0, FirstAtOnce: true}
 	if c.Sink.ClickHouse.Batch != want {
 		t.Errorf("batch = %+v, want %+v", c.Sink.ClickHouse.Batch, want)
 	}

@@ -51,6 +51,9 @@ type Options struct {
 	// checkOnly makes New stop once everything but the consumer is built
 	// (Check): nothing joins the consumer group.
 	checkOnly bool
+	// Started is when the process started; the log line of the first
+	// rows written gives the time since (since New when zero).
+	Started time.Time
 	// preview makes New build only the decoders and the chain against the
 	// sinks' tables (NewPreview): no dead-letter producer, no access or
 	// exactly-once checks, no consumer.
@@ -139,6 +142,8 @@ type Pipeline struct {
 	describeReq   chan struct{}
 	describeNext  chan struct{}           // closed after the next read of the columns
 	schemaIDs     map[int32]chan struct{} // Avro schema ids: closed once the table was read for them
+	started       time.Time               // Options.Started
+	firstLogged   atomic.Bool             // the first rows written were logged
 	tables        tableManager            // sink.clickhouse.schema: writer schemas awaiting their columns
 	offline       bool                    // Options.Offline: sinks planned against derived tables, no ClickHouse
 	dryRun        bool                    // validate -connect or tail: sink.clickhouse.schema changes nothing
@@ -270,6 +275,10 @@ func New(ctx context.Context, o Options) (*Pipeline, error) {
 	p.chunks.max = freeChunks(budgetBytes, int64(cfg.Chunk.TargetBytes))
 
 	p.wrapAck = o.WrapAck
+	p.started = o.Started
+	if p.started.IsZero() {
+		p.started = time.Now()
+	}
 	p.offline = o.preview && o.Offline
 	p.dryRun = o.preview || o.checkOnly
 	// A failed New closes what it opened (the startup retries call New
@@ -726,6 +735,9 @@ func (p *Pipeline) processAcks() {
 		p.rowsWritten.Add(int64(c.Rows))
 		c.Reset()
 		p.chunks.put(c)
+	}
+	if p.rowsWritten.Load() > 0 && p.firstLogged.CompareAndSwap(false, true) {
+		p.log.Info("first rows written", "rows", p.rowsWritten.Load(), "since_start", time.Since(p.started).Round(time.Millisecond))
 	}
 	if p.eo() {
 		p.wakeBlockWaiters()

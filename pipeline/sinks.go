@@ -149,7 +149,7 @@ func (p *Pipeline) openSinks(ctx context.Context) error {
 					OpenFor: s.cfg.Breaker.OpenFor.D(), HalfOpenProbes: s.cfg.Breaker.HalfOpenProbes},
 				Refresh:       func(ctx context.Context) (*clickhouse.Target, error) { return p.refreshTarget(ctx, s) },
 				QueueCapacity: s.cfg.QueueCapacity,
-				MaxRows:       maxRows, MaxBytes: maxBytes, Linger: linger, Idle: idle,
+				MaxRows:       maxRows, MaxBytes: maxBytes, Linger: linger, Idle: idle, FirstAtOnce: s.cfg.Batch.FirstAtOnce && !p.eo(),
 				MaxInflight:    s.cfg.Inflight.MaxPerShard,
 				InitialBackoff: s.cfg.Retry.InitialBackoff.D(), MaxBackoff: s.cfg.Retry.MaxBackoff.D(), MaxAttempts: s.cfg.Retry.MaxAttempts,
 				OnDone:     onDone,

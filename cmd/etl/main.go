@@ -21,6 +21,7 @@ import (
 	"runtime/pprof"
 	"strings"
 	"syscall"
+	"time"
 
 	"github.com/etl-project/etl/config"
 	"github.com/etl-project/etl/pipeline"
@@ -37,6 +38,10 @@ const (
 	exitDrainTimeout = 3 // stopped, but records in flight were not written, or the final commit failed
 	exitInterrupted  = 130
 )
+
+// processStart is when the process started, as near as Go can tell: the
+// log of the first rows written measures from it.
+var processStart = time.Now()
 
 func main() {
 	os.Exit(run(os.Args[1:], os.Stdout, os.Stderr))
@@ -125,7 +130,7 @@ func runPipeline(args []string, stdout, stderr io.Writer) int {
 	}()
 
 	reg := newRegistry(cfg)
-	st, err := newStartup(pipeline.Options{Config: cfg, Log: log, WrapAck: testWrapAck()}, reg)
+	st, err := newStartup(pipeline.Options{Config: cfg, Log: log, WrapAck: testWrapAck(), Started: processStart}, reg)
 	if err != nil {
 		logError(log, "cannot start the pipeline", err)
 		return exitFailed

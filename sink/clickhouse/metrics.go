@@ -40,6 +40,7 @@ const (
 	reasonIdle   = "idle"
 	reasonDrain  = "drain"
 	reasonSchema = "schema"
+	reasonStart  = "start"
 )
 
 // NewMetrics creates the sink's metrics with constLabels on every series and
@@ -180,6 +181,7 @@ func (m *Metrics) forShard(shard string) *shardMetrics {
 			reasonIdle:   m.flushes.WithLabelValues(shard, reasonIdle),
 			reasonDrain:  m.flushes.WithLabelValues(shard, reasonDrain),
 			reasonSchema: m.flushes.WithLabelValues(shard, reasonSchema),
+			reasonStart:  m.flushes.WithLabelValues(shard, reasonStart),
 		},
 		transient:     m.errors.WithLabelValues(shard, "transient"),
 		permanent:     m.errors.WithLabelValues(shard, "permanent"),

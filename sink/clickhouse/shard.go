@@ -47,6 +47,10 @@ type ShardOptions struct {
 	// not wait for the linger). Quiet traffic, whose batches close by
 	// linger, keeps its large inserts.
 	Idle time.Duration
+	// FirstAtOnce closes the shard's first batch with its first chunk, so
+	// that the first rows of a start reach the table without waiting for
+	// a full batch or the linger.
+	FirstAtOnce bool
 	// MaxInflight is how many inserts of this shard may run at once
 	// (default 1). While that many run, the batching loop takes nothing
 	// from the queue, so the queue fills and producers see backpressure.
@@ -376,6 +380,8 @@ func (s *Shard) Run(ctx context.Context) error {
 		// burst: the last batch closed full (rows or bytes), so cur is
 		// what follows a burst and goes at the idle time however small.
 		burst bool
+		// first: no batch was closed yet (with FirstAtOnce).
+		first = s.o.FirstAtOnce
 	)
 	defer func() {
 		if linger != nil {
@@ -458,6 +464,9 @@ func (s *Shard) Run(ctx context.Context) error {
 			cur.rows += c.Rows
 			cur.bytes += c.Size()
 			switch {
+			case first:
+				first = false
+				dispatch(reasonStart)
 			case s.o.MaxRows > 0 && cur.rows >= s.o.MaxRows:
 				dispatch(reasonRows)
 			case s.o.MaxBytes > 0 && cur.bytes >= s.o.MaxBytes:

@@ -511,3 +511,36 @@ func TestShardIdleFlush(t *testing.T) {
 		t.Errorf("%d rows, want 135", n)
 	}
 }
+
+// TestShardFirstAtOnce: with FirstAtOnce the shard's first chunk is
+// inserted at once (flush reason start), without waiting for max_rows or
+// the linger; the batches after it wait for them as usual.
+func TestShardFirstAtOnce(t *testing.T) {
+	t.Parallel()
+	srv, c, tg, m, a := newShardEnv(t, "firstatonce")
+	s := NewShard(ShardOptions{
+		Name: "f", Client: c, Target: tg,
+		QueueCapacity: 16, MaxRows: 100, Linger: 30 * time.Second, FirstAtOnce: true,
+		OnDone: a.onDone, Log: testLog(t), Metrics: m,
+	})
+	runShard(t, s)
+	flushes := func(reason string) float64 { return testutil.ToFloat64(m.flushes.WithLabelValues("f", reason)) }
+	first := idChunk(t, tg, 0, 10)
+	s.TryEnqueue(first)
+	eventually(t, 10*time.Second, "the first chunk to be inserted", func() bool { return a.count(first) == 1 })
+	if got := srv.Count(t, "default.firstatonce"); got != 10 || flushes(reasonStart) != 1 {
+		t.Fatalf("after the first chunk: %d rows in the table, %v start flushes; want 10 and 1", got, flushes(reasonStart))
+	}
+	second := idChunk(t, tg, 10, 10)
+	s.TryEnqueue(second)
+	time.Sleep(300 * time.Millisecond)
+	if a.count(second) != 0 {
+		t.Fatal("the second chunk was inserted on its own: only the first batch goes at once")
+	}
+	rest := idChunk(t, tg, 20, 90)
+	s.TryEnqueue(rest)
+	eventually(t, 10*time.Second, "the full batch to be inserted", func() bool { return a.count(rest) == 1 })
+	if a.count(second) != 1 || flushes(reasonRows) != 1 || flushes(reasonStart) != 1 {
+		t.Fatalf("second batch: acked %d, rows flushes %v, start flushes %v; want 1, 1, 1", a.count(second), flushes(reasonRows), flushes(reasonStart))
+	}
+}
