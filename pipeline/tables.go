@@ -122,12 +122,15 @@ func (p *Pipeline) source(ctx context.Context) (schema.Source, error) {
 }
 
 // serverOf is what the server behind c supports.
-func serverOf(c *clickhouse.Client) schema.Server {
-	srv, err := schema.ParseServer(c.ServerVersion())
+func serverOf(ctx context.Context, c *clickhouse.Client) (schema.Server, error) {
+	v, err := c.Version(ctx)
 	if err != nil {
-		srv, _ = schema.ParseServer("")
+		if !clickhouse.ServerAnswered(err) {
+			err = unavailable(err)
+		}
+		return schema.Server{}, err
 	}
-	return srv
+	return schema.ParseServer(v)
 }
 
 // derive is sink s's columns from src, for server srv.
@@ -149,7 +152,10 @@ func ddlSettings(stmt string, srv schema.Server) map[string]any {
 
 // createTable creates sink s's table on replica c.
 func (p *Pipeline) createTable(ctx context.Context, s *sinkState, c *clickhouse.Client, src schema.Source) error {
-	srv := serverOf(c)
+	srv, err := serverOf(ctx, c)
+	if err != nil {
+		return fmt.Errorf("sink %s: sink.clickhouse.schema.create: %w", s.name, err)
+	}
 	cols, err := p.derive(s, src, srv)
 	if err != nil {
 		return &ConfigError{Errs: []error{fmt.Errorf("sink %s: sink.clickhouse.schema.create: %w", s.name, err)}}
@@ -183,15 +189,12 @@ func (p *Pipeline) createTable(ctx context.Context, s *sinkState, c *clickhouse.
 // field of the rows from src that it lacks. why names the occasion in
 // the log.
 func (p *Pipeline) addColumns(ctx context.Context, s *sinkState, src schema.Source, why string) error {
-	type add struct {
-		col      schema.Column
-		replicas []string
-	}
-	var adds []*add
-	byName := map[string]*add{}
 	for i, cs := range s.clients {
 		for _, c := range cs {
-			srv := serverOf(c)
+			srv, err := serverOf(ctx, c)
+			if err != nil {
+				return fmt.Errorf("sink %s: shard %d: %w", s.name, i, err)
+			}
 			cols, err := p.derive(s, src, srv)
 			if err != nil {
 				return &underivable{fmt.Errorf("sink %s: sink.clickhouse.schema.add_columns: %w", s.name, err)}
@@ -213,7 +216,9 @@ func (p *Pipeline) addColumns(ctx context.Context, s *sinkState, src schema.Sour
 					continue
 				}
 				stmt := schema.AddColumn(c.Database(), s.cfg.Table, col)
-				if err := c.Exec(ctx, stmt, ddlSettings(stmt, srv)); err != nil && !clickhouse.ColumnExists(err) {
+				if err := c.Exec(ctx, stmt, ddlSettings(stmt, srv)); clickhouse.ColumnExists(err) {
+					continue // another replica or etl added it meanwhile
+				} else if err != nil {
 					err = fmt.Errorf("sink %s: shard %d: sink.clickhouse.schema.add_columns: %s: %w", s.name, i, stmt, err)
 					if !clickhouse.ServerAnswered(err) {
 						return unavailable(err)
@@ -223,13 +228,6 @@ func (p *Pipeline) addColumns(ctx context.Context, s *sinkState, src schema.Sour
 				if p.m != nil {
 					p.m.schemaChanges.WithLabelValues(s.name, changeAddColumn).Inc()
 				}
-				a := byName[col.Name]
-				if a == nil {
-					a = &add{col: col}
-					byName[col.Name] = a
-					adds = append(adds, a)
-				}
-				a.replicas = append(a.replicas, fmt.Sprintf("shard %d %s", i, c.Addr()))
 				p.log.Info("added a column (sink.clickhouse.schema.add_columns)", "sink", s.name, "table", c.TableName(),
 					"shard", i, "replica", c.Addr(), "column", col.Name, "statement", stmt, "occasion", why)
 			}

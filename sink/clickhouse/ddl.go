@@ -39,3 +39,16 @@ func ColumnExists(err error) bool {
 	code, ok := exceptionCode(err)
 	return ok && code == codeIllegalColumn && strings.Contains(err.Error(), "already exists")
 }
+
+// Version is the server's version: the one read at connection, or else
+// (a replica that did not answer then) asked now.
+func (c *Client) Version(ctx context.Context) (string, error) {
+	if c.version != "" {
+		return c.version, nil
+	}
+	var v string
+	if err := c.conn.QueryRow(ctx, "SELECT version()").Scan(&v); err != nil {
+		return "", fmt.Errorf("clickhouse %v: SELECT version(): %w", c.opts.Addr, err)
+	}
+	return v, nil
+}
