@@ -43,10 +43,10 @@ func (p *Pipeline) schemaSource(ctx context.Context) (schema.Source, error) {
 		return schema.FromFields(cfg.Decode.Fields, cfg.Decode.FieldOrder), nil
 	}
 	if text := p.readerSchema; text != "" {
-		return sourceWith(schema.FromAvro(text))("decode.avro.reader_schema")
+		return avroSource(text, "decode.avro.reader_schema")
 	}
 	if p.avroSchema != "" {
-		return sourceWith(schema.FromAvro(p.avroSchema))("decode.avro.schema_file")
+		return avroSource(p.avroSchema, "decode.avro.schema_file")
 	}
 	subjects := p.subjects()
 	var src schema.Source
@@ -64,13 +64,13 @@ func (p *Pipeline) schemaSource(ctx context.Context) (schema.Source, error) {
 	return src, nil
 }
 
-func sourceWith(s schema.Source, err error) func(string) (schema.Source, error) {
-	return func(where string) (schema.Source, error) {
-		if err != nil {
-			return s, fmt.Errorf("%s: %w", where, err)
-		}
-		return s, nil
+// avroSource reads the fields of an Avro schema; where names its key.
+func avroSource(text, where string) (schema.Source, error) {
+	s, err := schema.FromAvro(text)
+	if err != nil {
+		return s, fmt.Errorf("%s: %w", where, err)
 	}
+	return s, nil
 }
 
 // subjects are the registry subjects whose latest schemas type the
