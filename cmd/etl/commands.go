@@ -6,6 +6,7 @@ import (
 	"io"
 	"runtime"
 	"runtime/debug"
+	"strconv"
 	"strings"
 )
 
@@ -165,4 +166,21 @@ func versionCmd(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stdout, "%s %s\n", lib.name, v)
 	}
 	return exitOK
+}
+
+// parsePartitions reads a -partitions list: comma-separated partition
+// numbers; "" is none (every partition).
+func parsePartitions(list string) ([]int32, error) {
+	if list == "" {
+		return nil, nil
+	}
+	var parts []int32
+	for _, s := range strings.Split(list, ",") {
+		v, err := strconv.ParseInt(strings.TrimSpace(s), 10, 32)
+		if err != nil || v < 0 {
+			return nil, fmt.Errorf("%q is not a partition number", s)
+		}
+		parts = append(parts, int32(v))
+	}
+	return parts, nil
 }

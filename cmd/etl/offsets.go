@@ -108,16 +108,10 @@ func offsetsResetCmd(args []string, stdout, stderr io.Writer) int {
 			topics = append(topics, t)
 		}
 	}
-	var parts []int32
-	if *partList != "" {
-		for _, s := range strings.Split(*partList, ",") {
-			n, err := strconv.ParseInt(strings.TrimSpace(s), 10, 32)
-			if err != nil || n < 0 {
-				fmt.Fprintf(stderr, "etl offsets reset: -partitions: %q is not a partition number\n", s)
-				return exitUsage
-			}
-			parts = append(parts, int32(n))
-		}
+	parts, err := parsePartitions(*partList)
+	if err != nil {
+		fmt.Fprintf(stderr, "etl offsets reset: -partitions: %v\n", err)
+		return exitUsage
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), *timeout)
 	defer cancel()

@@ -8,7 +8,6 @@ import (
 	"io"
 	"log/slog"
 	"os/signal"
-	"strconv"
 	"strings"
 	"syscall"
 	"text/tabwriter"
@@ -62,16 +61,10 @@ func tailCmd(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "etl tail: %v\n", err)
 		return exitUsage
 	}
-	var parts []int32
-	if *partList != "" {
-		for _, s := range strings.Split(*partList, ",") {
-			v, err := strconv.ParseInt(strings.TrimSpace(s), 10, 32)
-			if err != nil || v < 0 {
-				fmt.Fprintf(stderr, "etl tail: -partitions: %q is not a partition number\n", s)
-				return exitUsage
-			}
-			parts = append(parts, int32(v))
-		}
+	parts, err := parsePartitions(*partList)
+	if err != nil {
+		fmt.Fprintf(stderr, "etl tail: -partitions: %v\n", err)
+		return exitUsage
 	}
 	cfg, err := config.Load(*path)
 	if err == nil {
