@@ -514,7 +514,7 @@ func Defaults() *Config {
 				Idle:        Duration(100 * time.Millisecond),
 				FirstAtOnce: true,
 			},
-			QueueCapacity:    8,
+			QueueCapacity:    64,
 			Inflight:         Inflight{MaxPerShard: 2},
 			DialTimeout:      Duration(5 * time.Second),
 			InsertTimeout:    Duration(60 * time.Second),

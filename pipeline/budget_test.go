@@ -37,9 +37,9 @@ sinks:
 	const mib = 1 << 20
 	chunk := int64(cfg.Chunk.TargetBytes)
 	low := cfg.Backpressure.LowRatio
-	// sink a: 1 shard × 2 inserts × 256 MiB + 1 × 8 × chunk;
-	// sink b: 2 shards × 3 inserts × 256 MiB + 2 × 16 × chunk.
-	steadyA := 2*256*mib + 8*chunk
+	// sink a: 1 shard × 2 inserts × 256 MiB + 1 × 64 × chunk (the default
+	// queue); sink b: 2 shards × 3 inserts × 256 MiB + 2 × 16 × chunk.
+	steadyA := 2*256*mib + 64*chunk
 	steadyB := 2*3*256*mib + 2*16*chunk
 	want := int64(float64(2*steadyA)/low+0.5) + int64(float64(2*steadyB)/low+0.5)
 	if total != want {
@@ -62,7 +62,7 @@ sinks:
 		t.Fatal(err)
 	}
 	_, total2 := budgetSizing(cfg2)
-	if total2 < 4090*mib || total2 > 4110*mib {
+	if total2 < 4090*mib || total2 > 4130*mib {
 		t.Fatalf("two sinks with 256 MiB batches: derived budget %d MiB, want about 4,100 MiB", total2/mib)
 	}
 	t.Logf("two sinks with 256 MiB batches: %d MiB", total2/mib)

@@ -151,6 +151,7 @@ run_etl() {
 	wait_rows "$table" "$t0" "$DIR/$arm-$r.series"
 	cpu=$(cpu_of "$etl")
 	ch1=$(cpu_of "$chpid")
+	curl -sf --max-time 2 "http://$METRICS/metrics" >"$DIR/$arm-$r.metrics" || true
 	kill -TERM "$etl"
 	wait "$etl" || true
 	etl=

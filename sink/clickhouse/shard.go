@@ -52,8 +52,11 @@ type ShardOptions struct {
 	// a full batch or the linger.
 	FirstAtOnce bool
 	// MaxInflight is how many inserts of this shard may run at once
-	// (default 1). While that many run, the batching loop takes nothing
-	// from the queue, so the queue fills and producers see backpressure.
+	// (default 1). While that many run, the batching loop goes on taking
+	// chunks into the next batch until it is complete (MaxRows or
+	// MaxBytes), then takes nothing more, so the queue fills and producers
+	// see backpressure. With neither size trigger it takes nothing while
+	// every slot is busy.
 	MaxInflight int
 	// Transient errors are retried with capped exponential backoff and full
 	// jitter: the n-th wait is uniform in [0, min(MaxBackoff,
@@ -382,6 +385,13 @@ func (s *Shard) Run(ctx context.Context) error {
 		burst bool
 		// first: no batch was closed yet (with FirstAtOnce).
 		first = s.o.FirstAtOnce
+		// full: why cur is complete (rows, bytes); it goes as soon as an
+		// insert slot is free, and nothing more is taken meanwhile.
+		full string
+		// held: a chunk of another schema than cur's, taken from the
+		// queue while every insert slot was busy; it begins the next
+		// batch once cur has gone.
+		held *chunk.Chunk
 	)
 	defer func() {
 		if linger != nil {
@@ -394,7 +404,7 @@ func (s *Shard) Run(ctx context.Context) error {
 
 	dispatch := func(reason string) {
 		b := cur
-		cur = batch{}
+		cur, full = batch{}, ""
 		lingerC, lingered = nil, false
 		if linger != nil {
 			linger.Stop()
@@ -416,28 +426,68 @@ func (s *Shard) Run(ctx context.Context) error {
 		}()
 	}
 
+	// take adds c to cur and decides whether cur is complete.
+	take := func(c *chunk.Chunk) {
+		if len(cur.chunks) == 0 && s.o.Linger > 0 {
+			lingerC = restart(&linger, s.o.Linger)
+		}
+		cur.chunks = append(cur.chunks, c)
+		cur.rows += c.Rows
+		cur.bytes += c.Size()
+		switch {
+		case first:
+			first = false
+			dispatch(reasonStart) // (nothing is in flight before the first batch)
+		case s.o.MaxRows > 0 && cur.rows >= s.o.MaxRows:
+			full = reasonRows
+		case s.o.MaxBytes > 0 && cur.bytes >= s.o.MaxBytes:
+			full = reasonBytes
+		case s.o.Idle > 0 && (burst || s.idleSize(cur.rows, cur.bytes)):
+			// (Re)start the quiet period: it ends with no chunk
+			// arriving for Idle.
+			idleC, idled = restart(&idle, s.o.Idle), false
+		}
+	}
+
 	for {
 		if inflight < s.o.MaxInflight && len(cur.chunks) > 0 {
-			if queue == nil {
+			switch {
+			case full != "":
+				dispatch(full)
+				continue
+			case held != nil:
+				dispatch(reasonSchema)
+				continue
+			case queue == nil:
 				dispatch(reasonDrain)
 				continue
-			}
-			if lingered {
+			case lingered:
 				dispatch(reasonLinger)
 				continue
-			}
-			// A chunk that arrived as the quiet period ended goes into
-			// the batch first (and starts a new quiet period).
-			if idled && len(s.queue) == 0 {
+			case idled && len(s.queue) == 0:
+				// A chunk that arrived as the quiet period ended goes
+				// into the batch first (and starts a new quiet period).
 				dispatch(reasonIdle)
 				continue
 			}
 		}
+		if held != nil && len(cur.chunks) == 0 {
+			c := held
+			held = nil
+			take(c)
+			continue
+		}
 		if queue == nil && len(cur.chunks) == 0 && inflight == 0 {
 			return nil
 		}
+		// The next batch is built while inserts run: chunks are taken
+		// until it is complete, so the queue stays a short hand-over and
+		// the producers are held back only by a complete batch waiting
+		// for a slot (or by the byte budget). With no size trigger a
+		// batch could only grow, so then nothing is taken while every
+		// slot is busy.
 		var in <-chan *chunk.Chunk
-		if inflight < s.o.MaxInflight {
+		if full == "" && held == nil && (inflight < s.o.MaxInflight || s.o.MaxRows > 0 || s.o.MaxBytes > 0) {
 			in = queue
 			if in != nil {
 				s.spaceIfFull()
@@ -454,28 +504,12 @@ func (s *Shard) Run(ctx context.Context) error {
 			s.m.queueDepth.Set(float64(len(s.queue)))
 			s.spaceIfFull()
 			if len(cur.chunks) > 0 && cur.chunks[0].Schema != c.Schema {
-				// The table changed: one insert names one set of columns.
-				dispatch(reasonSchema)
+				// The table changed: one insert names one set of
+				// columns, so cur goes first (when a slot is free).
+				held = c
+				continue
 			}
-			if len(cur.chunks) == 0 && s.o.Linger > 0 {
-				lingerC = restart(&linger, s.o.Linger)
-			}
-			cur.chunks = append(cur.chunks, c)
-			cur.rows += c.Rows
-			cur.bytes += c.Size()
-			switch {
-			case first:
-				first = false
-				dispatch(reasonStart)
-			case s.o.MaxRows > 0 && cur.rows >= s.o.MaxRows:
-				dispatch(reasonRows)
-			case s.o.MaxBytes > 0 && cur.bytes >= s.o.MaxBytes:
-				dispatch(reasonBytes)
-			case s.o.Idle > 0 && (burst || s.idleSize(cur.rows, cur.bytes)):
-				// (Re)start the quiet period: it ends with no chunk
-				// arriving for Idle.
-				idleC, idled = restart(&idle, s.o.Idle), false
-			}
+			take(c)
 		case <-lingerC:
 			lingerC, lingered = nil, true
 		case <-idleC:

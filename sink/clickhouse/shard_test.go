@@ -3,6 +3,7 @@ package clickhouse
 import (
 	"context"
 	"errors"
+	"fmt"
 	"strconv"
 	"sync"
 	"testing"
@@ -250,19 +251,29 @@ func TestShardBackpressure(t *testing.T) {
 			srv.Thaw(t)
 		}
 	})
-	chunks := []*chunk.Chunk{idChunk(t, tg, 0, 10), idChunk(t, tg, 10, 10), idChunk(t, tg, 20, 10), idChunk(t, tg, 30, 10)}
+	var chunks []*chunk.Chunk
+	for i := range 5 {
+		chunks = append(chunks, idChunk(t, tg, 10*i, 10))
+	}
 	if !s.TryEnqueue(chunks[0]) {
 		t.Fatal("first enqueue refused")
 	}
 	// The loop takes chunk 0 and starts its insert, which hangs on the
-	// frozen server; with MaxInflight 1 it takes nothing more.
+	// frozen server.
 	eventually(t, 5*time.Second, "the first insert to start", func() bool {
 		return s.QueueLen() == 0 && testutil.ToFloat64(m.inflight.WithLabelValues("bp")) == 1
 	})
-	if !s.TryEnqueue(chunks[1]) || !s.TryEnqueue(chunks[2]) {
+	// With MaxInflight 1 it takes chunk 1 as the next batch, complete
+	// (MaxRows 1), and then nothing more.
+	if !s.TryEnqueue(chunks[1]) {
+		t.Fatal("enqueue into an empty queue refused")
+	}
+	eventually(t, 5*time.Second, "the next batch to be taken", func() bool { return s.QueueLen() == 0 })
+	if !s.TryEnqueue(chunks[2]) || !s.TryEnqueue(chunks[3]) {
 		t.Fatal("enqueue into a queue with room refused")
 	}
-	if s.TryEnqueue(chunks[3]) {
+	time.Sleep(100 * time.Millisecond) // time to take more, which it must not
+	if s.TryEnqueue(chunks[4]) {
 		t.Fatal("enqueue into a full queue accepted")
 	}
 	if got := testutil.ToFloat64(m.queueFull.WithLabelValues("bp")); got != 1 {
@@ -287,15 +298,15 @@ func TestShardBackpressure(t *testing.T) {
 	case <-time.After(10 * time.Second):
 		t.Fatal("OnSpace not called after the server came back")
 	}
-	if !s.TryEnqueue(chunks[3]) {
+	if !s.TryEnqueue(chunks[4]) {
 		t.Fatal("enqueue after OnSpace refused")
 	}
 	s.Close()
 	if err := wait(t, res, 30*time.Second); err != nil {
 		t.Fatalf("Run: %v", err)
 	}
-	if n := srv.Count(t, "default.bp"); n != 40 {
-		t.Errorf("%d rows, want 40", n)
+	if n := srv.Count(t, "default.bp"); n != 50 {
+		t.Errorf("%d rows, want 50", n)
 	}
 	for i, ch := range chunks {
 		if n := a.count(ch); n != 1 {
@@ -361,11 +372,13 @@ func TestShardHardStopDuringBackoff(t *testing.T) {
 	})
 	srv.Stop(t)
 	res, cancel := runShard(t, s)
-	for i := range 3 {
+	for i := range 4 {
 		s.TryEnqueue(idChunk(t, tg, i, 1))
 	}
-	eventually(t, 10*time.Second, "two inserts waiting to retry", func() bool {
-		return testutil.ToFloat64(m.retries.WithLabelValues("h")) == 2
+	// Two inserts run, the third chunk is the next batch, complete and
+	// waiting for a slot, and the fourth stays in the queue.
+	eventually(t, 10*time.Second, "two inserts waiting to retry, the next batch taken", func() bool {
+		return testutil.ToFloat64(m.retries.WithLabelValues("h")) == 2 && s.QueueLen() == 1
 	})
 	time.Sleep(100 * time.Millisecond) // into the backoff wait
 	start := time.Now()
@@ -542,5 +555,79 @@ func TestShardFirstAtOnce(t *testing.T) {
 	eventually(t, 10*time.Second, "the full batch to be inserted", func() bool { return a.count(rest) == 1 })
 	if a.count(second) != 1 || flushes(reasonRows) != 1 || flushes(reasonStart) != 1 {
 		t.Fatalf("second batch: acked %d, rows flushes %v, start flushes %v; want 1, 1, 1", a.count(second), flushes(reasonRows), flushes(reasonStart))
+	}
+}
+
+// TestShardBuildsNextBatchWhileInserting: while every insert slot is busy
+// the batching loop goes on taking chunks until the next batch is
+// complete, so the producers are held back by a complete batch waiting for
+// a slot, not by a queue of a few chunks (which would pause the source's
+// partitions over and over during a backlog).
+func TestShardBuildsNextBatchWhileInserting(t *testing.T) {
+	t.Parallel()
+	srv, c, tg, m, a := newShardEnv(t, "nb")
+	s := NewShard(ShardOptions{
+		Name: "nb", Client: c, Target: tg,
+		QueueCapacity: 2, MaxRows: 30, MaxInflight: 1,
+		OnDone: a.onDone, Log: testLog(t), Metrics: m,
+	})
+	res, _ := runShard(t, s)
+	srv.Freeze(t)
+	thawed := false
+	t.Cleanup(func() {
+		if !thawed {
+			srv.Thaw(t)
+		}
+	})
+	var chunks []*chunk.Chunk
+	for i := range 9 {
+		chunks = append(chunks, idChunk(t, tg, 10*i, 10))
+	}
+	enqueue := func(i int) {
+		t.Helper()
+		if !s.TryEnqueue(chunks[i]) {
+			t.Fatalf("chunk %d refused with %d queued", i, s.QueueLen())
+		}
+		eventually(t, 5*time.Second, fmt.Sprintf("chunk %d taken", i), func() bool { return s.QueueLen() == 0 })
+	}
+	// The first batch (chunks 0-2) goes and hangs on the frozen server.
+	for i := range 3 {
+		enqueue(i)
+	}
+	eventually(t, 5*time.Second, "the first insert to start", func() bool {
+		return testutil.ToFloat64(m.inflight.WithLabelValues("nb")) == 1
+	})
+	// The second (3-5) is built while it hangs.
+	for i := 3; i < 6; i++ {
+		enqueue(i)
+	}
+	// Complete, it waits for the slot; the queue fills with 6 and 7.
+	if !s.TryEnqueue(chunks[6]) || !s.TryEnqueue(chunks[7]) {
+		t.Fatal("enqueue into a queue with room refused")
+	}
+	time.Sleep(100 * time.Millisecond) // time to take more, which it must not
+	if s.TryEnqueue(chunks[8]) {
+		t.Fatal("enqueue into a full queue accepted")
+	}
+	if calls, _ := a.total(); calls != 0 {
+		t.Fatalf("OnDone called %d times while the server was frozen", calls)
+	}
+	srv.Thaw(t)
+	thawed = true
+	eventually(t, 10*time.Second, "room in the queue", func() bool { return s.TryEnqueue(chunks[8]) })
+	s.Close()
+	if err := wait(t, res, 30*time.Second); err != nil {
+		t.Fatalf("Run: %v", err)
+	}
+	if n := srv.Count(t, "default.nb"); n != 90 {
+		t.Errorf("%d rows, want 90", n)
+	}
+	for i, ch := range chunks {
+		if n := a.count(ch); n != 1 {
+			t.Errorf("chunk %d acknowledged %d times", i, n)
+		}
+	}
+	if got := testutil.ToFloat64(m.flushes.WithLabelValues("nb", reasonRows)); got != 3 {
+		t.Errorf("batches closed by rows: %v, want 3 (chunks 0-2, 3-5, 6-8)", got)
 	}
 }

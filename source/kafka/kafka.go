@@ -106,7 +106,7 @@ func New(o Options) (*Source, error) {
 		s.metrics.connErrors.WithLabelValues(b) // served from the start, at 0
 	}
 	opts = append(opts,
-		kgo.WithHooks(s.brokers),
+		kgo.WithHooks(s.brokers, readHook{s.metrics}),
 		kgo.ConsumerGroup(o.Config.GroupID),
 		kgo.ConsumeTopics(o.Config.Topics...),
 		kgo.DisableAutoCommit(),
@@ -400,9 +400,18 @@ func count(p map[string][]int32) int {
 	return n
 }
 
+// readHook counts what the client reads from fetch responses.
+type readHook struct{ m *metrics }
+
+func (h readHook) OnFetchBatchRead(_ kgo.BrokerMetadata, _ string, _ int32, b kgo.FetchBatchMetrics) {
+	h.m.read.Add(float64(b.NumRecords))
+	h.m.readBytes.Add(float64(b.UncompressedBytes))
+}
+
 type metrics struct {
 	connErrors                                            *prometheus.CounterVec
 	records, bytes, fetchErrors, rebalances, commitErrors prometheus.Counter
+	read, readBytes                                       prometheus.Counter
 	assigned                                              prometheus.Gauge
 	pollSeconds                                           prometheus.Histogram
 }
@@ -412,6 +421,10 @@ func newMetrics(reg, commitReg prometheus.Registerer) *metrics {
 		records:     prometheus.NewCounter(prometheus.CounterOpts{Name: "etl_source_records_total", Help: "Records fetched from Kafka."}),
 		bytes:       prometheus.NewCounter(prometheus.CounterOpts{Name: "etl_source_bytes_total", Help: "Key and value bytes fetched from Kafka."}),
 		fetchErrors: prometheus.NewCounter(prometheus.CounterOpts{Name: "etl_source_fetch_errors_total", Help: "Errors returned by fetches."}),
+		read: prometheus.NewCounter(prometheus.CounterOpts{Name: "etl_source_read_records_total",
+			Help: "Records read from fetch responses, including those of a partition paused before they were polled (dropped, and read again after the resume)."}),
+		readBytes: prometheus.NewCounter(prometheus.CounterOpts{Name: "etl_source_read_bytes_total",
+			Help: "Record batch bytes read from fetch responses, after decompression, including those read again after a pause."}),
 		connErrors: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "etl_source_connection_errors_total",
 			Help: "Failed connections and requests to a Kafka broker (dial, TLS handshake, SASL, broken connection), by broker.",
@@ -425,7 +438,7 @@ func newMetrics(reg, commitReg prometheus.Registerer) *metrics {
 		}),
 	}
 	if reg != nil {
-		reg.MustRegister(m.records, m.bytes, m.fetchErrors, m.connErrors, m.rebalances, m.assigned, m.pollSeconds)
+		reg.MustRegister(m.records, m.bytes, m.read, m.readBytes, m.fetchErrors, m.connErrors, m.rebalances, m.assigned, m.pollSeconds)
 		if commitReg == nil {
 			commitReg = reg
 		}

@@ -111,6 +111,8 @@ func TestMetricsAgainstReality(t *testing.T) {
 		ok   bool
 	}{
 		{"etl_source_records_total == produced", m["etl_source_records_total"] == n+2},
+		{"etl_source_read_records_total >= etl_source_records_total", m["etl_source_read_records_total"] >= m["etl_source_records_total"]},
+		{"etl_source_read_bytes_total >= etl_source_bytes_total", m["etl_source_read_bytes_total"] >= m["etl_source_bytes_total"]},
 		{"etl_decode_errors_total == 2", m["etl_decode_errors_total"] == 2},
 		{"etl_checkpoint_commits_total > 0", m["etl_checkpoint_commits_total"] > 0},
 		{"etl_checkpoint_commit_errors_total == 0", m["etl_checkpoint_commit_errors_total"] == 0},
