@@ -119,7 +119,9 @@ func tailCmd(args []string, stdout, stderr io.Writer) int {
 		}
 		opts = append(opts, kgo.ConsumePartitions(m))
 	}
-	cl, err := kgo.NewClient(opts...)
+	// Small fetches: the first records print in milliseconds rather than
+	// after a full fetch of every partition.
+	cl, err := kgo.NewClient(append(opts, kafka.SmallFetchOpts()...)...)
 	if err != nil {
 		fmt.Fprintf(stderr, "etl tail: kafka client: %v\n", err)
 		return exitUsage

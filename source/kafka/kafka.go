@@ -68,6 +68,29 @@ type Source struct {
 	metrics  *metrics
 	lastPoll atomic.Int64 // unix nanoseconds of the last return from a poll
 	brokers  *brokerWatch
+	// started: the client was made with the small first-fetch sizes
+	// (startFetch), to be raised to the configured ones (full) once a
+	// fetch has returned records.
+	started   atomic.Pointer[kgo.Client]
+	full      [2]int32 // fetch_max_bytes, fetch_max_partition_bytes
+	fullFetch atomic.Bool
+}
+
+// The first fetches of a process ask for at most these many bytes in all
+// and per partition, so that the first records are read, decompressed and
+// handed over in milliseconds instead of after a full fetch of every
+// partition (6 partitions of 1 MiB took 0.2-0.25 s to arrive on a local
+// broker, against 20 ms for 256 KiB). Once a fetch has returned records
+// the configured fetch_max_bytes and fetch_max_partition_bytes apply.
+const (
+	startFetchBytes          = 256 << 10
+	startFetchPartitionBytes = 64 << 10
+)
+
+// SmallFetchOpts are the first fetches' sizes, for clients that read a few
+// records and should have them at once (etl tail).
+func SmallFetchOpts() []kgo.Opt {
+	return []kgo.Opt{kgo.FetchMaxBytes(startFetchBytes), kgo.FetchMaxPartitionBytes(startFetchPartitionBytes)}
 }
 
 // Brokers reports when a broker last answered a request (the client's
@@ -106,7 +129,7 @@ func New(o Options) (*Source, error) {
 		s.metrics.connErrors.WithLabelValues(b) // served from the start, at 0
 	}
 	opts = append(opts,
-		kgo.WithHooks(s.brokers, readHook{s.metrics}),
+		kgo.WithHooks(s.brokers, readHook{s}),
 		kgo.ConsumerGroup(o.Config.GroupID),
 		kgo.ConsumeTopics(o.Config.Topics...),
 		kgo.DisableAutoCommit(),
@@ -155,17 +178,20 @@ func New(o Options) (*Source, error) {
 	// The fetch limits are the hard backstop under the byte budget: at most
 	// fetch_max_bytes per broker response is buffered by the client before
 	// the pipeline counts it.
+	s.full = [2]int32{50 << 20, 1 << 20} // franz-go's defaults
 	if b := o.Config.FetchMaxBytes; b > 0 {
-		opts = append(opts, kgo.FetchMaxBytes(int32(min(int64(b), 1<<30))))
+		s.full[0] = int32(min(int64(b), 1<<30))
 	}
 	if b := o.Config.FetchMaxPartitionBytes; b > 0 {
-		opts = append(opts, kgo.FetchMaxPartitionBytes(int32(min(int64(b), 1<<30))))
+		s.full[1] = int32(min(int64(b), 1<<30))
 	}
+	opts = append(opts, kgo.FetchMaxBytes(min(s.full[0], startFetchBytes)), kgo.FetchMaxPartitionBytes(min(s.full[1], startFetchPartitionBytes)))
 	cl, err := kgo.NewClient(opts...)
 	if err != nil {
 		return nil, fmt.Errorf("kafka client: %w", err)
 	}
 	s.cl = cl
+	s.started.Store(cl)
 	return s, nil
 }
 
@@ -400,12 +426,20 @@ func count(p map[string][]int32) int {
 	return n
 }
 
-// readHook counts what the client reads from fetch responses.
-type readHook struct{ m *metrics }
+// readHook counts what the client reads from fetch responses, and raises
+// the fetch sizes to the configured ones with the first records read.
+type readHook struct{ s *Source }
 
 func (h readHook) OnFetchBatchRead(_ kgo.BrokerMetadata, _ string, _ int32, b kgo.FetchBatchMetrics) {
-	h.m.read.Add(float64(b.NumRecords))
-	h.m.readBytes.Add(float64(b.UncompressedBytes))
+	h.s.metrics.read.Add(float64(b.NumRecords))
+	h.s.metrics.readBytes.Add(float64(b.UncompressedBytes))
+	if b.NumRecords > 0 && !h.s.fullFetch.Load() {
+		// (The hook runs in the client's fetch goroutine, before the
+		// next fetch request is built.)
+		if cl := h.s.started.Load(); cl != nil && h.s.fullFetch.CompareAndSwap(false, true) {
+			cl.UpdateFetchMaxBytes(h.s.full[0], h.s.full[1])
+		}
+	}
 }
 
 type metrics struct {
