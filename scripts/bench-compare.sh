@@ -97,7 +97,7 @@ ddl=$(bin/etl gen -ddl -table default.x) # CREATE TABLE ... default.x (COLUMNS) 
 cols=$(sed -E 's/^[^(]*\((.*)\) ENGINE.*/\1/' <<<"$ddl")
 order=$(sed -E 's/.* ORDER BY (.*)$/\1/' <<<"$ddl")
 # The sums both tables must agree on: every column goes into one.
-check='SELECT count(), sum(id), sum(toUInt32(ts)), sum(user_id), sum(cityHash64(kind)), round(sum(amount), 3), countIf(isNull(note)), sum(cityHash64(ifNull(note, '"''"')))'
+check='SELECT count(), sum(id), sum(toUInt32(ts)), sum(user_id), sum(cityHash64(kind)), sum(toInt64(round(amount * 1000))), countIf(isNull(note)), sum(cityHash64(ifNull(note, '"''"')))'
 
 # wait_rows TABLE T0 SERIES: polls TABLE's count every 50 ms until it is N,
 # writing "seconds-since-T0 count [inflight budget]" lines to SERIES, and

@@ -108,7 +108,7 @@ cpu_of() { awk -v hz="$(getconf CLK_TCK)" '{ printf "%.2f", ($14 + $15) / hz }' 
 chpid=$(cat "$DIR/clickhouse/clickhouse.pid")
 ch0=$(cpu_of "$chpid"); br0=$(cpu_of "$broker")
 start=$(date +%s.%N)
-KAFKA_BROKERS=$BROKER CLICKHOUSE_ADDR=127.0.0.1:$CH_TCP SCHEMA_REGISTRY_URL=http://$REGISTRY bin/etl -config "$CONFIG" ${PROFILE:+-cpuprofile "$PROFILE"} 2>"$DIR/etl.log" &
+KAFKA_BROKERS=$BROKER CLICKHOUSE_ADDR=127.0.0.1:$CH_TCP SCHEMA_REGISTRY_URL=http://$REGISTRY bin/etl -config "$CONFIG" ${PROFILE:+-cpuprofile "$PROFILE"} ${MEMPROFILE:+-memprofile "$MEMPROFILE"} 2>"$DIR/etl.log" &
 etl=$!
 if [[ -n "${FREEZE_FOR:-}" ]]; then
 	sleep "${FREEZE_AFTER:-2}"

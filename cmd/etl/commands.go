@@ -24,7 +24,7 @@ var commands []command
 
 func init() {
 	commands = []command{
-		{"run", "etl [run] -config FILE [-progress] [-cpuprofile FILE]",
+		{"run", "etl [run] -config FILE [-progress] [-cpuprofile FILE] [-memprofile FILE]",
 			"run the pipeline (the default: etl -config FILE)", runPipeline},
 		{"validate", "etl validate [-connect] [-print] -config FILE",
 			"check the configuration file; -connect also reaches the brokers, ClickHouse and the registry", validate},

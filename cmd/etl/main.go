@@ -18,6 +18,7 @@ import (
 	"log/slog"
 	"os"
 	"os/signal"
+	"runtime"
 	"runtime/pprof"
 	"strings"
 	"syscall"
@@ -78,6 +79,7 @@ func runPipeline(args []string, stdout, stderr io.Writer) int {
 	path := fs.String("config", "", "pipeline configuration `file` (YAML)")
 	progress := fs.Bool("progress", false, "print a live progress line to stdout")
 	cpuProfile := fs.String("cpuprofile", "", "write a CPU profile of the run to `file`")
+	memProfile := fs.String("memprofile", "", "write an allocation profile of the run to `file` when it stops")
 	if code, done := parseFlags(fs, args); done {
 		return code
 	}
@@ -109,6 +111,21 @@ func runPipeline(args []string, stdout, stderr io.Writer) int {
 			return exitUsage
 		}
 		defer pprof.StopCPUProfile()
+	}
+	if *memProfile != "" {
+		runtime.MemProfileRate = 64 << 10 // a sample per 64 KiB allocated: cheap, and enough to rank the sites
+		defer func() {
+			f, err := os.Create(*memProfile)
+			if err == nil {
+				err = pprof.Lookup("allocs").WriteTo(f, 0)
+				if cerr := f.Close(); err == nil {
+					err = cerr
+				}
+			}
+			if err != nil {
+				fmt.Fprintf(stderr, "etl: -memprofile: %v\n", err)
+			}
+		}()
 	}
 	log := newLogger(cfg.Log, stderr)
 	slog.SetDefault(log)
