@@ -90,7 +90,7 @@ if [[ -n "${REPLICATED:-}" ]]; then
 	ddl="$ddl SETTINGS replicated_deduplication_window = 1000"
 fi
 q "$ddl"
-bin/etl gen -format "$WORKLOAD" -registry "http://$REGISTRY" -brokers "$BROKER" -topic "$TOPIC" -count "$N" >"$DIR/gen.log"
+bin/etl gen -format "$WORKLOAD" -registry "http://$REGISTRY" -brokers "$BROKER" -topic "$TOPIC" -count "$N" ${CODEC:+-compression "$CODEC"} >"$DIR/gen.log"
 cat "$DIR/gen.log"
 # ROWS: the rows the pipeline writes (N, or the rows the nested chain keeps).
 ROWS=$N

@@ -345,6 +345,7 @@ type batch struct {
 	chunks []*chunk.Chunk
 	rows   int
 	bytes  int
+	reason string // why it was closed (a flush reason)
 }
 
 // Run owns the batching loop and the insert goroutines. It returns nil once
@@ -404,6 +405,7 @@ func (s *Shard) Run(ctx context.Context) error {
 
 	dispatch := func(reason string) {
 		b := cur
+		b.reason = reason
 		cur, full = batch{}, ""
 		lingerC, lingered = nil, false
 		if linger != nil {
@@ -614,8 +616,13 @@ func (s *Shard) moveOn(r *replica) {
 // refuses for the values of some rows is bisected down to the records
 // behind them when OnRejected is set (bisect.go).
 func (s *Shard) insert(ctx context.Context, b *batch) error {
+	start := time.Now()
 	err := s.attempt(ctx, b.chunks, b.rows, b.bytes)
 	if err == nil {
+		if s.log.Enabled(ctx, slog.LevelDebug) {
+			s.log.Debug("batch inserted", slog.Int("rows", b.rows), slog.Int("bytes", b.bytes),
+				slog.Int("chunks", len(b.chunks)), slog.String("reason", b.reason), slog.Duration("took", time.Since(start)))
+		}
 		s.ack(b.chunks)
 		return nil
 	}

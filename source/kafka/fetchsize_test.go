@@ -35,8 +35,9 @@ func (h *sizesHandler) Fetched(p *kgo.FetchTopicPartition) {
 }
 
 // TestFirstFetchSmall: the first fetch of a source asks for at most 64 KiB
-// of a partition, so the first records arrive at once on a backlog; once
-// records have come, fetches take the configured fetch_max_partition_bytes.
+// of a partition, so the first records arrive at once on a backlog; each
+// fetch that returned records raises the size fourfold, up to the
+// configured fetch_max_partition_bytes.
 func TestFirstFetchSmall(t *testing.T) {
 	const n, size = 10_000, 200 // 2 MB of values in one partition
 	kb := testenv.Kafka(t)
@@ -86,6 +87,9 @@ func TestFirstFetchSmall(t *testing.T) {
 	// one batch.
 	if h.sizes[0] > 64<<10+16<<10 {
 		t.Errorf("the first fetch returned %d value bytes, want about 64 KiB at most", h.sizes[0])
+	}
+	if len(h.sizes) < 3 || h.sizes[1] > 256<<10+16<<10 {
+		t.Errorf("the second fetch returned more than the first's fourfold, 256 KiB: %v", h.sizes)
 	}
 	largest := 0
 	for _, n := range h.sizes[1:] {

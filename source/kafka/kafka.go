@@ -69,19 +69,22 @@ type Source struct {
 	lastPoll atomic.Int64 // unix nanoseconds of the last return from a poll
 	brokers  *brokerWatch
 	// started: the client was made with the small first-fetch sizes
-	// (startFetch), to be raised to the configured ones (full) once a
-	// fetch has returned records.
-	started   atomic.Pointer[kgo.Client]
-	full      [2]int32 // fetch_max_bytes, fetch_max_partition_bytes
-	fullFetch atomic.Bool
+	// (startFetch...), raised fourfold by each fetch response that carried
+	// records until they reach the configured ones (full).
+	started atomic.Pointer[kgo.Client]
+	full    [2]int32 // fetch_max_bytes, fetch_max_partition_bytes
+	rampMu  sync.Mutex
+	ramp    [2]int32 // the sizes in force; ramp == full once raised
 }
 
-// The first fetches of a process ask for at most these many bytes in all
+// The first fetch of a process asks for at most these many bytes in all
 // and per partition, so that the first records are read, decompressed and
 // handed over in milliseconds instead of after a full fetch of every
 // partition (6 partitions of 1 MiB took 0.2-0.25 s to arrive on a local
-// broker, against 20 ms for 256 KiB). Once a fetch has returned records
-// the configured fetch_max_bytes and fetch_max_partition_bytes apply.
+// broker, against 20 ms for 256 KiB). Each response that carried records
+// raises both fourfold for the next fetch, up to the configured
+// fetch_max_bytes and fetch_max_partition_bytes, so the decoders work on
+// the first records while the larger fetches arrive.
 const (
 	startFetchBytes          = 256 << 10
 	startFetchPartitionBytes = 64 << 10
@@ -185,7 +188,8 @@ func New(o Options) (*Source, error) {
 	if b := o.Config.FetchMaxPartitionBytes; b > 0 {
 		s.full[1] = int32(min(int64(b), 1<<30))
 	}
-	opts = append(opts, kgo.FetchMaxBytes(min(s.full[0], startFetchBytes)), kgo.FetchMaxPartitionBytes(min(s.full[1], startFetchPartitionBytes)))
+	s.ramp = [2]int32{min(s.full[0], startFetchBytes), min(s.full[1], startFetchPartitionBytes)}
+	opts = append(opts, kgo.FetchMaxBytes(s.ramp[0]), kgo.FetchMaxPartitionBytes(s.ramp[1]))
 	cl, err := kgo.NewClient(opts...)
 	if err != nil {
 		return nil, fmt.Errorf("kafka client: %w", err)
@@ -427,19 +431,37 @@ func count(p map[string][]int32) int {
 }
 
 // readHook counts what the client reads from fetch responses, and raises
-// the fetch sizes to the configured ones with the first records read.
+// the fetch sizes after each response that carried records.
 type readHook struct{ s *Source }
 
 func (h readHook) OnFetchBatchRead(_ kgo.BrokerMetadata, _ string, _ int32, b kgo.FetchBatchMetrics) {
 	h.s.metrics.read.Add(float64(b.NumRecords))
 	h.s.metrics.readBytes.Add(float64(b.UncompressedBytes))
-	if b.NumRecords > 0 && !h.s.fullFetch.Load() {
-		// (The hook runs in the client's fetch goroutine, before the
-		// next fetch request is built.)
-		if cl := h.s.started.Load(); cl != nil && h.s.fullFetch.CompareAndSwap(false, true) {
-			cl.UpdateFetchMaxBytes(h.s.full[0], h.s.full[1])
-		}
+}
+
+// rampMinRead: a fetch response this large carried records (an empty one
+// is a few dozen bytes per partition).
+const rampMinRead = 4 << 10
+
+// OnBrokerE2E runs in the client's fetch goroutine once a response is
+// read, before it is processed and long before the next fetch request is
+// built, which carries the raised sizes.
+func (h readHook) OnBrokerE2E(_ kgo.BrokerMetadata, key int16, e2e kgo.BrokerE2E) {
+	if key != 1 || e2e.Err() != nil || e2e.BytesRead < rampMinRead { // 1: Fetch
+		return
 	}
+	s := h.s
+	s.rampMu.Lock()
+	defer s.rampMu.Unlock()
+	if s.ramp == s.full {
+		return
+	}
+	cl := s.started.Load()
+	if cl == nil {
+		return
+	}
+	s.ramp = [2]int32{int32(min(4*int64(s.ramp[0]), int64(s.full[0]))), int32(min(4*int64(s.ramp[1]), int64(s.full[1])))}
+	cl.UpdateFetchMaxBytes(s.ramp[0], s.ramp[1])
 }
 
 type metrics struct {
