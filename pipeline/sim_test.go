@@ -405,7 +405,7 @@ func (w *simWorld) drained() bool {
 		}
 	}
 	for _, q := range w.sink.queues {
-		if !q.dead && (len(q.q) > 0 || len(q.inflight) > 0) {
+		if !q.dead && (len(q.q) > 0 || len(q.inflight) > 0 || len(q.building) > 0) {
 			return false
 		}
 	}
@@ -715,7 +715,8 @@ func (w *simWorld) sinkStep(calm bool) {
 	if (q.frozen && !calm) || q.dead {
 		return
 	}
-	if len(q.inflight) > 0 && (w.rng.Intn(2) == 0 || len(q.q) == 0 || len(q.inflight) >= s.maxInflight) {
+	full := len(q.inflight) >= s.maxInflight
+	if len(q.inflight) > 0 && (w.rng.Intn(2) == 0 || (len(q.q) == 0 && (full || len(q.building) == 0))) {
 		i := w.rng.Intn(len(q.inflight))
 		b := q.inflight[i]
 		if !calm && (w.rng.Intn(6) == 0 || w.step < b.notBefore) {
@@ -728,20 +729,41 @@ func (w *simWorld) sinkStep(calm bool) {
 		w.p.acks.push(b.chunks)
 		return
 	}
-	if len(q.q) == 0 || len(q.inflight) >= s.maxInflight {
-		return
+	if full {
+		// Every slot busy: the next batch is built from the queue, up
+		// to a size (a whole block under exactly-once).
+		limit := 1 + w.rng.Intn(8)
+		if w.eo {
+			limit = 1
+		}
+		if len(q.q) == 0 || len(q.building) >= limit {
+			return
+		}
+		n := 1 + w.rng.Intn(min(len(q.q), limit-len(q.building)))
+		q.building = append(q.building, q.q[:n]...)
+		q.q = slices.Delete(q.q, 0, n)
+		w.tracef("shard %d: %d chunks into the next batch", d, n)
+	} else {
+		if len(q.q) == 0 && len(q.building) == 0 {
+			return
+		}
+		chunks := q.building
+		q.building = nil
+		if len(chunks) == 0 || (!w.eo && len(q.q) > 0 && w.rng.Intn(2) == 0) {
+			n := 1 + w.rng.Intn(len(q.q))
+			if w.eo || len(chunks) > 0 {
+				n = min(n, 1) // a chunk is a whole insert block
+			}
+			chunks = append(chunks, q.q[:n]...)
+			q.q = slices.Delete(q.q, 0, n)
+		}
+		b := &simBatch{chunks: slices.Clone(chunks)}
+		if w.rng.Intn(20) == 0 {
+			// An insert that keeps failing for a while.
+			b.notBefore = w.step + w.rng.Intn(1500)
+		}
+		q.inflight = append(q.inflight, b)
 	}
-	n := 1 + w.rng.Intn(len(q.q))
-	if w.eo {
-		n = 1 // a chunk is a whole insert block
-	}
-	b := &simBatch{chunks: slices.Clone(q.q[:n])}
-	if w.rng.Intn(20) == 0 {
-		// An insert that keeps failing for a while.
-		b.notBefore = w.step + w.rng.Intn(1500)
-	}
-	q.q = slices.Delete(q.q, 0, n)
-	q.inflight = append(q.inflight, b)
 	if q.refused && len(q.q) <= q.cap/2 {
 		q.refused = false
 		w.tracef("shard %d: space", d)
@@ -1010,6 +1032,10 @@ type simQueue struct {
 	cap      int
 	q        []*chunk.Chunk
 	inflight []*simBatch
+	// building: chunks taken from the queue while every insert slot was
+	// busy, the next batch (sink/clickhouse's batcher builds it during the
+	// inserts); they go first into the next insert.
+	building []*chunk.Chunk
 	refused  bool // a send was refused since the last OnSpace
 	frozen   bool
 	dead     bool // failed for good: takes chunks, never writes them
@@ -1041,6 +1067,9 @@ func (s *simSink) held() int64 {
 			for _, c := range b.chunks {
 				n += int64(c.Size())
 			}
+		}
+		for _, c := range q.building {
+			n += int64(c.Size())
 		}
 	}
 	return n
