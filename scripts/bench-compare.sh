@@ -51,6 +51,7 @@ METRICS=${METRICS:-127.0.0.1:29190}
 ENGINE_QUEUED=${ENGINE_QUEUED:-1000000}
 ENGINE_BLOCK=${ENGINE_BLOCK-1048576}
 ENGINE_FLUSH_MS=${ENGINE_FLUSH_MS-2000}
+ENGINE_PART_FETCH=${ENGINE_PART_FETCH:-} # librdkafka's max.partition.fetch.bytes (1 MiB by default)
 TIMEOUT=${TIMEOUT:-300} # seconds an arm may take before the run fails
 [[ -x bin/etl && -x bin/devbroker ]] || make build >/dev/null
 
@@ -65,7 +66,8 @@ cat >"$DIR/kafka.xml" <<XML
 <yandex>
   <kafka>
     <auto_offset_reset>smallest</auto_offset_reset>
-    <queued_min_messages>$ENGINE_QUEUED</queued_min_messages>
+    <queued_min_messages>$ENGINE_QUEUED</queued_min_messages>${ENGINE_PART_FETCH:+
+    <max_partition_fetch_bytes>$ENGINE_PART_FETCH</max_partition_fetch_bytes>}
   </kafka>
 </yandex>
 XML
