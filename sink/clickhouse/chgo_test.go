@@ -305,21 +305,14 @@ func TestChgoCancel(t *testing.T) {
 	if err := c.Insert(context.Background(), tg, []*chunk.Chunk{idChunk(t, tg, 0, 10)}); err != nil {
 		t.Fatal(err)
 	}
-	srv.Freeze(t)
+	thaw := freeze(t, srv)
 	time.Sleep(200 * time.Millisecond) // let every server thread stop
-	thawed := false
-	t.Cleanup(func() {
-		if !thawed {
-			srv.Thaw(t)
-		}
-	})
 	ctx, cancel := context.WithCancel(context.Background())
 	time.AfterFunc(300*time.Millisecond, cancel)
 	start := time.Now()
 	err := c.Insert(ctx, tg, []*chunk.Chunk{idChunk(t, tg, 10, 10)})
 	elapsed := time.Since(start)
-	srv.Thaw(t)
-	thawed = true
+	thaw()
 	if !errors.Is(err, context.Canceled) || Permanent(err) {
 		t.Errorf("cancelled insert: err = %v", err)
 	}

@@ -309,19 +309,12 @@ func TestInsertTimeoutIsTransient(t *testing.T) {
 	srv.Exec(t, "CREATE TABLE default.slow (id UInt64, msg String) ENGINE = Memory")
 	c := connect(t, srv, "slow", func(o *Options) { o.InsertTimeout = 500 * time.Millisecond })
 	tg := plan(t, c)
-	srv.Freeze(t)
+	thaw := freeze(t, srv)
 	time.Sleep(200 * time.Millisecond) // let every server thread stop
-	thawed := false
-	t.Cleanup(func() {
-		if !thawed {
-			srv.Thaw(t)
-		}
-	})
 	start := time.Now()
 	err := c.Insert(context.Background(), tg, []*chunk.Chunk{idChunk(t, tg, 0, 10)})
 	elapsed := time.Since(start)
-	srv.Thaw(t)
-	thawed = true
+	thaw()
 	if err == nil || Permanent(err) || !strings.Contains(err.Error(), "insert timeout") {
 		t.Errorf("frozen server: err = %v, permanent %v", err, Permanent(err))
 	}

@@ -159,6 +159,23 @@ func idChunk(t testing.TB, tg *Target, first, n int) *chunk.Chunk {
 	return buildChunk(t, tg, int64(first), rows)
 }
 
+// freeze stops srv (SIGSTOP) until the returned thaw is called; a test
+// that ends first thaws it on cleanup.
+func freeze(t *testing.T, srv *testenv.CH) (thaw func()) {
+	t.Helper()
+	srv.Freeze(t)
+	thawed := false
+	t.Cleanup(func() {
+		if !thawed {
+			srv.Thaw(t)
+		}
+	})
+	return func() {
+		srv.Thaw(t)
+		thawed = true
+	}
+}
+
 // eventually polls cond until it holds or d passes.
 func eventually(t testing.TB, d time.Duration, what string, cond func() bool) {
 	t.Helper()

@@ -244,13 +244,7 @@ func TestShardBackpressure(t *testing.T) {
 	})
 	res, _ := runShard(t, s)
 
-	srv.Freeze(t)
-	thawed := false
-	t.Cleanup(func() {
-		if !thawed {
-			srv.Thaw(t)
-		}
-	})
+	thaw := freeze(t, srv)
 	var chunks []*chunk.Chunk
 	for i := range 5 {
 		chunks = append(chunks, idChunk(t, tg, 10*i, 10))
@@ -291,8 +285,7 @@ func TestShardBackpressure(t *testing.T) {
 		t.Fatalf("OnDone called %d times while the server was frozen", calls)
 	}
 
-	srv.Thaw(t)
-	thawed = true
+	thaw()
 	select {
 	case <-space:
 	case <-time.After(10 * time.Second):
@@ -572,13 +565,7 @@ func TestShardBuildsNextBatchWhileInserting(t *testing.T) {
 		OnDone: a.onDone, Log: testLog(t), Metrics: m,
 	})
 	res, _ := runShard(t, s)
-	srv.Freeze(t)
-	thawed := false
-	t.Cleanup(func() {
-		if !thawed {
-			srv.Thaw(t)
-		}
-	})
+	thaw := freeze(t, srv)
 	var chunks []*chunk.Chunk
 	for i := range 9 {
 		chunks = append(chunks, idChunk(t, tg, 10*i, 10))
@@ -612,8 +599,7 @@ func TestShardBuildsNextBatchWhileInserting(t *testing.T) {
 	if calls, _ := a.total(); calls != 0 {
 		t.Fatalf("OnDone called %d times while the server was frozen", calls)
 	}
-	srv.Thaw(t)
-	thawed = true
+	thaw()
 	eventually(t, 10*time.Second, "room in the queue", func() bool { return s.TryEnqueue(chunks[8]) })
 	s.Close()
 	if err := wait(t, res, 30*time.Second); err != nil {

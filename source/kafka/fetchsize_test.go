@@ -3,14 +3,12 @@ package kafka
 import (
 	"bytes"
 	"context"
-	"log/slog"
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kgo"
 
-	"github.com/etl-project/etl/config"
 	"github.com/etl-project/etl/internal/testenv"
 )
 
@@ -56,18 +54,7 @@ func TestFirstFetchSmall(t *testing.T) {
 	}
 
 	h := &sizesHandler{assignedHandler: assignedHandler{assigned: make(chan Partitions, 4)}}
-	s, err := New(Options{Config: &config.Kafka{Brokers: []string{kb.Addr()}, Topics: []string{"events"}, GroupID: "sizes",
-		StartOffset: "earliest", SessionTimeout: config.Duration(6 * time.Second), RebalanceTimeout: config.Duration(6 * time.Second),
-		FetchMaxBytes: 16 << 20, FetchMaxPartitionBytes: 1 << 20, FetchMaxWait: config.Duration(100 * time.Millisecond)},
-		Handler: h, Log: slog.Default()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close()
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- s.Run(ctx) }()
-	defer func() { cancel(); <-done }()
+	runSource(t, kb.Addr(), "sizes", 16<<20, h)
 	deadline := time.Now().Add(30 * time.Second)
 	for {
 		h.mu.Lock()

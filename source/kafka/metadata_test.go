@@ -19,6 +19,28 @@ func (h *assignedHandler) Revoked(context.Context, Partitions)      {}
 func (h *assignedHandler) Lost(context.Context, Partitions)         {}
 func (h *assignedHandler) Fetched(*kgo.FetchTopicPartition)         {}
 
+// runSource runs a source of group on the topic events until the test
+// ends.
+func runSource(t *testing.T, broker, group string, fetchMax config.ByteSize, h Handler) *Source {
+	t.Helper()
+	s, err := New(Options{Config: &config.Kafka{Brokers: []string{broker}, Topics: []string{"events"}, GroupID: group,
+		StartOffset: "earliest", SessionTimeout: config.Duration(6 * time.Second), RebalanceTimeout: config.Duration(6 * time.Second),
+		FetchMaxBytes: fetchMax, FetchMaxPartitionBytes: 1 << 20, FetchMaxWait: config.Duration(100 * time.Millisecond)},
+		Handler: h, Log: slog.Default()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- s.Run(ctx) }()
+	t.Cleanup(func() {
+		cancel()
+		<-done
+		s.Close()
+	})
+	return s
+}
+
 // TestCommitMetadata: a commit carries each partition's metadata, the last
 // commit's metadata is what FetchCommitted reads back (also when only the
 // metadata changed), and a partition never committed reads as offset -1.
@@ -26,18 +48,7 @@ func TestCommitMetadata(t *testing.T) {
 	kb := testenv.Kafka(t)
 	kb.CreateTopic(t, "events", 3)
 	h := &assignedHandler{assigned: make(chan Partitions, 4)}
-	s, err := New(Options{Config: &config.Kafka{Brokers: []string{kb.Addr()}, Topics: []string{"events"}, GroupID: "meta",
-		StartOffset: "earliest", SessionTimeout: config.Duration(6 * time.Second), RebalanceTimeout: config.Duration(6 * time.Second),
-		FetchMaxBytes: 1 << 20, FetchMaxPartitionBytes: 1 << 20, FetchMaxWait: config.Duration(100 * time.Millisecond)},
-		Handler: h, Log: slog.Default()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close()
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- s.Run(ctx) }()
-	defer func() { cancel(); <-done }()
+	s := runSource(t, kb.Addr(), "meta", 1<<20, h)
 	select {
 	case <-h.assigned:
 	case <-time.After(20 * time.Second):
