@@ -294,18 +294,7 @@ func TestShardBackpressure(t *testing.T) {
 	if !s.TryEnqueue(chunks[4]) {
 		t.Fatal("enqueue after OnSpace refused")
 	}
-	s.Close()
-	if err := wait(t, res, 30*time.Second); err != nil {
-		t.Fatalf("Run: %v", err)
-	}
-	if n := srv.Count(t, "default.bp"); n != 50 {
-		t.Errorf("%d rows, want 50", n)
-	}
-	for i, ch := range chunks {
-		if n := a.count(ch); n != 1 {
-			t.Errorf("chunk %d acknowledged %d times", i, n)
-		}
-	}
+	closeAndCheck(t, s, res, srv, "default.bp", 50, chunks, a)
 }
 
 func TestShardPermanentError(t *testing.T) {
@@ -551,6 +540,24 @@ func TestShardFirstAtOnce(t *testing.T) {
 	}
 }
 
+// closeAndCheck closes s and waits for its Run, then checks that table
+// holds rows rows and that each of chunks was acknowledged exactly once.
+func closeAndCheck(t *testing.T, s *Shard, res <-chan error, srv *testenv.CH, table string, rows uint64, chunks []*chunk.Chunk, a *acks) {
+	t.Helper()
+	s.Close()
+	if err := wait(t, res, 30*time.Second); err != nil {
+		t.Fatalf("Run: %v", err)
+	}
+	if n := srv.Count(t, table); n != rows {
+		t.Errorf("%s: %d rows, want %d", table, n, rows)
+	}
+	for i, ch := range chunks {
+		if n := a.count(ch); n != 1 {
+			t.Errorf("chunk %d acknowledged %d times", i, n)
+		}
+	}
+}
+
 // TestShardBuildsNextBatchWhileInserting: while every insert slot is busy
 // the batching loop goes on taking chunks until the next batch is
 // complete, so the producers are held back by a complete batch waiting for
@@ -601,18 +608,7 @@ func TestShardBuildsNextBatchWhileInserting(t *testing.T) {
 	}
 	thaw()
 	eventually(t, 10*time.Second, "room in the queue", func() bool { return s.TryEnqueue(chunks[8]) })
-	s.Close()
-	if err := wait(t, res, 30*time.Second); err != nil {
-		t.Fatalf("Run: %v", err)
-	}
-	if n := srv.Count(t, "default.nb"); n != 90 {
-		t.Errorf("%d rows, want 90", n)
-	}
-	for i, ch := range chunks {
-		if n := a.count(ch); n != 1 {
-			t.Errorf("chunk %d acknowledged %d times", i, n)
-		}
-	}
+	closeAndCheck(t, s, res, srv, "default.nb", 90, chunks, a)
 	if got := testutil.ToFloat64(m.flushes.WithLabelValues("nb", reasonRows)); got != 3 {
 		t.Errorf("batches closed by rows: %v, want 3 (chunks 0-2, 3-5, 6-8)", got)
 	}
