@@ -68,13 +68,14 @@ type Source struct {
 	metrics  *metrics
 	lastPoll atomic.Int64 // unix nanoseconds of the last return from a poll
 	brokers  *brokerWatch
-	// started: the client was made with the small first-fetch sizes
-	// (startFetch...), raised fourfold by each fetch response that carried
-	// records until they reach the configured ones (full).
-	started atomic.Pointer[kgo.Client]
-	full    [2]int32 // fetch_max_bytes, fetch_max_partition_bytes
-	rampMu  sync.Mutex
-	ramp    [2]int32 // the sizes in force; ramp == full once raised
+	// The client is made with the small first-fetch sizes (startFetch...);
+	// each fetch response that carried records raises them fourfold
+	// (readHook) until they reach the configured ones, full. client is
+	// cl for the hook, which may run before New has set cl.
+	client atomic.Pointer[kgo.Client]
+	full   [2]int32 // fetch_max_bytes, fetch_max_partition_bytes
+	rampMu sync.Mutex
+	ramp   [2]int32 // the sizes in force
 }
 
 // The first fetch of a process asks for at most these many bytes in all
@@ -195,7 +196,7 @@ func New(o Options) (*Source, error) {
 		return nil, fmt.Errorf("kafka client: %w", err)
 	}
 	s.cl = cl
-	s.started.Store(cl)
+	s.client.Store(cl)
 	return s, nil
 }
 
@@ -456,7 +457,7 @@ func (h readHook) OnBrokerE2E(_ kgo.BrokerMetadata, key int16, e2e kgo.BrokerE2E
 	if s.ramp == s.full {
 		return
 	}
-	cl := s.started.Load()
+	cl := s.client.Load()
 	if cl == nil {
 		return
 	}
