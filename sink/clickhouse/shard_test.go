@@ -613,3 +613,56 @@ func TestShardBuildsNextBatchWhileInserting(t *testing.T) {
 		t.Errorf("batches closed by rows: %v, want 3 (chunks 0-2, 3-5, 6-8)", got)
 	}
 }
+
+// TestShardSchemaChangeWhileInserting: a chunk of another table's schema
+// that arrives while every insert slot is busy waits for the batch being
+// built to go (closed by "schema"), then begins the next one; nothing more
+// is taken meanwhile.
+func TestShardSchemaChangeWhileInserting(t *testing.T) {
+	t.Parallel()
+	srv, c, tg, m, a := newShardEnv(t, "sc")
+	srv.Exec(t, "CREATE TABLE default.sc2 "+idTable)
+	tg2 := plan(t, connect(t, srv, "sc2"))
+	s := NewShard(ShardOptions{
+		Name: "sc", Client: c, Target: tg,
+		QueueCapacity: 1, MaxRows: 15, MaxInflight: 1,
+		OnDone: a.onDone, Log: testLog(t), Metrics: m,
+	})
+	s.AddTarget(tg2)
+	res, _ := runShard(t, s)
+	thaw := freeze(t, srv)
+	chunks := []*chunk.Chunk{
+		idChunk(t, tg, 0, 20),  // a full batch: its insert hangs
+		idChunk(t, tg, 20, 5),  // the next batch, not full
+		idChunk(t, tg2, 25, 5), // another schema: held
+		idChunk(t, tg2, 30, 5), // stays in the queue
+	}
+	for i, ch := range chunks[:3] {
+		if !s.TryEnqueue(ch) {
+			t.Fatalf("chunk %d refused", i)
+		}
+		eventually(t, 5*time.Second, fmt.Sprintf("chunk %d taken", i), func() bool { return s.QueueLen() == 0 })
+	}
+	if !s.TryEnqueue(chunks[3]) {
+		t.Fatal("enqueue into an empty queue refused")
+	}
+	time.Sleep(100 * time.Millisecond) // time to take more, which it must not
+	if s.QueueLen() != 1 {
+		t.Fatalf("the queue holds %d chunks, want the 1 behind the held chunk", s.QueueLen())
+	}
+	thaw()
+	closeAndCheck(t, s, res, srv, "default.sc", 25, chunks[:2], a)
+	if n := srv.Count(t, "default.sc2"); n != 10 {
+		t.Errorf("default.sc2: %d rows, want 10", n)
+	}
+	for i, ch := range chunks[2:] {
+		if n := a.count(ch); n != 1 {
+			t.Errorf("chunk %d acknowledged %d times", i+2, n)
+		}
+	}
+	for reason, want := range map[string]float64{reasonRows: 1, reasonSchema: 1, reasonDrain: 1} {
+		if got := testutil.ToFloat64(m.flushes.WithLabelValues("sc", reason)); got != want {
+			t.Errorf("batches closed by %s: %v, want %v", reason, got, want)
+		}
+	}
+}
