@@ -105,6 +105,9 @@ fi
 decoded() { curl -sf --max-time 1 "http://${METRICS_ADDR:-127.0.0.1:29090}/metrics" | awk '/^etl_decode_rows_total[ {]/ { printf "%d", $NF }'; }
 # CPU seconds a process has used so far (utime + stime).
 cpu_of() { awk -v hz="$(getconf CLK_TCK)" '{ printf "%.2f", ($14 + $15) / hz }' "/proc/$1/stat" 2>/dev/null || echo 0; }
+# Minor page faults a process has taken so far: each first touch of a page
+# (about 2 us of system time each on the development machine).
+faults_of() { awk '{ print $10 }' "/proc/$1/stat" 2>/dev/null || echo 0; }
 chpid=$(cat "$DIR/clickhouse/clickhouse.pid")
 ch0=$(cpu_of "$chpid"); br0=$(cpu_of "$broker")
 start=$(date +%s.%N)
@@ -131,11 +134,11 @@ warm= hot=
 while true; do
 	c=$(q "SELECT count() FROM default.$TABLE")
 	if [[ -n "$warm" && -z "$hot" && "$c" -ge $((ROWS * 3 / 4)) ]]; then
-		hot=$c; hot_t=$(date +%s.%N); hot_cpu=$(cpu_of "$etl"); hot_dec=$(decoded)
+		hot=$c; hot_t=$(date +%s.%N); hot_cpu=$(cpu_of "$etl"); hot_dec=$(decoded); hot_flt=$(faults_of "$etl")
 	fi
 	[[ "$c" -ge "$ROWS" ]] && break
 	if [[ -z "$warm" && "$c" -ge $((ROWS / 4)) ]]; then
-		warm=$c; warm_t=$(date +%s.%N); warm_cpu=$(cpu_of "$etl"); warm_dec=$(decoded)
+		warm=$c; warm_t=$(date +%s.%N); warm_cpu=$(cpu_of "$etl"); warm_dec=$(decoded); warm_flt=$(faults_of "$etl")
 	fi
 	kill -0 "$etl" 2>/dev/null || { echo "etl exited early; see $DIR/etl.log" >&2; tail -5 "$DIR/etl.log" >&2; exit 1; }
 	sleep 0.05
@@ -160,10 +163,11 @@ awk -v n="$rows" -v s="$start" -v e="$end" -v cpu="$cpu" -v rss="$rss" -v ch0="$
 	printf "ClickHouse: %.2f CPU-s per million rows; %d parts created, %.1f per million rows\n", ch / (n / 1e6), parts, parts / (n / 1e6)
 }'
 if [[ -n "$warm" && -n "$hot" ]]; then
-	awk -v w="$warm" -v h="$hot" -v s="$warm_t" -v e="$hot_t" -v c0="$warm_cpu" -v c1="$hot_cpu" -v d0="${warm_dec:-0}" -v d1="${hot_dec:-0}" 'BEGIN {
+	awk -v w="$warm" -v h="$hot" -v s="$warm_t" -v e="$hot_t" -v c0="$warm_cpu" -v c1="$hot_cpu" -v d0="${warm_dec:-0}" -v d1="${hot_dec:-0}" -v f0="${warm_flt:-0}" -v f1="${hot_flt:-0}" 'BEGIN {
 		r = h - w; el = e - s; d = d1 - d0
 		if (r > 0 && el > 0) printf "steady state (%d rows, from %d to %d in ClickHouse): %.0f rows/s\n", r, w, h, r / el
 		if (d > 0) printf "steady state etl CPU: %.2f CPU-s per million rows (%.2f s for the %d rows it decoded meanwhile)\n", (c1 - c0) / (d / 1e6), c1 - c0, d
+		if (d > 0) printf "steady state etl page faults: %d (%.0f per million rows)\n", f1 - f0, (f1 - f0) / (d / 1e6)
 	}'
 fi
 if [[ -n "${PROFILE:-}" && -s "$PROFILE" ]]; then
