@@ -34,6 +34,16 @@ import (
 // Scalars have fast setters for integers, floats, String, DateTime, and
 // Nullable and LowCardinality of those.
 
+// fieldPlan is what the one-pass path reads of a field for each key.
+type fieldPlan struct {
+	// quoted is the field's name as its key ends in the text: the name and
+	// the closing quote, or "" when the name has a quote or a backslash
+	// (its key is then only found by scanning it).
+	quoted string
+	one    int  // the one column reading the field, or -1 when several do
+	fast   bool // fieldFast: every column reading it has a fast setter
+}
+
 // fastField appends the value at s[i] of field fi to every column reading
 // it and returns the index past it.
 func (d *Decoder) fastField(s []byte, i, fi int, c *chunk.Chunk) (int, bool) {
@@ -156,14 +166,33 @@ func (d *Decoder) fastRow(s []byte, c *chunk.Chunk) bool {
 				return false
 			}
 			i++
-			ks := i
-			for i < len(s) && s[i] != '"' && s[i] != '\\' {
-				i++
+			// The field expected next, whose key ends with its name and a
+			// quote (a name with neither quotes nor backslashes, so the
+			// key has no escape), is found without scanning the key.
+			fi := d.next
+			if fi < len(d.fieldPlan) {
+				q := d.fieldPlan[fi].quoted
+				if e := i + len(q); q != "" && e <= len(s) && string(s[i:e]) == q {
+					i = e - 1
+				} else {
+					fi = -1
+				}
+			} else {
+				fi = -1
 			}
-			if i >= len(s) || s[i] != '"' {
-				return false
+			if fi < 0 {
+				ks := i
+				for i < len(s) && s[i] != '"' && s[i] != '\\' {
+					i++
+				}
+				if i >= len(s) || s[i] != '"' {
+					return false
+				}
+				var found bool
+				if fi, found = d.index[string(s[ks:i])]; !found {
+					fi = -1
+				}
 			}
-			key := s[ks:i]
 			i = skipWS(s, i+1)
 			if i >= len(s) || s[i] != ':' {
 				return false
@@ -171,13 +200,6 @@ func (d *Decoder) fastRow(s []byte, c *chunk.Chunk) bool {
 			i = skipWS(s, i+1)
 
 			// Value.
-			fi := d.next
-			if fi >= len(d.names) || d.names[fi] != string(key) {
-				var found bool
-				if fi, found = d.index[string(key)]; !found {
-					fi = -1
-				}
-			}
 			if fi < 0 {
 				var ok bool
 				if i, ok = skipValue(s, i, 2); !ok {
@@ -186,11 +208,12 @@ func (d *Decoder) fastRow(s []byte, c *chunk.Chunk) bool {
 			} else {
 				d.next = fi + 1
 				taken := false
-				if d.fieldFast[fi] {
+				if fp := &d.fieldPlan[fi]; fp.fast {
 					// The common case, inline: a scalar into columns with
 					// fast setters.
 					if t, text, next, ok := d.scalar(s, i); ok {
-						for _, ci := range d.fields[fi] {
+						if ci := fp.one; ci >= 0 {
+							// One column reads the field: the commonest case.
 							if d.seen[ci] == d.gen {
 								return false // a field twice: the fastjson path keeps the last
 							}
@@ -199,6 +222,18 @@ func (d *Decoder) fastRow(s []byte, c *chunk.Chunk) bool {
 								decode.AppendDefault(d.cols[ci].null, c.Cols[ci])
 							} else if !d.fastSet[ci](d, t, text, c.Cols[ci]) && !d.diagScalar(s, i, ci, c) {
 								return false
+							}
+						} else {
+							for _, ci := range d.fields[fi] {
+								if d.seen[ci] == d.gen {
+									return false // a field twice: the fastjson path keeps the last
+								}
+								d.seen[ci] = d.gen
+								if t == tokNull {
+									decode.AppendDefault(d.cols[ci].null, c.Cols[ci])
+								} else if !d.fastSet[ci](d, t, text, c.Cols[ci]) && !d.diagScalar(s, i, ci, c) {
+									return false
+								}
 							}
 						}
 						i, taken = next, true

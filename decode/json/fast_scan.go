@@ -1,5 +1,10 @@
 package json
 
+import (
+	"encoding/binary"
+	"math/bits"
+)
+
 // token is the JSON type of a scalar value.
 type token uint8
 
@@ -10,6 +15,24 @@ const (
 	tokFalse
 	tokNull
 )
+
+// toQuoteOrBackslash returns the index of the first '"' or '\\' in s from
+// i, eight bytes at a time, or the index of the last bytes too few for a
+// word (from which a byte loop goes on).
+func toQuoteOrBackslash(s []byte, i int) int {
+	const lo, hi = 0x0101010101010101, 0x8080808080808080
+	for ; i+8 <= len(s); i += 8 {
+		x := binary.LittleEndian.Uint64(s[i:])
+		q, b := x^(lo*'"'), x^(lo*'\\')
+		// A byte of q or b is zero where x has a quote or a backslash;
+		// the lowest flagged byte is exact (a borrow only flags bytes
+		// above a zero byte).
+		if t := ((q-lo)&^q | (b-lo)&^b) & hi; t != 0 {
+			return i + bits.TrailingZeros64(t)/8
+		}
+	}
+	return i
+}
 
 // isWS reports JSON whitespace, as fastjson skips it.
 func isWS(c byte) bool { return c == ' ' || c == '\n' || c == '\t' || c == '\r' }
@@ -43,6 +66,7 @@ func (d *Decoder) scalar(s []byte, i int) (t token, text []byte, next int, ok bo
 	case c == '"':
 		i++
 		start := i
+		i = toQuoteOrBackslash(s, i)
 		for i < len(s) {
 			switch s[i] {
 			case '"':

@@ -37,6 +37,15 @@ var fastSeeds = []string{
 	`{"l":1.5}`, `{"l":true}`, `{"s":null}`, `{"n":"12"}`, `{"n":1.0}`, `{"n":1.5}`, `{"zz":nul}`, `{"zz":tru}`,
 	`{"zz":1-2e+}`, `{"zz":-inf}`, "{\"a\"\t:\n1\r}", `{"a\u0062":1}`, `{"f":"` + "\x01\xff" + `"}`, `{"zz":"a\`,
 	`{"f":"a\"`, `{"a":1 "b":2}`, `{"a":+1}`, `{"d":.5}`, `{"d":5.}`, `{"a":1e2}`, `{"a":1E+0}`,
+	// Keys found by the name expected next, and keys that only start like
+	// it or have escapes.
+	`{"ab":1}`, `{"a":1,"bc":2,"b":3}`, `{"a":1,"b\u0063":2}`, `{"a":1,"b\"":2}`, `{"a\\":1}`, `{"a`, `{"a"`,
+	`{"a":1,"b`, `{"a":1,"b"`, `{"a":1,"b":`, `{"b":1,"a":2}`, `{"a":1,"c":2,"b":3,"a":4}`, `{"a" :1,"b" : 2}`,
+	// Strings scanned a word at a time: a quote, a backslash or a
+	// multibyte character at each place of the first words.
+	`{"f":"1234567\"8"}`, `{"f":"12345678\"9"}`, `{"f":"123456789abcdef\\g"}`, `{"f":"\\1234567"}`,
+	`{"f":"ééééééé\"é"}`, `{"f":"€€€€€€"}`, `{"f":"abcdefghijklmnop"}`, `{"f":"abcdefgh`, `{"f":"abcdefghi\`,
+	`{"f":"abcdefg"}`, `{"f":"abcdefgh"}`, `{"f":"\u0022\u005c"}`, `{"q":"x12345678\n"}`,
 	// Arrays into Array columns, and values of unread fields of every shape.
 	`{"r":[]}`, `{"r":[ ]}`, `{"r":[1,-2, 3 ,null]}`, `{"r":[1,]}`, `{"r":[,1]}`, `{"r":[1 2]}`, `{"r":[1`, `{"r":[1]`,
 	`{"r":[2147483648]}`, `{"r":[255,256]}`, `{"r":[1.0,"7"]}`, `{"r":[[1]]}`, `{"r":[{}]}`, `{"r":1}`, `{"r":null}`,
@@ -241,6 +250,38 @@ func TestFastPathArrays(t *testing.T) {
 	} {
 		if !d.decodeFast([]byte(rec), c) {
 			t.Errorf("%s left the fast path", rec)
+		}
+	}
+}
+
+// TestToQuoteOrBackslash checks the word-at-a-time scan against a byte
+// loop: no quote or backslash is skipped, and it stops at the first one or
+// within the last word's bytes.
+func TestToQuoteOrBackslash(t *testing.T) {
+	fill := []byte("a\x00\x7f\x80\xa2\xdc\xff\x21\x23\x5b\x5d\x5c\x22")
+	for n := 0; n <= 40; n++ {
+		for pos := -1; pos < n; pos++ {
+			for _, fb := range fill {
+				for _, target := range []byte{'"', '\\'} {
+					s := make([]byte, n)
+					for i := range s {
+						s[i] = fill[(i*7+int(fb))%(len(fill)-2)] // neither a quote nor a backslash
+					}
+					if pos >= 0 {
+						s[pos] = target
+					}
+					for from := 0; from <= n; from++ {
+						want := from
+						for want < n && s[want] != '"' && s[want] != '\\' {
+							want++
+						}
+						got := toQuoteOrBackslash(s, from)
+						if got > want || got < want && got+8 <= n {
+							t.Fatalf("%q from %d: %d, the first quote or backslash at %d", s, from, got, want)
+						}
+					}
+				}
+			}
 		}
 	}
 }

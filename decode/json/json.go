@@ -164,6 +164,7 @@ type Decoder struct {
 	fieldArr  []bool       // every column reading field i is an Array column
 	fieldText []bool       // every column reading field i is a String column
 	fieldMap  []bool       // every column reading field i is a Map column
+	fieldPlan []fieldPlan  // what fastRow reads of field i, in one place
 	seen      []uint32     // seen[i] == gen: column i has its value in this record
 	gen       uint32
 	parsedBig bool          // the one-pass path parsed a value larger than keepParserBytes alone
@@ -277,7 +278,16 @@ func New(s *chunk.Schema, o Options) (*Decoder, error) {
 		}
 		n := len(d.fields)
 		d.fieldFast, d.fieldArr, d.fieldText, d.fieldMap = make([]bool, n), make([]bool, n), make([]bool, n), make([]bool, n)
+		d.fieldPlan = make([]fieldPlan, n)
 		for fi, cols := range d.fields {
+			fp := &d.fieldPlan[fi]
+			fp.one = -1
+			if len(cols) == 1 {
+				fp.one = cols[0]
+			}
+			if !strings.ContainsAny(d.names[fi], `"\`) {
+				fp.quoted = d.names[fi] + `"`
+			}
 			d.fieldFast[fi], d.fieldArr[fi], d.fieldText[fi], d.fieldMap[fi] = true, true, true, true
 			for _, ci := range cols {
 				d.fieldMap[fi] = d.fieldMap[fi] && d.fast[ci].mapKey != nil
@@ -285,6 +295,7 @@ func New(s *chunk.Schema, o Options) (*Decoder, error) {
 				d.fieldArr[fi] = d.fieldArr[fi] && d.fast[ci].array
 				d.fieldText[fi] = d.fieldText[fi] && d.fast[ci].text
 			}
+			fp.fast = d.fieldFast[fi]
 		}
 	} else {
 		d.fast = nil
