@@ -32,10 +32,36 @@ type lowCardinalityNode struct {
 	dictNode nativeNode
 	dictNull []uint8 // marks the placeholder rows, which encode as zero
 	index    map[string]int
-	keys     []int
-	origin   []int // the chunk of each dictionary row
-	dcols    [1]chunk.Column
-	dnulls   [1][]uint8
+	// recent holds, in a slot chosen by a key's length and end bytes, the
+	// last key seen there and its dictionary row, so that most rows of a
+	// column of few distinct values are found without hashing the key
+	// and probing the map. Keys are the block's, so it is emptied with
+	// index for each block.
+	recent [lcRecentSlots]lcRecent
+	keys   []int
+	origin []int // the chunk of each dictionary row
+	dcols  [1]chunk.Column
+	dnulls [1][]uint8
+}
+
+// lcRecentSlots is the number of slots of lowCardinalityNode.recent.
+const lcRecentSlots = 64
+
+// lcRecent is a slot of lowCardinalityNode.recent; idx 0 (a placeholder
+// row, never a key's) marks it empty.
+type lcRecent struct {
+	key string
+	idx int
+}
+
+// lcRecentSlot picks key's slot from its length and its first and last
+// bytes: cheap, and different for most keys of a small set.
+func lcRecentSlot(key string) int {
+	h := uint(len(key))
+	if len(key) > 0 {
+		h = h*31 + uint(key[0])*7 + uint(key[len(key)-1])
+	}
+	return int(h % lcRecentSlots)
 }
 
 func newLowCardinalityNode(t *chunk.Type) (nativeNode, error) {
@@ -75,12 +101,16 @@ func (n *lowCardinalityNode) prepare(cols []chunk.Column, _ [][]uint8) error {
 	d := n.dict
 	d.column().Truncate(0)
 	clear(n.index)
+	clear(n.recent[:])
 	n.keys, n.origin, n.dictNull = n.keys[:0], n.origin[:0], n.dictNull[:0]
 	for range n.placeholders() {
 		d.appendZero()
 		n.origin = append(n.origin, -1)
 		n.dictNull = append(n.dictNull, 1)
 	}
+	// The slots are used while they find at least half of the keys (a
+	// column of many distinct values then pays for the map alone).
+	useRecent, tries, hits := true, 0, 0
 	for k, c := range cols {
 		var nl []uint8
 		if n.nullable {
@@ -95,6 +125,18 @@ func (n *lowCardinalityNode) prepare(cols []chunk.Column, _ [][]uint8) error {
 				continue
 			}
 			key := d.key(i)
+			var r *lcRecent
+			if useRecent {
+				r = &n.recent[lcRecentSlot(key)]
+				if tries++; r.idx > 0 && r.key == key {
+					hits++
+					n.keys = append(n.keys, r.idx)
+					continue
+				}
+				if tries == 1024 {
+					useRecent, r = hits*2 >= tries, nil
+				}
+			}
 			idx, ok := n.index[key]
 			if !ok {
 				idx = d.column().Len()
@@ -102,6 +144,9 @@ func (n *lowCardinalityNode) prepare(cols []chunk.Column, _ [][]uint8) error {
 				n.index[key] = idx
 				n.origin = append(n.origin, k)
 				n.dictNull = append(n.dictNull, 0)
+			}
+			if r != nil {
+				r.key, r.idx = key, idx
 			}
 			n.keys = append(n.keys, idx)
 		}
