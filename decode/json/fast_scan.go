@@ -110,8 +110,13 @@ func (d *Decoder) escaped(s []byte, start, i int) (token, []byte, int, bool) {
 			return tokString, b, i + 1, true
 		}
 		if c != '\\' {
-			b = append(b, c)
-			i++
+			// A run up to the next quote or backslash, copied at once.
+			j := toQuoteOrBackslash(s, i+1)
+			for j < len(s) && s[j] != '"' && s[j] != '\\' {
+				j++
+			}
+			b = append(b, s[i:j]...)
+			i = j
 			continue
 		}
 		if i+1 >= len(s) {
