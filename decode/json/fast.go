@@ -40,8 +40,8 @@ type fieldPlan struct {
 	// the closing quote, or "" when the name has a quote or a backslash
 	// (its key is then only found by scanning it).
 	quoted string
-	one    int  // the one column reading the field, or -1 when several do
-	fast   bool // fieldFast: every column reading it has a fast setter
+	cols   []int // the columns reading the field (Decoder.fields)
+	fast   bool  // every column reading it has a fast setter for scalars
 }
 
 // fastField appends the value at s[i] of field fi to every column reading
@@ -86,7 +86,7 @@ func (d *Decoder) fastField(s []byte, i, fi int, c *chunk.Chunk) (int, bool) {
 		return next, true
 	case s[i] != '[' && s[i] != '{':
 		t, text, next, ok := d.scalar(s, i)
-		if ok && (t == tokNull || d.fieldFast[fi]) {
+		if ok && (t == tokNull || d.fieldPlan[fi].fast) {
 			for _, ci := range cols {
 				if t == tokNull {
 					decode.AppendDefault(d.cols[ci].null, c.Cols[ci])
@@ -212,8 +212,7 @@ func (d *Decoder) fastRow(s []byte, c *chunk.Chunk) bool {
 					// The common case, inline: a scalar into columns with
 					// fast setters.
 					if t, text, next, ok := d.scalar(s, i); ok {
-						if ci := fp.one; ci >= 0 {
-							// One column reads the field: the commonest case.
+						for _, ci := range fp.cols {
 							if d.seen[ci] == d.gen {
 								return false // a field twice: the fastjson path keeps the last
 							}
@@ -222,18 +221,6 @@ func (d *Decoder) fastRow(s []byte, c *chunk.Chunk) bool {
 								decode.AppendDefault(d.cols[ci].null, c.Cols[ci])
 							} else if !d.fastSet[ci](d, t, text, c.Cols[ci]) && !d.diagScalar(s, i, ci, c) {
 								return false
-							}
-						} else {
-							for _, ci := range d.fields[fi] {
-								if d.seen[ci] == d.gen {
-									return false // a field twice: the fastjson path keeps the last
-								}
-								d.seen[ci] = d.gen
-								if t == tokNull {
-									decode.AppendDefault(d.cols[ci].null, c.Cols[ci])
-								} else if !d.fastSet[ci](d, t, text, c.Cols[ci]) && !d.diagScalar(s, i, ci, c) {
-									return false
-								}
 							}
 						}
 						i, taken = next, true

@@ -160,7 +160,6 @@ type Decoder struct {
 	// (a field path into nested objects, or a Nested structure).
 	fast      []fastCol
 	fastSet   []fastSetter // fast[i].set, for the common case
-	fieldFast []bool       // every column reading field i has a fast setter for scalars
 	fieldArr  []bool       // every column reading field i is an Array column
 	fieldText []bool       // every column reading field i is a String column
 	fieldMap  []bool       // every column reading field i is a Map column
@@ -277,25 +276,21 @@ func New(s *chunk.Schema, o Options) (*Decoder, error) {
 			d.fastSet = append(d.fastSet, f.set)
 		}
 		n := len(d.fields)
-		d.fieldFast, d.fieldArr, d.fieldText, d.fieldMap = make([]bool, n), make([]bool, n), make([]bool, n), make([]bool, n)
+		d.fieldArr, d.fieldText, d.fieldMap = make([]bool, n), make([]bool, n), make([]bool, n)
 		d.fieldPlan = make([]fieldPlan, n)
 		for fi, cols := range d.fields {
 			fp := &d.fieldPlan[fi]
-			fp.one = -1
-			if len(cols) == 1 {
-				fp.one = cols[0]
-			}
+			fp.cols = cols
 			if !strings.ContainsAny(d.names[fi], `"\`) {
 				fp.quoted = d.names[fi] + `"`
 			}
-			d.fieldFast[fi], d.fieldArr[fi], d.fieldText[fi], d.fieldMap[fi] = true, true, true, true
+			fp.fast, d.fieldArr[fi], d.fieldText[fi], d.fieldMap[fi] = true, true, true, true
 			for _, ci := range cols {
 				d.fieldMap[fi] = d.fieldMap[fi] && d.fast[ci].mapKey != nil
-				d.fieldFast[fi] = d.fieldFast[fi] && d.fast[ci].set != nil
+				fp.fast = fp.fast && d.fast[ci].set != nil
 				d.fieldArr[fi] = d.fieldArr[fi] && d.fast[ci].array
 				d.fieldText[fi] = d.fieldText[fi] && d.fast[ci].text
 			}
-			fp.fast = d.fieldFast[fi]
 		}
 	} else {
 		d.fast = nil
