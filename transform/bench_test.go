@@ -40,6 +40,16 @@ func benchOutput(t testing.TB) Output {
 		"value Int64 <- events.value", "amount Int64", "bucket Int32", "key String", "ts DateTime")
 }
 
+// benchOutputWide is benchOutput with a Nullable(String) and an
+// Array(String) column copied from the events, as the nested benchmark's
+// table has them.
+func benchOutputWide(t testing.TB) Output {
+	return output(t, "events",
+		"id UInt64", "user String", "kind LowCardinality(String) <- events.kind",
+		"value Int64 <- events.value", "amount Int64", "bucket Int32", "key String", "ts DateTime",
+		"page Nullable(String) <- events.page", "tags Array(String) <- events.tags")
+}
+
 // benchStaging builds the staging chunk of benchRecords records, as the
 // decoder would have left it.
 func benchStaging(t testing.TB, in *chunk.Schema) *chunk.Chunk {
@@ -48,12 +58,18 @@ func benchStaging(t testing.TB, in *chunk.Schema) *chunk.Chunk {
 	for r := range benchRecords {
 		vals := make([]any, benchEvents)
 		kinds := make([]any, benchEvents)
+		pages := make([]any, benchEvents)
+		tags := make([]any, benchEvents)
 		for j := range benchEvents {
 			vals[j] = r*1000 + j
 			kinds[j] = benchKinds[(r+j)%len(benchKinds)]
+			if j%4 != 0 {
+				pages[j] = fmt.Sprintf("/product/%d", j)
+			}
+			tags[j] = []any{"a", "beta", "promo"}[:j%4]
 		}
 		addRow(t, st, map[string]any{"id": r, "user": fmt.Sprintf("user-%d", r), "ts": ts,
-			"events.value": vals, "events.kind": kinds})
+			"events.value": vals, "events.kind": kinds, "events.page": pages, "events.tags": tags})
 	}
 	return st
 }
@@ -64,7 +80,11 @@ func (o *oneChunk) Chunk(int, int) *chunk.Chunk { return o.c }
 
 func benchChain(b *testing.B, outs []Output) {
 	steps := benchSteps()
-	in, err := Inputs(steps, []Output{benchOutput(b)}, nil)
+	schemaOf := []Output{benchOutput(b)}
+	if len(outs) > 0 {
+		schemaOf = outs
+	}
+	in, err := Inputs(steps, schemaOf, nil)
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -124,6 +144,12 @@ func benchChain(b *testing.B, outs []Output) {
 // 8-column output chunk. One op is one record.
 func BenchmarkChain(b *testing.B) {
 	benchChain(b, []Output{benchOutput(b)})
+}
+
+// BenchmarkChainWide is BenchmarkChain with a Nullable(String) and an
+// Array(String) column copied from each event too.
+func BenchmarkChainWide(b *testing.B) {
+	benchChain(b, []Output{benchOutputWide(b)})
 }
 
 // BenchmarkChainExprOnly runs the same steps without an output: the
