@@ -5,7 +5,7 @@ LDFLAGS   := -s -w -X main.version=$(VERSION)
 BIN       := bin
 DEMO_DIR  ?= .demo
 
-.PHONY: all build test test-short vet fmt check-deploy sim fuzz demo demo-stop bench bench-compare clean
+.PHONY: all build test test-short vet fmt check-deploy sim bench-smoke fuzz demo demo-stop bench bench-compare clean
 
 all: build
 
@@ -16,10 +16,16 @@ build:
 # Everything: formatting, vet, the deployment files' checks, unit tests and
 # the integration tests against a real ClickHouse and a real broker, with
 # the race detector.
-test: vet check-deploy sim
+test: vet check-deploy sim bench-smoke
 	@unformatted=$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go')); \
 	  if [ -n "$$unformatted" ]; then echo "gofmt would change: $$unformatted"; exit 1; fi
 	$(GO) test -race -count=1 -timeout 25m ./...
+
+# Every go test benchmark run once (b.N = 1), so that a benchmark broken by
+# a change fails the tests instead of waiting for its next use. The
+# benchmarks that insert start their own ClickHouse.
+bench-smoke:
+	$(GO) test -run '^$$' -bench . -benchtime 1x -count=1 ./...
 
 # The deterministic simulation of the flow-control core (pipeline/sim_test.go):
 # SEEDS seeds from 1, each replayable alone with

@@ -71,6 +71,11 @@ type lane struct {
 	cur    *chunk.Chunk // chunk being built
 	parked *chunk.Chunk // sealed chunk the shard queue refused: the resume point
 	cursor int64        // the first offset not yet covered by a chunk span
+	// unmeasured and unmeasuredBytes are the records (and their value
+	// bytes) decoded into cur since it was last measured (the direct
+	// path measures it once per measureEvery records or measureBytes
+	// value bytes).
+	unmeasured, unmeasuredBytes int
 
 	// Owned by the worker running the lane, on the staged path (staged.go).
 	binding *stagedShared  // what stage and outs were built for

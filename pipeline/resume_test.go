@@ -1,6 +1,10 @@
 package pipeline
 
 import (
+	"fmt"
+	"io"
+	"log/slog"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -82,6 +86,7 @@ func newBarePipeline(tb testing.TB, src partitionPauser, chunkTarget int) (*Pipe
 		rejectLog:   newLogLimiter(10, time.Second),
 		m:           newMetrics(nil),
 		budget:      budget,
+		log:         slog.New(slog.NewTextHandler(io.Discard, nil)),
 	}
 	target := &clickhouse.Target{Schema: schema}
 	sk := &sinkState{name: "default"}
@@ -189,4 +194,78 @@ func TestResumePoint(t *testing.T) {
 		t.Fatalf("chunks cover offsets up to %d and %d rows, want %d and %d", next, id, 100+n, n)
 	}
 	t.Logf("%d chunks, %d refusals, %d pauses, %d resumes", len(q.taken), q.refuse, src.paused, src.resumed)
+}
+
+// TestChunkTargetMeasured checks how far the direct path lets a chunk
+// outgrow chunk.target_bytes now that it measures the open chunk once per
+// measureEvery records or measureBytes value bytes: every chunk but the
+// last reaches the target, and without its last measureEvery rows (with
+// small records) or its last two rows (records of about 3 KiB, where the
+// value bytes decide) it is below it.
+func TestChunkTargetMeasured(t *testing.T) {
+	big := strings.Repeat("x", 3000)
+	for _, tc := range []struct {
+		name   string
+		value  func(i uint64) []byte
+		target int
+		spare  int // rows whose removal must bring a full chunk under target
+	}{
+		{"small records", func(i uint64) []byte { return gen.Make(1, i).AppendJSON(nil) }, 4096, measureEvery},
+		{"3KiB records", func(i uint64) []byte {
+			return fmt.Appendf(nil, `{"id":%d,"ts":0,"user_id":1,"kind":"k","amount":1.5,"note":"%s"}`, i, big)
+		}, 32 << 10, 2},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			p, dec := newBarePipeline(t, &nopSource{}, tc.target)
+			q := &gateQueue{allow: 1 << 30}
+			p.queue = q
+			h := (*handler)(p)
+			h.Assigned(nil, kafka.Partitions{"events": {0}})
+			l := p.lanes[TopicPartition{"events", 0}]
+			const n = 3000
+			recs := make([]*kgo.Record, n)
+			for i := range recs {
+				recs[i] = &kgo.Record{Topic: "events", Offset: int64(i), Value: tc.value(uint64(i))}
+			}
+			// Fetched in uneven polls, so chunks span process calls.
+			ends := map[int64]bool{}
+			for at := 0; at < n; {
+				next := min(n, at+1+at%977)
+				ends[int64(next)] = true
+				h.Fetched(&kgo.FetchTopicPartition{Topic: "events", FetchPartition: kgo.FetchPartition{Partition: 0, Records: recs[at:next]}})
+				p.runq.pop()
+				l.start()
+				p.process(l, dec)
+				if push, _ := l.finish(); push {
+					p.runq.pop()
+				}
+				at = next
+			}
+			if len(q.taken) < 4 {
+				t.Fatalf("%d chunks: too few to show anything", len(q.taken))
+			}
+			rows := 0
+			for i, c := range q.taken {
+				rows += c.Rows
+				if i == len(q.taken)-1 {
+					break
+				}
+				if size := c.Measure(); size < tc.target {
+					// A chunk sealed because its lane ran out of
+					// records may be short; one sealed full is not.
+					if !ends[c.Spans[len(c.Spans)-1].Next] {
+						t.Errorf("chunk %d: %d bytes, under the target %d", i, size, tc.target)
+					}
+					continue
+				}
+				c.Truncate(c.Rows - tc.spare)
+				if size := c.Measure(); size >= tc.target {
+					t.Errorf("chunk %d: %d bytes without its last %d rows, want under the target %d: measured too late", i, size, tc.spare, tc.target)
+				}
+			}
+			if rows != n {
+				t.Fatalf("%d rows in the chunks, want %d", rows, n)
+			}
+		})
+	}
 }

@@ -236,6 +236,16 @@ type directOutputs struct {
 	dec *boundDecoder
 }
 
+// The open chunk of the direct path is measured at least once per
+// measureEvery records and per measureBytes bytes of record values: a
+// chunk can outgrow chunk.target_bytes by what fewer than measureEvery
+// records made of fewer than measureBytes value bytes (plus the last
+// record, as before) add to its columns.
+const (
+	measureEvery = 8
+	measureBytes = 4 << 10
+)
+
 func (o *directOutputs) resume() bool {
 	p, l := o.p, o.l
 	if c := l.parked; c != nil {
@@ -266,11 +276,14 @@ func (o *directOutputs) add(r *kgo.Record) error {
 		}
 		c.Dest = l.dest
 		l.cur = c
+		l.unmeasured, l.unmeasuredBytes = 0, 0
 	}
 	_, err := o.dec.Decode(r.Value, l.cur)
 	if err == nil {
 		l.cur.MarkRecord(r.Offset)
 	}
+	l.unmeasured++
+	l.unmeasuredBytes += len(r.Value)
 	return err
 }
 
@@ -288,7 +301,12 @@ func (o *directOutputs) full() bool {
 	if o.p.eo() {
 		return o.p.eoFull(o.l.cur)
 	}
-	return o.l.cur.Measure() >= o.p.chunkTarget
+	l := o.l
+	if l.unmeasured < measureEvery && l.unmeasuredBytes < measureBytes {
+		return false
+	}
+	l.unmeasured, l.unmeasuredBytes = 0, 0
+	return l.cur.Measure() >= o.p.chunkTarget
 }
 
 // seal seals the open chunk; one that covers nothing (its only records

@@ -145,6 +145,9 @@ while true; do
 done
 end=$(date +%s.%N)
 ch1=$(cpu_of "$chpid"); br1=$(cpu_of "$broker")
+# etl's metrics at the end, kept in the run's directory; the batches'
+# mean rows and bytes come from them.
+curl -sf --max-time 2 "http://${METRICS_ADDR:-127.0.0.1:29090}/metrics" >"$DIR/metrics.txt" || true
 kill -TERM "$etl"
 wait "$etl" || true
 etl=
@@ -162,6 +165,9 @@ awk -v n="$rows" -v s="$start" -v e="$end" -v cpu="$cpu" -v rss="$rss" -v ch0="$
 	printf "during the run: ClickHouse CPU %.2f s, broker CPU %.2f s (machine: %.1f CPU-s available)\n", ch, br, el * cores
 	printf "ClickHouse: %.2f CPU-s per million rows; %d parts created, %.1f per million rows\n", ch / (n / 1e6), parts, parts / (n / 1e6)
 }'
+awk '/^etl_sink_batch_rows_(sum|count)[ {]/ { split($1, a, "{"); v[a[1]] += $NF }
+	/^etl_sink_batch_bytes_sum[ {]/ { b += $NF }
+	END { n = v["etl_sink_batch_rows_count"]; if (n > 0) printf "batches: %d inserts, %.0f rows and %.1f MiB each on average\n", n, v["etl_sink_batch_rows_sum"] / n, b / n / 1048576 }' "$DIR/metrics.txt" 2>/dev/null || true
 if [[ -n "$warm" && -n "$hot" ]]; then
 	awk -v w="$warm" -v h="$hot" -v s="$warm_t" -v e="$hot_t" -v c0="$warm_cpu" -v c1="$hot_cpu" -v d0="${warm_dec:-0}" -v d1="${hot_dec:-0}" -v f0="${warm_flt:-0}" -v f1="${hot_flt:-0}" 'BEGIN {
 		r = h - w; el = e - s; d = d1 - d0
