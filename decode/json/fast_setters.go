@@ -187,6 +187,14 @@ func fastString(d *Decoder, t token, text []byte, col chunk.Column) bool {
 	return true
 }
 
+// dateFirst reports whether text begins with four digits and a dash, as a
+// date does and no JSON number can (after four integer digits a number
+// has only '.', 'e', 'E' or its end).
+func dateFirst(text []byte) bool {
+	return len(text) >= 5 && text[4] == '-' &&
+		text[0]-'0' <= 9 && text[1]-'0' <= 9 && text[2]-'0' <= 9 && text[3]-'0' <= 9
+}
+
 // fastDateTime stores a date-time string or epoch number in a DateTime
 // column within the range every server reads back (ts); the general path
 // takes, or refuses, anything else.
@@ -196,7 +204,11 @@ func fastDateTime(ts *chunk.DateTimes) fastSetter {
 		var ok bool
 		switch t {
 		case tokString:
-			if n, isNum := decode.ParseNumber(text); isNum {
+			if dateFirst(text) {
+				// "2026-09-19...": four digits and a dash cannot begin a
+				// number; ParseNumber is not asked.
+				sec, ok = d.timeText(text)
+			} else if n, isNum := decode.ParseNumber(text); isNum {
 				sec, ok = decode.EpochSeconds(&n)
 			} else {
 				sec, ok = d.timeText(text)

@@ -1,12 +1,12 @@
 package json
 
 import (
-	"github.com/etl-project/etl/decode"
-
 	"errors"
+	"math/rand/v2"
 	"strings"
 	"testing"
 
+	"github.com/etl-project/etl/decode"
 	"github.com/etl-project/etl/gen"
 )
 
@@ -283,5 +283,35 @@ func TestToQuoteOrBackslash(t *testing.T) {
 				}
 			}
 		}
+	}
+}
+
+// TestDateFirst checks the shortcut of the DateTime fast setter: a string
+// dateFirst claims for a date is never a number ParseNumber would take (so
+// skipping ParseNumber changes nothing), and the date-times it is for are
+// claimed.
+func TestDateFirst(t *testing.T) {
+	for _, s := range []string{"2026-09-19T20:30:09Z", "2026-09-19 20:30:09", "0000-", "1970-01-01"} {
+		if !dateFirst([]byte(s)) {
+			t.Errorf("dateFirst(%q) = false, want true", s)
+		}
+	}
+	check := func(s string) {
+		if _, isNum := decode.ParseNumber([]byte(s)); isNum && dateFirst([]byte(s)) {
+			t.Errorf("dateFirst(%q) = true for a number", s)
+		}
+	}
+	for _, s := range []string{"123e-5", "1234e-5", "12e-45", "-123-", "1.2e-5", "1234-", "12345", "-1234", "1e-10"} {
+		check(s)
+	}
+	rng := rand.New(rand.NewPCG(1, 2))
+	const alphabet = "0123456789-+.eE"
+	b := make([]byte, 0, 12)
+	for range 200000 {
+		b = b[:0]
+		for range 1 + rng.IntN(10) {
+			b = append(b, alphabet[rng.IntN(len(alphabet))])
+		}
+		check(string(b))
 	}
 }
