@@ -5,7 +5,7 @@ LDFLAGS   := -s -w -X main.version=$(VERSION)
 BIN       := bin
 DEMO_DIR  ?= .demo
 
-.PHONY: all build test test-short vet fmt check-deploy sim bench-smoke fuzz demo demo-stop bench bench-compare clean
+.PHONY: all build test test-short vet fmt check-deploy sim bench-smoke fuzz demo demo-stop bench bench-compare bench-ab clean
 
 all: build
 
@@ -108,6 +108,12 @@ bench: build
 # (scripts/bench-compare.sh; docs/BENCHMARKS.md).
 bench-compare: build
 	scripts/bench-compare.sh
+
+# Two etl binaries through make bench in alternating pairs: etl built from
+# REF (default HEAD~1) against the work tree's, ROUNDS rounds (default 4);
+# the last line gives B's CPU per row over A's (scripts/bench-ab.sh).
+bench-ab: build
+	scripts/bench-ab.sh
 
 clean:
 	rm -rf $(BIN) $(DEMO_DIR)

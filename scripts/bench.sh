@@ -19,6 +19,8 @@
 # a local ZooKeeper (scripts/zookeeper.sh), and DELIVERY=exactly_once
 # compares exactly-once with at-least-once into the same kind of table.
 #
+# ETL_BIN runs another etl binary (default bin/etl; scripts/bench-ab.sh).
+#
 # WORKLOAD=nested-avro runs the nested-Avro data set instead: N (default
 # 56000) Confluent-framed Avro batches of 100 nested events, with a schema
 # registry double (devbroker -registry), flattened, filtered and derived
@@ -111,7 +113,7 @@ faults_of() { awk '{ print $10 }' "/proc/$1/stat" 2>/dev/null || echo 0; }
 chpid=$(cat "$DIR/clickhouse/clickhouse.pid")
 ch0=$(cpu_of "$chpid"); br0=$(cpu_of "$broker")
 start=$(date +%s.%N)
-KAFKA_BROKERS=$BROKER CLICKHOUSE_ADDR=127.0.0.1:$CH_TCP SCHEMA_REGISTRY_URL=http://$REGISTRY bin/etl -config "$CONFIG" ${PROFILE:+-cpuprofile "$PROFILE"} ${MEMPROFILE:+-memprofile "$MEMPROFILE"} 2>"$DIR/etl.log" &
+KAFKA_BROKERS=$BROKER CLICKHOUSE_ADDR=127.0.0.1:$CH_TCP SCHEMA_REGISTRY_URL=http://$REGISTRY "${ETL_BIN:-bin/etl}" -config "$CONFIG" ${PROFILE:+-cpuprofile "$PROFILE"} ${MEMPROFILE:+-memprofile "$MEMPROFILE"} 2>"$DIR/etl.log" &
 etl=$!
 if [[ -n "${FREEZE_FOR:-}" ]]; then
 	sleep "${FREEZE_AFTER:-2}"
@@ -178,5 +180,5 @@ if [[ -n "$warm" && -n "$hot" ]]; then
 fi
 if [[ -n "${PROFILE:-}" && -s "$PROFILE" ]]; then
 	echo "etl CPU by stage (whole run, from its CPU profile):"
-	scripts/stages.sh bin/etl "$PROFILE" "$rows"
+	scripts/stages.sh "${ETL_BIN:-bin/etl}" "$PROFILE" "$rows"
 fi
