@@ -79,28 +79,28 @@ func testZombieMember(t *testing.T, delivery string) {
 	}
 	// session_timeout is 6 s: the group moves A's partitions to B.
 	time.Sleep(12 * time.Second)
+	// The log's length while the member is frozen: what it logs from the
+	// thaw on comes after it.
+	atThaw := len(readFile(t, a.log))
 	if err := a.cmd.Process.Signal(syscall.SIGCONT); err != nil {
 		t.Fatal(err)
 	}
-	// The thawed member gives its partitions up (lost or revoked, in
-	// what it logs after the thaw), then rejoins.
+	// The thawed member gives its partitions up (lost or revoked), then
+	// rejoins.
 	thawed := time.Now()
-	atThaw := len(readFile(t, a.log))
 	noticed, rejoined := time.Duration(-1), time.Duration(-1)
 	how := ""
 	for time.Since(thawed) < time.Minute && rejoined < 0 {
 		log := readFile(t, a.log)[atThaw:]
-		i := strings.Index(log, "partitions lost")
-		if j := strings.Index(log, "partitions revoked"); j >= 0 && (i < 0 || j < i) {
-			i = j
+		i := -1
+		for _, m := range []string{"partitions lost", "partitions revoked"} {
+			if j := strings.Index(log, m); j >= 0 && (i < 0 || j < i) {
+				i, how = j, m
+			}
 		}
 		if i >= 0 {
 			if noticed < 0 {
 				noticed = time.Since(thawed)
-				how = "partitions lost"
-				if strings.HasPrefix(log[i:], "partitions revoked") {
-					how = "partitions revoked"
-				}
 			}
 			if strings.Contains(log[i:], "partitions assigned") {
 				rejoined = time.Since(thawed)
