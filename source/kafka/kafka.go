@@ -56,6 +56,9 @@ type Options struct {
 	CommitRegisterer prometheus.Registerer
 	// MaxPollRecords bounds the records one poll returns.
 	MaxPollRecords int
+	// HeartbeatInterval is the group heartbeat's period (0: franz-go's
+	// 3 s); tests with short sessions shorten it.
+	HeartbeatInterval time.Duration
 }
 
 // Source is a consumer-group member.
@@ -68,6 +71,7 @@ type Source struct {
 	metrics  *metrics
 	lastPoll atomic.Int64 // unix nanoseconds of the last return from a poll
 	brokers  *brokerWatch
+	owners   *ownership
 	// The client is made with the small first-fetch sizes (startFetch...);
 	// each fetch response that carried records raises them fourfold
 	// (readHook) until they reach the configured ones, full. client is
@@ -123,7 +127,7 @@ func New(o Options) (*Source, error) {
 	if o.MaxPollRecords <= 0 {
 		o.MaxPollRecords = 10000
 	}
-	s := &Source{o: o, log: o.Log, metrics: newMetrics(o.Registerer, o.CommitRegisterer), ready: make(chan struct{})}
+	s := &Source{o: o, log: o.Log, metrics: newMetrics(o.Registerer, o.CommitRegisterer), ready: make(chan struct{}), owners: newOwnership()}
 	opts, err := clientOpts(o.Config)
 	if err != nil {
 		return nil, err
@@ -138,30 +142,27 @@ func New(o Options) (*Source, error) {
 		kgo.ConsumeTopics(o.Config.Topics...),
 		kgo.DisableAutoCommit(),
 		kgo.BlockRebalanceOnPoll(),
-		kgo.OnPartitionsAssigned(func(ctx context.Context, _ *kgo.Client, p map[string][]int32) {
+		kgo.OnPartitionsAssigned(func(ctx context.Context, cl *kgo.Client, p map[string][]int32) {
 			if !s.waitReady(ctx) {
 				return
 			}
-			s.metrics.rebalances.Inc()
-			s.metrics.assigned.Add(float64(count(p)))
-			s.log.Info("partitions assigned", "partitions", p)
-			o.Handler.Assigned(ctx, p)
+			s.assigned(ctx, cl, p)
 		}),
-		kgo.OnPartitionsRevoked(func(ctx context.Context, _ *kgo.Client, p map[string][]int32) {
+		kgo.OnPartitionsRevoked(func(ctx context.Context, cl *kgo.Client, p map[string][]int32) {
 			if len(p) == 0 || !s.waitReady(ctx) {
 				return
 			}
-			s.metrics.assigned.Sub(float64(count(p)))
-			s.log.Info("partitions revoked", "partitions", p)
-			o.Handler.Revoked(ctx, p)
+			s.revoked(ctx, cl, p)
 		}),
 		kgo.OnPartitionsLost(func(ctx context.Context, _ *kgo.Client, p map[string][]int32) {
 			if len(p) == 0 || !s.waitReady(ctx) {
 				return
 			}
 			s.metrics.assigned.Sub(float64(count(p)))
+			s.metrics.lost.Add(float64(count(p)))
 			s.log.Warn("partitions lost", "partitions", p)
 			o.Handler.Lost(ctx, p)
+			s.owners.drop(p)
 		}),
 	)
 	switch o.Config.StartOffset {
@@ -172,6 +173,9 @@ func New(o Options) (*Source, error) {
 	}
 	if d := o.Config.SessionTimeout.D(); d > 0 {
 		opts = append(opts, kgo.SessionTimeout(d))
+	}
+	if o.HeartbeatInterval > 0 {
+		opts = append(opts, kgo.HeartbeatInterval(o.HeartbeatInterval))
 	}
 	if d := o.Config.RebalanceTimeout.D(); d > 0 {
 		opts = append(opts, kgo.RebalanceTimeout(d))
@@ -290,7 +294,18 @@ func (s *Source) Run(ctx context.Context) error {
 				s.log.Warn("fetch error", "topic", topic, "partition", p, "err", err)
 			}
 		})
+		// Partitions kept across a member change restart here, while no
+		// rebalance can run; this poll's records of them came from the old
+		// position.
+		seeked := s.owners.takeSeek()
+		if seeked != nil {
+			s.cl.SetOffsets(seeked)
+		}
+		floors := seeked != nil || s.owners.hasFloors()
 		fs.EachPartition(func(p kgo.FetchTopicPartition) {
+			if floors {
+				s.owners.filter(&p, seeked)
+			}
 			if len(p.Records) == 0 {
 				return
 			}
@@ -385,6 +400,11 @@ func (s *Source) Commit(ctx context.Context, offsets []Offset) error {
 	// The client's commit carries no metadata of its own: set each
 	// partition's on the request just before it is sent.
 	ctx = kgo.PreCommitFnContext(ctx, func(req *kmsg.OffsetCommitRequest) error {
+		// The request carries the member id it is sent under: a partition
+		// assigned under another one is not ours to commit any more.
+		if err := s.owners.check(req); err != nil {
+			return err
+		}
 		for i := range req.Topics {
 			t := &req.Topics[i]
 			for j := range t.Partitions {
@@ -468,6 +488,7 @@ func (h readHook) OnBrokerE2E(_ kgo.BrokerMetadata, key int16, e2e kgo.BrokerE2E
 type metrics struct {
 	connErrors                                            *prometheus.CounterVec
 	records, bytes, fetchErrors, rebalances, commitErrors prometheus.Counter
+	lost                                                  prometheus.Counter
 	read, readBytes                                       prometheus.Counter
 	assigned                                              prometheus.Gauge
 	pollSeconds                                           prometheus.Histogram
@@ -489,13 +510,15 @@ func newMetrics(reg, commitReg prometheus.Registerer) *metrics {
 		rebalances:   prometheus.NewCounter(prometheus.CounterOpts{Name: "etl_source_rebalances_total", Help: "Partition assignments received from the consumer group."}),
 		commitErrors: prometheus.NewCounter(prometheus.CounterOpts{Name: "etl_checkpoint_commit_errors_total", Help: "Offset commits that failed."}),
 		assigned:     prometheus.NewGauge(prometheus.GaugeOpts{Name: "etl_source_assigned_partitions", Help: "Partitions assigned to this member now."}),
+		lost: prometheus.NewCounter(prometheus.CounterOpts{Name: "etl_source_partitions_lost_total",
+			Help: "Partitions this member lost without handing them over (its session expired, or the group dropped it and it rejoined as a new member): nothing was committed for them."}),
 		pollSeconds: prometheus.NewHistogram(prometheus.HistogramOpts{
 			Name: "etl_source_poll_duration_seconds", Help: "Time one poll waited for records.",
 			Buckets: prometheus.ExponentialBuckets(0.0005, 4, 9),
 		}),
 	}
 	if reg != nil {
-		reg.MustRegister(m.records, m.bytes, m.read, m.readBytes, m.fetchErrors, m.connErrors, m.rebalances, m.assigned, m.pollSeconds)
+		reg.MustRegister(m.records, m.bytes, m.read, m.readBytes, m.fetchErrors, m.connErrors, m.rebalances, m.assigned, m.lost, m.pollSeconds)
 		if commitReg == nil {
 			commitReg = reg
 		}

@@ -159,6 +159,13 @@ func startETL(t *testing.T, cfg string, args ...string) *proc {
 				b = b[len(b)-8000:]
 			}
 			t.Logf("etl log (%s, tail):\n%s", p.log, b)
+			// ETL_TEST_KEEP_LOGS=DIR keeps a failed test's whole logs.
+			if dir := os.Getenv("ETL_TEST_KEEP_LOGS"); dir != "" {
+				if all, err := os.ReadFile(p.log); err == nil && os.MkdirAll(dir, 0o755) == nil {
+					name := filepath.Join(dir, strings.ReplaceAll(t.Name(), "/", "_")+"-"+filepath.Base(p.log))
+					_ = os.WriteFile(name, all, 0o644)
+				}
+			}
 		}
 	})
 	return p

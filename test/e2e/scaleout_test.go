@@ -140,7 +140,13 @@ func commitsOnlyOwned(path string) (int, error) {
 		if json.Unmarshal(sc.Bytes(), &line) != nil {
 			continue
 		}
-		switch line.Msg {
+		msg := line.Msg
+		if strings.HasPrefix(msg, "partitions lost") {
+			// Also "partitions lost: revoked after the group had
+			// dropped this member ..." and "... keeping them".
+			msg = "partitions lost"
+		}
+		switch msg {
 		case "partitions assigned":
 			for _, p := range line.Partitions[topic] {
 				owned[p] = true
