@@ -139,6 +139,8 @@ func (o *ownership) restart(at map[string]map[int32]int64) {
 	for t, ps := range at {
 		if o.seek[t] == nil {
 			o.seek[t] = map[int32]kgo.EpochOffset{}
+		}
+		if o.floor[t] == nil {
 			o.floor[t] = map[int32]int64{}
 		}
 		for part, off := range ps {

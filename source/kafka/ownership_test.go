@@ -69,3 +69,20 @@ func TestOwnershipCheck(t *testing.T) {
 		t.Errorf("stale = %v, want t/1", st)
 	}
 }
+
+// TestOwnershipRestart: restarts of partitions of one topic at different
+// assignments keep every floor, and the seek is handed over once.
+func TestOwnershipRestart(t *testing.T) {
+	o := newOwnership()
+	o.restart(map[string]map[int32]int64{"t": {0: 10}})
+	if s := o.takeSeek(); s["t"][0].Offset != 10 {
+		t.Fatalf("seek = %v, want t/0 at 10", s)
+	}
+	if s := o.takeSeek(); s != nil {
+		t.Fatalf("second takeSeek = %v, want nil", s)
+	}
+	o.restart(map[string]map[int32]int64{"t": {1: 20}})
+	if o.floor["t"][0] != 10 || o.floor["t"][1] != 20 {
+		t.Fatalf("floors = %v, want t/0 10 and t/1 20", o.floor)
+	}
+}
