@@ -154,20 +154,36 @@ func (ch *CH) stop() error {
 
 // Start starts a stopped (or killed) server again with the same folder and
 // ports, so the tables and rows written before are still there. It fails t
-// when another process took one of the ports meanwhile.
+// when another process holds one of the ports for 10 s (a port seen in use
+// for a moment, as once in CI right after a SIGKILL, is tried again).
 func (ch *CH) Start(t testing.TB) {
 	t.Helper()
 	ch.transport.CloseIdleConnections()
 	begin := time.Now()
 	out, code, err := ch.runScript("start")
+	for err != nil && code == chPortInUseExit && time.Since(begin) < 10*time.Second {
+		t.Logf("testenv: restart ClickHouse: a port is in use; trying again\n%s", out)
+		time.Sleep(250 * time.Millisecond)
+		out, code, err = ch.runScript("start")
+	}
 	if err != nil {
 		if code == chPortInUseExit {
-			t.Fatalf("testenv: restart ClickHouse: port %d or %d was taken while it was stopped\n%s",
+			t.Fatalf("testenv: restart ClickHouse: port %d or %d was taken while it was stopped (and still is 10 s later)\n%s",
 				ch.tcpPort, ch.httpPort, out)
 		}
 		t.Fatalf("testenv: restart ClickHouse: %v\n%s", err, out)
 	}
 	t.Logf("testenv: ClickHouse restarted in %v", time.Since(begin).Round(time.Millisecond))
+}
+
+// portFree reports whether port can be bound on 127.0.0.1 now.
+func portFree(port int) bool {
+	ln, err := net.Listen("tcp", net.JoinHostPort("127.0.0.1", strconv.Itoa(port)))
+	if err != nil {
+		return false
+	}
+	ln.Close()
+	return true
 }
 
 // Freeze suspends the server with SIGSTOP: connections are still accepted
@@ -194,6 +210,17 @@ func (ch *CH) Kill9(t testing.TB) {
 			t.Fatalf("testenv: ClickHouse pid %d still alive 10s after SIGKILL", pid)
 		}
 		time.Sleep(20 * time.Millisecond)
+	}
+	// The killed server's listening sockets can outlive its pid for a
+	// moment (seen in CI: a restart right after found its port in use):
+	// wait until its ports can be bound again.
+	for _, port := range []int{ch.tcpPort, ch.httpPort} {
+		for !portFree(port) {
+			if time.Now().After(deadline) {
+				t.Fatalf("testenv: port %d still in use 10s after ClickHouse (pid %d) was killed", port, pid)
+			}
+			time.Sleep(20 * time.Millisecond)
+		}
 	}
 	ch.transport.CloseIdleConnections()
 	if err := os.Remove(filepath.Join(ch.dir, "clickhouse.pid")); err != nil && !errors.Is(err, os.ErrNotExist) {

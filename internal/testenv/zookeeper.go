@@ -136,6 +136,13 @@ func (zk *ZK) Kill9(t testing.TB) {
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
+	// Its listening socket can outlive its pid for a moment (see CH.Kill9).
+	for !portFree(zk.port) {
+		if time.Now().After(deadline) {
+			t.Fatalf("testenv: port %d still in use 10s after ZooKeeper (pid %d) was killed", zk.port, pid)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
 	if err := os.Remove(filepath.Join(zk.dir, "zookeeper.pid")); err != nil && !errors.Is(err, os.ErrNotExist) {
 		t.Fatalf("testenv: remove ZooKeeper pid file: %v", err)
 	}
