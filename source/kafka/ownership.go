@@ -75,6 +75,14 @@ func (o *ownership) drop(p Partitions) {
 			delete(o.seek[t], part)
 			delete(o.floor[t], part)
 		}
+		// No empty topic maps: the poll loop's fast path looks at the
+		// maps' lengths.
+		if len(o.seek[t]) == 0 {
+			delete(o.seek, t)
+		}
+		if len(o.floor[t]) == 0 {
+			delete(o.floor, t)
+		}
 	}
 }
 
@@ -86,9 +94,9 @@ func (o *ownership) split(p Partitions, member string) (same, other Partitions) 
 	for t, ps := range p {
 		for _, part := range ps {
 			if by, ok := o.by[t][part]; ok && by != member {
-				other = addPartition(other, t, part)
+				other = addPartitions(other, t, []int32{part})
 			} else {
-				same = addPartition(same, t, part)
+				same = addPartitions(same, t, []int32{part})
 			}
 		}
 	}
@@ -104,7 +112,7 @@ func (o *ownership) stale(member string) Partitions {
 	for t, ps := range o.by {
 		for part, by := range ps {
 			if by != member {
-				out = addPartition(out, t, part)
+				out = addPartitions(out, t, []int32{part})
 			}
 		}
 	}
@@ -190,20 +198,7 @@ func (o *ownership) filter(p *kgo.FetchTopicPartition, seeked map[string]map[int
 func (o *ownership) hasFloors() bool {
 	o.mu.Lock()
 	defer o.mu.Unlock()
-	for _, ps := range o.floor {
-		if len(ps) > 0 {
-			return true
-		}
-	}
-	return false
-}
-
-func addPartition(p Partitions, topic string, part int32) Partitions {
-	if p == nil {
-		p = Partitions{}
-	}
-	p[topic] = append(p[topic], part)
-	return p
+	return len(o.floor) > 0
 }
 
 // restartOffsets is where partitions kept across a member change restart:

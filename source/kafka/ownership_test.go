@@ -86,3 +86,17 @@ func TestOwnershipRestart(t *testing.T) {
 		t.Fatalf("floors = %v, want t/0 10 and t/1 20", o.floor)
 	}
 }
+
+// TestOwnershipDropClears: once every restarted partition is dropped, the
+// poll loop's fast path sees no floor and no seek.
+func TestOwnershipDropClears(t *testing.T) {
+	o := newOwnership()
+	o.restart(map[string]map[int32]int64{"t": {0: 10, 1: 20}})
+	o.drop(Partitions{"t": {0, 1}})
+	if o.hasFloors() {
+		t.Errorf("floors left after the drop: %v", o.floor)
+	}
+	if s := o.takeSeek(); s != nil {
+		t.Errorf("seek left after the drop: %v", s)
+	}
+}
