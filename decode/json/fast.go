@@ -1,6 +1,7 @@
 package json
 
 import (
+	"encoding/binary"
 	"slices"
 
 	"github.com/valyala/fastjson"
@@ -40,8 +41,40 @@ type fieldPlan struct {
 	// the closing quote, or "" when the name has a quote or a backslash
 	// (its key is then only found by scanning it).
 	quoted string
-	cols   []int // the columns reading the field (Decoder.fields)
-	fast   bool  // every column reading it has a fast setter for scalars
+	// key is quoted and a colon, the key as most records write it, as
+	// little-endian words and the masks of their bytes (keyLen 0 when
+	// longer than 16 bytes), so that key and colon are matched with one
+	// or two loads and compares.
+	word, mask [2]uint64
+	keyLen     int
+	cols       []int // the columns reading the field (Decoder.fields)
+	fast       bool  // every column reading it has a fast setter for scalars
+	// one is the only column reading the field when there is one and it
+	// has a fast setter (the common case, taken without the loop over
+	// cols), or -1.
+	one int
+}
+
+// setQuoted sets the plan's quoted key and its key words.
+func (fp *fieldPlan) setQuoted(q string) {
+	fp.quoted, fp.word, fp.mask, fp.keyLen = q, [2]uint64{}, [2]uint64{}, 0
+	key := q + ":"
+	if q == "" || len(key) > 16 {
+		return
+	}
+	fp.keyLen = len(key)
+	for k := range len(key) {
+		fp.word[k/8] |= uint64(key[k]) << (8 * (k % 8))
+		fp.mask[k/8] |= 0xff << (8 * (k % 8))
+	}
+}
+
+// atKey reports whether s[i:] begins with the plan's key and colon.
+func (fp *fieldPlan) atKey(s []byte, i int) bool {
+	if fp.keyLen == 0 || i+8 > len(s) || binary.LittleEndian.Uint64(s[i:])&fp.mask[0] != fp.word[0] {
+		return false
+	}
+	return fp.keyLen <= 8 || i+16 <= len(s) && binary.LittleEndian.Uint64(s[i+8:])&fp.mask[1] == fp.word[1]
 }
 
 // fastField appends the value at s[i] of field fi to every column reading
@@ -53,6 +86,7 @@ func (d *Decoder) fastField(s []byte, i, fi int, c *chunk.Chunk) (int, bool) {
 			return i, false // a field twice: the fastjson path keeps the last
 		}
 		d.seen[ci] = d.gen
+		d.filled++
 	}
 	if i >= len(s) {
 		return i, false
@@ -147,6 +181,7 @@ func (d *Decoder) decodeFast(s []byte, c *chunk.Chunk) bool {
 
 func (d *Decoder) fastRow(s []byte, c *chunk.Chunk) bool {
 	d.gen++
+	d.filled = 0
 	if d.gen == 0 {
 		clear(d.seen)
 		d.gen = 1
@@ -169,11 +204,15 @@ func (d *Decoder) fastRow(s []byte, c *chunk.Chunk) bool {
 			// The field expected next, whose key ends with its name and a
 			// quote (a name with neither quotes nor backslashes, so the
 			// key has no escape), is found without scanning the key.
-			fi := d.next
+			// Most often its key is followed by the colon at once, and
+			// both are matched by a word compare or two.
+			fi, colon := d.next, false
 			if fi < len(d.fieldPlan) {
-				q := d.fieldPlan[fi].quoted
-				if e := i + len(q); q != "" && e <= len(s) && string(s[i:e]) == q {
-					i = e - 1
+				fp := &d.fieldPlan[fi]
+				if fp.atKey(s, i) {
+					i, colon = i+fp.keyLen, true
+				} else if q := fp.quoted; q != "" && i+len(q) <= len(s) && string(s[i:i+len(q)]) == q {
+					i += len(q) - 1
 				} else {
 					fi = -1
 				}
@@ -193,11 +232,14 @@ func (d *Decoder) fastRow(s []byte, c *chunk.Chunk) bool {
 					fi = -1
 				}
 			}
-			i = skipWS(s, i+1)
-			if i >= len(s) || s[i] != ':' {
-				return false
+			if !colon {
+				i = skipWS(s, i+1)
+				if i >= len(s) || s[i] != ':' {
+					return false
+				}
+				i++
 			}
-			i = skipWS(s, i+1)
+			i = skipWS(s, i)
 
 			// Value.
 			if fi < 0 {
@@ -208,15 +250,32 @@ func (d *Decoder) fastRow(s []byte, c *chunk.Chunk) bool {
 			} else {
 				d.next = fi + 1
 				taken := false
-				if fp := &d.fieldPlan[fi]; fp.fast {
-					// The common case, inline: a scalar into columns with
-					// fast setters.
+				if fp := &d.fieldPlan[fi]; fp.one >= 0 {
+					// The commonest case, inline: a scalar into the one
+					// column reading the field, which has a fast setter.
+					if t, text, next, ok := d.scalar(s, i); ok {
+						ci := fp.one
+						if d.seen[ci] == d.gen {
+							return false // a field twice: the fastjson path keeps the last
+						}
+						d.seen[ci] = d.gen
+						d.filled++
+						if t == tokNull {
+							decode.AppendDefault(d.cols[ci].null, c.Cols[ci])
+						} else if !d.fastSet[ci](d, t, text, c.Cols[ci]) && !d.diagScalar(s, i, ci, c) {
+							return false
+						}
+						i, taken = next, true
+					}
+				} else if fp.fast {
+					// A scalar into columns with fast setters.
 					if t, text, next, ok := d.scalar(s, i); ok {
 						for _, ci := range fp.cols {
 							if d.seen[ci] == d.gen {
 								return false // a field twice: the fastjson path keeps the last
 							}
 							d.seen[ci] = d.gen
+							d.filled++
 							if t == tokNull {
 								decode.AppendDefault(d.cols[ci].null, c.Cols[ci])
 							} else if !d.fastSet[ci](d, t, text, c.Cols[ci]) && !d.diagScalar(s, i, ci, c) {
@@ -252,9 +311,11 @@ func (d *Decoder) fastRow(s []byte, c *chunk.Chunk) bool {
 	if skipWS(s, i) != len(s) {
 		return false
 	}
-	for ci := range d.cols {
-		if d.seen[ci] != d.gen {
-			c.Cols[ci].AppendDefault()
+	if d.filled != len(d.cols) {
+		for ci := range d.cols {
+			if d.seen[ci] != d.gen {
+				c.Cols[ci].AppendDefault()
+			}
 		}
 	}
 	return true

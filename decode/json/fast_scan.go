@@ -3,6 +3,7 @@ package json
 import (
 	"encoding/binary"
 	"math/bits"
+	"unsafe"
 )
 
 // token is the JSON type of a scalar value.
@@ -37,7 +38,18 @@ func toQuoteOrBackslash(s []byte, i int) int {
 // isWS reports JSON whitespace, as fastjson skips it.
 func isWS(c byte) bool { return c == ' ' || c == '\n' || c == '\t' || c == '\r' }
 
+// skipWS returns the index of the first byte from i that is not
+// whitespace. The common case, no whitespace at all, is one comparison:
+// every whitespace byte is at most ' ', and so are only control bytes
+// besides, which no JSON text has outside strings.
 func skipWS(s []byte, i int) int {
+	if i < len(s) && s[i] > ' ' {
+		return i
+	}
+	return skipWSLoop(s, i)
+}
+
+func skipWSLoop(s []byte, i int) int {
 	for i < len(s) && isWS(s[i]) {
 		i++
 	}
@@ -45,9 +57,16 @@ func skipWS(s []byte, i int) int {
 }
 
 // isNumberByte reports the bytes fastjson takes as part of a number.
-func isNumberByte(c byte) bool {
-	return c >= '0' && c <= '9' || c == '.' || c == '-' || c == 'e' || c == 'E' || c == '+'
-}
+func isNumberByte(c byte) bool { return numberBytes[c] }
+
+// numberBytes marks the bytes isNumberByte reports: a table, one load per
+// byte of a number.
+var numberBytes = func() (t [256]bool) {
+	for _, c := range []byte("0123456789.-eE+") {
+		t[c] = true
+	}
+	return t
+}()
 
 // loneSign reports a number token fastjson rejects: a sign alone (it then
 // looks for Inf or NaN).
@@ -89,14 +108,69 @@ func (d *Decoder) scalar(s []byte, i int) (t token, text []byte, next int, ok bo
 		if len(s)-i >= 4 && string(s[i:i+4]) == "null" {
 			return tokNull, nil, i + 4, true
 		}
+	case c-'0' <= 9 || c == '-':
+		// The commonest numbers, -?(0|[1-9][0-9]*)(\.[0-9]+)? with at
+		// most 19 digits, are read into d.num in the same pass.
+		start := i
+		j := i
+		if c == '-' {
+			j++
+		}
+		ds := j
+		var m uint64
+		for j < len(s) && s[j]-'0' <= 9 {
+			m = m*10 + uint64(s[j]-'0')
+			j++
+		}
+		nd := j - ds
+		plain := nd > 0 && (nd == 1 || s[ds] != '0')
+		frac := 0
+		if plain && j < len(s) && s[j] == '.' {
+			fs := j + 1
+			for j = fs; j < len(s) && s[j]-'0' <= 9; j++ {
+				m = m*10 + uint64(s[j]-'0')
+			}
+			frac = j - fs
+			nd += frac
+			plain = frac > 0
+		}
+		if plain && nd <= 19 && (j == len(s) || !numberBytes[s[j]]) {
+			d.num = scanNum{m: m, digits: nd, frac: frac, neg: c == '-', p: &s[start], n: j - start}
+			return tokNumber, s[start:j], j, true
+		}
+		d.num.p = nil
+		for i = j; i < len(s) && isNumberByte(s[i]); i++ {
+		}
+		return tokNumber, s[start:i], i, !loneSign(s[start:i])
 	case isNumberByte(c):
 		start := i
 		for i < len(s) && isNumberByte(s[i]) {
 			i++
 		}
+		d.num.p = nil
 		return tokNumber, s[start:i], i, !loneSign(s[start:i])
 	}
 	return 0, nil, i, false
+}
+
+// scanNum is a number scalar read in the same pass as its text: the
+// syntax -?(0|[1-9][0-9]*)(\.[0-9]+)? with at most 19 digits, which
+// decode.ParseNumber reads as the same parts.
+type scanNum struct {
+	m      uint64 // the digits of the integer part and the fraction, as one integer
+	digits int    // how many: the integer part's and the fraction's
+	frac   int    // the fraction's
+	neg    bool
+	// p and n are the number's text (its first byte and length): d.num
+	// is the number of a token only when they are the token's text.
+	p *byte
+	n int
+}
+
+// numOf returns d.num when it is the number whose text is text, as scalar
+// last read it.
+func (d *Decoder) numOf(text []byte) (*scanNum, bool) {
+	return &d.num, d.num.p != nil && len(text) == d.num.n && unsafe.SliceData(text) == d.num.p
 }
 
 // escaped continues a string from its first backslash at s[i]: the content

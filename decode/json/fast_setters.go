@@ -129,7 +129,18 @@ func fastInt(a chunk.Ints, bools bool) fastSetter {
 			return a.AppendInt(col, 1) == nil
 		case bools && t == tokFalse:
 			return a.AppendInt(col, 0) == nil
-		case t <= tokNumber:
+		case t == tokNumber:
+			if n, ok := d.numOf(text); ok && n.frac == 0 {
+				if !n.neg {
+					return a.AppendUint(col, n.m) == nil
+				}
+				// As n.Signed(math.MinInt64, math.MaxInt64) below.
+				return n.m <= 1<<63 && a.AppendInt(col, int64(-n.m)) == nil
+			}
+			if u, ok := plainUint(text); ok {
+				return a.AppendUint(col, u) == nil
+			}
+		case t == tokString:
 			if u, ok := plainUint(text); ok {
 				return a.AppendUint(col, u) == nil
 			}
@@ -163,6 +174,22 @@ func fastFloat(a chunk.Floats, bits int) fastSetter {
 // fastFloat64 is fastFloat into a Float64 column, which takes every
 // float64, without an interface call (chunk.AppendFloat64).
 func fastFloat64(d *Decoder, t token, text []byte, col chunk.Column) bool {
+	if t == tokNumber {
+		if n, ok := d.numOf(text); ok && n.digits <= 15 {
+			// decode.Number's exact case (Clinger's fast path): at most
+			// 15 digits over at most 10^15, so one division is the
+			// correctly rounded result.
+			f := float64(n.m)
+			if n.frac > 0 {
+				f /= exactPow10[n.frac]
+			}
+			if n.neg {
+				f = -f
+			}
+			chunk.AppendFloat64(col, f)
+			return true
+		}
+	}
 	n, ok := fastNumber(t, text)
 	if !ok {
 		return false
@@ -173,6 +200,11 @@ func fastFloat64(d *Decoder, t token, text []byte, col chunk.Column) bool {
 	}
 	return ok
 }
+
+// exactPow10 are the powers of ten a float64 holds exactly, up to the
+// most fraction digits fastFloat64 divides by.
+var exactPow10 = [...]float64{1e0, 1e1, 1e2, 1e3, 1e4, 1e5, 1e6, 1e7, 1e8, 1e9, 1e10, 1e11,
+	1e12, 1e13, 1e14, 1e15}
 
 // fastString stores a string's content, or any other scalar's JSON text.
 func fastString(d *Decoder, t token, text []byte, col chunk.Column) bool {
@@ -214,6 +246,11 @@ func fastDateTime(ts *chunk.DateTimes) fastSetter {
 				sec, ok = d.timeText(text)
 			}
 		case tokNumber:
+			if n, scanned := d.numOf(text); scanned && n.frac == 0 && !n.neg {
+				// decode.EpochSeconds of an integer: the unit by its magnitude.
+				sec, ok = int64(n.m/uint64(decode.EpochUnit(float64(n.m)))), true
+				break
+			}
 			if u, plain := plainUint(text); plain {
 				// decode.EpochSeconds of an integer: the unit by its magnitude.
 				sec, ok = int64(u/uint64(decode.EpochUnit(float64(u)))), true

@@ -166,6 +166,8 @@ type Decoder struct {
 	fieldPlan []fieldPlan  // what fastRow reads of field i, in one place
 	seen      []uint32     // seen[i] == gen: column i has its value in this record
 	gen       uint32
+	filled    int           // the columns with their value in this record (seen[i] == gen)
+	num       scanNum       // the last number scalar read, when it read it (numOf)
 	parsedBig bool          // the one-pass path parsed a value larger than keepParserBytes alone
 	diag      bool          // the one-pass path is diagnosing a record it gave up (diagnose)
 	diagErr   *decode.Error // what it found
@@ -282,7 +284,7 @@ func New(s *chunk.Schema, o Options) (*Decoder, error) {
 			fp := &d.fieldPlan[fi]
 			fp.cols = cols
 			if !strings.ContainsAny(d.names[fi], `"\`) {
-				fp.quoted = d.names[fi] + `"`
+				fp.setQuoted(d.names[fi] + `"`)
 			}
 			fp.fast, d.fieldArr[fi], d.fieldText[fi], d.fieldMap[fi] = true, true, true, true
 			for _, ci := range cols {
@@ -290,6 +292,10 @@ func New(s *chunk.Schema, o Options) (*Decoder, error) {
 				fp.fast = fp.fast && d.fast[ci].set != nil
 				d.fieldArr[fi] = d.fieldArr[fi] && d.fast[ci].array
 				d.fieldText[fi] = d.fieldText[fi] && d.fast[ci].text
+			}
+			fp.one = -1
+			if len(cols) == 1 && fp.fast {
+				fp.one = cols[0]
 			}
 		}
 	} else {
