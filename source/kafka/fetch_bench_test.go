@@ -19,7 +19,9 @@ import (
 // on batches of 1,000 of gen's 6-column JSON records, as `etl gen`
 // produces them, for each codec. No network and no broker: what is left of
 // the fetch stage in a run (scripts/stages.sh) beyond this is the
-// client's I/O and bookkeeping. One op is one record.
+// client's I/O and bookkeeping. One op is one record. The /source
+// variants use the source's decompressor (decompressor: lz4 read block by
+// block into one buffer).
 func BenchmarkFetchFloor(b *testing.B) {
 	codecs := []struct {
 		name  string
@@ -31,33 +33,39 @@ func BenchmarkFetchFloor(b *testing.B) {
 		{"lz4", kgo.Lz4Compression(), 3},
 		{"zstd", kgo.ZstdCompression(), 4},
 	}
+	decs := []struct {
+		name string
+		dec  kgo.Decompressor
+	}{{"", kgo.DefaultDecompressor()}, {"/source", newDecompressor()}}
 	const batches, perBatch = 10, 1000
 	for _, c := range codecs {
-		b.Run(c.name, func(b *testing.B) {
-			comp, err := kgo.DefaultCompressor(c.codec)
-			if err != nil {
-				b.Fatal(err)
-			}
-			var raw []byte
-			var value int
-			for i := range batches {
-				batch, n := benchBatch(b, comp, c.attr, int64(i*perBatch), perBatch)
-				raw = append(raw, batch...)
-				value += n
-			}
-			rp := &kmsg.FetchResponseTopicPartition{Partition: 0, HighWatermark: batches * perBatch, RecordBatches: raw}
-			dec := kgo.DefaultDecompressor()
-			opts := kgo.ProcessFetchPartitionOpts{Topic: "events"}
-			b.SetBytes(int64(value) / (batches * perBatch))
-			b.ReportAllocs()
-			b.ResetTimer()
-			for i := 0; i < b.N; i += batches * perBatch {
-				fp, _ := kgo.ProcessFetchPartition(opts, rp, dec, nil)
-				if fp.Err != nil || len(fp.Records) != batches*perBatch {
-					b.Fatalf("%d records, err %v", len(fp.Records), fp.Err)
+		for _, d := range decs {
+			b.Run(c.name+d.name, func(b *testing.B) {
+				comp, err := kgo.DefaultCompressor(c.codec)
+				if err != nil {
+					b.Fatal(err)
 				}
-			}
-		})
+				var raw []byte
+				var value int
+				for i := range batches {
+					batch, n := benchBatch(b, comp, c.attr, int64(i*perBatch), perBatch)
+					raw = append(raw, batch...)
+					value += n
+				}
+				rp := &kmsg.FetchResponseTopicPartition{Partition: 0, HighWatermark: batches * perBatch, RecordBatches: raw}
+				dec := d.dec
+				opts := kgo.ProcessFetchPartitionOpts{Topic: "events"}
+				b.SetBytes(int64(value) / (batches * perBatch))
+				b.ReportAllocs()
+				b.ResetTimer()
+				for i := 0; i < b.N; i += batches * perBatch {
+					fp, _ := kgo.ProcessFetchPartition(opts, rp, dec, nil)
+					if fp.Err != nil || len(fp.Records) != batches*perBatch {
+						b.Fatalf("%d records, err %v", len(fp.Records), fp.Err)
+					}
+				}
+			})
+		}
 	}
 }
 

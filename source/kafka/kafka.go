@@ -64,6 +64,7 @@ type Options struct {
 // Source is a consumer-group member.
 type Source struct {
 	cl       *kgo.Client
+	decomp   *decompressor // the client's decompressor (lz4 read block by block)
 	ready    chan struct{} // closed by Run: the handler may be called from then on
 	runOnce  sync.Once
 	o        Options
@@ -127,7 +128,7 @@ func New(o Options) (*Source, error) {
 	if o.MaxPollRecords <= 0 {
 		o.MaxPollRecords = 10000
 	}
-	s := &Source{o: o, log: o.Log, metrics: newMetrics(o.Registerer, o.CommitRegisterer), ready: make(chan struct{}), owners: newOwnership()}
+	s := &Source{o: o, log: o.Log, metrics: newMetrics(o.Registerer, o.CommitRegisterer), ready: make(chan struct{}), owners: newOwnership(), decomp: newDecompressor()}
 	opts, err := clientOpts(o.Config)
 	if err != nil {
 		return nil, err
@@ -138,6 +139,7 @@ func New(o Options) (*Source, error) {
 	}
 	opts = append(opts,
 		kgo.WithHooks(s.brokers, readHook{s}),
+		kgo.WithDecompressor(s.decomp),
 		kgo.ConsumerGroup(o.Config.GroupID),
 		kgo.ConsumeTopics(o.Config.Topics...),
 		kgo.DisableAutoCommit(),
