@@ -51,8 +51,9 @@ type fieldPlan struct {
 	fast       bool  // every column reading it has a fast setter for scalars
 	// one is the only column reading the field when there is one and it
 	// has a fast setter (the common case, taken without the loop over
-	// cols), or -1.
+	// cols), or -1; set is its fast setter.
 	one int
+	set fastSetter
 }
 
 // setQuoted sets the plan's quoted key and its key words.
@@ -262,7 +263,7 @@ func (d *Decoder) fastRow(s []byte, c *chunk.Chunk) bool {
 						d.filled++
 						if t == tokNull {
 							decode.AppendDefault(d.cols[ci].null, c.Cols[ci])
-						} else if !d.fastSet[ci](d, t, text, c.Cols[ci]) && !d.diagScalar(s, i, ci, c) {
+						} else if !fp.set(d, t, text, c.Cols[ci]) && !d.diagScalar(s, i, ci, c) {
 							return false
 						}
 						i, taken = next, true

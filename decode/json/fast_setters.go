@@ -247,8 +247,19 @@ func fastDateTime(ts *chunk.DateTimes) fastSetter {
 			}
 		case tokNumber:
 			if n, scanned := d.numOf(text); scanned && n.frac == 0 && !n.neg {
-				// decode.EpochSeconds of an integer: the unit by its magnitude.
-				sec, ok = int64(n.m/uint64(decode.EpochUnit(float64(n.m)))), true
+				// decode.EpochSeconds of an integer: the unit by its
+				// magnitude, each a division by a constant.
+				switch decode.EpochUnit(float64(n.m)) {
+				case 1:
+					sec = int64(n.m)
+				case 1e3:
+					sec = int64(n.m / 1e3)
+				case 1e6:
+					sec = int64(n.m / 1e6)
+				default:
+					sec = int64(n.m / 1e9)
+				}
+				ok = true
 				break
 			}
 			if u, plain := plainUint(text); plain {

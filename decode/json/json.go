@@ -295,7 +295,7 @@ func New(s *chunk.Schema, o Options) (*Decoder, error) {
 			}
 			fp.one = -1
 			if len(cols) == 1 && fp.fast {
-				fp.one = cols[0]
+				fp.one, fp.set = cols[0], d.fast[cols[0]].set
 			}
 		}
 	} else {
