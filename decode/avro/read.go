@@ -44,18 +44,23 @@ func (r *avroReader) long() (int64, *decode.Error) {
 }
 
 func (r *avroReader) longSlow() (int64, *decode.Error) {
+	// The position is kept in a local and stored once, not at every byte.
+	buf, i := r.buf, r.pos
 	var u uint64
 	for shift := uint(0); ; shift += 7 {
-		if r.pos >= len(r.buf) {
+		if i >= len(buf) {
+			r.pos = i
 			return 0, r.truncated()
 		}
-		c := r.buf[r.pos]
-		r.pos++
+		c := buf[i]
+		i++
 		if shift == 63 && c > 1 {
+			r.pos = i
 			return 0, r.corrupt("varint beyond 64 bits")
 		}
 		u |= uint64(c&0x7f) << shift
 		if c < 0x80 {
+			r.pos = i
 			return int64(u>>1) ^ -int64(u&1), nil
 		}
 	}
