@@ -21,7 +21,9 @@ import (
 // franz-go checks before decompressing, covers every byte of the frame.
 // Anything the direct path does not read (the legacy frame, a dictionary,
 // dependent blocks, bytes after the frame, a block that does not
-// decompress) goes to the default decompressor, which decides.
+// decompress) goes to the default decompressor, which decides; a batch
+// past franz-go's 1 GiB bound is refused with kgo.ErrMaxDecompress, as
+// the client's own default refuses it.
 type decompressor struct {
 	def kgo.Decompressor
 	max int // the most a batch may decompress to, as the default's
@@ -66,7 +68,14 @@ func (d *decompressor) Decompress(src []byte, codec kgo.CompressionCodecType) ([
 			return out, nil
 		}
 	}
-	return d.def.Decompress(src, codec)
+	out, err := d.def.Decompress(src, codec)
+	if err == nil && len(out) > d.max {
+		// The default built here is bounded at 2 GiB, not at franz-go's
+		// 1 GiB: the client's bound is kept (after the fact: the memory
+		// was taken for a moment).
+		return nil, kgo.ErrMaxDecompress
+	}
+	return out, err
 }
 
 const (

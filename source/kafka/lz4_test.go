@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/binary"
+	"errors"
 	"fmt"
 	"math/rand/v2"
 	"sync"
@@ -139,6 +140,14 @@ func TestLZ4FrameLeftToDefault(t *testing.T) {
 			t.Errorf("%s: %d bytes, err %v; the default gives %d bytes, err %v", name, len(got), err, len(want), wantErr)
 		}
 	}
+	// A batch past the bound is refused whatever its codec.
+	small := &decompressor{def: kgo.DefaultDecompressor(), max: len(b) - 1, scratch: make(chan []byte, 1)}
+	for name, f := range map[string][]byte{"lz4": frame, "snappy": snappyBlock(t, b)} {
+		codec := map[string]kgo.CompressionCodecType{"lz4": kgo.CodecLz4, "snappy": kgo.CodecSnappy}[name]
+		if out, err := small.Decompress(f, codec); !errors.Is(err, kgo.ErrMaxDecompress) {
+			t.Errorf("%s past the bound: %d bytes, err %v; want kgo.ErrMaxDecompress", name, len(out), err)
+		}
+	}
 	// Past the bound, the default decides (and reports the batch too
 	// large when past its own).
 	if _, _, ok := lz4Frame(frame, nil, len(b)-1); ok {
@@ -233,4 +242,15 @@ func TestSourceReadsLZ4(t *testing.T) {
 			t.Fatalf("offset %d: %q, produced %q", i, h.values[int64(i)], r.Value)
 		}
 	}
+}
+
+// snappyBlock compresses b as franz-go's producer does with snappy.
+func snappyBlock(t *testing.T, b []byte) []byte {
+	t.Helper()
+	comp, err := kgo.DefaultCompressor(kgo.SnappyCompression())
+	if err != nil {
+		t.Fatal(err)
+	}
+	out, _ := comp.Compress(new(bytes.Buffer), b)
+	return bytes.Clone(out)
 }
