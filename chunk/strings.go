@@ -216,13 +216,14 @@ func isUUID(s string) bool {
 	if len(s) != 36 || s[8] != '-' || s[13] != '-' || s[18] != '-' || s[23] != '-' {
 		return false
 	}
-	var bad uint8
-	for _, g := range [...]string{s[0:8], s[9:13], s[14:18], s[19:23], s[24:36]} {
-		for i := 0; i < len(g); i++ {
-			bad |= notHex[g[i]]
-		}
+	// The four dashes are the only bytes that are not hex digits: one
+	// pass over all 36 bytes counts exactly four.
+	b := (*[36]byte)(unsafe.Pointer(unsafe.StringData(s)))
+	n := 0
+	for i := 0; i < 36; i += 4 {
+		n += int(notHex[b[i]]) + int(notHex[b[i+1]]) + int(notHex[b[i+2]]) + int(notHex[b[i+3]])
 	}
-	return bad == 0
+	return n == 4
 }
 
 // notHex[c] is 1 unless c is a hex digit.
