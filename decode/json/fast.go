@@ -253,7 +253,9 @@ func (d *Decoder) fastRow(s []byte, c *chunk.Chunk) bool {
 				taken := false
 				if fp := &d.fieldPlan[fi]; fp.one >= 0 {
 					// The commonest case, inline: a scalar into the one
-					// column reading the field, which has a fast setter.
+					// column reading the field, which has a fast setter
+					// (the loop below for one column, written out: the
+					// loop over fp.cols cost about 20 instructions a field).
 					if t, text, next, ok := d.scalar(s, i); ok {
 						ci := fp.one
 						if d.seen[ci] == d.gen {
