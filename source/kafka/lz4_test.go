@@ -254,3 +254,41 @@ func snappyBlock(t *testing.T, b []byte) []byte {
 	out, _ := comp.Compress(new(bytes.Buffer), b)
 	return bytes.Clone(out)
 }
+
+// TestLZ4Concurrent: franz-go decompresses the batches of several brokers
+// at once through the one decompressor; its scratch buffers are never
+// shared (run with -race).
+func TestLZ4Concurrent(t *testing.T) {
+	p := lz4Payloads()
+	var frames, want [][]byte
+	for _, name := range []string{"json 100", "json 65537", "json 307200", "random 65536", "zeros 1M"} {
+		for _, f := range lz4Frames(t, p[name]) {
+			frames, want = append(frames, f), append(want, p[name])
+		}
+	}
+	d := newDecompressor()
+	var wg sync.WaitGroup
+	errs := make(chan error, 4)
+	for g := range 4 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for k := range 50 {
+				i := (g*7 + k*3) % len(frames)
+				got, err := d.Decompress(frames[i], kgo.CodecLz4)
+				if err != nil || !bytes.Equal(got, want[i]) {
+					errs <- fmt.Errorf("frame %d: %d bytes, err %v; want %d bytes", i, len(got), err, len(want[i]))
+					return
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Error(err)
+	}
+	if d.direct.Load() == 0 {
+		t.Error("no frame went through the direct path")
+	}
+}
