@@ -65,9 +65,9 @@ func ParseTime(b []byte) (sec int64, ok bool) {
 	if len(b) < 10 || b[4] != '-' || b[7] != '-' {
 		return 0, false
 	}
-	y, ok1 := digits(b[0:4])
-	mo, ok2 := digits(b[5:7])
-	d, ok3 := digits(b[8:10])
+	y, ok1 := digits4(b[0], b[1], b[2], b[3])
+	mo, ok2 := digits2(b[5], b[6])
+	d, ok3 := digits2(b[8], b[9])
 	if !ok1 || !ok2 || !ok3 || mo < 1 || mo > 12 || d < 1 || d > daysIn(y, mo) {
 		return 0, false
 	}
@@ -79,9 +79,9 @@ func ParseTime(b []byte) (sec int64, ok bool) {
 	if len(b) < 9 || (b[0] != 'T' && b[0] != 't' && b[0] != ' ') || b[3] != ':' || b[6] != ':' {
 		return 0, false
 	}
-	h, ok1 := digits(b[1:3])
-	mi, ok2 := digits(b[4:6])
-	s, ok3 := digits(b[7:9])
+	h, ok1 := digits2(b[1], b[2])
+	mi, ok2 := digits2(b[4], b[5])
+	s, ok3 := digits2(b[7], b[8])
 	if !ok1 || !ok2 || !ok3 || h > 23 || mi > 59 || s > 59 {
 		return 0, false
 	}
@@ -107,17 +107,17 @@ func ParseTime(b []byte) (sec int64, ok bool) {
 		var okh, okm bool
 		switch len(b) {
 		case 3: // +hh
-			oh, okh = digits(b[1:3])
+			oh, okh = digits2(b[1], b[2])
 			okm = true
 		case 5: // +hhmm
-			oh, okh = digits(b[1:3])
-			om, okm = digits(b[3:5])
+			oh, okh = digits2(b[1], b[2])
+			om, okm = digits2(b[3], b[4])
 		case 6: // +hh:mm
 			if b[3] != ':' {
 				return 0, false
 			}
-			oh, okh = digits(b[1:3])
-			om, okm = digits(b[4:6])
+			oh, okh = digits2(b[1], b[2])
+			om, okm = digits2(b[4], b[5])
 		}
 		if !okh || !okm || oh > 23 || om > 59 {
 			return 0, false
@@ -131,16 +131,16 @@ func ParseTime(b []byte) (sec int64, ok bool) {
 	return 0, false
 }
 
-// digits parses a short run of ASCII digits.
-func digits(b []byte) (int, bool) {
-	v := 0
-	for _, c := range b {
-		if c < '0' || c > '9' {
-			return 0, false
-		}
-		v = v*10 + int(c-'0')
-	}
-	return v, true
+// digits2 and digits4 parse two and four ASCII digits, without a loop.
+func digits2(b0, b1 byte) (int, bool) {
+	d0, d1 := b0-'0', b1-'0'
+	return int(d0)*10 + int(d1), d0 <= 9 && d1 <= 9
+}
+
+func digits4(b0, b1, b2, b3 byte) (int, bool) {
+	h, ok1 := digits2(b0, b1)
+	l, ok2 := digits2(b2, b3)
+	return h*100 + l, ok1 && ok2
 }
 
 func isLeap(y int) bool { return y%4 == 0 && (y%100 != 0 || y%400 == 0) }
