@@ -108,9 +108,18 @@ func (r *avroReader) double() (float64, *decode.Error) {
 
 // bytes reads a length-prefixed bytes or string; the slice shares buf.
 func (r *avroReader) bytes() ([]byte, *decode.Error) {
-	n, e := r.long()
-	if e != nil {
-		return nil, e
+	// A length under 64 is one byte: read here, without the call to long
+	// (which is too large to be inlined).
+	var n int64
+	if i := r.pos; i < len(r.buf) && r.buf[i] < 0x80 {
+		u := uint64(r.buf[i])
+		r.pos = i + 1
+		n = int64(u>>1) ^ -int64(u&1)
+	} else {
+		var e *decode.Error
+		if n, e = r.longSlow(); e != nil {
+			return nil, e
+		}
 	}
 	if n < 0 {
 		return nil, r.corrupt(fmt.Sprintf("negative length %d", n))
