@@ -11,7 +11,7 @@ import (
 
 // decompressor is franz-go's default decompressor with a direct path for
 // lz4 batches: each block of the frame is decompressed straight into a
-// pooled buffer, and the batch is copied out of it once. The default
+// reused scratch buffer, and the batch is copied out of it once. The default
 // streams the frame through a reader into a buffer and copies the result
 // out, and checks the frame's xxHash checksums: on batches of small JSON
 // records that costs about as much as the decompression itself
@@ -88,31 +88,28 @@ const (
 	lz4Uncompr     = 0x80000000
 )
 
-// lz4Frame decompresses the LZ4 frame src into buf, grown as needed, and
-// returns a copy of its exact size and buf, or reports false for anything
-// it does not read.
-func lz4Frame(src, buf []byte, max int) ([]byte, []byte, bool) {
-	out, ok := lz4Blocks(src, &buf, max)
-	return out, buf, ok
-}
-
-func lz4Blocks(src []byte, bp *[]byte, max int) ([]byte, bool) {
+// lz4Frame decompresses the LZ4 frame src into scratch, grown as needed,
+// and returns a copy of its exact size and the scratch buffer, or reports
+// false for anything it does not read.
+func lz4Frame(src, scratch []byte, max int) (out, buf []byte, ok bool) {
+	buf = scratch[:0]
 	if len(src) < 7 || binary.LittleEndian.Uint32(src) != lz4Magic {
-		return nil, false
+		return nil, buf, false
 	}
 	flg, bd := src[4], src[5]
 	if flg&lz4FlagVersion != 0x40 || flg&lz4FlagIndep == 0 || flg&(lz4FlagDict|0x02) != 0 || bd&0x8F != 0 {
-		return nil, false
+		return nil, buf, false
 	}
-	blockMax := 1 << (8 + 2*int(bd>>4&7)) // 4: 64 KiB, 5: 256 KiB, 6: 1 MiB, 7: 4 MiB
-	if bd>>4&7 < 4 {
-		return nil, false
+	id := int(bd >> 4 & 7)
+	if id < 4 {
+		return nil, buf, false
 	}
-	pos := 6
+	blockMax := 1 << (8 + 2*id) // 4: 64 KiB, 5: 256 KiB, 6: 1 MiB, 7: 4 MiB
+	p := 6
 	if flg&lz4FlagSize != 0 {
-		pos += 8
+		p += 8
 	}
-	pos++ // the descriptor's checksum
+	p++ // the descriptor's checksum
 	blockCk := 0
 	if flg&lz4FlagBlockCk != 0 {
 		blockCk = 4
@@ -122,11 +119,9 @@ func lz4Blocks(src []byte, bp *[]byte, max int) ([]byte, bool) {
 		endCk = 4
 	}
 
-	buf := (*bp)[:0]
-	p := pos
 	for {
 		if p+4 > len(src) {
-			return nil, false
+			return nil, buf, false
 		}
 		n := binary.LittleEndian.Uint32(src[p:])
 		p += 4
@@ -135,7 +130,7 @@ func lz4Blocks(src []byte, bp *[]byte, max int) ([]byte, bool) {
 		}
 		size := int(n &^ lz4Uncompr)
 		if size > len(src)-p-blockCk || size > blockMax {
-			return nil, false
+			return nil, buf, false
 		}
 		block := src[p : p+size]
 		p += size + blockCk
@@ -145,17 +140,16 @@ func lz4Blocks(src []byte, bp *[]byte, max int) ([]byte, bool) {
 			buf = slices.Grow(buf, blockMax)
 			got, err := lz4.UncompressBlock(block, buf[len(buf):len(buf)+blockMax])
 			if err != nil {
-				return nil, false
+				return nil, buf, false
 			}
 			buf = buf[:len(buf)+got]
 		}
-		*bp = buf
 		if len(buf) > max {
-			return nil, false // the default reports the batch too large
+			return nil, buf, false // the default reports the batch too large
 		}
 	}
 	if p+endCk != len(src) || flg&lz4FlagSize != 0 && binary.LittleEndian.Uint64(src[6:]) != uint64(len(buf)) {
-		return nil, false
+		return nil, buf, false
 	}
-	return slices.Clone(buf), true
+	return slices.Clone(buf), buf, true
 }
