@@ -201,8 +201,14 @@ func (n *Number) exactFloat64() (float64, bool) {
 	for _, c := range n.Frac {
 		m = m*10 + uint64(c-'0')
 	}
-	e := n.Exp - len(n.Frac)
-	f := float64(m)
+	return ExactDecimal(m, n.Exp-len(n.Frac), n.Neg)
+}
+
+// ExactDecimal is ±m × 10^e by Clinger's fast path, for m of at most 15
+// digits: one multiplication or division of exact float64 values, the
+// correctly rounded result. ok is false when |e| > 22.
+func ExactDecimal(m uint64, e int, neg bool) (f float64, ok bool) {
+	f = float64(m)
 	switch {
 	case e == 0:
 	case e > 0 && e <= 22:
@@ -212,7 +218,7 @@ func (n *Number) exactFloat64() (float64, bool) {
 	default:
 		return 0, false
 	}
-	if n.Neg {
+	if neg {
 		f = -f
 	}
 	return f, true

@@ -176,16 +176,9 @@ func fastFloat(a chunk.Floats, bits int) fastSetter {
 func fastFloat64(d *Decoder, t token, text []byte, col chunk.Column) bool {
 	if t == tokNumber {
 		if n, ok := d.numOf(text); ok && n.digits <= 15 {
-			// decode.Number's exact case (Clinger's fast path): at most
-			// 15 digits over at most 10^15, so one division is the
-			// correctly rounded result.
-			f := float64(n.m)
-			if n.frac > 0 {
-				f /= exactPow10[n.frac]
-			}
-			if n.neg {
-				f = -f
-			}
+			// decode.Number's exact case: at most 15 digits over at
+			// most 10^15.
+			f, _ := decode.ExactDecimal(n.m, -n.frac, n.neg)
 			chunk.AppendFloat64(col, f)
 			return true
 		}
@@ -200,11 +193,6 @@ func fastFloat64(d *Decoder, t token, text []byte, col chunk.Column) bool {
 	}
 	return ok
 }
-
-// exactPow10 are the powers of ten a float64 holds exactly, up to the
-// most fraction digits fastFloat64 divides by.
-var exactPow10 = [...]float64{1e0, 1e1, 1e2, 1e3, 1e4, 1e5, 1e6, 1e7, 1e8, 1e9, 1e10, 1e11,
-	1e12, 1e13, 1e14, 1e15}
 
 // fastString stores a string's content, or any other scalar's JSON text.
 func fastString(d *Decoder, t token, text []byte, col chunk.Column) bool {
