@@ -454,6 +454,11 @@ type Backpressure struct {
 	HighRatio        float64  `yaml:"high_ratio"`
 	LowRatio         float64  `yaml:"low_ratio"`
 	MinPause         Duration `yaml:"min_pause"`
+	// PartitionReadAhead is the undecoded bytes a partition's lane may
+	// hold before the partition is paused; it resumes under a quarter of
+	// it. 0 pauses a partition as soon as a shard queue refuses its
+	// lane's chunk.
+	PartitionReadAhead ByteSize `yaml:"partition_read_ahead"`
 }
 
 // Checkpoint configures offset commits.
@@ -533,6 +538,9 @@ func Defaults() *Config {
 			HighRatio: 0.8,
 			LowRatio:  0.5,
 			MinPause:  Duration(500 * time.Millisecond),
+			// A few fetches of a partition (fetch_max_partition_bytes,
+			// 1MiB): a pause costs one refetch (docs/DESIGN.md).
+			PartitionReadAhead: 4 * MiB,
 		},
 		Checkpoint: Checkpoint{
 			CommitInterval:   Duration(5 * time.Second),

@@ -372,6 +372,14 @@ var rules = []rule{
 	// Pauses shorter than 1ms flap; longer than a minute risk the
 	// consumer's poll deadline.
 	{path: "backpressure.min_pause", check: func(c *Config) string { return durRange(c.Backpressure.MinPause, msec, minute) }},
+	// 0 turns the read-ahead off; under 64KiB a partition would pause
+	// after every fetch.
+	{path: "backpressure.partition_read_ahead", check: func(c *Config) string {
+		if b := c.Backpressure.PartitionReadAhead; b != 0 {
+			return sizeRange(b, 64*KiB, GiB)
+		}
+		return ""
+	}},
 
 	// Committing more often than every 100ms loads the group coordinator
 	// for no gain; beyond an hour a restart replays too much.

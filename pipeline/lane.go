@@ -51,11 +51,17 @@ type lane struct {
 	// waits).
 	settle *broadcast
 
-	mu        sync.Mutex
-	state     laneState
-	recs      []*kgo.Record // fetched records; recs[head:] are not yet decoded
-	head      int
-	recBytes  int64 // budget bytes of recs[head:]
+	mu       sync.Mutex
+	state    laneState
+	recs     []*kgo.Record // fetched records; recs[head:] are not yet decoded
+	head     int
+	recBytes int64 // budget bytes of recs[head:]
+	// readAhead is the undecoded bytes at which the lane's partition is
+	// paused (0: none, the partition pauses when a queue refuses the
+	// lane's chunk); over is whether it is: set when recBytes reaches
+	// readAhead, cleared when it falls under resumeAt (readAhead / 4).
+	readAhead int64
+	over      bool
 	nextFetch int64 // the offset the next fetched record must have; -1 before the first
 	// What the worker running the lane, or another goroutine meanwhile,
 	// asked for; finish turns them into the next state.
@@ -287,15 +293,27 @@ func recordBytes(r *kgo.Record) int64 {
 	return int64(n)
 }
 
+// isOver reports whether the lane is over its read-ahead. Lock order: the
+// pauser's lock, then the lane's.
+func (l *lane) isOver() bool {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.over
+}
+
+// resumeAt is where a lane over its read-ahead falls back under it.
+func (l *lane) resumeAt() int64 { return l.readAhead / 4 }
+
 // push appends fetched records, skipping any the lane already has. It
-// returns the budget bytes added and whether the lane should be scheduled.
-// A closed lane takes nothing.
-func (l *lane) push(recs []*kgo.Record) (bytes int64, first int64, schedule bool) {
+// returns the budget bytes added, whether the lane should be scheduled,
+// and whether it went over its read-ahead (the pauser must pause its
+// partition). A closed lane takes nothing.
+func (l *lane) push(recs []*kgo.Record) (bytes int64, first int64, schedule, over bool) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	first = -1
 	if l.closed {
-		return 0, -1, false
+		return 0, -1, false, false
 	}
 	for _, r := range recs {
 		if r.Offset < l.nextFetch {
@@ -310,7 +328,10 @@ func (l *lane) push(recs []*kgo.Record) (bytes int64, first int64, schedule bool
 		l.recBytes += b
 		bytes += b
 	}
-	return bytes, first, bytes > 0
+	if l.readAhead > 0 && !l.over && l.recBytes >= l.readAhead {
+		l.over, over = true, true
+	}
+	return bytes, first, bytes > 0, over
 }
 
 // pending returns up to n undecoded records, and false when the lane must
@@ -330,13 +351,17 @@ func (l *lane) pending(n int) ([]*kgo.Record, bool) {
 }
 
 // advance marks n records as decoded; their bytes (the caller's to
-// release) leave recBytes.
-func (l *lane) advance(n int, bytes int64) {
+// release) leave recBytes. It returns true when the lane fell back under
+// its read-ahead (the pauser must resume its partition).
+func (l *lane) advance(n int, bytes int64) (under bool) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	clear(l.recs[l.head : l.head+n])
 	l.head += n
 	l.recBytes -= bytes
+	if l.over && l.recBytes < l.resumeAt() {
+		l.over, under = false, true
+	}
 	switch {
 	case l.head == len(l.recs):
 		l.recs, l.head = l.recs[:0], 0
@@ -345,6 +370,7 @@ func (l *lane) advance(n int, bytes int64) {
 		clear(l.recs[k:])
 		l.recs, l.head = l.recs[:k], 0
 	}
+	return under
 }
 
 // held is the budget bytes the lane holds now: undecoded records, the

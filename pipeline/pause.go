@@ -16,12 +16,20 @@ type partitionPauser interface {
 }
 
 // pauser decides which partitions are paused at the source. A partition is
-// paused while its lane is blocked (on a full shard queue, or with
-// exactly-once on too many open blocks), or while the byte budget holds
-// the whole source paused. A lane rebuilding an exactly-once block that a
-// previous owner registered is exempt from the budget's pause: the block
-// can only end at its registered end, and its records must be fetched for
-// the block to be sealed and its bytes released.
+// paused while its lane holds more undecoded bytes than its read-ahead
+// (from the moment it reaches backpressure.partition_read_ahead until it
+// falls under a quarter of it: a lane blocked on a full shard queue
+// decodes nothing, so its partition pauses once the read-ahead is
+// fetched), while its lane waits for exactly-once open blocks, or while
+// the byte budget holds the whole source paused. With no read-ahead (0) a
+// partition also pauses as soon as a queue refuses its lane's chunk.
+// Pausing has a price: the client drops what it already fetched for a
+// partition it pauses and fetches it again after the resume, which the
+// read-ahead's hysteresis keeps to about one fetch per read-ahead of
+// records. A lane rebuilding an exactly-once block that a previous owner
+// registered is exempt from the budget's and the read-ahead's pause: the
+// block can only end at its registered end, and its records must be
+// fetched for the block to be sealed and its bytes released.
 type pauser struct {
 	src   partitionPauser
 	gauge prometheus.Gauge
@@ -50,8 +58,12 @@ func newPauser(src partitionPauser, gauge prometheus.Gauge) *pauser {
 func (ps *pauser) apply(tps ...TopicPartition) {
 	var pause, resume kafka.Partitions
 	for _, tp := range tps {
-		_, blocked := ps.blocked[tp]
-		want := ps.assigned[tp] != nil && ((ps.budget && !ps.replaying[tp]) || blocked)
+		want := false
+		if l := ps.assigned[tp]; l != nil {
+			b, blocked := ps.blocked[tp]
+			want = (blocked && (b.dest == blockedOnBlocks || l.readAhead == 0)) ||
+				(!ps.replaying[tp] && (ps.budget || l.isOver()))
+		}
 		if want == ps.paused[tp] {
 			continue
 		}
@@ -101,7 +113,8 @@ func (ps *pauser) unassign(tp TopicPartition) {
 	ps.gauge.Set(float64(len(ps.paused)))
 }
 
-// block records that l waits for dest, pausing its partition. A lane that
+// block records that l waits for dest, pausing its partition when it waits
+// for open blocks or has no read-ahead. A lane that
 // is no longer its partition's (revoked, perhaps assigned again since) is
 // ignored.
 func (ps *pauser) block(l *lane, dest int) {
@@ -112,6 +125,18 @@ func (ps *pauser) block(l *lane, dest int) {
 	}
 	ps.blocked[l.tp] = blockedLane{l, dest}
 	ps.apply(l.tp)
+}
+
+// refresh pauses or resumes l's partition after l went over its
+// read-ahead or fell back under it. The state is read under the pauser's
+// lock: whatever the order in which callers get here, the last one leaves
+// the partition as the lane is.
+func (ps *pauser) refresh(l *lane) {
+	ps.mu.Lock()
+	defer ps.mu.Unlock()
+	if ps.assigned[l.tp] == l {
+		ps.apply(l.tp)
+	}
 }
 
 // unblock undoes block.

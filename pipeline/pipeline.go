@@ -174,11 +174,12 @@ type hookPoint int
 
 const (
 	hookRefused     hookPoint = iota // a shard queue refused a chunk; the lane is not blocked yet
-	hookBlocked                      // the lane is blocked and paused; the send is not retried yet
+	hookBlocked                      // the lane is blocked (its partition paused if the pauser says so); the send is not retried yet
 	hookDecoded                      // a worker decoded a step's records
 	hookRegister                     // exactly-once: a block is about to be committed as registered
 	hookBudgetCheck                  // the budget changed state; the pauser does not know yet
 	hookCommitted                    // a commit went through; the tracker does not know yet (commitMu held)
+	hookReadAhead                    // a lane went over its read-ahead or back under it; the pauser does not know yet
 )
 
 // yield calls the simulation's hook, if any.
@@ -807,6 +808,7 @@ func (h *handler) Assigned(ctx context.Context, parts kafka.Partitions) {
 			tp := TopicPartition{topic, part}
 			epoch := p.tracker.Assign(tp)
 			l := newLane(tp, epoch, p.m.lag.WithLabelValues(topic, strconv.Itoa(int(part))), &p.settle)
+			l.readAhead = int64(p.cfg.Backpressure.PartitionReadAhead)
 			if len(p.sinks) > 0 {
 				s := p.sinks[0]
 				l.dest = s.dest0 + s.shardOfPartition(part)
@@ -835,7 +837,11 @@ func (h *handler) Fetched(fp *kgo.FetchTopicPartition) {
 		return
 	}
 	recs := fp.Records
-	bytes, first, sched := l.push(recs)
+	bytes, first, sched, over := l.push(recs)
+	if over {
+		p.yield(hookReadAhead, l)
+		p.pause.refresh(l)
+	}
 	if first >= 0 {
 		p.tracker.Start(tp, l.epoch, first)
 	}

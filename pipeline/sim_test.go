@@ -198,8 +198,13 @@ func newSimWorld(t testing.TB, seed int64) *simWorld {
 	}
 	batch := config.Batch{MaxRows: maxRows, MaxBytes: config.ByteSize(chunkTarget * 4),
 		Linger: config.Duration(time.Duration(50+r.Intn(500)) * time.Millisecond)}
-	w.desc = fmt.Sprintf("%s on_error=%s eo=%v parts=%d records=%d shards=%d queue=%d chunk=%d budget=%d min_pause=%s inflight=%d max_rows=%d max_open_blocks=%d",
-		mode, map[bool]string{false: "skip", true: "fail"}[w.failMode], w.eo, nparts, w.toMake, ndest, queueCap, chunkTarget, budgetBytes, minPause, maxInflight, maxRows, cfg.Checkpoint.MaxOpenBlocks)
+	// The partitions' read-ahead: none (a refused chunk pauses its
+	// partition at once) or a few fetches of these small records.
+	if r.Intn(3) != 0 {
+		cfg.Backpressure.PartitionReadAhead = config.ByteSize(256 << r.Intn(6))
+	}
+	w.desc = fmt.Sprintf("%s on_error=%s eo=%v parts=%d records=%d shards=%d queue=%d chunk=%d budget=%d min_pause=%s inflight=%d max_rows=%d max_open_blocks=%d read_ahead=%d",
+		mode, map[bool]string{false: "skip", true: "fail"}[w.failMode], w.eo, nparts, w.toMake, ndest, queueCap, chunkTarget, budgetBytes, minPause, maxInflight, maxRows, cfg.Checkpoint.MaxOpenBlocks, cfg.Backpressure.PartitionReadAhead)
 	p := &Pipeline{
 		cfg:         cfg,
 		log:         slog.New(slog.NewTextHandler(io.Discard, nil)),
@@ -502,6 +507,10 @@ func (w *simWorld) hook(at hookPoint, l *lane) {
 		w.controller(time.Duration(r.Intn(400)) * time.Millisecond)
 	case k < 90:
 		w.commit()
+	case k < 95 && !w.inPoll:
+		// The poll loop hands records over meanwhile (to this very
+		// lane, perhaps).
+		w.fetch()
 	default:
 		w.runWorker()
 	}
@@ -811,6 +820,50 @@ func (w *simWorld) checkStep() {
 	if bp := p.budget.Paused(); pb != bp {
 		w.violation("the budget is paused=%v but the pauser holds the source paused=%v", bp, pb)
 	}
+	w.checkPaused()
+}
+
+// checkPaused checks each owned partition's pause against what should
+// hold it: a lane over its read-ahead is paused (unless it rebuilds
+// exactly-once blocks), and a partition that nothing holds (the budget, a
+// lane over its read-ahead, a lane waiting for open blocks or, without a
+// read-ahead, for a full queue) is fetched.
+func (w *simWorld) checkPaused() {
+	p := w.p
+	for _, tp := range w.parts {
+		l := p.lanes[tp]
+		if l == nil || !w.src.owned[tp] {
+			continue
+		}
+		l.mu.Lock()
+		rb, over, ra, gone := l.recBytes, l.over, l.readAhead, l.closed || l.failed
+		blockedOn, blocked := l.blockedOn, l.blocked
+		l.mu.Unlock()
+		if gone {
+			continue
+		}
+		p.pause.mu.Lock()
+		budget, replaying := p.pause.budget, p.pause.replaying[tp]
+		pb, held := p.pause.blocked[tp]
+		p.pause.mu.Unlock()
+		if held && pb.l != l {
+			w.violation("the pauser holds %v blocked for a lane that is not its partition's", tp)
+		}
+		if ra > 0 {
+			if rb >= ra && !over {
+				w.violation("lane %v holds %d undecoded bytes, at or over its read-ahead %d, but is not marked over", tp, rb, ra)
+			}
+			if over && rb < ra/4 {
+				w.violation("lane %v holds %d undecoded bytes, under a quarter of its read-ahead %d, but is marked over", tp, rb, ra)
+			}
+		}
+		waits := held && (pb.dest == blockedOnBlocks || ra == 0)
+		want := waits || (!replaying && (budget || over))
+		if want != w.src.paused[tp] {
+			w.violation("partition %v is paused=%v at the source, want %v (budget %v, over read-ahead %v with %d of %d bytes, replaying %v, blocked %v on %d, held by the pauser %v)",
+				tp, w.src.paused[tp], want, budget, over, rb, ra, replaying, blocked, blockedOn, held)
+		}
+	}
 }
 
 // quiesce stops the faults, lets every record through and checks the end
@@ -925,7 +978,9 @@ func (s *simSource) Resume(p kafka.Partitions) {
 			// A partition is resumed only when what paused it is gone:
 			// not while its lane's chunk still waits for a full queue.
 			l := w.p.lanes[tp]
-			if l == nil || !s.owned[tp] || w.p.budget.Paused() {
+			if l == nil || !s.owned[tp] || w.p.budget.Paused() || l.readAhead > 0 {
+				// With a read-ahead, a lane waiting for a queue keeps
+				// fetching until it holds its read-ahead.
 				continue
 			}
 			l.mu.Lock()

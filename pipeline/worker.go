@@ -166,7 +166,7 @@ func (p *Pipeline) process(l *lane, dec *boundDecoder) {
 					// decoded and park the lane until it is fetched. An
 					// exactly-once block stays open: its bounds are not
 					// the registry's business.
-					l.advance(n, bytes)
+					p.advance(l, n, bytes)
 					p.releaseDecoded(l, bytes)
 					if !p.eo() {
 						out.seal()
@@ -183,7 +183,7 @@ func (p *Pipeline) process(l *lane, dec *boundDecoder) {
 				if p.onError != config.OnErrorSkip && p.onError != config.OnErrorDLQ {
 					// The rows before it go to the sink; nothing at or
 					// past it is committed, and the pipeline stops.
-					l.advance(n, bytes)
+					p.advance(l, n, bytes)
 					p.releaseDecoded(l, bytes)
 					out.seal()
 					p.stopAt(l, r, err)
@@ -211,7 +211,7 @@ func (p *Pipeline) process(l *lane, dec *boundDecoder) {
 		}
 		// advance may move the lane's records: the slice taken from
 		// pending is not used past this point.
-		l.advance(n, bytes)
+		p.advance(l, n, bytes)
 		p.releaseDecoded(l, bytes)
 		p.yield(hookDecoded, l)
 		if full && !out.seal() {
@@ -438,8 +438,18 @@ func (p *Pipeline) send(l *lane, c *chunk.Chunk) bool {
 	})
 }
 
+// advance marks n of l's records as decoded, resuming its partition when
+// the lane falls back under its read-ahead.
+func (p *Pipeline) advance(l *lane, n int, bytes int64) {
+	if l.advance(n, bytes) {
+		p.yield(hookReadAhead, l)
+		p.pause.refresh(l)
+	}
+}
+
 // blockOn blocks l on dest (a shard whose queue refused a chunk, or
-// blockedOnBlocks) and pauses its partition, then calls retry once: the
+// blockedOnBlocks), pausing its partition if the pauser says so (waiting
+// for open blocks, or no read-ahead), then calls retry once: the
 // obstacle may have gone between the refusal and the block, and its
 // wake-up would then be missed. When retry succeeds the block is undone and
 // blockOn returns true.
