@@ -42,10 +42,12 @@ type ShardOptions struct {
 	// input goes quiet when the source has caught up (the end of a burst
 	// or of a backlog) or is paused: a batch already large enough to be a
 	// good insert is not held back for the rest of its linger. So is the
-	// remainder of a burst, whatever its size: a batch begun right after
-	// one that MaxRows or MaxBytes closed (the last rows of a backlog do
-	// not wait for the linger). Quiet traffic, whose batches close by
-	// linger, keeps its large inserts.
+	// remainder of a burst, whatever its size: a batch begun within Linger
+	// of the close of one that MaxRows or MaxBytes closed (the last rows
+	// of a backlog do not wait for the linger, even when they come in
+	// several pieces, as partitions resumed late deliver theirs). Quiet
+	// traffic, whose batches close by linger, keeps its large inserts:
+	// after a burst at most Linger / Idle small batches go early.
 	Idle time.Duration
 	// FirstAtOnce closes the shard's first batch with its first chunk, so
 	// that the first rows of a start reach the table without waiting for
@@ -381,9 +383,12 @@ func (s *Shard) Run(ctx context.Context) error {
 		idle     *time.Timer
 		idleC    <-chan time.Time
 		idled    bool // cur is large and its input went quiet
-		// burst: the last batch closed full (rows or bytes), so cur is
-		// what follows a burst and goes at the idle time however small.
-		burst bool
+		// burst: cur was begun within Linger of the close of a full
+		// batch (rows or bytes), so it is what follows a burst and goes
+		// at the idle time however small; burstUntil is when that window
+		// ends.
+		burst      bool
+		burstUntil time.Time
 		// first: no batch was closed yet (with FirstAtOnce).
 		first = s.o.FirstAtOnce
 		// full: why cur is complete (rows, bytes); it goes as soon as an
@@ -415,7 +420,9 @@ func (s *Shard) Run(ctx context.Context) error {
 		if idle != nil {
 			idle.Stop()
 		}
-		burst = reason == reasonRows || reason == reasonBytes
+		if reason == reasonRows || reason == reasonBytes {
+			burstUntil = time.Now().Add(max(s.o.Linger, s.o.Idle))
+		}
 		s.m.flush[reason].Inc()
 		s.m.batchRows.Observe(float64(b.rows))
 		s.m.batchBytes.Observe(float64(b.bytes))
@@ -430,8 +437,11 @@ func (s *Shard) Run(ctx context.Context) error {
 
 	// take adds c to cur and decides whether cur is complete.
 	take := func(c *chunk.Chunk) {
-		if len(cur.chunks) == 0 && s.o.Linger > 0 {
-			lingerC = restart(&linger, s.o.Linger)
+		if len(cur.chunks) == 0 {
+			if s.o.Linger > 0 {
+				lingerC = restart(&linger, s.o.Linger)
+			}
+			burst = s.o.Idle > 0 && time.Now().Before(burstUntil)
 		}
 		cur.chunks = append(cur.chunks, c)
 		cur.rows += c.Rows

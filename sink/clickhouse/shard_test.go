@@ -436,13 +436,13 @@ func TestShardLingerAndCloseBeforeRun(t *testing.T) {
 // once its input goes quiet for the idle time, long before its linger; a
 // smaller one waits for its linger, and a stream of chunks that keeps
 // arriving within the idle time is not cut by it. The remainder of a burst
-// (a batch begun right after a full one: the end of a backlog) is inserted
-// at the idle time whatever its size; after that, small batches wait for
-// their linger again.
+// (batches begun within the linger of a full one: the end of a backlog,
+// perhaps in pieces) is inserted at the idle time whatever its size; after
+// that, small batches wait for their linger again.
 func TestShardIdleFlush(t *testing.T) {
 	t.Parallel()
 	srv, c, tg, m, a := newShardEnv(t, "idle")
-	const linger = 30 * time.Second
+	const linger = 3 * time.Second
 	s := NewShard(ShardOptions{
 		Name: "i", Client: c, Target: tg,
 		QueueCapacity: 16, MaxRows: 100, Linger: linger, Idle: 50 * time.Millisecond,
@@ -480,6 +480,7 @@ func TestShardIdleFlush(t *testing.T) {
 		}
 	}
 	eventually(t, 10*time.Second, "the full batch to be inserted", func() bool { return a.count(stream[9]) == 1 })
+	burstEnd := time.Now().Add(linger) // the window closes before this
 	if got := flushes(reasonRows); got != 1 || flushes(reasonIdle) != 1 {
 		t.Errorf("a stream of 10 chunks 5 ms apart: flushes rows %v, idle %v; want 1 and still 1", got, flushes(reasonIdle))
 	}
@@ -491,19 +492,36 @@ func TestShardIdleFlush(t *testing.T) {
 	if flushes(reasonIdle) != 2 || flushes(reasonLinger) != 0 {
 		t.Fatalf("the tail of a burst: idle %v, linger %v; want 2 and 0", flushes(reasonIdle), flushes(reasonLinger))
 	}
-	// Then quiet traffic again: a small batch waits for its linger.
-	late := idChunk(t, tg, 130, 5)
+	// A second piece of the tail, still within the linger of the full
+	// batch: also inserted once the input is quiet.
+	tail2 := idChunk(t, tg, 130, 5)
+	s.TryEnqueue(tail2)
+	eventually(t, 10*time.Second, "the second piece of the tail to be inserted", func() bool { return a.count(tail2) == 1 })
+	if time.Now().After(burstEnd) {
+		t.Fatalf("the second piece of the tail was inserted after the burst's window (%v) closed", linger)
+	}
+	if flushes(reasonIdle) != 3 || flushes(reasonLinger) != 0 {
+		t.Fatalf("the second piece of the tail: idle %v, linger %v; want 3 and 0", flushes(reasonIdle), flushes(reasonLinger))
+	}
+	// Then, past the burst's window, quiet traffic again: a small batch
+	// waits for its linger.
+	time.Sleep(time.Until(burstEnd) + 100*time.Millisecond)
+	late := idChunk(t, tg, 135, 5)
 	s.TryEnqueue(late)
 	time.Sleep(500 * time.Millisecond)
 	if a.count(late) != 0 {
-		t.Fatalf("a batch of 5 rows after an idle flush was inserted after 0.5 s; it must wait for its linger (%v)", linger)
+		t.Fatalf("a batch of 5 rows begun after the burst's window was inserted after 0.5 s; it must wait for its linger (%v)", linger)
+	}
+	eventually(t, 10*time.Second, "the late batch to be inserted at its linger", func() bool { return a.count(late) == 1 })
+	if flushes(reasonLinger) != 1 {
+		t.Errorf("the late batch: linger flushes %v, want 1", flushes(reasonLinger))
 	}
 	s.Close()
 	if err := wait(t, res, 10*time.Second); err != nil {
 		t.Fatal(err)
 	}
-	if n := srv.Count(t, "default.idle"); n != 135 {
-		t.Errorf("%d rows, want 135", n)
+	if n := srv.Count(t, "default.idle"); n != 140 {
+		t.Errorf("%d rows, want 140", n)
 	}
 }
 
