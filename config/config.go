@@ -456,8 +456,10 @@ type Backpressure struct {
 	MinPause         Duration `yaml:"min_pause"`
 	// PartitionReadAhead is the undecoded bytes a partition's lane may
 	// hold before the partition is paused; it resumes under a quarter of
-	// it. 0 pauses a partition as soon as a shard queue refuses its
-	// lane's chunk.
+	// it. A shard queue's refusal pauses the partition at once only when
+	// the lane decoded this much since the partition's last resume. 0
+	// pauses a partition as soon as a shard queue refuses its lane's
+	// chunk.
 	PartitionReadAhead ByteSize `yaml:"partition_read_ahead"`
 }
 

@@ -62,6 +62,12 @@ type lane struct {
 	// readAhead, cleared when it falls under resumeAt (readAhead / 4).
 	readAhead int64
 	over      bool
+	// decoded is the bytes decoded since the partition was last resumed
+	// (or assigned). A queue's refusal pauses the partition at once only
+	// when it is at least readAhead: a pause costs up to one fetch read
+	// again, which is cheap against a read-ahead of work, and the
+	// partition's fetched records then stay few (a smaller working set).
+	decoded   int64
 	nextFetch int64 // the offset the next fetched record must have; -1 before the first
 	// What the worker running the lane, or another goroutine meanwhile,
 	// asked for; finish turns them into the next state.
@@ -293,12 +299,20 @@ func recordBytes(r *kgo.Record) int64 {
 	return int64(n)
 }
 
-// isOver reports whether the lane is over its read-ahead. Lock order: the
+// pauseState reports whether the lane is over its read-ahead and the
+// bytes it decoded since its partition was last resumed. Lock order: the
 // pauser's lock, then the lane's.
-func (l *lane) isOver() bool {
+func (l *lane) pauseState() (over bool, decoded int64) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	return l.over
+	return l.over, l.decoded
+}
+
+// resumed is the lane's partition being resumed: decoded starts again.
+func (l *lane) resumed() {
+	l.mu.Lock()
+	l.decoded = 0
+	l.mu.Unlock()
 }
 
 // resumeAt is where a lane over its read-ahead falls back under it.
@@ -359,6 +373,7 @@ func (l *lane) advance(n int, bytes int64) (under bool) {
 	clear(l.recs[l.head : l.head+n])
 	l.head += n
 	l.recBytes -= bytes
+	l.decoded += bytes
 	if l.over && l.recBytes < l.resumeAt() {
 		l.over, under = false, true
 	}

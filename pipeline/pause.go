@@ -21,12 +21,14 @@ type partitionPauser interface {
 // falls under a quarter of it: a lane blocked on a full shard queue
 // decodes nothing, so its partition pauses once the read-ahead is
 // fetched), while its lane waits for exactly-once open blocks, or while
-// the byte budget holds the whole source paused. With no read-ahead (0) a
-// partition also pauses as soon as a queue refuses its lane's chunk.
-// Pausing has a price: the client drops what it already fetched for a
-// partition it pauses and fetches it again after the resume, which the
-// read-ahead's hysteresis keeps to about one fetch per read-ahead of
-// records. A lane rebuilding an exactly-once block that a previous owner
+// the byte budget holds the whole source paused. A partition also pauses
+// as soon as a queue refuses its lane's chunk when the lane decoded at
+// least its read-ahead since the partition was last resumed (or there is
+// no read-ahead). Pausing has a price: the client drops what it already
+// fetched for a partition it pauses and fetches it again after the
+// resume; both rules keep that to about one fetch per read-ahead of
+// records decoded, and the second keeps what a partition has fetched and
+// not decoded small when pauses are that cheap. A lane rebuilding an exactly-once block that a previous owner
 // registered is exempt from the budget's and the read-ahead's pause: the
 // block can only end at its registered end, and its records must be
 // fetched for the block to be sealed and its bytes released.
@@ -61,8 +63,12 @@ func (ps *pauser) apply(tps ...TopicPartition) {
 		want := false
 		if l := ps.assigned[tp]; l != nil {
 			b, blocked := ps.blocked[tp]
-			want = (blocked && (b.dest == blockedOnBlocks || l.readAhead == 0)) ||
-				(!ps.replaying[tp] && (ps.budget || l.isOver()))
+			over, decoded := l.pauseState()
+			want = (blocked && (b.dest == blockedOnBlocks || l.readAhead == 0 || decoded >= l.readAhead)) ||
+				(!ps.replaying[tp] && (ps.budget || over))
+			if !want && ps.paused[tp] {
+				l.resumed()
+			}
 		}
 		if want == ps.paused[tp] {
 			continue

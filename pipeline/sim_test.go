@@ -836,7 +836,7 @@ func (w *simWorld) checkPaused() {
 			continue
 		}
 		l.mu.Lock()
-		rb, over, ra, gone := l.recBytes, l.over, l.readAhead, l.closed || l.failed
+		rb, over, ra, gone, decoded := l.recBytes, l.over, l.readAhead, l.closed || l.failed, l.decoded
 		blockedOn, blocked := l.blockedOn, l.blocked
 		l.mu.Unlock()
 		if gone {
@@ -857,11 +857,11 @@ func (w *simWorld) checkPaused() {
 				w.violation("lane %v holds %d undecoded bytes, under a quarter of its read-ahead %d, but is marked over", tp, rb, ra)
 			}
 		}
-		waits := held && (pb.dest == blockedOnBlocks || ra == 0)
+		waits := held && (pb.dest == blockedOnBlocks || ra == 0 || decoded >= ra)
 		want := waits || (!replaying && (budget || over))
 		if want != w.src.paused[tp] {
-			w.violation("partition %v is paused=%v at the source, want %v (budget %v, over read-ahead %v with %d of %d bytes, replaying %v, blocked %v on %d, held by the pauser %v)",
-				tp, w.src.paused[tp], want, budget, over, rb, ra, replaying, blocked, blockedOn, held)
+			w.violation("partition %v is paused=%v at the source, want %v (budget %v, over read-ahead %v with %d of %d bytes, %d decoded since the resume, replaying %v, blocked %v on %d, held by the pauser %v)",
+				tp, w.src.paused[tp], want, budget, over, rb, ra, decoded, replaying, blocked, blockedOn, held)
 		}
 	}
 }
