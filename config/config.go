@@ -454,12 +454,12 @@ type Backpressure struct {
 	HighRatio        float64  `yaml:"high_ratio"`
 	LowRatio         float64  `yaml:"low_ratio"`
 	MinPause         Duration `yaml:"min_pause"`
-	// PartitionReadAhead is the undecoded bytes a partition's lane may
-	// hold before the partition is paused; it resumes under a quarter of
-	// it. A shard queue's refusal pauses the partition at once only when
-	// the lane decoded this much since the partition's last resume. 0
-	// pauses a partition as soon as a shard queue refuses its lane's
-	// chunk.
+	// PartitionReadAhead: a shard queue's refusal pauses the partition at
+	// once only when its lane decoded this much since the partition's
+	// last resume; otherwise the partition is paused when the waiting
+	// lane holds this many undecoded bytes, and resumed under a quarter
+	// of it. 0 pauses a partition as soon as a shard queue refuses its
+	// lane's chunk.
 	PartitionReadAhead ByteSize `yaml:"partition_read_ahead"`
 }
 

@@ -56,10 +56,12 @@ type lane struct {
 	recs     []*kgo.Record // fetched records; recs[head:] are not yet decoded
 	head     int
 	recBytes int64 // budget bytes of recs[head:]
-	// readAhead is the undecoded bytes at which the lane's partition is
-	// paused (0: none, the partition pauses when a queue refuses the
-	// lane's chunk); over is whether it is: set when recBytes reaches
-	// readAhead, cleared when it falls under resumeAt (readAhead / 4).
+	// readAhead is the undecoded bytes at which the partition of a lane
+	// waiting for a queue is paused (0: none, the partition pauses when a
+	// queue refuses the lane's chunk); over is whether it is: set when
+	// recBytes reaches readAhead while the lane waits for a queue,
+	// cleared when it falls under resumeAt (readAhead / 4), waiting or
+	// not.
 	readAhead int64
 	over      bool
 	// decoded is the bytes decoded since the partition was last resumed
@@ -221,7 +223,23 @@ func (l *lane) close() (release int64) {
 func (l *lane) block(dest int) {
 	l.mu.Lock()
 	l.blocked, l.blockedOn = true, dest
+	if dest >= 0 {
+		l.overLocked()
+	}
 	l.mu.Unlock()
+}
+
+// overLocked marks the lane over its read-ahead if it holds it and was
+// not, and reports whether it did. Only a lane waiting for a queue goes
+// over: one that is decoding keeps its partition fetched (the budget
+// bounds it), since a pause makes the client fetch again what it had
+// fetched. Called with mu held.
+func (l *lane) overLocked() bool {
+	if l.readAhead > 0 && !l.over && l.recBytes >= l.readAhead {
+		l.over = true
+		return true
+	}
+	return false
 }
 
 // unblock undoes block when a retried send went through.
@@ -342,8 +360,8 @@ func (l *lane) push(recs []*kgo.Record) (bytes int64, first int64, schedule, ove
 		l.recBytes += b
 		bytes += b
 	}
-	if l.readAhead > 0 && !l.over && l.recBytes >= l.readAhead {
-		l.over, over = true, true
+	if l.blocked && l.blockedOn >= 0 && l.overLocked() {
+		over = true
 	}
 	return bytes, first, bytes > 0, over
 }

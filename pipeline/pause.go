@@ -16,19 +16,17 @@ type partitionPauser interface {
 }
 
 // pauser decides which partitions are paused at the source. A partition is
-// paused while its lane holds more undecoded bytes than its read-ahead
-// (from the moment it reaches backpressure.partition_read_ahead until it
-// falls under a quarter of it: a lane blocked on a full shard queue
-// decodes nothing, so its partition pauses once the read-ahead is
-// fetched), while its lane waits for exactly-once open blocks, or while
-// the byte budget holds the whole source paused. A partition also pauses
-// as soon as a queue refuses its lane's chunk when the lane decoded at
-// least its read-ahead since the partition was last resumed (or there is
-// no read-ahead). Pausing has a price: the client drops what it already
-// fetched for a partition it pauses and fetches it again after the
-// resume; both rules keep that to about one fetch per read-ahead of
-// records decoded, and the second keeps what a partition has fetched and
-// not decoded small when pauses are that cheap. A lane rebuilding an exactly-once block that a previous owner
+// paused while its lane is over its read-ahead (from the moment the lane,
+// waiting for a full shard queue, holds backpressure.partition_read_ahead
+// undecoded bytes until it has decoded them down to a quarter, waiting or
+// not), while its lane waits for a full queue after decoding at least its
+// read-ahead since the partition was last resumed (or with no
+// read-ahead), while its lane waits for exactly-once open blocks, or
+// while the byte budget holds the whole source paused. Pausing has a
+// price: the client drops what it already fetched for a partition it
+// pauses and fetches it again after the resume; these rules keep that to
+// about one fetch per read-ahead of records decoded, and a lane that is
+// decoding is never paused for what it holds (the budget bounds it). A lane rebuilding an exactly-once block that a previous owner
 // registered is exempt from the budget's and the read-ahead's pause: the
 // block can only end at its registered end, and its records must be
 // fetched for the block to be sealed and its bytes released.

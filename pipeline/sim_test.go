@@ -850,15 +850,15 @@ func (w *simWorld) checkPaused() {
 			w.violation("the pauser holds %v blocked for a lane that is not its partition's", tp)
 		}
 		if ra > 0 {
-			if rb >= ra && !over {
-				w.violation("lane %v holds %d undecoded bytes, at or over its read-ahead %d, but is not marked over", tp, rb, ra)
+			if rb >= ra && blocked && blockedOn >= 0 && !over {
+				w.violation("lane %v waits for a queue holding %d undecoded bytes, at or over its read-ahead %d, but is not marked over", tp, rb, ra)
 			}
 			if over && rb < ra/4 {
 				w.violation("lane %v holds %d undecoded bytes, under a quarter of its read-ahead %d, but is marked over", tp, rb, ra)
 			}
 		}
-		waits := held && (pb.dest == blockedOnBlocks || ra == 0 || decoded >= ra)
-		want := waits || (!replaying && (budget || over))
+		want := (held && (pb.dest == blockedOnBlocks || ra == 0 || decoded >= ra)) ||
+			(!replaying && (budget || over))
 		if want != w.src.paused[tp] {
 			w.violation("partition %v is paused=%v at the source, want %v (budget %v, over read-ahead %v with %d of %d bytes, %d decoded since the resume, replaying %v, blocked %v on %d, held by the pauser %v)",
 				tp, w.src.paused[tp], want, budget, over, rb, ra, decoded, replaying, blocked, blockedOn, held)
