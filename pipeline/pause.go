@@ -26,10 +26,11 @@ type partitionPauser interface {
 // price: the client drops what it already fetched for a partition it
 // pauses and fetches it again after the resume; these rules keep that to
 // about one fetch per read-ahead of records decoded, and a lane that is
-// decoding is never paused for what it holds (the budget bounds it). A lane rebuilding an exactly-once block that a previous owner
-// registered is exempt from the budget's and the read-ahead's pause: the
-// block can only end at its registered end, and its records must be
-// fetched for the block to be sealed and its bytes released.
+// decoding is never paused for what it holds (the budget bounds it). A
+// lane rebuilding an exactly-once block that a previous owner registered
+// is exempt from the budget's and the read-ahead's pause: the block can
+// only end at its registered end, and its records must be fetched for the
+// block to be sealed and its bytes released.
 type pauser struct {
 	src   partitionPauser
 	gauge prometheus.Gauge
@@ -117,9 +118,10 @@ func (ps *pauser) unassign(tp TopicPartition) {
 	ps.gauge.Set(float64(len(ps.paused)))
 }
 
-// block records that l waits for dest, pausing its partition when it waits
-// for open blocks or has no read-ahead. A lane that
-// is no longer its partition's (revoked, perhaps assigned again since) is
+// block records that l waits for dest, pausing its partition when the
+// rules above say so (open blocks, no read-ahead, a read-ahead decoded
+// since the last resume, or the lane over its read-ahead). A lane that is
+// no longer its partition's (revoked, perhaps assigned again since) is
 // ignored.
 func (ps *pauser) block(l *lane, dest int) {
 	ps.mu.Lock()
