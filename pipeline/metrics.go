@@ -54,7 +54,7 @@ func newComponentMetrics(component func(string) prometheus.Registerer) *metrics 
 	m := &metrics{
 		lanesPaused: prometheus.NewGauge(prometheus.GaugeOpts{
 			Name: "etl_backpressure_paused",
-			Help: "Partitions paused at the source now: by their lane holding its read-ahead of undecoded records (backpressure.partition_read_ahead; with 0, by a full shard queue), by the byte budget or, with exactly-once, by the bound of open blocks.",
+			Help: "Partitions paused at the source now: by a full shard queue under the rules of backpressure.partition_read_ahead (at once after a read-ahead decoded since the last resume, or with 0; otherwise once the lane holds its read-ahead undecoded), by the byte budget or, with exactly-once, by the bound of open blocks.",
 		}),
 		decodeErrors: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "etl_decode_errors_total",
