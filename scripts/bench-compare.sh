@@ -44,6 +44,7 @@ N=${N:-2000000}
 RUNS=${RUNS:-3}
 CONFIG=${CONFIG:-configs/bench.yaml}
 DIR=${BENCH_DIR:-$(mktemp -d /tmp/etl-compare.XXXXXX)}
+mkdir -p "$DIR"
 CH_TCP=${CH_TCP:-29100}
 CH_HTTP=${CH_HTTP:-28223}
 BROKER=${BROKER:-127.0.0.1:29192}
@@ -218,12 +219,12 @@ if [[ -n "${CHARTS:-}" ]]; then
 			sep=", "
 		done
 		gnuplot <<GP
-set terminal pngcairo size 900,500 noenhanced
+set terminal pngcairo size 1000,500 noenhanced
 set output '$CHARTS/compare-rows.png'
 set title 'Rows in ClickHouse: $N JSON records (6 partitions, lz4), etl against the Kafka engine'
 set xlabel 'seconds from start'
 set ylabel 'million rows'
-set key bottom right
+set key outside right top
 set grid
 plot $plots
 GP
