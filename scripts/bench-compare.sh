@@ -13,8 +13,13 @@
 #   - rows/s is N over the time from the start (etl's process start; the
 #     engine's CREATE MATERIALIZED VIEW) to the moment the count reaches N;
 #   - etl's CPU is its own process's (utime + stime), from start to end;
-#   - the server's CPU is ClickHouse's over the same span: for etl, what
-#     its inserts cost the server; for the engine, everything.
+#   - the server's CPU is ClickHouse's from the same start until the
+#     table's merges have stopped (no merge of it running for SETTLE_QUIET
+#     seconds, 1 by default, at most SETTLE_MAX, 30, after the count
+#     reached N): for etl, what its inserts and the merges of their parts
+#     cost the server; for the engine, everything. Each arm starts on a
+#     quiet server, so no arm pays for another's merges. SETTLE_QUIET=0
+#     stops at the count, as before.
 # The two tables must hold the same rows (count and column sums), or the
 # run fails. The last line is
 #   compare: etl R1 rows/s C1 CPU-s/M; kafka-engine R2 rows/s C2 CPU-s/M; ratio X
@@ -54,6 +59,8 @@ ENGINE_BLOCK=${ENGINE_BLOCK-1048576}
 ENGINE_FLUSH_MS=${ENGINE_FLUSH_MS-2000}
 ENGINE_PART_FETCH=${ENGINE_PART_FETCH:-} # librdkafka's max.partition.fetch.bytes (1 MiB by default)
 TIMEOUT=${TIMEOUT:-300} # seconds an arm may take before the run fails
+SETTLE_QUIET=${SETTLE_QUIET:-1} # seconds without a merge of the arm's table that end its server CPU
+SETTLE_MAX=${SETTLE_MAX:-30}
 [[ -x bin/etl && -x bin/devbroker ]] || make build >/dev/null
 
 cleanup() {
@@ -136,6 +143,23 @@ wait_rows() {
 	done
 }
 
+# settle TABLE: waits until no merge of TABLE (default.NAME) has run for
+# SETTLE_QUIET seconds, or SETTLE_MAX seconds have passed.
+settle() {
+	local name=${1#default.} quiet=0 polls=$((SETTLE_QUIET * 10)) deadline
+	((polls > 0)) || return 0
+	deadline=$(($(date +%s) + SETTLE_MAX))
+	while ((quiet < polls)) && (($(date +%s) < deadline)); do
+		if [[ $(q "SELECT count() FROM system.merges WHERE database = 'default' AND table = '$name'") == 0 ]]; then
+			quiet=$((quiet + 1))
+		else
+			quiet=0
+		fi
+		sleep 0.1
+	done
+	q "SELECT '$name', countIf(level = 0), countIf(active), max(level) FROM system.parts WHERE database = 'default' AND table = '$name' FORMAT TSV" >>"$DIR/parts.tsv"
+}
+
 results=$DIR/results.tsv
 : >"$results"
 # run_etl ROUND [ARM CONFIG]: etl's arm (etl with $CONFIG, or ARM with
@@ -153,11 +177,12 @@ run_etl() {
 	etl=$!
 	wait_rows "$table" "$t0" "$DIR/$arm-$r.series"
 	cpu=$(cpu_of "$etl")
-	ch1=$(cpu_of "$chpid")
 	curl -sf --max-time 2 "http://$METRICS/metrics" >"$DIR/$arm-$r.metrics" || true
 	kill -TERM "$etl"
 	wait "$etl" || true
 	etl=
+	settle "$table"
+	ch1=$(cpu_of "$chpid")
 	awk -v arm="$arm" -v r="$r" -v n="$N" -v t0="$t0" -v e="$end" -v cpu="$cpu" -v ch="$(awk -v a="$ch0" -v b="$ch1" 'BEGIN { print b - a }')" -v f="$first" 'BEGIN {
 		el = e - t0
 		printf "%s\t%d\t%.0f\t%.3f\t%.3f\t%.2f\n", arm, r, n / el, cpu / (n / 1e6), ch / (n / 1e6), f
@@ -177,9 +202,10 @@ run_engine() {
 	t0=$(now)
 	q "CREATE MATERIALIZED VIEW default.mv_$r TO $table AS SELECT * FROM default.kafka_$r"
 	wait_rows "$table" "$t0" "$DIR/engine-$r.series"
-	ch1=$(cpu_of "$chpid")
 	q "DROP TABLE default.mv_$r"
 	q "DROP TABLE default.kafka_$r"
+	settle "$table"
+	ch1=$(cpu_of "$chpid")
 	awk -v r="$r" -v n="$N" -v t0="$t0" -v e="$end" -v ch="$(awk -v a="$ch0" -v b="$ch1" 'BEGIN { print b - a }')" -v f="$first" 'BEGIN {
 		el = e - t0
 		printf "kafka-engine\t%d\t%.0f\t%.3f\t%.3f\t%.2f\n", r, n / el, ch / (n / 1e6), ch / (n / 1e6), f

@@ -146,26 +146,41 @@ while true; do
 	sleep 0.05
 done
 end=$(date +%s.%N)
-ch1=$(cpu_of "$chpid"); br1=$(cpu_of "$broker")
+br1=$(cpu_of "$broker")
 # etl's metrics at the end, kept in the run's directory; the batches'
 # mean rows and bytes come from them.
 curl -sf --max-time 2 "http://${METRICS_ADDR:-127.0.0.1:29090}/metrics" >"$DIR/metrics.txt" || true
 kill -TERM "$etl"
 wait "$etl" || true
 etl=
+# The server's CPU counts the merges the inserts caused: it is read once no
+# merge of the table has run for SETTLE_QUIET seconds (1; at most
+# SETTLE_MAX, 30, after the last row; SETTLE_QUIET=0 reads it at once).
+quiet=0 settle_end=$(($(date +%s) + ${SETTLE_MAX:-30}))
+while ((quiet < ${SETTLE_QUIET:-1} * 10)) && (($(date +%s) < settle_end)); do
+	if [[ $(q "SELECT count() FROM system.merges WHERE database = 'default' AND table = '$TABLE'") == 0 ]]; then
+		quiet=$((quiet + 1))
+	else
+		quiet=0
+	fi
+	sleep 0.1
+done
+ch1=$(cpu_of "$chpid")
+settled=$(date +%s.%N)
 rows=$(q "SELECT count() FROM default.$TABLE")
 # Parts the inserts created (level 0; merged ones stay listed, inactive,
 # for the server's old_parts_lifetime of 8 minutes).
 parts=$(q "SELECT count() FROM system.parts WHERE database = 'default' AND table = '$TABLE' AND level = 0")
+active=$(q "SELECT count() FROM system.parts WHERE database = 'default' AND table = '$TABLE' AND active")
 usage=$(grep 'resource usage' "$DIR/etl.log" | tail -1)
 cpu=$(sed -E 's/.*cpu_seconds=([0-9.]+).*/\1/' <<<"$usage")
 rss=$(sed -E 's/.*max_rss_bytes=([0-9]+).*/\1/' <<<"$usage")
-awk -v n="$rows" -v s="$start" -v e="$end" -v cpu="$cpu" -v rss="$rss" -v ch0="$ch0" -v ch1="$ch1" -v br0="$br0" -v br1="$br1" -v cores="$(nproc)" -v parts="$parts" 'BEGIN {
+awk -v n="$rows" -v s="$start" -v e="$end" -v cpu="$cpu" -v rss="$rss" -v ch0="$ch0" -v ch1="$ch1" -v br0="$br0" -v br1="$br1" -v cores="$(nproc)" -v parts="$parts" -v active="$active" -v settled="$settled" 'BEGIN {
 	ch = ch1 - ch0; br = br1 - br0
 	el = e - s
 	printf "rows: %d in %.2f s\nthroughput: %.0f rows/s\netl CPU: %.2f s (%.2f CPU-s per million rows)\netl peak RSS: %.1f MiB\n", n, el, n / el, cpu, cpu / (n / 1e6), rss / 1048576
-	printf "during the run: ClickHouse CPU %.2f s, broker CPU %.2f s (machine: %.1f CPU-s available)\n", ch, br, el * cores
-	printf "ClickHouse: %.2f CPU-s per million rows; %d parts created, %.1f per million rows\n", ch / (n / 1e6), parts, parts / (n / 1e6)
+	printf "during the run: ClickHouse CPU %.2f s (with its merges, until %.1f s after the last row), broker CPU %.2f s (machine: %.1f CPU-s available)\n", ch, settled - e, br, el * cores
+	printf "ClickHouse: %.2f CPU-s per million rows; %d parts created, %.1f per million rows; %d active once merges stopped\n", ch / (n / 1e6), parts, parts / (n / 1e6), active
 }'
 awk '/^etl_sink_batch_rows_(sum|count)[ {]/ { split($1, a, "{"); v[a[1]] += $NF }
 	/^etl_sink_batch_bytes_sum[ {]/ { b += $NF }
