@@ -59,8 +59,8 @@ ENGINE_BLOCK=${ENGINE_BLOCK-1048576}
 ENGINE_FLUSH_MS=${ENGINE_FLUSH_MS-2000}
 ENGINE_PART_FETCH=${ENGINE_PART_FETCH:-} # librdkafka's max.partition.fetch.bytes (1 MiB by default)
 TIMEOUT=${TIMEOUT:-300} # seconds an arm may take before the run fails
-SETTLE_QUIET=${SETTLE_QUIET:-1} # seconds without a merge of the arm's table that end its server CPU
-SETTLE_MAX=${SETTLE_MAX:-30}
+# SETTLE_QUIET, SETTLE_MAX: scripts/settle.sh
+. scripts/settle.sh
 [[ -x bin/etl && -x bin/devbroker ]] || make build >/dev/null
 
 cleanup() {
@@ -143,20 +143,11 @@ wait_rows() {
 	done
 }
 
-# settle TABLE: waits until no merge of TABLE (default.NAME) has run for
-# SETTLE_QUIET seconds, or SETTLE_MAX seconds have passed.
+# settle TABLE: waits for the merges of TABLE (default.NAME) to stop
+# (scripts/settle.sh) and lists its parts in parts.tsv.
 settle() {
-	local name=${1#default.} quiet=0 polls=$((SETTLE_QUIET * 10)) deadline
-	((polls > 0)) || return 0
-	deadline=$(($(date +%s) + SETTLE_MAX))
-	while ((quiet < polls)) && (($(date +%s) < deadline)); do
-		if [[ $(q "SELECT count() FROM system.merges WHERE database = 'default' AND table = '$name'") == 0 ]]; then
-			quiet=$((quiet + 1))
-		else
-			quiet=0
-		fi
-		sleep 0.1
-	done
+	local name=${1#default.}
+	settle_merges "$name"
 	q "SELECT '$name', countIf(level = 0), countIf(active), max(level) FROM system.parts WHERE database = 'default' AND table = '$name' FORMAT TSV" >>"$DIR/parts.tsv"
 }
 

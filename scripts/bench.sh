@@ -85,6 +85,7 @@ for _ in $(seq 100); do
 	(echo >"/dev/tcp/${BROKER%:*}/${BROKER#*:}") 2>/dev/null && break
 	sleep 0.1
 done
+. scripts/settle.sh
 q() { curl -sSf "http://127.0.0.1:$CH_HTTP/?allow_experimental_low_cardinality_type=1" --data-binary "$1"; }
 ddl=$(bin/etl gen -format "$WORKLOAD" -ddl -table "default.$TABLE")
 if [[ -n "${REPLICATED:-}" ]]; then
@@ -156,15 +157,7 @@ etl=
 # The server's CPU counts the merges the inserts caused: it is read once no
 # merge of the table has run for SETTLE_QUIET seconds (1; at most
 # SETTLE_MAX, 30, after the last row; SETTLE_QUIET=0 reads it at once).
-quiet=0 settle_end=$(($(date +%s) + ${SETTLE_MAX:-30}))
-while ((quiet < ${SETTLE_QUIET:-1} * 10)) && (($(date +%s) < settle_end)); do
-	if [[ $(q "SELECT count() FROM system.merges WHERE database = 'default' AND table = '$TABLE'") == 0 ]]; then
-		quiet=$((quiet + 1))
-	else
-		quiet=0
-	fi
-	sleep 0.1
-done
+settle_merges "$TABLE"
 ch1=$(cpu_of "$chpid")
 settled=$(date +%s.%N)
 rows=$(q "SELECT count() FROM default.$TABLE")
