@@ -5,6 +5,7 @@ import (
 	"crypto/tls"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"slices"
 	"strings"
@@ -24,8 +25,10 @@ import (
 // column buffers (NativeEncoder) and sent with ch-go, the
 // native-protocol library clickhouse-go is built on, instead of being copied
 // value by value into the driver's columns and encoded from there. One
-// INSERT is still one Native block, sent whole, then the end of data, as the
-// driver path sends it: a failed insert inserted nothing.
+// INSERT is one Native block, or, for a batch larger than PieceBytes, a
+// few blocks the server squashes back into one before the table sees them
+// (pieces.go); then the end of data. Either way a failed insert inserted
+// nothing, as with the driver path.
 //
 // Each Client keeps its own small pool of ch-go connections (ch-go's Client
 // is one connection, used by one insert at a time); Ping uses it too.
@@ -90,8 +93,9 @@ type chgoPool struct {
 	idle   []*chgoConn
 	closed bool
 
-	plans      sync.Map    // *Target -> *chgoPlan (nil plan: the driver path)
-	driverOnly atomic.Bool // the server cannot take this path with these settings
+	plans      sync.Map     // *Target -> *chgoPlan (nil plan: the driver path)
+	pieces     atomic.Int64 // blocks sent as pieces of a batch
+	driverOnly atomic.Bool  // the server cannot take this path with these settings
 	warned     sync.Once
 }
 
@@ -109,6 +113,7 @@ type chgoConn struct {
 	born   time.Time
 	used   time.Time
 	blocks map[*Target]*chgoBlock
+	groups [][]*chunk.Chunk // the pieces of the insert under way
 	// settings are the pool's, for the compatibility shim.
 	settings ch.Settings
 }
@@ -437,7 +442,25 @@ func (c *Client) insertChgo(ctx context.Context, t *Target, chunks []*chunk.Chun
 		p.put(cn, nil)
 		return true, &InsertError{Table: t.Name(), Err: err}
 	}
-	if err := b.prepare(t, chunks); err != nil {
+	// A large batch goes in pieces when the server squashes them back
+	// into one block (pieces.go); otherwise as one block.
+	groups := cn.groups[:0]
+	rows, bytes := 0, 0
+	for _, k := range chunks {
+		rows += k.Rows
+		bytes += k.Size()
+	}
+	if bytes > PieceBytes && c.squash(ctx).fits(rows, bytes) {
+		groups = pieces(groups, chunks)
+	} else {
+		groups = append(groups, chunks)
+	}
+	cn.groups = groups
+	defer func() {
+		clear(cn.groups)
+		cn.groups = cn.groups[:0]
+	}()
+	if err := b.prepare(t, groups[0]); err != nil {
 		b.release()
 		p.put(cn, nil)
 		return true, err
@@ -445,9 +468,33 @@ func (c *Client) insertChgo(ctx context.Context, t *Target, chunks []*chunk.Chun
 	// The block is encoded into the connection's buffer (and compressed
 	// from there): grow it once, not by doubling, on a fresh connection.
 	cn.buf.Buf = slices.Grow(cn.buf.Buf, b.sizeHint()+len(pl.query)+1024)
-	err = cn.insert(ctx, pl.query, b.input)
+	var next func(context.Context) error
+	var perr error // a value of a later piece the encoder refused
+	if len(groups) > 1 {
+		p.pieces.Add(int64(len(groups)))
+		k := 0
+		next = func(context.Context) error {
+			b.release()
+			k++
+			if k == len(groups) {
+				return io.EOF
+			}
+			if err := b.prepare(t, groups[k]); err != nil {
+				// The pieces sent stay in the server's squashing
+				// buffer: the INSERT, left unfinished, inserts nothing.
+				b.release()
+				perr = err
+				return err
+			}
+			return nil
+		}
+	}
+	err = cn.insert(ctx, pl.query, b.input, next)
 	b.release()
 	p.put(cn, err)
+	if perr != nil {
+		return true, perr
+	}
 	var drift *chgoTypeDrift
 	if errors.As(err, &drift) && ctx.Err() == nil {
 		// Nothing was sent but the query, and the connection is closed:
@@ -468,10 +515,10 @@ func (c *Client) insertChgo(ctx context.Context, t *Target, chunks []*chunk.Chun
 // insert sends one INSERT of the block in. When ctx ends, the connection's
 // I/O stops at once (ch-go itself would notice only at its next read
 // timeout) and the connection is not reused.
-func (cn *chgoConn) insert(ctx context.Context, query string, in proto.Input) error {
+func (cn *chgoConn) insert(ctx context.Context, query string, in proto.Input, next func(context.Context) error) error {
 	stop := context.AfterFunc(ctx, cn.nc.abort)
 	defer stop()
-	q := chgo.Query{Body: query, Input: in, QueryID: uuid.NewString()}
+	q := chgo.Query{Body: query, Input: in, OnInput: next, QueryID: uuid.NewString()}
 	if err := cn.armCompat(q.QueryID); err != nil {
 		return err
 	}

@@ -20,6 +20,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	ch "github.com/ClickHouse/clickhouse-go/v2"
@@ -92,6 +93,9 @@ type Client struct {
 	settings ch.Settings
 	// chgo is the chgo insert path's connection pool; nil: the driver path.
 	chgo *chgoPool
+	// squashed: the server's squashing of an INSERT's blocks, read on
+	// the first insert of the chgo path (pieces.go).
+	squashed atomic.Pointer[squashLimits]
 	// secret gives each new connection's password.
 	secret *secret
 }

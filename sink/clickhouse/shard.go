@@ -711,13 +711,16 @@ func (s *Shard) attempt(ctx context.Context, chunks []*chunk.Chunk, rows, bytes 
 		}
 		backedOff = false
 		start := time.Now()
+		// The insert's encoded copy of the batch is in flight while it
+		// runs: the whole batch, or a piece when it goes in pieces.
+		encoded := int64(r.c.EncodedCopy(rows, bytes))
 		if s.o.Budget != nil {
-			s.o.Budget.Add(int64(bytes))
+			s.o.Budget.Add(encoded)
 		}
 		target := s.targetFor(chunks[0].Schema)
 		err := r.c.Insert(ctx, target, chunks)
 		if s.o.Budget != nil {
-			s.o.Budget.Release(int64(bytes))
+			s.o.Budget.Release(encoded)
 		}
 		elapsed := time.Since(start).Seconds()
 		if err == nil {
