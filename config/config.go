@@ -515,7 +515,7 @@ func Defaults() *Config {
 			Database: "default",
 			User:     "default",
 			Batch: Batch{
-				MaxRows:     250_000,
+				MaxRows:     1_000_000,
 				MaxBytes:    64 * MiB,
 				Linger:      Duration(time.Second),
 				Idle:        Duration(100 * time.Millisecond),

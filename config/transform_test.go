@@ -66,7 +66,7 @@ sinks:
 		t.Fatalf("sinks = %+v", sinks)
 	}
 	clicks, views := sinks[0].ClickHouse, sinks[1].ClickHouse
-	if clicks.Batch.MaxRows != 250_000 || clicks.Database != "default" || clicks.Breaker.FailureThreshold != 3 {
+	if clicks.Batch.MaxRows != 1_000_000 || clicks.Database != "default" || clicks.Breaker.FailureThreshold != 3 {
 		t.Errorf("named sink lacks the defaults: %+v", clicks)
 	}
 	if sh := clicks.ShardList(); len(sh) != 1 || sh[0].Weight != 1 || sh[0].Replicas[0] != "c1:9000" {

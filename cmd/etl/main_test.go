@@ -190,7 +190,7 @@ sink: {clickhouse: {addr: [b:2], table: t, password: hunter2}}
 			t.Fatalf("printed configuration shows a secret:\n%s", out.String())
 		}
 	}
-	for _, w := range []string{"max_rows: 250000", "drain_timeout: 25s", "******"} {
+	for _, w := range []string{"max_rows: 1000000", "drain_timeout: 25s", "******"} {
 		if !strings.Contains(out.String(), w) {
 			t.Errorf("printed configuration lacks %q:\n%s", w, out.String())
 		}
