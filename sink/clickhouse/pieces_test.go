@@ -80,6 +80,14 @@ func TestChgoPieces(t *testing.T) {
 	if got := parts("pieces"); got != "1" {
 		t.Errorf("parts written for one insert in pieces: %s, want 1 (the server squashes an INSERT's blocks)", got)
 	}
+	// The byte budget counts a piece for the encoded copy of a batch that
+	// goes in pieces, the batch itself otherwise.
+	if got := c.EncodedCopy(24000, size); got != 2*PieceBytes {
+		t.Errorf("encoded copy of a batch in pieces: %d, want %d", got, 2*PieceBytes)
+	}
+	if got := c.EncodedCopy(10, PieceBytes/2); got != PieceBytes/2 {
+		t.Errorf("encoded copy of a small batch: %d, want %d", got, PieceBytes/2)
+	}
 
 	// A FixedString(2) value of three bytes in the last chunk: the encoder
 	// refuses it when that piece is prepared, after the first pieces went.
@@ -130,5 +138,8 @@ func TestChgoPieces(t *testing.T) {
 	}
 	if l := w.squash(ctx); l.fits(24000, size) || l.rows != 10_000 {
 		t.Errorf("squashing limits read with min_insert_block_size_rows 10000: %+v", l)
+	}
+	if got := w.EncodedCopy(24000, size); got != size {
+		t.Errorf("encoded copy of a batch sent whole: %d, want the batch's %d", got, size)
 	}
 }
