@@ -450,7 +450,7 @@ func (c *Client) insertChgo(ctx context.Context, t *Target, chunks []*chunk.Chun
 		rows += k.Rows
 		bytes += k.Size()
 	}
-	if bytes > PieceBytes && c.squash(ctx).fits(rows, bytes) {
+	if !c.opts.WholeBlocks && bytes > PieceBytes && c.squash(ctx).fits(rows, bytes) {
 		groups = pieces(groups, chunks)
 	} else {
 		groups = append(groups, chunks)

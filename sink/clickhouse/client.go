@@ -81,6 +81,15 @@ type Options struct {
 	// them into clickhouse-go's columns. A target with a column the chgo
 	// path cannot encode uses the driver path either way.
 	Insert string
+	// WholeBlocks sends every insert as one Native block, never in pieces
+	// (pieces.go). Set under exactly-once delivery, where a block's part
+	// is its identity for the server's deduplication, so a replayed block
+	// must be written with the same bytes as the original. 18.16 writes
+	// the same part from one block and from squashed pieces (checked for
+	// String, Nullable and LowCardinality columns, the last with
+	// different dictionaries in each piece), but the guarantee would then
+	// rest on the squashing of every server version; one block does not.
+	WholeBlocks bool
 }
 
 // Client is a native-protocol connection pool to one table.

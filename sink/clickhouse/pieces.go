@@ -20,12 +20,12 @@ import (
 // compression, the compressor's) holds about PieceBytes instead of a copy
 // of the whole batch, and stays small enough to be kept between inserts.
 //
-// A batch is sent whole, as one block, when the server's limits could not
-// be read, when it would reach either limit (the server would then write
-// parts before the end of the INSERT, and a failed insert could leave some
-// of its rows behind), and when the session's insert_distributed_sync is
-// set (18.16 does not squash a synchronous insert into a Distributed
-// table).
+// A batch is sent whole, as one block, under Options.WholeBlocks
+// (exactly-once delivery), when the server's limits could not be read,
+// when it would reach either limit (the server would then write parts
+// before the end of the INSERT, and a failed insert could leave some of
+// its rows behind), and when the session's insert_distributed_sync is set
+// (18.16 does not squash a synchronous insert into a Distributed table).
 
 // PieceBytes is about the chunk bytes of each Native block of a batch sent
 // in pieces.
@@ -145,7 +145,7 @@ func pieces(dst [][]*chunk.Chunk, chunks []*chunk.Chunk) [][]*chunk.Chunk {
 // bytes chunk bytes holds in encoded form while it runs: the batch's size
 // when it goes as one block, about a piece when it goes in pieces.
 func (c *Client) EncodedCopy(rows, bytes int) int {
-	if c.chgo == nil || bytes <= PieceBytes {
+	if c.chgo == nil || c.opts.WholeBlocks || bytes <= PieceBytes {
 		return bytes
 	}
 	if l := c.squashed.Load(); l != nil && l.fits(rows, bytes) {

@@ -142,4 +142,20 @@ func TestChgoPieces(t *testing.T) {
 	if got := w.EncodedCopy(24000, size); got != size {
 		t.Errorf("encoded copy of a batch sent whole: %d, want the batch's %d", got, size)
 	}
+
+	// WholeBlocks (exactly-once delivery): one block whatever the size.
+	e := connect(t, srv, "pieces_whole", func(o *Options) { o.WholeBlocks = true })
+	etg := plan(t, e)
+	if err := e.Insert(ctx, etg, pieceChunks(t, etg, 100_000, 24, 1000)); err != nil {
+		t.Fatalf("insert with WholeBlocks: %v", err)
+	}
+	if got := e.chgo.pieces.Load(); got != 0 {
+		t.Errorf("blocks sent as pieces with WholeBlocks: %d, want 0", got)
+	}
+	if got := e.EncodedCopy(24000, size); got != size {
+		t.Errorf("encoded copy with WholeBlocks: %d, want the batch's %d", got, size)
+	}
+	if got := srv.Count(t, "default.pieces_whole"); got != 48000 {
+		t.Errorf("rows after the WholeBlocks insert: %d, want 48000", got)
+	}
 }
