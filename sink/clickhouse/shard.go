@@ -244,7 +244,7 @@ func (s *Shard) TryEnqueue(c *chunk.Chunk) bool {
 	}
 	select {
 	case s.queue <- c:
-		s.m.queueDepth.Set(float64(len(s.queue)))
+		s.m.queueDepth.Inc()
 		return true
 	default:
 	}
@@ -254,7 +254,7 @@ func (s *Shard) TryEnqueue(c *chunk.Chunk) bool {
 	s.full.Store(true)
 	select {
 	case s.queue <- c:
-		s.m.queueDepth.Set(float64(len(s.queue)))
+		s.m.queueDepth.Inc()
 		return true
 	default:
 	}
@@ -513,7 +513,9 @@ func (s *Shard) Run(ctx context.Context) error {
 				queue = nil
 				continue
 			}
-			s.m.queueDepth.Set(float64(len(s.queue)))
+			// Counted by sends and takes, not read from len(s.queue): a
+			// read here could overwrite a later send's count.
+			s.m.queueDepth.Dec()
 			s.spaceIfFull()
 			if len(cur.chunks) > 0 && cur.chunks[0].Schema != c.Schema {
 				// The table changed: one insert names one set of
