@@ -113,7 +113,6 @@ type chgoConn struct {
 	born   time.Time
 	used   time.Time
 	blocks map[*Target]*chgoBlock
-	groups [][]*chunk.Chunk // the pieces of the insert under way
 	// settings are the pool's, for the compatibility shim.
 	settings ch.Settings
 }
@@ -444,22 +443,15 @@ func (c *Client) insertChgo(ctx context.Context, t *Target, chunks []*chunk.Chun
 	}
 	// A large batch goes in pieces when the server squashes them back
 	// into one block (pieces.go); otherwise as one block.
-	groups := cn.groups[:0]
 	rows, bytes := 0, 0
 	for _, k := range chunks {
 		rows += k.Rows
 		bytes += k.Size()
 	}
-	if !c.opts.WholeBlocks && bytes > PieceBytes && c.squash(ctx).fits(rows, bytes) {
-		groups = pieces(groups, chunks)
-	} else {
-		groups = append(groups, chunks)
+	groups := [][]*chunk.Chunk{chunks}
+	if c.inPieces(rows, bytes, func() *squashLimits { return c.squash(ctx) }) {
+		groups = pieces(nil, chunks)
 	}
-	cn.groups = groups
-	defer func() {
-		clear(cn.groups)
-		cn.groups = cn.groups[:0]
-	}()
 	if err := b.prepare(t, groups[0]); err != nil {
 		b.release()
 		p.put(cn, nil)

@@ -49,9 +49,9 @@ const squashQuery = "SELECT name, value FROM system.settings WHERE name IN " +
 // squash returns the server's squashing limits, reading them on first use.
 // A failed read is not retried: the client's batches then go whole, as
 // they always did.
-func (c *Client) squash(ctx context.Context) squashLimits {
+func (c *Client) squash(ctx context.Context) *squashLimits {
 	if l := c.squashed.Load(); l != nil {
-		return *l
+		return l
 	}
 	l := c.readSquash(ctx)
 	if c.squashed.CompareAndSwap(nil, &l) {
@@ -60,7 +60,7 @@ func (c *Client) squash(ctx context.Context) squashLimits {
 				slog.Int64("min_insert_block_size_rows", l.rows), slog.Int64("min_insert_block_size_bytes", l.bytes))
 		}
 	}
-	return *c.squashed.Load()
+	return c.squashed.Load()
 }
 
 func (c *Client) readSquash(ctx context.Context) squashLimits {
@@ -68,10 +68,13 @@ func (c *Client) readSquash(ctx context.Context) squashLimits {
 		// The insert is ending anyway: decide on a later one.
 		return squashLimits{}
 	}
+	unread := func(args ...any) squashLimits {
+		c.log.Info("the server's squashing settings cannot be read: batches go as one block each", args...)
+		return squashLimits{}
+	}
 	rows, err := c.conn.Query(ctx, squashQuery)
 	if err != nil {
-		c.log.Info("the server's squashing settings cannot be read: batches go as one block each", slog.Any("error", err))
-		return squashLimits{}
+		return unread(slog.Any("error", err))
 	}
 	defer rows.Close()
 	var l squashLimits
@@ -80,14 +83,11 @@ func (c *Client) readSquash(ctx context.Context) squashLimits {
 	for rows.Next() {
 		var name, value string
 		if err := rows.Scan(&name, &value); err != nil {
-			c.log.Info("the server's squashing settings cannot be read: batches go as one block each", slog.Any("error", err))
-			return squashLimits{}
+			return unread(slog.Any("error", err))
 		}
 		n, err := strconv.ParseInt(value, 10, 64)
 		if err != nil {
-			c.log.Info("the server's squashing settings cannot be read: batches go as one block each",
-				slog.String("setting", name), slog.String("value", value))
-			return squashLimits{}
+			return unread(slog.String("setting", name), slog.String("value", value))
 		}
 		switch name {
 		case "min_insert_block_size_rows":
@@ -141,14 +141,26 @@ func pieces(dst [][]*chunk.Chunk, chunks []*chunk.Chunk) [][]*chunk.Chunk {
 	return dst
 }
 
+// inPieces reports whether a batch of rows rows and bytes chunk bytes goes
+// in pieces under the server's limits, which limits gives (nil: not
+// known): the one place that decides it, for the insert and for the byte
+// budget's count. limits is called only for a batch that could go in
+// pieces.
+func (c *Client) inPieces(rows, bytes int, limits func() *squashLimits) bool {
+	if c.chgo == nil || c.opts.WholeBlocks || bytes <= PieceBytes {
+		return false
+	}
+	l := limits()
+	return l != nil && l.fits(rows, bytes)
+}
+
 // EncodedCopy is about the bytes the insert of a batch of rows rows and
 // bytes chunk bytes holds in encoded form while it runs: the batch's size
-// when it goes as one block, about a piece when it goes in pieces.
+// when it goes as one block, about a piece when it goes in pieces. It does
+// not read the server's limits: before the first insert has, it counts
+// the batch.
 func (c *Client) EncodedCopy(rows, bytes int) int {
-	if c.chgo == nil || c.opts.WholeBlocks || bytes <= PieceBytes {
-		return bytes
-	}
-	if l := c.squashed.Load(); l != nil && l.fits(rows, bytes) {
+	if c.inPieces(rows, bytes, c.squashed.Load) {
 		return 2 * PieceBytes // a piece ends with the chunk that passes PieceBytes
 	}
 	return bytes
