@@ -53,6 +53,10 @@ func (c *Client) squash(ctx context.Context) *squashLimits {
 	if l := c.squashed.Load(); l != nil {
 		return l
 	}
+	if ctx.Err() != nil {
+		// The insert is ending anyway: decide on a later one.
+		return nil
+	}
 	l := c.readSquash(ctx)
 	if c.squashed.CompareAndSwap(nil, &l) {
 		if l.ok {
@@ -64,10 +68,6 @@ func (c *Client) squash(ctx context.Context) *squashLimits {
 }
 
 func (c *Client) readSquash(ctx context.Context) squashLimits {
-	if ctx.Err() != nil {
-		// The insert is ending anyway: decide on a later one.
-		return squashLimits{}
-	}
 	unread := func(args ...any) squashLimits {
 		c.log.Info("the server's squashing settings cannot be read: batches go as one block each", args...)
 		return squashLimits{}
