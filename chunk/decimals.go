@@ -1,20 +1,25 @@
 package chunk
 
-import "strconv"
+import (
+	"errors"
+	"strconv"
+)
 
 // The decimal family: Decimal(P, S) (and Decimal32/64/128(S)), a Strings
 // holding each value's plain text ("-123.45"), which the sink's encoder
-// scales by 10^S, truncating toward zero. Decoders, the transform and
-// DEFAULT conversion append decimals only through a Decimals, which holds
-// the precision and scale checks and builds the text.
+// scales by 10^S. Decoders, the transform and DEFAULT conversion append
+// decimals only through a Decimals, which holds the precision and scale
+// checks and builds the text, so a stored text never has a nonzero digit
+// past the scale: what the column holds is the value as written.
 
 // Decimals appends numbers to the columns of one Decimal(P, S) type,
 // checking them against P and S: a value may have at most P-S digits
 // before the point (leading zeros aside), whatever its form; past them it
-// returns ErrRange. Digits past the scale are not refused: AppendDigits and
-// AppendUnscaled truncate them toward zero, AppendText keeps them as
-// written (the insert truncates them toward zero). Text that is not a
-// plain decimal returns ErrSyntax. A refused value is not appended.
+// returns ErrRange. A nonzero digit past the scale returns ErrScale, as
+// the server's own parsers refuse it ("Decimal value is too small"):
+// nothing is rounded or truncated. Zeros past the scale change nothing and
+// are taken (19.990 is 19.99). Text that is not a plain decimal returns
+// ErrSyntax. A refused value is not appended.
 //
 // P <= 0 (a type the server does not have) leaves the digits before the
 // point unchecked.
@@ -24,22 +29,22 @@ import "strconv"
 type Decimals interface {
 	// AppendDigits appends neg × digits × 10^exp (digits: ASCII '0'-'9',
 	// no sign, no point; exp may be far out of any range: the work is
-	// bounded by P and S, not by exp), truncated toward zero at S
-	// fraction digits. Its text is the shortest plain text of the
-	// truncated value down to the lowest nonzero digit of digits: 1e3 is
-	// "1000", 1.5 at S 4 "1.5", 1.05 at S 1 "1.0", and a value with
-	// nothing left at the scale (or zero) "0", without a sign.
+	// bounded by P and S, not by exp). Its text is the shortest plain
+	// text of the value down to the lowest nonzero digit of digits: 1e3
+	// is "1000", 1.5 at S 4 "1.5", zero "0", without a sign; 1.05 at S 1
+	// is ErrScale.
 	AppendDigits(col Column, neg bool, digits []byte, exp int) error
 	// AppendUnscaled appends the decimal neg × digits × 10^-scale (digits
 	// as for AppendDigits: an unscaled integer and its scale) with exactly
-	// S fraction digits: digits past S are truncated toward zero, missing
-	// ones are zeros; zero has no sign ("0.00").
+	// S fraction digits: missing ones are zeros, a nonzero one past S is
+	// ErrScale; zero has no sign ("0.00").
 	AppendUnscaled(col Column, neg bool, digits []byte, scale int) error
 	// AppendInt appends the integer v with S fraction digits (-42 at S 2
 	// is "-42.00").
 	AppendInt(col Column, v int64) error
 	// AppendText appends the plain decimal text -?[0-9]+(.[0-9]+)? as
-	// written; any other text (an exponent, NaN, Inf) is ErrSyntax.
+	// written (zeros past S included: the insert drops them); any other
+	// text (an exponent, NaN, Inf) is ErrSyntax.
 	AppendText(col Column, b []byte) error
 }
 
@@ -54,6 +59,10 @@ func DecimalsOf(t *Type) (Decimals, bool) {
 }
 
 type decimals struct{ p, s int }
+
+// ErrScale is the error of a decimal value with a nonzero digit past its
+// column's scale.
+var ErrScale = errors.New("more fraction digits than the scale")
 
 // fits reports whether a value whose highest nonzero digit is at
 // 10^(top-1) (top <= 0: below 1) has at most P-S digits before the point.
@@ -71,10 +80,13 @@ func (x *decimals) AppendDigits(col Column, neg bool, d []byte, exp int) error {
 	if len(d) > 0 && !x.fits(top) {
 		return ErrRange
 	}
+	if len(d) > 0 && exp < -x.s {
+		// The lowest nonzero digit is past the scale.
+		return ErrScale
+	}
 	c := col.(*Strings)
 	b := c.Buf
-	if len(d) == 0 || top-1 < -x.s {
-		// Zero, or nothing left at the scale.
+	if len(d) == 0 {
 		c.Buf = append(b, '0')
 		c.Ends = append(c.Ends, len(c.Buf))
 		return nil
@@ -111,11 +123,13 @@ func (x *decimals) AppendUnscaled(col Column, neg bool, d []byte, scale int) err
 	cs := x.s
 	zeros := 0 // zeros appended to d
 	if cs < scale {
-		if drop := scale - cs; drop >= len(d) {
-			d = d[:0]
-		} else {
-			d = d[:len(d)-drop]
+		drop := min(scale-cs, len(d))
+		for _, c := range d[len(d)-drop:] {
+			if c != '0' {
+				return ErrScale
+			}
 		}
+		d = d[:len(d)-drop]
 	} else {
 		zeros = cs - scale
 	}
@@ -187,10 +201,14 @@ func (x *decimals) AppendText(col Column, b []byte) error {
 	if i == start {
 		return ErrSyntax
 	}
+	frac := 0 // fraction digits down to the last nonzero one
 	if i < len(b) && b[i] == '.' {
 		i++
 		fstart := i
 		for i < len(b) && b[i] >= '0' && b[i] <= '9' {
+			if b[i] != '0' {
+				frac = i + 1 - fstart
+			}
 			i++
 		}
 		if i == fstart {
@@ -202,6 +220,9 @@ func (x *decimals) AppendText(col Column, b []byte) error {
 	}
 	if !x.fits(top) {
 		return ErrRange
+	}
+	if frac > x.s {
+		return ErrScale
 	}
 	col.(*Strings).Append(b)
 	return nil

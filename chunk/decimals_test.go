@@ -27,10 +27,10 @@ func (c decimalCase) String() string {
 
 // TestDecimals: each Decimal(P, S) takes its largest and smallest values
 // in every form, refuses one digit more before the point (with ErrRange)
-// and text that is not plain decimal text (with ErrSyntax), truncates or
-// keeps the digits past S as documented, writes negative zero without
-// its sign (except AppendText, which keeps the text as written), and
-// appends nothing for a refused value.
+// and text that is not plain decimal text (with ErrSyntax), refuses a
+// nonzero digit past S (with ErrScale) and takes zeros there, writes
+// negative zero without its sign (except AppendText, which keeps the text
+// as written), and appends nothing for a refused value.
 func TestDecimals(t *testing.T) {
 	n := strings.Repeat
 	for _, tc := range []struct {
@@ -42,23 +42,31 @@ func TestDecimals(t *testing.T) {
 			{method: "digits", neg: true, in: "999999999", exp: -2, want: "-9999999.99"},
 			{method: "digits", in: "1", exp: 7, err: ErrRange},
 			{method: "digits", neg: true, in: "1", exp: 7, err: ErrRange},
-			{method: "digits", in: "9999999999", exp: -3, want: "9999999.99"}, // truncated
+			{method: "digits", in: "9999999999", exp: -3, err: ErrScale},
+			{method: "digits", in: "9999999990", exp: -3, want: "9999999.99"}, // a zero past the scale
 			{method: "digits", in: "0099999999900", exp: -4, want: "9999999.99"},
-			{method: "digits", in: "1", exp: -3, want: "0"},
-			{method: "digits", neg: true, in: "1", exp: -3, want: "0"},
+			{method: "digits", in: "1", exp: -3, err: ErrScale},
+			{method: "digits", neg: true, in: "1", exp: -3, err: ErrScale},
 			{method: "digits", neg: true, in: "0", exp: 0, want: "0"},
 			{method: "digits", neg: true, in: "", exp: 0, want: "0"},
-			{method: "digits", in: "15", exp: -3, want: "0.01"},
+			{method: "digits", in: "15", exp: -3, err: ErrScale},
+			{method: "digits", in: "100", exp: -4, want: "0.01"},
+			{method: "digits", in: "19999", exp: -3, err: ErrScale},
+			{method: "digits", in: "5", exp: -3, err: ErrScale},
 			{method: "digits", in: "105", exp: -2, want: "1.05"},
 			{method: "digits", in: "150", exp: -2, want: "1.5"},
 			{method: "digits", in: "1", exp: 6, want: "1000000"},
-			{method: "digits", in: "1", exp: -1 << 20, want: "0"},
+			{method: "digits", in: "1", exp: -1 << 20, err: ErrScale},
+			{method: "digits", in: "0", exp: -1 << 20, want: "0"},
 			{method: "digits", in: "1", exp: 1 << 20, err: ErrRange},
 			{method: "unscaled", in: "999999999", exp: 2, want: "9999999.99"},
 			{method: "unscaled", neg: true, in: "999999999", exp: 2, want: "-9999999.99"},
 			{method: "unscaled", in: "1000000000", exp: 2, err: ErrRange},
-			{method: "unscaled", in: "99999999999", exp: 4, want: "9999999.99"}, // truncated
-			{method: "unscaled", neg: true, in: "4", exp: 3, want: "0.00"},
+			{method: "unscaled", in: "99999999999", exp: 4, err: ErrScale},
+			{method: "unscaled", in: "99999999900", exp: 4, want: "9999999.99"},
+			{method: "unscaled", neg: true, in: "4", exp: 3, err: ErrScale},
+			{method: "unscaled", neg: true, in: "40", exp: 4, err: ErrScale},
+			{method: "unscaled", neg: true, in: "0", exp: 3, want: "0.00"},
 			{method: "unscaled", neg: true, in: "0", exp: 0, want: "0.00"},
 			{method: "unscaled", in: "5", exp: 2, want: "0.05"},
 			{method: "unscaled", in: "1", exp: 0, want: "1.00"},
@@ -69,12 +77,18 @@ func TestDecimals(t *testing.T) {
 			{method: "int", in: int64(0), want: "0.00"},
 			{method: "text", in: "9999999.99", want: "9999999.99"},
 			{method: "text", in: "-9999999.99", want: "-9999999.99"},
-			{method: "text", in: "00009999999.999", want: "00009999999.999"}, // kept as written
+			{method: "text", in: "00009999999.990", want: "00009999999.990"}, // kept as written
+			{method: "text", in: "00009999999.999", err: ErrScale},
+			{method: "text", in: "19.999", err: ErrScale},
+			{method: "text", in: "0.005", err: ErrScale},
+			{method: "text", in: "-0.005", err: ErrScale},
+			{method: "text", in: "19.9900000", want: "19.9900000"},
 			{method: "text", in: "10000000", err: ErrRange},
 			{method: "text", in: "-10000000.00", err: ErrRange},
 			{method: "text", in: "-0", want: "-0"},
 			{method: "text", in: "-0.00", want: "-0.00"},
-			{method: "text", in: "0.001", want: "0.001"},
+			{method: "text", in: "0.001", err: ErrScale},
+			{method: "text", in: "0.010", want: "0.010"},
 			{method: "text", in: "1e3", err: ErrSyntax},
 			{method: "text", in: "NaN", err: ErrSyntax},
 			{method: "text", in: "+Inf", err: ErrSyntax},
@@ -89,40 +103,46 @@ func TestDecimals(t *testing.T) {
 			{method: "digits", in: n("9", 18), exp: -4, want: n("9", 14) + ".9999"},
 			{method: "digits", neg: true, in: n("9", 18), exp: -4, want: "-" + n("9", 14) + ".9999"},
 			{method: "digits", in: "1", exp: 14, err: ErrRange},
-			{method: "digits", in: n("9", 20), exp: -6, want: n("9", 14) + ".9999"},
+			{method: "digits", in: n("9", 20), exp: -6, err: ErrScale},
+			{method: "digits", in: n("9", 18) + "00", exp: -6, want: n("9", 14) + ".9999"},
 			{method: "unscaled", neg: true, in: n("9", 18), exp: 4, want: "-" + n("9", 14) + ".9999"},
 			{method: "unscaled", in: "1" + n("0", 18), exp: 4, err: ErrRange},
 			{method: "unscaled", in: "12345", exp: 2, want: "123.4500"},
 			{method: "int", in: int64(math.MaxInt64), err: ErrRange},
 			{method: "int", in: int64(math.MinInt64), err: ErrRange},
 			{method: "int", in: int64(-99999999999999), want: "-99999999999999.0000"},
-			{method: "text", in: n("9", 14) + ".99999", want: n("9", 14) + ".99999"},
+			{method: "text", in: n("9", 14) + ".99999", err: ErrScale},
+			{method: "text", in: n("9", 14) + ".99990", want: n("9", 14) + ".99990"},
 			{method: "text", in: "1" + n("0", 14), err: ErrRange},
 		}},
 		{"Decimal(38, 10)", []decimalCase{
 			{method: "digits", in: n("9", 38), exp: -10, want: n("9", 28) + "." + n("9", 10)},
 			{method: "digits", neg: true, in: n("9", 38), exp: -10, want: "-" + n("9", 28) + "." + n("9", 10)},
 			{method: "digits", in: "1", exp: 28, err: ErrRange},
-			{method: "digits", in: "1", exp: -11, want: "0"},
+			{method: "digits", in: "1", exp: -11, err: ErrScale},
 			{method: "digits", in: "1", exp: -10, want: "0." + n("0", 9) + "1"},
 			{method: "unscaled", in: n("9", 38), exp: 10, want: n("9", 28) + "." + n("9", 10)},
 			{method: "unscaled", neg: true, in: "1" + n("0", 38), exp: 10, err: ErrRange},
-			{method: "unscaled", neg: true, in: "1", exp: 11, want: "0." + n("0", 10)},
+			{method: "unscaled", neg: true, in: "1", exp: 11, err: ErrScale},
+			{method: "unscaled", neg: true, in: "10", exp: 11, want: "-0." + n("0", 9) + "1"},
 			{method: "int", in: int64(math.MinInt64), want: "-9223372036854775808." + n("0", 10)},
-			{method: "text", in: "-" + n("9", 28) + "." + n("9", 12), want: "-" + n("9", 28) + "." + n("9", 12)},
+			{method: "text", in: "-" + n("9", 28) + "." + n("9", 12), err: ErrScale},
+			{method: "text", in: "-" + n("9", 28) + "." + n("9", 10) + "00", want: "-" + n("9", 28) + "." + n("9", 10) + "00"},
 			{method: "text", in: n("9", 29), err: ErrRange},
 		}},
 		{"Decimal(76, 0)", []decimalCase{
 			{method: "digits", in: n("9", 76), exp: 0, want: n("9", 76)},
 			{method: "digits", neg: true, in: n("9", 76), exp: 0, want: "-" + n("9", 76)},
 			{method: "digits", in: "1", exp: 76, err: ErrRange},
-			{method: "digits", in: n("9", 77), exp: -1, want: n("9", 76)},
-			{method: "digits", neg: true, in: "9", exp: -1, want: "0"},
-			{method: "unscaled", in: n("9", 77), exp: 1, want: n("9", 76)},
+			{method: "digits", in: n("9", 77), exp: -1, err: ErrScale},
+			{method: "digits", neg: true, in: "9", exp: -1, err: ErrScale},
+			{method: "unscaled", in: n("9", 77), exp: 1, err: ErrScale},
+			{method: "unscaled", in: n("9", 76) + "0", exp: 1, want: n("9", 76)},
 			{method: "unscaled", in: n("9", 77), exp: 0, err: ErrRange},
-			{method: "unscaled", neg: true, in: "9", exp: 1, want: "0"},
+			{method: "unscaled", neg: true, in: "9", exp: 1, err: ErrScale},
 			{method: "int", in: int64(-42), want: "-42"},
-			{method: "text", in: n("9", 76) + ".9", want: n("9", 76) + ".9"},
+			{method: "text", in: n("9", 76) + ".9", err: ErrScale},
+			{method: "text", in: n("9", 76) + ".0", want: n("9", 76) + ".0"},
 			{method: "text", in: "-1" + n("0", 76), err: ErrRange},
 		}},
 		{"LowCardinality(Decimal(9, 2))", []decimalCase{

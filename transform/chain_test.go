@@ -455,14 +455,14 @@ func TestOutputConversions(t *testing.T) {
 		t.Fatal(err)
 	}
 	ts := time.Date(2024, 5, 6, 7, 8, 9, 0, time.UTC)
-	good := map[string]any{"i": 7, "u": uint64(1 << 63), "f": 1234.567, "s": "b", "ts": ts, "b": true}
+	good := map[string]any{"i": 7, "u": uint64(1 << 63), "f": 1234.5, "s": "b", "ts": ts, "b": true}
 	st := mkChunk(t, in)
 	addRow(t, st, good)
 	e := newEmitter(t, outs)
 	if _, err := c.Run(st, 0, e); err != nil {
 		t.Fatal(err)
 	}
-	want := "7|7|1234.567|7|b|b|x|1714979289|7|2024-05-06 00:00:00 +0000 UTC|1714979289000|1234.57|1|9223372036854775808|61f0c404-5cb3-11e7-907b-a6006ad3dba0|true"
+	want := "7|7|1234.5|7|b|b|x|1714979289|7|2024-05-06 00:00:00 +0000 UTC|1714979289000|1234.5|1|9223372036854775808|61f0c404-5cb3-11e7-907b-a6006ad3dba0|true"
 	if got := e.rows(0, -1); len(got) != 1 || got[0] != want {
 		t.Errorf("got  %v\nwant %v", got, want)
 	}
@@ -476,7 +476,9 @@ func TestOutputConversions(t *testing.T) {
 		{map[string]any{"i": 7, "s": "toolong"}, ReasonOutOfRange, `sink "o" column fs (FixedString(3)): "toolong" is longer than 3 bytes`},
 		{map[string]any{"i": 7, "s": "c"}, ReasonOutOfRange, `sink "o" column e (Enum8('a' = 1, 'b' = 2)): "c" is not a value of Enum8('a' = 1, 'b' = 2)`},
 		{map[string]any{"i": 6, "s": "a"}, ReasonOutOfRange, `sink "o" column ei (Enum16('x' = 7)): 6 is not a value of Enum16('x' = 7)`},
-		{map[string]any{"i": 7, "s": "a", "f": 12345.0}, ReasonOutOfRange, `sink "o" column dec (Decimal(6, 2)): 12345.00 is out of the range of Decimal(6, 2)`},
+		{map[string]any{"i": 7, "s": "a", "f": 12345.0}, ReasonOutOfRange, `sink "o" column dec (Decimal(6, 2)): 12345 is out of the range of Decimal(6, 2)`},
+		{map[string]any{"i": 7, "s": "a", "f": 1234.567}, ReasonOutOfRange, `sink "o" column dec (Decimal(6, 2)): 1234.567 has more fraction digits than Decimal(6, 2) keeps (scale 2): round it in the expression, e.g. round(x, 2)`},
+		{map[string]any{"i": 7, "s": "a", "f": 0.30000000000000004}, ReasonOutOfRange, `sink "o" column dec (Decimal(6, 2)): 0.30000000000000004 has more fraction digits than Decimal(6, 2) keeps (scale 2): round it in the expression, e.g. round(x, 2)`},
 		{map[string]any{"i": 7, "s": "a", "ts": time.Date(1960, 1, 1, 0, 0, 0, 0, time.UTC)}, ReasonOutOfRange, `sink "o" column d (Date): day 1960-01-01 is out of the range of Date`},
 	}
 	for _, tc := range bad {
@@ -775,6 +777,33 @@ func TestOutputAddressesFromStrings(t *testing.T) {
 		var te *Error
 		if !errors.As(err, &te) || te.Reason != ReasonWrongType || err.Error() != tc.msg {
 			t.Errorf("%s %s: got %v, want %s", tc.a, tc.b, err, tc.msg)
+		}
+	}
+}
+
+// TestDecimalOutputRounded: a float that round(x, S) rounded goes into a
+// Decimal of scale S as that value; the same float unrounded is refused
+// (TestOutputConversions).
+func TestDecimalOutputRounded(t *testing.T) {
+	in := mkSchema(t, "f Float64")
+	outs := []Output{output(t, "o", "dec Decimal(12, 2) <- r")}
+	c, err := Compile([]config.Step{set(1, "r", `round(f, 2)`)}, in, outs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, x := range []struct {
+		f    float64
+		want string
+	}{{1234.567, "1234.57"}, {19.999, "20"}, {0.005, "0"}, {0.015, "0.02"}, {-2.675, "-2.68"}, {0.30000000000000004, "0.3"}} {
+		st := mkChunk(t, in)
+		addRow(t, st, map[string]any{"f": x.f})
+		e := newEmitter(t, outs)
+		if _, err := c.Run(st, 0, e); err != nil {
+			t.Errorf("round(%v, 2): %v", x.f, err)
+			continue
+		}
+		if got := e.rows(0, -1); len(got) != 1 || got[0] != x.want {
+			t.Errorf("round(%v, 2) into Decimal(12, 2): %v, want %s", x.f, got, x.want)
 		}
 	}
 }

@@ -566,9 +566,15 @@ func decimalTo(n *node, t *chunk.Type, where string) (appender, error) {
 	dec, _ := chunk.DecimalsOf(t)
 	scale := t.Scale
 	// put appends the decimal text written at scratch[start:] (NaN and
-	// Inf are out of range too).
+	// Inf are out of range too). A nonzero digit past the scale is
+	// refused, never rounded: round(x, S) in the expression says how to
+	// round.
 	put := func(r *rt, dst chunk.Column, start int) {
-		if b := r.scratch[start:]; dec.AppendText(dst, b) != nil {
+		b := r.scratch[start:]
+		switch err := dec.AppendText(dst, b); {
+		case errors.Is(err, chunk.ErrScale):
+			outOfRange(r, where, "%s has more fraction digits than %s keeps (scale %d): round it in the expression, e.g. round(x, %d)", b, t.Name, scale, scale)
+		case err != nil:
 			outOfRange(r, where, "%s is out of the range of %s", b, t.Name)
 		}
 		r.scratch = r.scratch[:start]
@@ -595,7 +601,9 @@ func decimalTo(n *node, t *chunk.Type, where string) (appender, error) {
 		return func(r *rt, dst chunk.Column) {
 			v := f(r)
 			start := len(r.scratch)
-			r.scratch = strconv.AppendFloat(r.scratch, v, 'f', scale, 64)
+			// The float's shortest text: the value it holds, digit for
+			// digit, as the server's toString prints it.
+			r.scratch = strconv.AppendFloat(r.scratch, v, 'f', -1, 64)
 			put(r, dst, start)
 		}, nil
 	}

@@ -272,6 +272,12 @@ func TestExpressions(t *testing.T) {
 		{`json_has(js, "a.z")`, false},
 		{`json_int(js, "a.n") + json_int(js, "arr.0")`, int64(43)},
 		{`json_string(concat("{\"k\":\"", s, "\"}"), "k")`, "Hello, World"},
+		// A string escape ClickHouse's JSON input refuses or alters makes the
+		// document invalid: the zero value, never a character dropped.
+		{`json_string("{\"k\":\"\\ud83d\\ude00\\u0041\"}", "k")`, "😀A"},
+		{`json_string("{\"k\":\"\\ud800\\u0041\"}", "k")`, ""},
+		{`json_string("{\"k\":\"a\\x\"}", "k")`, ""},
+		{`json_has("{\"k\":\"\\udc00\"}", "k")`, false},
 	}
 	for _, tc := range tests {
 		got, err := evalExpr(t, tc.expr)

@@ -2,9 +2,11 @@ package transform
 
 import (
 	"fmt"
+	"strings"
 	"unsafe"
 
 	"github.com/etl-project/etl/chunk"
+	"github.com/etl-project/etl/decode"
 	"github.com/valyala/fastjson"
 )
 
@@ -140,7 +142,10 @@ const keepParserBytes = 32 << 10
 
 // json parses s, reusing the last parse when s is the same string (same
 // memory and length: strings are never changed in place within a record
-// or element). It returns nil for text that is not JSON.
+// or element). It returns nil for text that is not JSON, and for a string
+// escape ClickHouse's JSON input refuses or alters (a lone surrogate, an
+// unknown escape: decode.JSONEscapeLen), which fastjson would keep or turn
+// into U+FFFD, dropping the next character.
 func (r *rt) json(s string) *fastjson.Value {
 	p := unsafe.StringData(s)
 	if r.jparsed && p == r.jsrc && len(s) == r.jlen {
@@ -150,7 +155,7 @@ func (r *rt) json(s string) *fastjson.Value {
 		r.jbig = true
 	}
 	v, err := r.jp.Parse(s)
-	if err != nil {
+	if err != nil || strings.IndexByte(s, '\\') >= 0 && decode.BadJSONEscape(unsafe.Slice(p, len(s))) >= 0 {
 		v = nil
 	}
 	r.jsrc, r.jlen, r.jv, r.jparsed = p, len(s), v, true

@@ -77,6 +77,7 @@ const (
 	ltsMicros  = `{"type":"long","logicalType":"local-timestamp-micros"}`
 	dateType   = `{"type":"int","logicalType":"date"}`
 	decBytes   = `{"type":"bytes","logicalType":"decimal","precision":10,"scale":2}`
+	decBytes3  = `{"type":"bytes","logicalType":"decimal","precision":10,"scale":3}`
 	decFixed   = `{"type":"fixed","name":"D","size":8,"logicalType":"decimal","precision":19,"scale":2}`
 	decFixed16 = `{"type":"fixed","name":"D16","size":16,"logicalType":"decimal","precision":38,"scale":2}`
 	enumXY     = `{"type":"enum","name":"E","symbols":["x","y","z"]}`
@@ -236,9 +237,17 @@ var convs = []conv{
 	avroOK(decBytes, "Decimal(10, 2)", avroDec(-5, 2), "-0.05"),
 	avroOK(decBytes, "Decimal(10, 2)", avroDec(0, 0), "0.00"),
 	avroOK(decBytes, "Decimal(12, 4)", avroDec(-12345, 2), "-123.4500"),
-	avroOK(decBytes, "Decimal(10, 1)", avroDec(-12345, 2), "-123.4"),
-	avroOK(decBytes, "Decimal(10, 0)", avroDec(-12345, 2), "-123"),
-	avroOK(decBytes, "Decimal(10, 1)", avroDec(-4, 2), "0.0"),
+	// A larger scale than the column's: taken when the digits past the
+	// column's scale are zeros, refused otherwise (never rounded).
+	avroFail(decBytes, "Decimal(10, 1)", avroDec(-12345, 2), decode.ReasonOutOfRange),
+	avroOK(decBytes, "Decimal(10, 1)", avroDec(-12340, 2), "-123.4"),
+	avroFail(decBytes, "Decimal(10, 0)", avroDec(-12345, 2), decode.ReasonOutOfRange),
+	avroOK(decBytes, "Decimal(10, 0)", avroDec(-12300, 2), "-123"),
+	avroFail(decBytes, "Decimal(10, 1)", avroDec(-4, 2), decode.ReasonOutOfRange),
+	avroOK(decBytes, "Decimal(10, 1)", avroDec(0, 2), "0.0"),
+	avroFail(decBytes3, "Decimal(12, 2)", avroDec(19999, 3), decode.ReasonOutOfRange),
+	avroFail(decBytes3, "Decimal(12, 2)", avroDec(5, 3), decode.ReasonOutOfRange),
+	avroOK(decBytes3, "Decimal(12, 2)", avroDec(19990, 3), "19.99"),
 	avroOK(decBytes, "Decimal(5, 2)", avroDec(99999, 2), "999.99"),
 	avroFail(decBytes, "Decimal(5, 2)", avroDec(100000, 2), decode.ReasonOutOfRange),
 	avroFail(decBytes, "Decimal(5, 3)", avroDec(-12345, 2), decode.ReasonOutOfRange),
@@ -254,7 +263,8 @@ var convs = []conv{
 	avroOK(decFixed16, "Decimal(38, 2)", bigDec("-1234567890123456789012345678901234.56"), "-1234567890123456789012345678901234.56"),
 	avroOK(decFixed16, "Decimal(38, 2)", bigDec("99999999999999999999999999999999999999e-2"), "999999999999999999999999999999999999.99"),
 	avroOK(decFixed16, "Decimal128(2)", bigDec("-99999999999999999999999999999999999999e-2"), "-999999999999999999999999999999999999.99"),
-	avroOK(decFixed16, "Decimal(38, 1)", bigDec("-99999999999999999999999999999999999999e-2"), "-999999999999999999999999999999999999.9"),
+	avroFail(decFixed16, "Decimal(38, 1)", bigDec("-99999999999999999999999999999999999999e-2"), decode.ReasonOutOfRange),
+	avroOK(decFixed16, "Decimal(38, 1)", bigDec("-99999999999999999999999999999999999990e-2"), "-999999999999999999999999999999999999.9"),
 	avroFail(decFixed16, "Decimal(38, 4)", bigDec("-99999999999999999999999999999999999999e-2"), decode.ReasonOutOfRange),
 	avroOK(decFixed16, "Decimal(40, 4)", bigDec("-99999999999999999999999999999999999999e-2"), "-999999999999999999999999999999999999.9900"),
 	avroOK(decFixed16, "Decimal(38, 2)", avroDec(-1, 2), "-0.01"),

@@ -1,6 +1,7 @@
 package avro
 
 import (
+	"errors"
 	"fmt"
 	"math"
 	"strconv"
@@ -30,8 +31,8 @@ func setDecimal(size, ws int, t *chunk.Type) avroSetter {
 			return &decode.Error{Reason: decode.ReasonOutOfRange,
 				Err: fmt.Errorf("decimal value of %d bytes is longer than %d bytes", len(b), maxDecimalBytes)}
 		}
-		if dec.AppendUnscaled(col, neg, r.digits, ws) != nil {
-			return decimalRange(neg, r.digits, ws, t)
+		if err := dec.AppendUnscaled(col, neg, r.digits, ws); err != nil {
+			return decimalRange(err, neg, r.digits, ws, t)
 		}
 		return nil
 	}
@@ -59,12 +60,18 @@ func setIntDecimal(isInt bool, t *chunk.Type) avroSetter {
 	}
 }
 
-// decimalRange is the error of a decimal that t refused, naming it at
-// its writer's scale.
-func decimalRange(neg bool, digits []byte, ws int, t *chunk.Type) *decode.Error {
+// decimalRange is the error of a decimal that t refused (err, from
+// chunk.Decimals), naming it at its writer's scale: too many digits before
+// the point, or a nonzero digit past t's scale (a decimal of a larger
+// scale is taken when its extra digits are zeros, never rounded).
+func decimalRange(err error, neg bool, digits []byte, ws int, t *chunk.Type) *decode.Error {
 	var text chunk.Strings
 	dec, _ := chunk.DecimalsOf(decimalString(ws))
 	_ = dec.AppendUnscaled(&text, neg, digits, ws)
+	if errors.Is(err, chunk.ErrScale) {
+		return &decode.Error{Reason: decode.ReasonOutOfRange,
+			Err: fmt.Errorf("value %s has more fraction digits than Decimal(%d, %d) keeps (scale %d)", text.Value(0), t.Precision, t.Scale, t.Scale)}
+	}
 	return &decode.Error{Reason: decode.ReasonOutOfRange,
 		Err: fmt.Errorf("value %s has more digits than Decimal(%d, %d) holds", text.Value(0), t.Precision, t.Scale)}
 }

@@ -45,7 +45,7 @@ func compileType(t *chunk.Type) (setter, error) {
 		if t.Precision > 0 {
 			dec, _ = chunk.DecimalsOf(t)
 		}
-		return setDecimal(dec), nil
+		return setDecimal(dec, t), nil
 	case chunk.KindEnum8, chunk.KindEnum16:
 		if len(t.Enum) == 0 {
 			return nil, fmt.Errorf("type %s has no values", t.Name)

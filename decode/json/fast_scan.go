@@ -4,6 +4,8 @@ import (
 	"encoding/binary"
 	"math/bits"
 	"unsafe"
+
+	"github.com/etl-project/etl/decode"
 )
 
 // token is the JSON type of a scalar value.
@@ -246,7 +248,13 @@ func skipScalar(s []byte, i int) (int, bool) {
 			case '"':
 				return i + 1, true
 			case '\\':
-				i++ // fastjson ends a string at a quote after an even run of backslashes
+				// An escape the server refuses is left to the fastjson
+				// path, which refuses the record (checkEscapes).
+				n := decode.JSONEscapeLen(s, i)
+				if n == 0 {
+					return i, false
+				}
+				i += n - 1
 			}
 		}
 		return i, false

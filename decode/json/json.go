@@ -368,6 +368,11 @@ func (d *Decoder) decodeArray(value []byte, c *chunk.Chunk) (int, error) {
 		}
 	}
 	defer d.release(len(value))
+	if bytes.IndexByte(value, '\\') >= 0 {
+		if e := checkEscapes(value); e != nil {
+			return 0, e
+		}
+	}
 	v, err := d.p.ParseBytes(value)
 	if err != nil {
 		return 0, &decode.Error{Reason: decode.ReasonCorrupt, Err: parseError(err, value)}
@@ -438,6 +443,14 @@ func (d *Decoder) decodeOne(value []byte, c *chunk.Chunk) *decode.Error {
 			c.Rows++
 			return nil
 		}
+	}
+	// fastjson keeps escapes the server refuses, or alters them.
+	if bytes.IndexByte(value, '\\') >= 0 {
+		if e := checkEscapes(value); e != nil {
+			return e
+		}
+	}
+	if d.fast != nil && !d.noFast && !d.lookupByGet {
 		// A large record: find its bad value without parsing it whole.
 		if len(value) > diagnoseBytes {
 			if done, e := d.diagnose(value, c); done {
