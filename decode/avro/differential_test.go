@@ -547,6 +547,16 @@ func (t *diffTally) add(e, s diffResult) {
 	}
 }
 
+// add2 adds the counts of u.
+func (t *diffTally) add2(u diffTally) {
+	t.families += u.families
+	t.values += u.values
+	t.equal += u.equal
+	t.bothRefused += u.bothRefused
+	t.stricter += u.stricter
+	t.documented += u.documented
+}
+
 func (t diffTally) String() string {
 	return fmt.Sprintf("%d families, %d values: %d stored equal on both sides, %d refused by both, %d refused by etl only, %d documented differences",
 		t.families, t.values, t.equal, t.bothRefused, t.stricter, t.documented)
