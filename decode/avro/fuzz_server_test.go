@@ -17,10 +17,13 @@ import (
 	"github.com/etl-project/etl/sink/clickhouse"
 )
 
-// The server fuzz targets check the invariant "decoded => the server
-// accepts it" at length (make fuzz): a record the decoder accepts is
-// inserted through the sink into a real ClickHouse (one per fuzz process),
-// and a refused insert fails. Run alone, they check their seeds.
+// The server fuzz targets check at length (make fuzz), against a real
+// ClickHouse (one per fuzz process), that a record the decoder accepts is
+// accepted by the server's insert, and, for FuzzServerJSON's one-field
+// records, that the row etl stores equals the row the server's own
+// JSONEachRow parser stores from the same record into a twin table, or
+// that the difference is a documented one (jsonDifferences). Run alone,
+// they check their seeds.
 
 // serverFuzzTable is FuzzJSON's column set less the types 18.16 lacks
 // (Bool, Map, named Tuple).
@@ -32,7 +35,8 @@ const serverFuzzTable = `CREATE TABLE default.%s (
   u8 UInt8, u32 UInt32, u64 UInt64, dn Nullable(Date), ds Decimal(38, 10)
 ) ENGINE = Memory`
 
-// serverFuzz is the table a fuzz target inserts into.
+// serverFuzz is the table a fuzz target inserts into, and its twin
+// (table "_srv"), which the server's own parser fills.
 type serverFuzz struct {
 	d       *diffCH
 	table   string
@@ -45,10 +49,12 @@ type serverFuzz struct {
 // serverFuzzTarget creates the table and connects to it.
 func serverFuzzTarget(f *testing.F, table, ddl string) *serverFuzz {
 	d := newDiffCH(f)
-	create := strings.Replace(ddl, "%s", table, 1)
-	resp, err := postSettings(d, create)
-	if err != nil {
-		f.Fatalf("%s: %v %s", create, err, resp)
+	for _, tb := range []string{table, table + "_srv"} {
+		create := strings.Replace(ddl, "%s", tb, 1)
+		resp, err := postSettings(d, create)
+		if err != nil {
+			f.Fatalf("%s: %v %s", create, err, resp)
+		}
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
@@ -78,6 +84,54 @@ func (s *serverFuzz) insertOrFail(t *testing.T, c *chunk.Chunk, what string) {
 		if _, err := s.d.srv.QueryErr("TRUNCATE TABLE default." + s.table); err != nil {
 			t.Fatal(err)
 		}
+	}
+}
+
+// sameAsServer inserts rec (a one-field record: the field of column col
+// holding value, its JSON text) through etl (c, decoded from it) and
+// through the server's JSONEachRow parser into the twin, each into an
+// empty table, and fails t unless both store the same row, or the
+// difference in column col is a documented one (jsonDifferences); every
+// other column must hold the same default on both sides.
+func (s *serverFuzz) sameAsServer(t *testing.T, c *chunk.Chunk, rec []byte, col int, value string) {
+	for _, tb := range []string{s.table, s.table + "_srv"} {
+		if _, err := s.d.srv.QueryErr("TRUNCATE TABLE default." + tb); err != nil {
+			t.Fatal(err)
+		}
+	}
+	s.insertOrFail(t, c, fmt.Sprintf("%q", rec))
+	_, srvErr := s.d.srv.QueryErr("INSERT INTO default." + s.table + "_srv FORMAT JSONEachRow\n" + string(rec) + "\n")
+	row := func(tb string) []string {
+		text := s.d.srv.Query(t, "SELECT * FROM default."+tb+" FORMAT TabSeparated")
+		if text == "" {
+			return nil
+		}
+		return strings.Split(text, "\t")
+	}
+	etl, srv := row(s.table), row(s.table+"_srv")
+	if len(etl) != len(s.tg.Schema.Names) {
+		t.Fatalf("etl stored %d columns for %q, want one row of %d", len(etl), rec, len(s.tg.Schema.Names))
+	}
+	fam := diffFamily{name: s.tg.Schema.Names[col], typ: s.tg.Schema.Types[col].Name}
+	e := diffResult{ok: true, stored: etl[col]}
+	r := diffResult{ok: srvErr == nil && srv != nil}
+	if r.ok {
+		r.stored = srv[col]
+	} else if srvErr != nil {
+		r.err = srvErr.Error()
+	}
+	if r.ok {
+		for i := range etl {
+			if i != col && etl[i] != srv[i] {
+				t.Fatalf("%q: column %s (not in the record): etl stores %q, the server %q", rec, s.tg.Schema.Names[i], etl[i], srv[i])
+			}
+		}
+	}
+	if r.ok && e.stored == r.stored {
+		return
+	}
+	if why := documented(fam, value, e, r); why == "" {
+		t.Fatalf("%q: column %s (%s): etl stores %q; the server ok=%v stores %q %s", rec, fam.name, fam.typ, e.stored, r.ok, r.stored, firstLine(r.err))
 	}
 }
 
@@ -140,7 +194,22 @@ func FuzzServerJSON(f *testing.F) {
 		if _, err := dec.Decode(rec, c); err != nil {
 			return
 		}
-		sf.insertOrFail(t, c, fmt.Sprintf("%q", rec))
+		if whole {
+			sf.insertOrFail(t, c, fmt.Sprintf("%q", rec))
+			return
+		}
+		i := int(col) % len(tg.Fields)
+		if tg.Fields[i] != tg.Schema.Names[i] || strings.Contains(tg.Fields[i], ".") {
+			// A Nested column's field: its arrays are compared as a whole
+			// record's.
+			sf.insertOrFail(t, c, fmt.Sprintf("%q", rec))
+			return
+		}
+		value := text
+		if quoted {
+			value = `"` + strings.ReplaceAll(text, `"`, `\"`) + `"`
+		}
+		sf.sameAsServer(t, c, rec, i, value)
 	})
 }
 
