@@ -2,6 +2,7 @@ package chunk
 
 import (
 	"fmt"
+	"math"
 	"sync"
 	"time"
 	_ "time/tzdata" // the zones, on a system without a tz database
@@ -15,6 +16,12 @@ import (
 type Zone struct {
 	name string
 	loc  *time.Location
+	// fixed marks a zone whose offset has not changed since fixedFrom
+	// and never will (Asia/Tokyo since 1951, Asia/Kolkata since 1945):
+	// from there on its offset is fixedOff, without a lookup.
+	fixed     bool
+	fixedFrom int64
+	fixedOff  int64
 }
 
 // zones caches LoadZone's answers by name.
@@ -36,6 +43,20 @@ func LoadZone(name string) (*Zone, error) {
 	z := &Zone{name: name, loc: loc}
 	if alwaysUTC(loc) {
 		z = nil
+	} else {
+		// The period holding 2106 has no end: the zone has no daylight
+		// saving and no rule change after its start.
+		t := time.Unix(WideDateTimeMax, 0).In(loc)
+		if start, end := t.ZoneBounds(); end.IsZero() {
+			_, off := t.Zone()
+			z.fixed, z.fixedOff = true, int64(off)
+			// A day past the start keeps a local time near it on the
+			// general path.
+			z.fixedFrom = math.MinInt64 / 2
+			if !start.IsZero() {
+				z.fixedFrom = start.Unix() + 86400
+			}
+		}
 	}
 	zones.Store(name, z)
 	return z, nil
@@ -89,6 +110,9 @@ func (z *Zone) Wall(sec int64) int64 {
 	if z == nil {
 		return sec
 	}
+	if z.fixed && sec >= z.fixedFrom {
+		return sec + z.fixedOff
+	}
 	return sec + z.offset(sec)
 }
 
@@ -107,6 +131,9 @@ func (z *Zone) Wall(sec int64) int64 {
 func (z *Zone) Instant(wall int64) int64 {
 	if z == nil {
 		return wall
+	}
+	if z.fixed && wall-z.fixedOff >= z.fixedFrom {
+		return wall - z.fixedOff
 	}
 	// A first guess, within a transition's size of the answer.
 	t := time.Unix(wall-z.offset(wall), 0).In(z.loc)
