@@ -37,6 +37,9 @@ func LoadZone(name string) (*Zone, error) {
 		return z.(*Zone), nil
 	}
 	loc, err := time.LoadLocation(name)
+	if off, ok := fixedName(name); ok {
+		loc, err = time.FixedZone(name, off), nil
+	}
 	if err != nil || name == "Local" {
 		return nil, fmt.Errorf("unknown time zone %q", name)
 	}
@@ -62,6 +65,22 @@ func LoadZone(name string) (*Zone, error) {
 	return z, nil
 }
 
+// fixedName reads the name ClickHouse gives a zone of a fixed offset with
+// no tz database name, "Fixed/UTC+05:30:15", and returns the offset.
+func fixedName(name string) (int, bool) {
+	var sign byte
+	var h, m, sec int
+	if n, err := fmt.Sscanf(name, "Fixed/UTC%c%02d:%02d:%02d", &sign, &h, &m, &sec); err != nil || n != 4 ||
+		len(name) != len("Fixed/UTC+05:30:15") || (sign != '+' && sign != '-') || m > 59 || sec > 59 {
+		return 0, false
+	}
+	off := h*3600 + m*60 + sec
+	if sign == '-' {
+		off = -off
+	}
+	return off, true
+}
+
 // alwaysUTC reports a zone whose offset is 0 with no transition at all.
 func alwaysUTC(loc *time.Location) bool {
 	t := time.Unix(0, 0).In(loc)
@@ -72,7 +91,8 @@ func alwaysUTC(loc *time.Location) bool {
 
 // ZoneOf returns the zone of a DateTime or DateTime64 type: its own
 // argument, else the server's (rg.TZ), else UTC. The type's zone was
-// checked when the type was parsed; an unknown server zone is UTC.
+// checked when the type was parsed, and the server's when the driver
+// connected (it loads the zone of the server's hello, or fails).
 func ZoneOf(t *Type, rg ServerRanges) *Zone {
 	name := t.TZ
 	if name == "" {

@@ -78,6 +78,13 @@ func TestLoadZone(t *testing.T) {
 	if _, err := ParseType("DateTime64(3, 'Mars/Olympus')"); err == nil {
 		t.Error("ParseType(DateTime64(3, 'Mars/Olympus')): no error")
 	}
+	// ClickHouse's name of a fixed offset without a tz database name.
+	if z, err := LoadZone("Fixed/UTC+05:30:15"); err != nil || z.Instant(0) != -(5*3600+30*60+15) {
+		t.Errorf("LoadZone(Fixed/UTC+05:30:15) = %v, %v", z, err)
+	}
+	if z, err := LoadZone("Fixed/UTC-01:00:00"); err != nil || z.Wall(0) != -3600 {
+		t.Errorf("LoadZone(Fixed/UTC-01:00:00) = %v, %v", z, err)
+	}
 	z, err := LoadZone("Asia/Tokyo")
 	if err != nil || z.Name() != "Asia/Tokyo" || z.Location().String() != "Asia/Tokyo" {
 		t.Errorf("LoadZone(Asia/Tokyo) = %v, %v", z, err)
