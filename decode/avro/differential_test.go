@@ -485,24 +485,7 @@ func TestDifferentialJSON(t *testing.T) {
 		if len(fam.values) < 30 {
 			t.Errorf("%s: %d values, want at least 30", fam.name, len(fam.values))
 		}
-		t.Run(fam.name, func(t *testing.T) {
-			etl, srv := d.runFamily(t, fam)
-			for id, v := range fam.values {
-				e, s := etl[id], srv[id]
-				switch {
-				case !e.ok && s.ok:
-					stricter[fam.name]++
-					t.Logf("stricter: %s %s: etl refuses (%s); the server stores %q", fam.name, v, e.err, s.stored)
-				case e.ok && (!s.ok || e.stored != s.stored):
-					if why := documented(fam, v, e, s); why != "" {
-						t.Logf("documented: %s %s: etl %q, server ok=%v %q %s: %s", fam.name, v, e.stored, s.ok, s.stored, firstLine(s.err), why)
-						continue
-					}
-					undocumented++
-					t.Errorf("undocumented difference: %s %s: etl stores %q; server ok=%v stores %q %s", fam.name, v, e.stored, s.ok, s.stored, firstLine(s.err))
-				}
-			}
-		})
+		t.Run(fam.name, func(t *testing.T) { undocumented += d.checkFamily(t, fam, stricter) })
 	}
 	t.Run("DateRangeEdges", func(t *testing.T) { dateRangeEdges(t, d) })
 	names := make([]string, 0, len(stricter))
@@ -512,6 +495,59 @@ func TestDifferentialJSON(t *testing.T) {
 	sort.Strings(names)
 	for _, n := range names {
 		t.Logf("etl refuses %d values of %s the server stores", stricter[n], n)
+	}
+}
+
+// checkFamily runs the differential test of one family: a value etl
+// accepts and the server refuses or stores otherwise fails the test
+// unless it is a documented difference; values only the server accepts
+// are counted in stricter. It returns the undocumented differences.
+func (d *diffCH) checkFamily(t *testing.T, fam diffFamily, stricter map[string]int) (undocumented int) {
+	etl, srv := d.runFamily(t, fam)
+	for id, v := range fam.values {
+		e, s := etl[id], srv[id]
+		switch {
+		case !e.ok && s.ok:
+			stricter[fam.name]++
+			t.Logf("stricter: %s %s: etl refuses (%s); the server stores %q", fam.name, v, e.err, s.stored)
+		case e.ok && (!s.ok || e.stored != s.stored):
+			if why := documented(fam, v, e, s); why != "" {
+				t.Logf("documented: %s %s: etl %q, server ok=%v %q %s: %s", fam.name, v, e.stored, s.ok, s.stored, firstLine(s.err), why)
+				continue
+			}
+			undocumented++
+			t.Errorf("undocumented difference: %s %s: etl stores %q; server ok=%v stores %q %s", fam.name, v, e.stored, s.ok, s.stored, firstLine(s.err))
+		}
+	}
+	return undocumented
+}
+
+// TestDifferentialServerTimezone: on a server whose own time zone is not
+// UTC, a DateTime column without a zone reads a text without an offset in
+// the server's zone (which the sink learns from the server's hello), as
+// the server's JSONEachRow does; a column with a zone keeps its own.
+func TestDifferentialServerTimezone(t *testing.T) {
+	const tz = "America/New_York"
+	d := &diffCH{srv: testenv.ClickHouseWith(t, testenv.CHOptions{Timezone: tz}), log: slog.New(slog.DiscardHandler)}
+	if got := d.srv.Query(t, "SELECT timezone()"); got != tz {
+		t.Fatalf("server time zone %q, want %s", got, tz)
+	}
+	stricter := map[string]int{}
+	for _, fam := range []diffFamily{
+		{"DateTimeServerZone", "DateTime", zoneEdges},
+		{"DateTimeTokyoOnNewYork", "DateTime('Asia/Tokyo')", zoneEdges},
+		{"DateTimeUTCOnNewYork", "DateTime('UTC')", zoneEdges},
+	} {
+		t.Run(fam.name, func(t *testing.T) {
+			c, _ := d.twin(t, fam.name+"_probe", fam.typ)
+			if got := c.ServerTimezone(); got != tz {
+				t.Fatalf("the sink's server time zone %q, want %s", got, tz)
+			}
+			d.checkFamily(t, fam, stricter)
+		})
+	}
+	for n, k := range stricter {
+		t.Logf("etl refuses %d values of %s the server stores", k, n)
 	}
 }
 
