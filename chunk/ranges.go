@@ -24,6 +24,9 @@ type ServerRanges struct {
 	DateMax int64
 	// DateTimeMax is the largest DateTime, in seconds since the epoch.
 	DateTimeMax int64
+	// TZ is the server's time zone (its timezone()), the zone of a
+	// DateTime or DateTime64 column without one of its own; "" is UTC.
+	TZ string
 }
 
 // The ranges of the two generations of servers.
@@ -89,14 +92,33 @@ func parseVersion(v string) (major, minor int, ok bool) {
 // OrDefault returns r, or DefaultRanges when r is the zero value.
 func (r ServerRanges) OrDefault() ServerRanges {
 	if r.DateMax == 0 && r.DateTimeMax == 0 {
-		return DefaultRanges()
+		d := DefaultRanges()
+		d.TZ = r.TZ
+		return d
 	}
 	return r
 }
 
+// DateTimeRange returns the smallest and largest instants (seconds since
+// the epoch) a DateTime column of zone z reads back as written. A server
+// with the extended date tables (DateTimeMax past NarrowDateTimeMax) reads
+// back every UInt32 second, whatever the zone. An older one (measured on
+// 18.16) reads back only instants whose local date in the column's zone is
+// between 1970-01-01 and 2106-02-06, and none past NarrowDateTimeMax: for
+// Asia/Tokyo, 1970-01-01 09:00:00 to 2106-02-06 23:59:59 local; for
+// America/New_York, 1970-01-01 00:00:00 to 2106-02-06 18:59:59 local.
+func (r ServerRanges) DateTimeRange(z *Zone) (lo, hi int64) {
+	r = r.OrDefault()
+	if r.DateTimeMax > NarrowDateTimeMax {
+		return 0, r.DateTimeMax
+	}
+	return max(0, z.Instant(0)), min(r.DateTimeMax, z.Instant(NarrowDateTimeMax))
+}
+
 // Narrowest returns the ranges that hold on every server of rs: the
 // smallest maximums, naming the server that set each (the first when they
-// tie). With no ranges it returns DefaultRanges.
+// tie), and the first server time zone known (the servers of one
+// deployment run in one zone). With no ranges it returns DefaultRanges.
 func Narrowest(rs ...ServerRanges) ServerRanges {
 	if len(rs) == 0 {
 		return DefaultRanges()
@@ -109,6 +131,9 @@ func Narrowest(rs ...ServerRanges) ServerRanges {
 		}
 		out.DateMax = min(out.DateMax, r.DateMax)
 		out.DateTimeMax = min(out.DateTimeMax, r.DateTimeMax)
+		if out.TZ == "" {
+			out.TZ = r.TZ
+		}
 	}
 	return out
 }
@@ -132,6 +157,19 @@ func (r ServerRanges) DateError(days int64) string {
 
 func formatSeconds(sec int64) string {
 	return time.Unix(sec, 0).UTC().Format(time.DateTime)
+}
+
+// DateTimeErrorIn describes a DateTime of sec seconds outside [lo, hi],
+// the range of a column of zone z on the server, in the zone's local
+// time: "DateTime 2106-02-07 00:00:00 (Asia/Tokyo) is past the server's
+// maximum 2106-02-06 23:59:59 (ClickHouse 18.16)".
+func (r ServerRanges) DateTimeErrorIn(sec, lo, hi int64, z *Zone) string {
+	r = r.OrDefault()
+	f := func(s int64) string { return time.Unix(s, 0).In(z.Location()).Format(time.DateTime) }
+	if sec < lo {
+		return fmt.Sprintf("DateTime %s (%s) is before the server's minimum %s (%s)", f(sec), z.Name(), f(lo), r.Server)
+	}
+	return fmt.Sprintf("DateTime %s (%s) is past the server's maximum %s (%s)", f(sec), z.Name(), f(hi), r.Server)
 }
 
 func formatDay(days int64) string {

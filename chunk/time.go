@@ -48,7 +48,8 @@ func (e *PastError) Error() string { return e.msg }
 // A Times is safe for concurrent use; the column passed in must be one
 // NewColumn made for the type (for a Nullable, its Inner).
 type Times interface {
-	// AppendDays appends midnight UTC of the day days after 1970-01-01.
+	// AppendDays appends midnight of the day days after 1970-01-01: UTC
+	// for a date, in the column's zone for DateTime.
 	AppendDays(col Column, days int64) error
 	// AppendSeconds appends the instant sec seconds after the epoch: a
 	// Date or Date32 takes its day.
@@ -72,10 +73,10 @@ func TimesOf(t *Type, rg ServerRanges) (Times, bool) {
 	case KindDate32:
 		return &dates{lo: Date32Min, hi: Date32Max, wide: true}, true
 	case KindDateTime:
-		return &DateTimes{rg: rg}, true
+		return newDateTimes(rg, ZoneOf(t, rg)), true
 	case KindDateTime64:
 		lo, hi := DateTime64Range(t.Precision)
-		return &dateTime64s{p: t.Precision, lo: lo, hi: hi}, true
+		return &dateTime64s{p: t.Precision, lo: lo, hi: hi, z: ZoneOf(t, rg)}, true
 	}
 	return nil, false
 }
@@ -121,10 +122,25 @@ func (a *dates) AppendNanos(col Column, ns int64) error {
 
 func (a *dates) AppendTicks(col Column, v int64) error { return a.AppendDays(col, v) }
 
-// DateTimes is the Times of DateTime (seconds [0, the server's maximum]),
+// DateTimes is the Times of DateTime (seconds [lo, hi], the instants a
+// column of its zone reads back on the server: ServerRanges.DateTimeRange),
 // exported so that a hot path can call it without an interface call:
 // TimesOf(DateTime) returns a *DateTimes.
-type DateTimes struct{ rg ServerRanges }
+type DateTimes struct {
+	lo, hi int64
+	rg     ServerRanges
+	z      *Zone
+}
+
+// newDateTimes returns the appender of DateTime columns of zone z.
+func newDateTimes(rg ServerRanges, z *Zone) *DateTimes {
+	lo, hi := rg.DateTimeRange(z)
+	return &DateTimes{lo: lo, hi: hi, rg: rg, z: z}
+}
+
+// Zone is the zone of the column (nil for UTC): a text without an offset
+// is local time there.
+func (a *DateTimes) Zone() *Zone { return a.z }
 
 func (a *DateTimes) AppendDays(col Column, days int64) error {
 	if days < 0 {
@@ -135,12 +151,12 @@ func (a *DateTimes) AppendDays(col Column, days int64) error {
 		// arithmetic should carry.
 		return &PastError{a.rg.DateTimeError(WideDateTimeMax + 1)}
 	}
-	return a.AppendSeconds(col, days*86400)
+	return a.AppendSeconds(col, a.z.Instant(days*86400))
 }
 
 // AppendSeconds is small enough to inline: the refusals are out of line.
 func (a *DateTimes) AppendSeconds(col Column, sec int64) error {
-	if uint64(sec) <= uint64(a.rg.DateTimeMax) { // DateTimeMax >= 0: a negative sec is refused
+	if uint64(sec-a.lo) <= uint64(a.hi-a.lo) { // lo >= 0: a negative sec is refused
 		c := col.(*Fixed[int64])
 		c.Data = append(c.Data, sec)
 		return nil
@@ -153,7 +169,10 @@ func (a *DateTimes) refuse(sec int64) error {
 	if sec < 0 {
 		return ErrRange
 	}
-	return &PastError{a.rg.DateTimeError(sec)}
+	if a.z == nil && sec > a.hi {
+		return &PastError{a.rg.DateTimeError(sec)}
+	}
+	return &PastError{a.rg.DateTimeErrorIn(sec, a.lo, a.hi, a.z)}
 }
 
 func (a *DateTimes) AppendNanos(col Column, ns int64) error {
@@ -166,13 +185,14 @@ func (a *DateTimes) AppendTicks(col Column, v int64) error { return a.AppendSeco
 type dateTime64s struct {
 	p      int
 	lo, hi int64
+	z      *Zone
 }
 
 func (a *dateTime64s) AppendDays(col Column, days int64) error {
 	if days < a.lo/pow10[a.p]/86400 || days > a.hi/pow10[a.p]/86400 {
 		return ErrRange
 	}
-	return a.AppendTicks(col, days*86400*pow10[a.p])
+	return a.AppendTicks(col, a.z.Instant(days*86400)*pow10[a.p])
 }
 
 func (a *dateTime64s) AppendSeconds(col Column, sec int64) error {

@@ -172,6 +172,9 @@ func ParseType(s string) (*Type, error) {
 	case KindDateTime:
 		if hasArgs {
 			t.TZ = strings.Trim(strings.TrimSpace(args), "'")
+			if _, err := LoadZone(t.TZ); err != nil {
+				return nil, fmt.Errorf("type %q: %w", s, err)
+			}
 		}
 	case KindDateTime64:
 		parts := splitArgs(args)
@@ -185,6 +188,9 @@ func ParseType(s string) (*Type, error) {
 		t.Precision = p
 		if len(parts) == 2 {
 			t.TZ = strings.Trim(parts[1], "'")
+			if _, err := LoadZone(t.TZ); err != nil {
+				return nil, fmt.Errorf("type %q: %w", s, err)
+			}
 		}
 	case KindDecimal:
 		parts := splitArgs(args)

@@ -1,5 +1,11 @@
 package decode
 
+import (
+	"time"
+
+	"github.com/etl-project/etl/chunk"
+)
+
 // Thresholds of the epoch-number unit heuristic: a number above 1e11 is
 // taken as milliseconds, above 1e14 as microseconds, above 1e17 as
 // nanoseconds, otherwise as seconds. 1e11 seconds is in the year 5138, far
@@ -62,28 +68,63 @@ func EpochSeconds(n *Number) (sec int64, ok bool) {
 // A time without a zone is UTC. ok is false for any other text, or for a
 // month, day, hour, minute or second out of its range.
 func ParseTime(b []byte) (sec int64, ok bool) {
-	if len(b) < 10 || b[4] != '-' || b[7] != '-' {
+	sec, _, ok = ParseTimeZoned(b)
+	return sec, ok
+}
+
+// ParseTimeIn is ParseTime for a column of zone z: a text without an
+// offset is local time in z (chunk.Zone.Instant), a text with one is the
+// instant it names.
+func ParseTimeIn(b []byte, z *chunk.Zone) (sec int64, ok bool) {
+	sec, zoned, ok := ParseTimeZoned(b)
+	if ok && !zoned && z != nil {
+		sec = z.Instant(sec)
+	}
+	return sec, ok
+}
+
+// ParseCompactDate parses a date written YYYYMMDD (exactly eight digits,
+// as ClickHouse reads a Date string of eight digits) and returns its days
+// since 1970-01-01.
+func ParseCompactDate(b []byte) (days int64, ok bool) {
+	if len(b) != 8 {
 		return 0, false
+	}
+	y, ok1 := digits4(b[0], b[1], b[2], b[3])
+	mo, ok2 := digits2(b[4], b[5])
+	d, ok3 := digits2(b[6], b[7])
+	if !ok1 || !ok2 || !ok3 || mo < 1 || mo > 12 || d < 1 || d > daysIn(y, mo) {
+		return 0, false
+	}
+	return daysFromCivil(y, mo, d), true
+}
+
+// ParseTimeZoned is ParseTime, and reports whether the text carried its
+// own offset (Z or +hh:mm): without one, sec is the local time read as
+// UTC, which the column's zone turns into an instant.
+func ParseTimeZoned(b []byte) (sec int64, zoned, ok bool) {
+	if len(b) < 10 || b[4] != '-' || b[7] != '-' {
+		return 0, false, false
 	}
 	y, ok1 := digits4(b[0], b[1], b[2], b[3])
 	mo, ok2 := digits2(b[5], b[6])
 	d, ok3 := digits2(b[8], b[9])
 	if !ok1 || !ok2 || !ok3 || mo < 1 || mo > 12 || d < 1 || d > daysIn(y, mo) {
-		return 0, false
+		return 0, false, false
 	}
 	sec = daysFromCivil(y, mo, d) * 86400
 	b = b[10:]
 	if len(b) == 0 {
-		return sec, true
+		return sec, false, true
 	}
 	if len(b) < 9 || (b[0] != 'T' && b[0] != 't' && b[0] != ' ') || b[3] != ':' || b[6] != ':' {
-		return 0, false
+		return 0, false, false
 	}
 	h, ok1 := digits2(b[1], b[2])
 	mi, ok2 := digits2(b[4], b[5])
 	s, ok3 := digits2(b[7], b[8])
 	if !ok1 || !ok2 || !ok3 || h > 23 || mi > 59 || s > 59 {
-		return 0, false
+		return 0, false, false
 	}
 	sec += int64(h*3600 + mi*60 + s)
 	b = b[9:]
@@ -93,15 +134,15 @@ func ParseTime(b []byte) (sec int64, ok bool) {
 			i++
 		}
 		if i == 1 {
-			return 0, false
+			return 0, false, false
 		}
 		b = b[i:]
 	}
 	switch {
 	case len(b) == 0:
-		return sec, true
+		return sec, false, true
 	case len(b) == 1 && (b[0] == 'Z' || b[0] == 'z'):
-		return sec, true
+		return sec, true, true
 	case b[0] == '+' || b[0] == '-':
 		var oh, om int
 		var okh, okm bool
@@ -114,21 +155,21 @@ func ParseTime(b []byte) (sec int64, ok bool) {
 			om, okm = digits2(b[3], b[4])
 		case 6: // +hh:mm
 			if b[3] != ':' {
-				return 0, false
+				return 0, false, false
 			}
 			oh, okh = digits2(b[1], b[2])
 			om, okm = digits2(b[4], b[5])
 		}
 		if !okh || !okm || oh > 23 || om > 59 {
-			return 0, false
+			return 0, false, false
 		}
 		off := int64(oh*3600 + om*60)
 		if b[0] == '+' {
 			off = -off
 		}
-		return sec + off, true
+		return sec + off, true, true
 	}
-	return 0, false
+	return 0, false, false
 }
 
 // digits2 and digits4 parse two and four ASCII digits, without a loop.
@@ -173,4 +214,17 @@ func daysFromCivil(y, m, d int) int64 {
 	doy := (153*mp+2)/5 + d - 1
 	doe := yoe*365 + yoe/4 - yoe/100 + doy
 	return int64(era*146097 + doe - 719468)
+}
+
+// LayoutZoned reports whether the Go time layout writes an offset or a
+// zone: a text it parses is then an instant, else a local time that the
+// column's zone turns into one.
+func LayoutZoned(layout string) bool {
+	ref := time.Date(2001, 2, 3, 4, 5, 6, 0, time.FixedZone("", 4980))
+	t, err := time.Parse(layout, ref.Format(layout))
+	if err != nil {
+		return false
+	}
+	_, off := t.Zone()
+	return off == 4980
 }

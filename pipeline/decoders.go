@@ -144,14 +144,17 @@ func (p *Pipeline) newAvroDecoder(t *clickhouse.Target) (decode.Decoder, error) 
 // transforms' conversions) hold values to: the narrowest of every server
 // whose version is known (a replica not reached yet is not counted; the
 // replicas of one table run one version), or chunk.DefaultRanges when no
-// server answered yet.
+// server answered yet; with the servers' time zone (the zone of DateTime
+// columns without one of their own).
 func (p *Pipeline) serverRanges() chunk.ServerRanges {
 	var rs []chunk.ServerRanges
 	for _, s := range p.sinks {
 		for _, shard := range s.clients {
 			for _, c := range shard {
 				if v := c.ServerVersion(); v != "" {
-					rs = append(rs, chunk.RangesFor(v))
+					r := chunk.RangesFor(v)
+					r.TZ = c.ServerTimezone()
+					rs = append(rs, r)
 				}
 			}
 		}

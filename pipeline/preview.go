@@ -125,14 +125,16 @@ func (v *Preview) Process(ctx context.Context, r *kgo.Record) (*Result, error) {
 			res.Rejected = "fail"
 		}
 	}
-	// The rows the record made, taken out of the open chunks.
+	// The rows the record made, taken out of the open chunks; times in
+	// their column's zone, the server's for a column without one.
+	tz := p.serverRanges().TZ
 	take := func(c *chunk.Chunk, sink int, into *[]PreviewRow) {
 		if c == nil {
 			return
 		}
 		s := p.sinks[sink]
 		for i := 0; i < c.Rows; i++ {
-			*into = append(*into, rowOf(s.name, s.target.Load().Name(), c, i))
+			*into = append(*into, rowOf(s.name, s.target.Load().Name(), c, i, tz))
 		}
 		c.Reset()
 	}
@@ -147,7 +149,7 @@ func (v *Preview) Process(ctx context.Context, r *kgo.Record) (*Result, error) {
 	}
 	if l.stage != nil && err == nil {
 		for i := 0; i < l.stage.Rows; i++ {
-			res.Raw = append(res.Raw, rowOf("", "", l.stage, i))
+			res.Raw = append(res.Raw, rowOf("", "", l.stage, i, tz))
 		}
 	}
 	l.group = nil
@@ -164,29 +166,30 @@ func (v *Preview) sinkOf(dest int) int {
 	return 0
 }
 
-// rowOf returns row i of c.
-func rowOf(sink, table string, c *chunk.Chunk, i int) PreviewRow {
+// rowOf returns row i of c; tz is the server's time zone.
+func rowOf(sink, table string, c *chunk.Chunk, i int, tz string) PreviewRow {
 	r := PreviewRow{Sink: sink, Table: table, Names: c.Schema.Names, Values: make([]any, len(c.Cols))}
 	for k, col := range c.Cols {
-		r.Values[k] = display(c.Schema.Types[k], col.Row(i))
+		r.Values[k] = display(c.Schema.Types[k], col.Row(i), tz)
 	}
 	return r
 }
 
 // display returns v, a value of type t from chunk.Column.Row, as the row
-// shows it.
-func display(t *chunk.Type, v any) any {
+// shows it: a DateTime or DateTime64 as the server's toString shows it, in
+// the column's zone (the server's, tz, for a column without one).
+func display(t *chunk.Type, v any, tz string) any {
 	if v == nil {
 		return nil
 	}
 	switch t.Kind {
 	case chunk.KindNullable, chunk.KindLowCardinality:
-		return display(t.Elem, v)
+		return display(t.Elem, v, tz)
 	case chunk.KindArray:
 		vs, _ := v.([]any)
 		out := make([]any, len(vs))
 		for i, e := range vs {
-			out[i] = display(t.Elem, e)
+			out[i] = display(t.Elem, e, tz)
 		}
 		return out
 	case chunk.KindTuple:
@@ -194,7 +197,7 @@ func display(t *chunk.Type, v any) any {
 		out := make([]any, len(vs))
 		for i, e := range vs {
 			if i < len(t.Elems) {
-				out[i] = display(t.Elems[i], e)
+				out[i] = display(t.Elems[i], e, tz)
 			}
 		}
 		return out
@@ -202,12 +205,12 @@ func display(t *chunk.Type, v any) any {
 		kvs, _ := v.([][2]any)
 		out := make([]any, len(kvs))
 		for i, kv := range kvs {
-			out[i] = []any{display(t.Key, kv[0]), display(t.Elem, kv[1])}
+			out[i] = []any{display(t.Key, kv[0], tz), display(t.Elem, kv[1], tz)}
 		}
 		return out
 	case chunk.KindDateTime:
 		if s, ok := v.(int64); ok {
-			return time.Unix(s, 0).UTC().Format(time.DateTime)
+			return time.Unix(s, 0).In(chunk.ZoneOf(t, chunk.ServerRanges{TZ: tz}).Location()).Format(time.DateTime)
 		}
 	case chunk.KindDate, chunk.KindDate32:
 		if d, ok := v.(time.Time); ok {
@@ -215,7 +218,7 @@ func display(t *chunk.Type, v any) any {
 		}
 	case chunk.KindDateTime64:
 		if d, ok := v.(time.Time); ok {
-			return d.UTC().Format("2006-01-02 15:04:05.999999999")
+			return d.In(chunk.ZoneOf(t, chunk.ServerRanges{TZ: tz}).Location()).Format("2006-01-02 15:04:05.999999999")
 		}
 	case chunk.KindIPv4:
 		if n, ok := v.(uint32); ok {

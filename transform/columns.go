@@ -342,6 +342,10 @@ func cannot(n *node, tname string) error {
 		hint = ": convert epoch numbers with from_unix(x) or from_unix_ms(x)"
 	case n.t.k == kString && strings.HasPrefix(tname, "Date"):
 		hint = ": parse it with parse_time(s, layout)"
+		if ct, err := chunk.ParseType(tname); err == nil && ct.TZ != "" {
+			// A text without an offset is local time in the column's zone.
+			hint = fmt.Sprintf(": parse it with parse_time(s, layout, %q)", ct.TZ)
+		}
 	case n.t.k == kString && (strings.Contains(tname, "Int") || strings.Contains(tname, "Float")):
 		hint = ": convert it with int(s) or float(s)"
 	}
@@ -398,7 +402,7 @@ func convertValue(n *node, t *chunk.Type, where string, rg chunk.ServerRanges) (
 	case chunk.KindDecimal:
 		return decimalTo(n, t, where)
 	case chunk.KindDateTime:
-		return dateTimeTo(n, where, tn, rg)
+		return dateTimeTo(n, t, where, rg)
 	case chunk.KindDateTime64:
 		if n.t.k != kTime {
 			return nil, cannot(n, tn)
@@ -496,8 +500,12 @@ func fastConvert(n *node, t *chunk.Type, where string) appender {
 	return nil
 }
 
-func dateTimeTo(n *node, where, tn string, rg chunk.ServerRanges) (appender, error) {
-	ts, _ := chunk.TimesOf(&chunk.Type{Kind: chunk.KindDateTime}, rg)
+// dateTimeTo converts a Time (an instant) or epoch seconds to a DateTime
+// column of type t, within the range the server reads back in the
+// column's zone.
+func dateTimeTo(n *node, t *chunk.Type, where string, rg chunk.ServerRanges) (appender, error) {
+	tn := t.Name
+	ts, _ := chunk.TimesOf(t.Base(), rg)
 	var sec func(*rt) (int64, bool)
 	switch n.t.k {
 	case kTime:

@@ -115,9 +115,16 @@
 // DateTime, DateOnly, RFC1123, RFC1123Z, RFC822, RFC822Z; layouts and units
 // must be literals):
 //
-//	parse_time(s, layout)           a zone in s is honoured, else UTC; a string
-//	                                that does not match fails the record ("transform")
-//	format_time(t, layout)          String
+//	parse_time(s, layout[, zone])   a zone in s is honoured, else s is local time
+//	                                in zone (a literal tz database name such as
+//	                                "Asia/Tokyo", checked at startup; a time in a
+//	                                daylight-saving gap takes the later offset, in
+//	                                an overlap its first instant, as the server
+//	                                reads it), else UTC; a string that does not
+//	                                match fails the record ("transform"). A Time is
+//	                                an instant: to read a text as a DateTime('Z')
+//	                                column would, give that column's zone
+//	format_time(t, layout[, zone])  String, in zone (UTC without it)
 //	truncate(t, unit)               unit: second, minute, hour, day, week (from
 //	                                Monday), month, year, or a duration like "15m"
 //	                                (multiples since the epoch)

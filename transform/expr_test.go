@@ -239,6 +239,15 @@ func TestExpressions(t *testing.T) {
 		{`from_unix(1.5)`, time.Unix(1, 5e8).UTC()},
 		{`parse_time("2024-03-15T13:45:30+02:00", "RFC3339")`, tsVal.Add(-2 * time.Hour)},
 		{`parse_time("15/03/2024 13:45", "02/01/2006 15:04")`, time.Date(2024, 3, 15, 13, 45, 0, 0, time.UTC)},
+		// A zone reads a text without an offset as local time there; an
+		// offset in the text wins; a gap takes the later offset and an
+		// overlap its first instant, as the server's date tables do.
+		{`parse_time("2024-03-15 13:45:30", "DateTime", "Asia/Tokyo")`, tsVal.Add(-9 * time.Hour)},
+		{`parse_time("2024-03-15T13:45:30+02:00", "RFC3339", "Asia/Tokyo")`, tsVal.Add(-2 * time.Hour)},
+		{`parse_time("2021-03-28 02:30:00", "DateTime", "Europe/Berlin")`, time.Date(2021, 3, 28, 0, 30, 0, 0, time.UTC)},
+		{`parse_time("2021-10-31 02:30:00", "DateTime", "Europe/Berlin")`, time.Date(2021, 10, 31, 0, 30, 0, 0, time.UTC)},
+		{`parse_time("2024-03-15 13:45:30.25", "2006-01-02 15:04:05.999", "Asia/Kolkata")`, time.Date(2024, 3, 15, 8, 15, 30, 25e7, time.UTC)},
+		{`format_time(ts, "DateTime", "Asia/Tokyo")`, "2024-03-15 22:45:30"},
 		{`format_time(ts, "2006-01-02 15:04:05")`, "2024-03-15 13:45:30"},
 		{`format_time(t64, "15:04:05.000")`, "13:45:30.123"},
 		{`format_time(ts, "DateOnly")`, "2024-03-15"},
@@ -360,6 +369,7 @@ func TestExpressionTypeErrors(t *testing.T) {
 		{`arr + 1`, `field "arr" is an array (Array(Int64)): expressions read one element at a time after flatten: arr, at column 1 of: arr + 1`},
 		{`i > 1 ? "a" : 2`, `the branches of the conditional have different types String and Int64, at column 9 of: i > 1 ? "a" : 2`},
 		{`parse_time(s, f)`, `parse_time argument 2 (a Go time layout such as "2006-01-02 15:04:05" or RFC3339) must be a string literal, at column 15 of: parse_time(s, f)`},
+		{`parse_time(s, "DateTime", "Mars/Olympus")`, `parse_time argument 3: unknown time zone "Mars/Olympus", at column 27 of: parse_time(s, "DateTime", "Mars/Olympus")`},
 		{`truncate(ts, "fortnight")`, `truncate: "fortnight" is not a unit (second, minute, hour, day, week, month, year) or a positive duration like "15m", at column 14 of: truncate(ts, "fortnight")`},
 		{`i in [1, "a"]`, `field "i" is Int64: the list after in must hold integers, at column 10 of: i in [1, "a"]`},
 		{`s[0]`, `indexing is not supported except split(s, sep)[i], at column 2 of: s[0]`},

@@ -5,6 +5,9 @@ import (
 	"time"
 
 	"github.com/expr-lang/expr/ast"
+
+	"github.com/etl-project/etl/chunk"
+	"github.com/etl-project/etl/decode"
 )
 
 // Time.
@@ -52,8 +55,25 @@ func (r *rt) timeNS(t time.Time) int64 {
 	return sec*int64(time.Second) + int64(t.Nanosecond())
 }
 
+// zoneArg is the optional time zone argument i of a time function (a
+// literal tz database name, checked at startup); nil (UTC) when absent.
+func zoneArg(call ast.Node, name string, args []ast.Node, i int) (*chunk.Zone, *exprError) {
+	if len(args) <= i {
+		return nil, nil
+	}
+	n, err := litString(call, name, args, i, "a time zone name such as \"Asia/Tokyo\"")
+	if err != nil {
+		return nil, err
+	}
+	z, zerr := chunk.LoadZone(n)
+	if zerr != nil {
+		return nil, errAt(args[i], "%s: %v", argOf(name, i), zerr)
+	}
+	return z, nil
+}
+
 func fnParseTime(c *compiler, call ast.Node, args []ast.Node) (*node, *exprError) {
-	if err := arity(call, "parse_time", args, 2, 2); err != nil {
+	if err := arity(call, "parse_time", args, 2, 3); err != nil {
 		return nil, err
 	}
 	s, err := c.want(args[0], argOf("parse_time", 0), kString)
@@ -64,6 +84,14 @@ func fnParseTime(c *compiler, call ast.Node, args []ast.Node) (*node, *exprError
 	if err != nil {
 		return nil, err
 	}
+	z, err := zoneArg(call, "parse_time", args, 2)
+	if err != nil {
+		return nil, err
+	}
+	// A layout with an offset gives an instant; without one, a text is
+	// local time in z (UTC without it), a daylight-saving gap or overlap
+	// resolved as the server does (chunk.Zone.Instant).
+	local := z != nil && !decode.LayoutZoned(layout)
 	f := s.s
 	return &node{t: vtype{k: kTime}, pos: startPos(call), i: func(r *rt) int64 {
 		s := f(r)
@@ -72,12 +100,15 @@ func fnParseTime(c *compiler, call ast.Node, args []ast.Node) (*node, *exprError
 			r.failf(ReasonTransform, "parse_time: %q does not match the layout %q", s, layout)
 			return 0
 		}
+		if local {
+			t = time.Unix(z.Instant(t.Unix()), int64(t.Nanosecond()))
+		}
 		return r.timeNS(t)
 	}}, nil
 }
 
 func fnFormatTime(c *compiler, call ast.Node, args []ast.Node) (*node, *exprError) {
-	if err := arity(call, "format_time", args, 2, 2); err != nil {
+	if err := arity(call, "format_time", args, 2, 3); err != nil {
 		return nil, err
 	}
 	t, err := c.want(args[0], argOf("format_time", 0), kTime)
@@ -88,11 +119,16 @@ func fnFormatTime(c *compiler, call ast.Node, args []ast.Node) (*node, *exprErro
 	if err != nil {
 		return nil, err
 	}
+	z, err := zoneArg(call, "format_time", args, 2)
+	if err != nil {
+		return nil, err
+	}
+	loc := z.Location()
 	f := t.i
 	return &node{t: vtype{k: kString}, pos: startPos(call), s: func(r *rt) string {
 		ns := f(r)
 		start := len(r.scratch)
-		r.scratch = time.Unix(0, ns).UTC().AppendFormat(r.scratch, layout)
+		r.scratch = time.Unix(0, ns).In(loc).AppendFormat(r.scratch, layout)
 		return r.str(start)
 	}}, nil
 }

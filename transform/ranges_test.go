@@ -63,3 +63,40 @@ func TestOutputDateRangesFollowServer(t *testing.T) {
 		})
 	}
 }
+
+// TestOutputDateTimeZones: a DateTime column with a zone holds computed
+// values to the range the server reads back in that zone.
+func TestOutputDateTimeZones(t *testing.T) {
+	in := mkSchema(t, "i Int64", "s String")
+	o := output(t, "a", "tk DateTime('Asia/Tokyo') <- i")
+	o.Ranges = chunk.RangesFor("18.16.1")
+	outs := []Output{o}
+	ch, err := Compile(nil, in, outs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	last := int64(chunk.NarrowDateTimeMax - 9*3600) // 2106-02-06 23:59:59 in Tokyo
+	for _, x := range []struct {
+		row map[string]any
+		msg string // "" accepted
+	}{
+		{map[string]any{"i": last, "s": ""}, ""},
+		{map[string]any{"i": 0, "s": ""}, ""},
+		{map[string]any{"i": last + 1, "s": ""}, "DateTime 2106-02-07 00:00:00 (Asia/Tokyo) is past the server's maximum 2106-02-06 23:59:59 (ClickHouse 18.16)"},
+		{map[string]any{"i": -1, "s": ""}, "out of the range of DateTime"},
+	} {
+		st := mkChunk(t, in)
+		addRow(t, st, x.row)
+		_, err := ch.Run(st, 0, newEmitter(t, outs))
+		if x.msg == "" {
+			if err != nil {
+				t.Errorf("%v: %v", x.row, err)
+			}
+			continue
+		}
+		var te *Error
+		if !errors.As(err, &te) || te.Reason != ReasonOutOfRange || !strings.Contains(err.Error(), x.msg) {
+			t.Errorf("%v: got %v, want out_of_range %q", x.row, err, x.msg)
+		}
+	}
+}

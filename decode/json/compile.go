@@ -12,15 +12,15 @@ import (
 // compile returns the setter for type t. A missing or null value appends
 // the column's default (chunk.Column.AppendDefault: the table's DEFAULT
 // when the type carries one, else the type's own).
-func compile(t *chunk.Type) (setter, error) {
-	set, err := compileType(t)
+func compile(t *chunk.Type, rg chunk.ServerRanges) (setter, error) {
+	set, err := compileType(t, rg)
 	if err != nil {
 		return nil, err
 	}
 	return set, decode.Check(t)
 }
 
-func compileType(t *chunk.Type) (setter, error) {
+func compileType(t *chunk.Type, rg chunk.ServerRanges) (setter, error) {
 	t = t.Base()
 	switch t.Kind {
 	case chunk.KindInt8, chunk.KindInt16, chunk.KindInt32, chunk.KindInt64,
@@ -53,7 +53,8 @@ func compileType(t *chunk.Type) (setter, error) {
 		texts, _ := chunk.TextsOf(t)
 		return setEnum(texts), nil
 	case chunk.KindDateTime:
-		return setDateTime, nil
+		ts, _ := chunk.TimesOf(t, rg)
+		return setDateTime(ts.(*chunk.DateTimes)), nil
 	case chunk.KindDate:
 		return setDate, nil
 	case chunk.KindDate32:
@@ -61,19 +62,19 @@ func compileType(t *chunk.Type) (setter, error) {
 		return setDate32(ts), nil
 	case chunk.KindDateTime64:
 		ts, _ := chunk.TimesOf(t, chunk.ServerRanges{}) // no server bound
-		return setDateTime64(ts, t.Precision), nil
+		return setDateTime64(ts, t.Precision, chunk.ZoneOf(t, rg)), nil
 	case chunk.KindInt128, chunk.KindUInt128:
 		return setBigInt(2, t.Kind == chunk.KindInt128), nil
 	case chunk.KindInt256, chunk.KindUInt256:
 		return setBigInt(4, t.Kind == chunk.KindInt256), nil
 	case chunk.KindNullable:
-		inner, err := compile(t.Elem)
+		inner, err := compile(t.Elem, rg)
 		if err != nil {
 			return nil, err
 		}
 		return setNullable(inner), nil
 	case chunk.KindArray:
-		elem, err := compile(t.Elem)
+		elem, err := compile(t.Elem, rg)
 		if err != nil {
 			return nil, err
 		}
@@ -83,17 +84,17 @@ func compileType(t *chunk.Type) (setter, error) {
 		sets := make([]setter, n)
 		for i, et := range t.Elems {
 			var err error
-			if sets[i], err = compile(et); err != nil {
+			if sets[i], err = compile(et, rg); err != nil {
 				return nil, err
 			}
 		}
 		return setTuple(t.ElemNames, sets), nil
 	case chunk.KindMap:
-		key, err := compileMapKey(t.Key)
+		key, err := compileMapKey(t.Key, rg)
 		if err != nil {
 			return nil, err
 		}
-		val, err := compile(t.Elem)
+		val, err := compile(t.Elem, rg)
 		if err != nil {
 			return nil, err
 		}

@@ -65,7 +65,7 @@ type mapKeySetter func(d *Decoder, key []byte, col chunk.Column) *decode.Error
 // compileMapKey returns the setter of object keys into key type t: the
 // key itself for String, else the key as a JSON string converted as t
 // (a number for the integer types, a date for Date, ...).
-func compileMapKey(t *chunk.Type) (mapKeySetter, error) {
+func compileMapKey(t *chunk.Type, rg chunk.ServerRanges) (mapKeySetter, error) {
 	t = t.Base()
 	switch t.Kind {
 	case chunk.KindString:
@@ -76,7 +76,7 @@ func compileMapKey(t *chunk.Type) (mapKeySetter, error) {
 	case chunk.KindNullable, chunk.KindArray, chunk.KindMap, chunk.KindTuple:
 		return nil, fmt.Errorf("map key type %s is not supported", t.Name)
 	}
-	set, err := compile(t)
+	set, err := compile(t, rg)
 	if err != nil {
 		return nil, err
 	}

@@ -33,34 +33,34 @@ type fastCol struct {
 }
 
 // compileFastCol returns the fast path's plan of a column of type t.
-func compileFastCol(t *chunk.Type) fastCol {
+func compileFastCol(t *chunk.Type, rg chunk.ServerRanges) fastCol {
 	if b := t.Base(); b.Kind == chunk.KindArray {
-		elemSet, err := compile(b.Elem)
+		elemSet, err := compile(b.Elem, rg)
 		if err != nil {
 			return fastCol{} // cannot happen: the column's type compiled
 		}
-		return fastCol{array: true, elem: compileFast(b.Elem), elemSet: elemSet}
+		return fastCol{array: true, elem: compileFast(b.Elem, rg), elemSet: elemSet}
 	}
 	if b := t.Base(); b.Kind == chunk.KindMap {
-		key, err := compileMapKey(b.Key)
+		key, err := compileMapKey(b.Key, rg)
 		if err != nil {
 			return fastCol{} // cannot happen: the column's type compiled
 		}
-		val, err := compile(b.Elem)
+		val, err := compile(b.Elem, rg)
 		if err != nil {
 			return fastCol{}
 		}
-		return fastCol{mapKey: key, elem: compileFast(b.Elem), elemSet: val}
+		return fastCol{mapKey: key, elem: compileFast(b.Elem, rg), elemSet: val}
 	}
 	b := t.Base()
 	if b.Kind == chunk.KindNullable {
 		b = b.Elem.Base()
 	}
-	return fastCol{set: compileFast(t), text: b.Kind == chunk.KindString}
+	return fastCol{set: compileFast(t, rg), text: b.Kind == chunk.KindString}
 }
 
 // compileFast returns the fast setter of scalar type t, or nil.
-func compileFast(t *chunk.Type) fastSetter {
+func compileFast(t *chunk.Type, rg chunk.ServerRanges) fastSetter {
 	t = t.Base()
 	switch t.Kind {
 	case chunk.KindInt8, chunk.KindInt16, chunk.KindInt32, chunk.KindInt64,
@@ -75,10 +75,10 @@ func compileFast(t *chunk.Type) fastSetter {
 	case chunk.KindString:
 		return fastString
 	case chunk.KindDateTime:
-		ts, _ := chunk.TimesOf(t, chunk.DefaultRanges())
+		ts, _ := chunk.TimesOf(t, rg)
 		return fastDateTime(ts.(*chunk.DateTimes))
 	case chunk.KindNullable:
-		inner := compileFast(t.Elem)
+		inner := compileFast(t.Elem, rg)
 		if inner == nil {
 			return nil
 		}
@@ -215,10 +215,12 @@ func dateFirst(text []byte) bool {
 		text[0]-'0' <= 9 && text[1]-'0' <= 9 && text[2]-'0' <= 9 && text[3]-'0' <= 9
 }
 
-// fastDateTime stores a date-time string or epoch number in a DateTime
-// column within the range every server reads back (ts); the general path
-// takes, or refuses, anything else.
+// fastDateTime stores a date-time string (without an offset, local time
+// in the column's zone) or epoch number in a DateTime column within the
+// range the server reads back (ts); the general path takes, or refuses,
+// anything else.
 func fastDateTime(ts *chunk.DateTimes) fastSetter {
+	z := ts.Zone()
 	return func(d *Decoder, t token, text []byte, col chunk.Column) bool {
 		var sec int64
 		var ok bool
@@ -227,11 +229,11 @@ func fastDateTime(ts *chunk.DateTimes) fastSetter {
 			if dateFirst(text) {
 				// "2026-09-19...": four digits and a dash cannot begin a
 				// number; ParseNumber is not asked.
-				sec, ok = d.timeText(text)
+				sec, ok = d.timeText(text, z)
 			} else if n, isNum := decode.ParseNumber(text); isNum {
 				sec, ok = decode.EpochSeconds(&n)
 			} else {
-				sec, ok = d.timeText(text)
+				sec, ok = d.timeText(text, z)
 			}
 		case tokNumber:
 			if n, scanned := d.numOf(text); scanned && n.frac == 0 && !n.neg {

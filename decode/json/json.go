@@ -21,7 +21,8 @@ type Options struct {
 	// without parsing them; 0 means unlimited.
 	MaxRecordBytes int
 	// TimeLayout, when set, is a Go time layout tried first for DateTime,
-	// DateTime64 and Date strings (a layout without a zone means UTC);
+	// DateTime64 and Date strings (a layout without a zone reads local
+	// time in the column's zone);
 	// RFC 3339 and epoch numbers are still accepted.
 	TimeLayout string
 	// Framing is how rows sit in one record value: FramingSingle (one
@@ -75,12 +76,19 @@ const (
 //   - Enum8, Enum16: one of the type's names, or a number (or numeric
 //     string that is not a name) equal to one of its values, stored as the
 //     name.
-//   - DateTime: a date-time string (see below) or an epoch number. Numbers
-//     are seconds, or by magnitude milliseconds (> 1e11), microseconds
-//     (> 1e14) or nanoseconds (> 1e17); fractions of a second are dropped.
-//     The result must be within 1970-01-01T00:00:00Z..2106-02-07T06:28:15Z.
-//   - Date: as DateTime, then the UTC calendar day, which must be within
-//     1970-01-01..2149-06-06.
+//   - DateTime: a date-time string (see below) or an epoch number (a JSON
+//     number or a string of one). Numbers are seconds, or by magnitude
+//     milliseconds (> 1e11), microseconds (> 1e14) or nanoseconds
+//     (> 1e17); fractions of a second are dropped. The instant must be
+//     within the range the server reads back in the column's zone
+//     (chunk.ServerRanges.DateTimeRange; at most
+//     1970-01-01T00:00:00Z..2106-02-07T06:28:15Z).
+//   - Date: a date string (YYYY-MM-DD, a date-time whose calendar day is
+//     taken: the day as written without an offset, the UTC day with one),
+//     a compact date string of eight digits (YYYYMMDD, as the server reads
+//     it), or a JSON number of epoch seconds (as DateTime) whose UTC day
+//     is taken; within 1970-01-01..2149-06-06. Any other string of digits
+//     is wrong_type: it is not taken as a number of seconds.
 //   - Date32: as Date, within 1900-01-01..2299-12-31; epoch numbers may
 //     be negative.
 //   - DateTime64(P): a date-time string, its fractional seconds kept to P
@@ -116,8 +124,12 @@ const (
 //
 // Date-time strings are RFC 3339 with or without fractional seconds and
 // zone, "T", "t" or " " between date and time (so ClickHouse's
-// "2026-11-29 10:00:00" works), or a bare date; a time without a zone is
-// UTC whatever the column's time zone.
+// "2026-11-29 10:00:00" works), or a bare date. A text with an offset (Z,
+// +01:00) is the instant it names; a text without one is local time in
+// the column's zone (DateTime('Asia/Tokyo'), DateTime64(3, 'Europe/Berlin');
+// a column without a zone has the server's, chunk.ServerRanges.TZ), a
+// local time in a daylight-saving gap or overlap resolved as the server
+// resolves it (chunk.Zone.Instant).
 //
 // Records that are flat objects (no field path into nested objects, no
 // Nested structure) are decoded in one pass (fast.go), with exactly the
@@ -149,6 +161,7 @@ type Decoder struct {
 	max         int
 	framing     string
 	layout      string
+	layoutZoned bool                 // layout writes an offset (decode.LayoutZoned)
 	nested      bool                 // some field is a path into nested objects ("a.b")
 	rest        [][]string           // per column: the path left below an array of objects (Nested), or nil
 	groups      []decode.NestedGroup // Nested structures whose arrays must have equal lengths
@@ -174,9 +187,8 @@ type Decoder struct {
 	noFast    bool          // tests and benchmarks only: always take the fastjson path
 
 	ranges chunk.ServerRanges // the server's Date and DateTime maximums
-	// dates and dateTimes append to Date and DateTime columns within
-	// ranges (setDate, setDateTime).
-	dates, dateTimes chunk.Times
+	// dates appends to Date columns within ranges (setDate).
+	dates chunk.Times
 }
 
 // colPlan is the compiled plan of one column.
@@ -225,22 +237,22 @@ func New(s *chunk.Schema, o Options) (*Decoder, error) {
 		return nil, err
 	}
 	d := &Decoder{
-		schema:  s,
-		cols:    make([]colPlan, len(s.Types)),
-		index:   make(map[string]int),
-		slots:   make([]*fastjson.Value, len(s.Types)),
-		max:     o.MaxRecordBytes,
-		framing: o.Framing,
-		layout:  o.TimeLayout,
-		ranges:  o.Ranges.OrDefault(),
+		schema:      s,
+		cols:        make([]colPlan, len(s.Types)),
+		index:       make(map[string]int),
+		slots:       make([]*fastjson.Value, len(s.Types)),
+		max:         o.MaxRecordBytes,
+		framing:     o.Framing,
+		layout:      o.TimeLayout,
+		layoutZoned: o.TimeLayout != "" && decode.LayoutZoned(o.TimeLayout),
+		ranges:      o.Ranges.OrDefault(),
 	}
 	d.dates, _ = chunk.TimesOf(&chunk.Type{Kind: chunk.KindDate}, d.ranges)
-	d.dateTimes, _ = chunk.TimesOf(&chunk.Type{Kind: chunk.KindDateTime}, d.ranges)
 	for i, t := range s.Types {
 		if _, err := chunk.NewColumn(t); err != nil {
 			return nil, fmt.Errorf("decode: column %s: %w", s.Names[i], err)
 		}
-		set, err := compile(t)
+		set, err := compile(t, d.ranges)
 		if err != nil {
 			return nil, fmt.Errorf("decode: column %s: %w", s.Names[i], err)
 		}
@@ -249,10 +261,10 @@ func New(s *chunk.Schema, o Options) (*Decoder, error) {
 			d.cols[i].path = strings.Split(fields[i], ".")
 			d.nested = true
 			if t.Kind == chunk.KindArray {
-				d.cols[i].elemSet, _ = compile(t.Elem) // cannot fail: compile(t) compiled it
+				d.cols[i].elemSet, _ = compile(t.Elem, d.ranges) // cannot fail: compile(t) compiled it
 			}
 		}
-		d.fast = append(d.fast, compileFastCol(t))
+		d.fast = append(d.fast, compileFastCol(t, d.ranges))
 		if fields[i] == "" {
 			continue
 		}

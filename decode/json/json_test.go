@@ -141,7 +141,30 @@ var convCases = []convCase{
 	ok("DateTime", `"2026-11-29"`, "1795910400"),
 	ok("DateTime", `"1970-01-01T00:00:00Z"`, "0"),
 	ok("DateTime", `"2106-02-06T23:59:59Z"`, "4294943999"), // the default (narrower) range
-	ok("DateTime('Europe/Berlin')", `"2026-11-29 10:00:00"`, "1795946400"),
+	// A text without an offset is local time in the column's zone; with
+	// one, or as a number, it is an instant.
+	ok("DateTime('Europe/Berlin')", `"2026-11-29 10:00:00"`, "1795942800"),
+	ok("DateTime('Europe/Berlin')", `"2026-11-29T10:00:00Z"`, "1795946400"),
+	ok("DateTime('Europe/Berlin')", `"2026-11-29T10:00:00+01:00"`, "1795942800"),
+	ok("DateTime('Europe/Berlin')", "1795946400", "1795946400"),
+	ok("DateTime('Europe/Berlin')", `"1795946400"`, "1795946400"),
+	ok("DateTime('Asia/Tokyo')", `"2021-01-01 00:00:00"`, "1609426800"),
+	ok("DateTime('Asia/Tokyo')", `"2021-01-01"`, "1609426800"),
+	ok("DateTime('Asia/Tokyo')", `"2106-02-06 23:59:59"`, "4294911599"), // the narrower range, in Tokyo
+	fail("DateTime('Asia/Tokyo')", `"2106-02-07 00:00:00"`, decode.ReasonOutOfRange),
+	fail("DateTime('Asia/Tokyo')", `"1970-01-01 08:59:59"`, decode.ReasonOutOfRange),
+	ok("DateTime('Asia/Tokyo')", `"1970-01-01 09:00:00"`, "0"),
+	ok("DateTime('America/New_York')", `"2106-02-06 18:59:59"`, "4294943999"),
+	fail("DateTime('America/New_York')", `"2106-02-06 19:00:00"`, decode.ReasonOutOfRange),
+	fail("DateTime('America/New_York')", `"1969-12-31 23:59:59"`, decode.ReasonOutOfRange), // before 18.16's tables in that zone
+	ok("DateTime('America/New_York')", `"1970-01-01 00:00:00"`, "18000"),
+	// Daylight saving: a time in a gap takes the later offset, a time in
+	// an overlap its first instant (as the server's date tables do).
+	ok("DateTime('America/New_York')", `"2021-03-14 02:30:00"`, "1615703400"),
+	ok("DateTime('America/New_York')", `"2021-11-07 01:30:00"`, "1636263000"),
+	ok("DateTime('Europe/Berlin')", `"2021-03-28 02:30:00"`, "1616891400"),
+	ok("DateTime('Europe/Berlin')", `"2021-10-31 02:30:00"`, "1635640200"),
+	ok("DateTime('Asia/Kolkata')", `"2021-01-01 00:00:00"`, "1609439400"),
 	ok("DateTime", `"2024-02-29T23:59:59Z"`, "1709251199"),
 	fail("DateTime", `"2106-02-07T00:00:00Z"`, decode.ReasonOutOfRange),
 	fail("DateTime", `"1969-12-31T23:59:59Z"`, decode.ReasonOutOfRange),
@@ -175,6 +198,15 @@ var convCases = []convCase{
 	ok("Date", `"2026-11-29T23:00:00-02:00"`, "2026-11-30"),
 	ok("Date", "1795946400", "2026-11-29"),
 	ok("Date", "1795946400000", "2026-11-29"),
+	// A string of eight digits is a compact date; other strings of digits
+	// are not dates (never seconds).
+	ok("Date", `"20210101"`, "2021-01-01"),
+	ok("Date", `"21060207"`, "2106-02-07"),
+	fail("Date", `"21060208"`, decode.ReasonOutOfRange),
+	fail("Date", `"20210230"`, decode.ReasonWrongType),
+	fail("Date", `"1795946400"`, decode.ReasonWrongType),
+	fail("Date", `"18000"`, decode.ReasonWrongType),
+	ok("Date", `"2021-01-01 23:30:00"`, "2021-01-01"),
 	ok("Date", `"2106-02-07"`, "2106-02-07"),
 	fail("Date", `"2106-02-08"`, decode.ReasonOutOfRange),
 	fail("Date", `"1969-12-31"`, decode.ReasonOutOfRange),

@@ -12,8 +12,9 @@ import (
 )
 
 // timeOf returns the epoch seconds a date-time string or epoch number (or
-// numeric string) holds; range checks are the caller's.
-func (d *Decoder) timeOf(v *fastjson.Value, what string) (int64, *decode.Error) {
+// numeric string) holds, a string without an offset read in zone z;
+// range checks are the caller's.
+func (d *Decoder) timeOf(v *fastjson.Value, z *chunk.Zone, what string) (int64, *decode.Error) {
 	var sec int64
 	var ok bool
 	switch v.Type() {
@@ -22,7 +23,7 @@ func (d *Decoder) timeOf(v *fastjson.Value, what string) (int64, *decode.Error) 
 		if n, isNum := decode.ParseNumber(b); isNum {
 			sec, ok = decode.EpochSeconds(&n)
 		} else {
-			sec, ok = d.timeText(b)
+			sec, ok = d.timeText(b, z)
 		}
 	case fastjson.TypeNumber:
 		n, e := d.numberOf(v)
@@ -39,18 +40,46 @@ func (d *Decoder) timeOf(v *fastjson.Value, what string) (int64, *decode.Error) 
 	return sec, nil
 }
 
-// setDateTime appends a DateTime within the server's range (d.ranges).
-func setDateTime(d *Decoder, v *fastjson.Value, col chunk.Column) *decode.Error {
-	sec, e := d.timeOf(v, decode.NotDateTime)
-	if e != nil {
-		return e
+// setDateTime appends a DateTime within the range the server reads back
+// in the column's zone (ts), a text without an offset read in that zone.
+func setDateTime(ts *chunk.DateTimes) setter {
+	z := ts.Zone()
+	return func(d *Decoder, v *fastjson.Value, col chunk.Column) *decode.Error {
+		sec, e := d.timeOf(v, z, decode.NotDateTime)
+		if e != nil {
+			return e
+		}
+		return timeError(ts.AppendSeconds(col, sec), v, decode.NotDateTime)
 	}
-	return timeError(d.dateTimes.AppendSeconds(col, sec), v, decode.NotDateTime)
+}
+
+// notDateText is what a Date column takes, for a numeric string it
+// refuses.
+const notDateText = "a date string (YYYY-MM-DD or YYYYMMDD) or epoch number"
+
+// dateString reads a Date string that is a compact date (YYYYMMDD, as
+// the server reads eight digits) or refuses any other string of digits:
+// a numeric string is not a number of seconds for a Date. done is false
+// for any other string, which the caller reads as a date text.
+func dateString(ts chunk.Times, v *fastjson.Value, col chunk.Column, what string) (done bool, e *decode.Error) {
+	b, _ := v.StringBytes()
+	if days, ok := decode.ParseCompactDate(b); ok {
+		return true, timeError(ts.AppendDays(col, days), v, what)
+	}
+	if _, isNum := decode.ParseNumber(b); isNum {
+		return true, wrongType(v, notDateText)
+	}
+	return false, nil
 }
 
 // setDate appends a Date within the server's range (d.ranges).
 func setDate(d *Decoder, v *fastjson.Value, col chunk.Column) *decode.Error {
-	sec, e := d.timeOf(v, decode.NotDate)
+	if v.Type() == fastjson.TypeString {
+		if done, e := dateString(d.dates, v, col, decode.NotDate); done {
+			return e
+		}
+	}
+	sec, e := d.timeOf(v, nil, decode.NotDate)
 	if e != nil {
 		return e
 	}
@@ -136,9 +165,10 @@ func epochTicks(n *decode.Number, p int) (int64, bool) {
 }
 
 // ticksOf returns the ticks of 10^-p seconds since the epoch a date-time
-// string (fractional seconds kept to p digits, the rest dropped) or epoch
-// number holds, within [lo, hi] ticks; what describes the range in errors.
-func (d *Decoder) ticksOf(v *fastjson.Value, p int, lo, hi int64, what string) (int64, *decode.Error) {
+// string (fractional seconds kept to p digits, the rest dropped; without
+// an offset, local time in zone z) or epoch number holds, within [lo, hi]
+// ticks; what describes the range in errors.
+func (d *Decoder) ticksOf(v *fastjson.Value, p int, z *chunk.Zone, lo, hi int64, what string) (int64, *decode.Error) {
 	var ticks int64
 	ok := false
 	switch v.Type() {
@@ -151,6 +181,9 @@ func (d *Decoder) ticksOf(v *fastjson.Value, p int, lo, hi int64, what string) (
 		if d.layout != "" {
 			if t, err := time.Parse(d.layout, string(b)); err == nil {
 				sec := t.Unix()
+				if z != nil && !d.layoutZoned {
+					sec = z.Instant(sec)
+				}
 				if sec < lo/decode.Pow10[p]-1 || sec > hi/decode.Pow10[p]+1 {
 					break
 				}
@@ -158,9 +191,12 @@ func (d *Decoder) ticksOf(v *fastjson.Value, p int, lo, hi int64, what string) (
 				break
 			}
 		}
-		sec, isTime := decode.ParseTime(b)
+		sec, zoned, isTime := decode.ParseTimeZoned(b)
 		if !isTime {
 			break
+		}
+		if z != nil && !zoned {
+			sec = z.Instant(sec)
 		}
 		// Bound the seconds first so the multiplication cannot overflow.
 		if sec < lo/decode.Pow10[p]-1 || sec > hi/decode.Pow10[p]+1 {
@@ -193,10 +229,10 @@ func (d *Decoder) ticksOf(v *fastjson.Value, p int, lo, hi int64, what string) (
 	return ticks, nil
 }
 
-func setDateTime64(ts chunk.Times, p int) setter {
+func setDateTime64(ts chunk.Times, p int, z *chunk.Zone) setter {
 	lo, hi := chunk.DateTime64Range(p)
 	return func(d *Decoder, v *fastjson.Value, col chunk.Column) *decode.Error {
-		t, e := d.ticksOf(v, p, lo, hi, decode.NotDateTime64)
+		t, e := d.ticksOf(v, p, z, lo, hi, decode.NotDateTime64)
 		if e != nil {
 			return e
 		}
@@ -206,7 +242,12 @@ func setDateTime64(ts chunk.Times, p int) setter {
 
 func setDate32(ts chunk.Times) setter {
 	return func(d *Decoder, v *fastjson.Value, col chunk.Column) *decode.Error {
-		sec, e := d.ticksOf(v, 0, chunk.Date32Min*86400, (chunk.Date32Max+1)*86400-1, decode.NotDate32)
+		if v.Type() == fastjson.TypeString {
+			if done, e := dateString(ts, v, col, decode.NotDate32); done {
+				return e
+			}
+		}
+		sec, e := d.ticksOf(v, 0, nil, chunk.Date32Min*86400, (chunk.Date32Max+1)*86400-1, decode.NotDate32)
 		if e != nil {
 			return e
 		}
@@ -215,12 +256,16 @@ func setDate32(ts chunk.Times) setter {
 }
 
 // timeText reads a date-time string: with the configured layout first,
-// then as RFC 3339 or ClickHouse's "YYYY-MM-DD hh:mm:ss".
-func (d *Decoder) timeText(b []byte) (int64, bool) {
+// then as RFC 3339 or ClickHouse's "YYYY-MM-DD hh:mm:ss". A text without
+// an offset is local time in zone z (nil: UTC).
+func (d *Decoder) timeText(b []byte, z *chunk.Zone) (int64, bool) {
 	if d.layout != "" {
 		if t, err := time.Parse(d.layout, string(b)); err == nil {
+			if z != nil && !d.layoutZoned {
+				return z.Instant(t.Unix()), true
+			}
 			return t.Unix(), true
 		}
 	}
-	return decode.ParseTime(b)
+	return decode.ParseTimeIn(b, z)
 }

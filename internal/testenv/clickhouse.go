@@ -386,6 +386,9 @@ type CHOptions struct {
 	// Users adds users, by name, with these passwords (the default
 	// profile and quota, from 127.0.0.1).
 	Users map[string]string
+	// Timezone sets the server's <timezone> (UTC when empty), the zone
+	// of its DateTime columns without one of their own.
+	Timezone string
 }
 
 // CHShard is one shard of a cluster in [CHOptions.Clusters].
@@ -722,11 +725,14 @@ func (o CHOptions) serverXML() string {
 	if o.Replica != "" {
 		macros["replica"] = o.Replica
 	}
-	if o.ZooKeeper == "" && len(macros) == 0 {
+	if o.ZooKeeper == "" && len(macros) == 0 && o.Timezone == "" {
 		return ""
 	}
 	var b strings.Builder
 	b.WriteString("<?xml version=\"1.0\"?>\n<!-- Written by testenv.ClickHouseWith. -->\n<yandex>\n")
+	if o.Timezone != "" {
+		fmt.Fprintf(&b, "    <timezone>%s</timezone>\n", xmlText(o.Timezone))
+	}
 	if o.ZooKeeper != "" {
 		host, port, err := net.SplitHostPort(o.ZooKeeper)
 		if err != nil {

@@ -99,6 +99,7 @@ type Client struct {
 	opts     Options
 	db       string
 	version  string
+	timezone string // the server's timezone(), from its hello
 	settings ch.Settings
 	// chgo is the chgo insert path's connection pool; nil: the driver path.
 	chgo *chgoPool
@@ -231,6 +232,11 @@ func Connect(ctx context.Context, o Options, log *slog.Logger) (*Client, error) 
 		return nil, fmt.Errorf("clickhouse %v: read server version: %w", o.Addr, err)
 	}
 	c.version = sv.Version.String()
+	if sv.Timezone != nil {
+		// The server's timezone(), from its hello: the zone of its
+		// DateTime columns without one of their own.
+		c.timezone = sv.Timezone.String()
+	}
 	c.db = o.Database
 	if c.db == "" {
 		if err := conn.QueryRow(ctx, "SELECT currentDatabase()").Scan(&c.db); err != nil {
@@ -300,6 +306,11 @@ func (c *Client) Ping(ctx context.Context) error {
 
 // ServerVersion is the server's version as major.minor.patch.
 func (c *Client) ServerVersion() string { return c.version }
+
+// ServerTimezone is the server's time zone (its timezone(), "Etc/UTC"),
+// the zone of a DateTime or DateTime64 column without one of its own; ""
+// when the server did not say.
+func (c *Client) ServerTimezone() string { return c.timezone }
 
 // Database is the database holding the table (resolved when not configured).
 func (c *Client) Database() string { return c.db }

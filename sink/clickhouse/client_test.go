@@ -30,6 +30,10 @@ func TestConnectDescribePlan(t *testing.T) {
 	if v := c.ServerVersion(); !strings.HasPrefix(v, "18.16.") {
 		t.Errorf("server version %q, want 18.16.x", v)
 	}
+	// The server's zone, from its hello, is its timezone().
+	if tz, want := c.ServerTimezone(), srv.Query(t, "SELECT timezone()"); tz == "" || tz != want {
+		t.Errorf("server time zone %q, want %q (timezone())", tz, want)
+	}
 
 	ctx := context.Background()
 	cols, err := c.Describe(ctx)
