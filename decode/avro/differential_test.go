@@ -772,6 +772,13 @@ func TestDifferentialAvro(t *testing.T) {
 		1e-38, 1e-45, 1.4e-45, 123.456, 1e300, -1e300, 42.0, 7e-10, 9.999e37}
 	day := func(tm time.Time) string { return `"` + tm.UTC().Format(time.DateOnly) + `"` }
 	sec := func(tm time.Time) string { return `"` + tm.UTC().Truncate(time.Second).Format(time.DateTime) + `"` }
+	secIn := func(tm time.Time, zone string) string {
+		loc, err := time.LoadLocation(zone)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return `"` + tm.Truncate(time.Second).In(loc).Format(time.DateTime) + `"`
+	}
 	if tm := time.UnixMilli(-1); sec(tm) != `"1969-12-31 23:59:59"` {
 		// Truncate rounds toward the zero time (year 1), so before 1970
 		// it floors as well; the ledger relies on it.
@@ -819,6 +826,7 @@ func TestDifferentialAvro(t *testing.T) {
 		{"avro_dt_ms", `{"type":"long","logicalType":"timestamp-millis"}`, "DateTime('UTC')", longs, func(v any) string { return sec(v.(time.Time)) }},
 		{"avro_dt_us", `{"type":"long","logicalType":"timestamp-micros"}`, "DateTime('UTC')", longs, func(v any) string { return sec(v.(time.Time)) }},
 		{"avro_dt_date", `{"type":"int","logicalType":"date"}`, "DateTime('UTC')", int32s(longs), func(v any) string { return sec(v.(time.Time)) }},
+		{"avro_dt_tokyo", `{"type":"long","logicalType":"timestamp-millis"}`, "DateTime('Asia/Tokyo')", longs, func(v any) string { return secIn(v.(time.Time), "Asia/Tokyo") }},
 	} {
 		tally.families++
 		t.Run(x.name, func(t *testing.T) {

@@ -50,6 +50,20 @@ func TestDifferentialTransform(t *testing.T) {
 		`"2069-08-21 18:00:00"`}
 	// The day of a date-time text, and a date-time text unchanged.
 	dayOf := func(s string) string { return s[:11] + `"` }
+	// A UTC date-time text as local time in zone.
+	inZone := func(zone string) func(string) string {
+		loc, err := time.LoadLocation(zone)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return func(s string) string {
+			tm, err := time.ParseInLocation(time.DateTime, strings.Trim(s, `"`), time.UTC)
+			if err != nil {
+				t.Fatal(err)
+			}
+			return `"` + tm.In(loc).Format(time.DateTime) + `"`
+		}
+	}
 	var total diffTally
 	undocumented := 0
 	for _, x := range []struct {
@@ -85,6 +99,8 @@ func TestDifferentialTransform(t *testing.T) {
 		{"tr_s_concat", "String", `concat(v, "!")`, "String", strs, func(s string) string { return s[:len(s)-1] + `!"` }},
 		{"tr_dt_date", "DateTime('UTC')", "v", "Date", times, dayOf},
 		{"tr_dt_dt", "DateTime('UTC')", "v", "DateTime('UTC')", times, same},
+		{"tr_dt_tokyo", "DateTime('UTC')", "v", "DateTime('Asia/Tokyo')", times, inZone("Asia/Tokyo")},
+		{"tr_dt_ny", "DateTime('UTC')", "v", "DateTime('America/New_York')", times, inZone("America/New_York")},
 	} {
 		t.Run(x.name, func(t *testing.T) {
 			c, tg := d.twin(t, x.name, x.out)
