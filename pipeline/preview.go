@@ -6,6 +6,7 @@ import (
 	"math/big"
 	"net"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kgo"
@@ -218,7 +219,16 @@ func display(t *chunk.Type, v any, tz string) any {
 		}
 	case chunk.KindDateTime64:
 		if d, ok := v.(time.Time); ok {
-			return d.In(chunk.ZoneOf(t, chunk.ServerRanges{TZ: tz}).Location()).Format("2006-01-02 15:04:05.999999999")
+			// As toString prints it: exactly P fraction digits.
+			layout := time.DateTime
+			if t.Precision > 0 {
+				layout += "." + strings.Repeat("0", t.Precision)
+			}
+			return d.In(chunk.ZoneOf(t, chunk.ServerRanges{TZ: tz}).Location()).Format(layout)
+		}
+	case chunk.KindDecimal:
+		if s, ok := v.(string); ok {
+			return decimalText(s, t.Scale)
 		}
 	case chunk.KindIPv4:
 		if n, ok := v.(uint32); ok {
@@ -253,4 +263,37 @@ func display(t *chunk.Type, v any, tz string) any {
 		return fmt.Sprint(f)
 	}
 	return v
+}
+
+// decimalText is the plain decimal text s (as a Decimal column holds it:
+// no digit but zeros past the scale) as the server's toString prints a
+// Decimal of scale: no leading zeros, exactly scale fraction digits, zero
+// without a sign. A column of unknown scale (Decimal(0, S) aside, S < 0
+// never happens) gets s as it is.
+func decimalText(s string, scale int) string {
+	neg := strings.HasPrefix(s, "-")
+	s = strings.TrimPrefix(s, "-")
+	ip, fp, _ := strings.Cut(s, ".")
+	ip = strings.TrimLeft(ip, "0")
+	if ip == "" {
+		ip = "0"
+	}
+	if len(fp) > scale {
+		if strings.Trim(fp[scale:], "0") != "" {
+			return s // not a stored value's text; shown as it is
+		}
+		fp = fp[:scale]
+	}
+	fp += strings.Repeat("0", scale-len(fp))
+	if neg && strings.Trim(ip+fp, "0") == "" {
+		neg = false
+	}
+	out := ip
+	if scale > 0 {
+		out += "." + fp
+	}
+	if neg {
+		out = "-" + out
+	}
+	return out
 }

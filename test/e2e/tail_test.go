@@ -164,6 +164,72 @@ func TestTail(t *testing.T) {
 		}
 	})
 
+	t.Run("stored", func(t *testing.T) {
+		// etl tail prints each value as the column will hold it: a
+		// Decimal at its scale, a DateTime in its column's zone, and a
+		// value the column cannot hold exactly (19.999 into Decimal(12, 2))
+		// as a refusal, as the run refuses it.
+		e := newEnv(t)
+		e.ch.Exec(t, "DROP TABLE default.events")
+		e.ch.Exec(t, "CREATE TABLE default.events (id UInt64, amount Decimal(12, 2), fee Nullable(Decimal(12, 2)), ts DateTime('Asia/Tokyo')) ENGINE = MergeTree ORDER BY id")
+		recs := []string{
+			`{"id":1,"amount":1.5,"fee":null,"ts":"2021-01-01 00:00:00"}`,
+			`{"id":2,"amount":19.990,"fee":"0.1","ts":"2021-01-01T00:00:00Z"}`,
+			`{"id":3,"amount":1e2,"fee":7,"ts":1609459200}`,
+			`{"id":4,"amount":19.999,"fee":1,"ts":"2021-01-01 00:00:00"}`,
+			`{"id":5,"amount":1,"fee":0.005,"ts":"2021-01-01 00:00:00"}`,
+			`{"id":6,"amount":-0.00,"fee":-12.3,"ts":"2106-02-06 23:59:59"}`,
+		}
+		cl, err := kgo.NewClient(kgo.SeedBrokers(e.kb.Addr()), kgo.RecordPartitioner(kgo.ManualPartitioner()))
+		if err != nil {
+			t.Fatal(err)
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+		defer cancel()
+		for _, r := range recs {
+			if err := cl.ProduceSync(ctx, &kgo.Record{Topic: topic, Partition: 0, Value: []byte(r)}).FirstErr(); err != nil {
+				t.Fatal(err)
+			}
+		}
+		cl.Close()
+		cfg := e.config("tail-stored", "decode: {format: json, on_error: skip}\n")
+		lines := tailOut(t, "-config", cfg, "-from", "earliest", "-n", "4", "-partitions", "0")
+		out := parseTail(t, lines)
+		if len(out.rows) != 4 || len(out.rejected) != 2 {
+			t.Fatalf("tail printed %d rows and %d rejected records, want 4 and 2:\n%s", len(out.rows), len(out.rejected), strings.Join(lines, "\n"))
+		}
+		for _, r := range out.rejected {
+			if r.Reason != "out_of_range" || !strings.Contains(r.Error, "more fraction digits than Decimal(12, 2)") {
+				t.Errorf("rejected %+v, want out_of_range naming the scale", r)
+			}
+		}
+		p := startETL(t, cfg)
+		e.waitRows(4, time.Minute, p)
+		if code := p.stop(t, syscall.SIGTERM, 30*time.Second); code != 0 {
+			t.Fatalf("etl exited %d", code)
+		}
+		stored := e.ch.Query(t, "SELECT toUInt32(id) AS id, toString(amount) AS amount, toString(fee) AS fee, toString(ts) AS ts FROM default.events ORDER BY id FORMAT JSONEachRow")
+		t.Logf("etl tail:\n%s\nstored:\n%s", strings.Join(lines, "\n"), stored)
+		n := 0
+		for _, l := range strings.Split(stored, "\n") {
+			var want map[string]any
+			if err := json.Unmarshal([]byte(l), &want); err != nil {
+				t.Fatalf("%v: %q", err, l)
+			}
+			n++
+			got := out.rows[want["id"].(float64)]
+			if want["fee"] == "\\N" { // toString of a NULL
+				want["fee"] = nil
+			}
+			if fmt.Sprint(got) != fmt.Sprint(want) {
+				t.Errorf("id %v: tail printed %v, the table holds %v", want["id"], got, want)
+			}
+		}
+		if n != 4 {
+			t.Fatalf("%d rows stored, want 4", n)
+		}
+	})
+
 	t.Run("chain", func(t *testing.T) {
 		e := newEnv(t)
 		const n = 120
