@@ -271,8 +271,11 @@ const eoWindowWarn = 1000
 
 // eoCheckTables refuses exactly_once when a sink's table cannot drop a
 // block it already has: an engine that does not deduplicate, a
-// deduplication window of 0, or insert_deduplicate turned off in the
-// sink's settings. A small window is a warning.
+// deduplication window of 0, insert_deduplicate turned off in the
+// sink's settings, or a column whose value the server (or etl) computes
+// differently when a block is inserted again (eoCheckColumns). A small
+// window is a warning. New calls it for a run and for validate -connect
+// (Check) alike, before any record is read.
 func (p *Pipeline) eoCheckTables(ctx context.Context) error {
 	for _, s := range p.sinks {
 		t := s.target.Load()
@@ -282,12 +285,16 @@ func (p *Pipeline) eoCheckTables(ctx context.Context) error {
 		}
 		var engine string
 		var window int64
+		var cols []clickhouse.ColumnInfo
 		err := s.ask(func(c *clickhouse.Client) error {
 			var err error
 			if engine, err = c.Engine(ctx); err != nil {
 				return err
 			}
-			window, err = c.DedupWindow(ctx)
+			if window, err = c.DedupWindow(ctx); err != nil {
+				return err
+			}
+			cols, err = c.Describe(ctx)
 			return err
 		})
 		if err != nil {
@@ -305,6 +312,9 @@ func (p *Pipeline) eoCheckTables(ctx context.Context) error {
 				"(or the server's <merge_tree> config) to %d or more, or set delivery: at_least_once",
 				t.Name(), s.name, window, eoWindowWarn)}}
 		}
+		if err := p.eoCheckColumns(s, t, cols); err != nil {
+			return err
+		}
 		if window < eoWindowWarn {
 			p.log.Warn("exactly_once: the table remembers few blocks; a block replayed after more newer blocks than that "+
 				"were inserted into it (by every writer, in the time a crashed member's partitions take to move: "+
@@ -317,6 +327,36 @@ func (p *Pipeline) eoCheckTables(ctx context.Context) error {
 		}
 	}
 	return nil
+}
+
+// eoCheckColumns refuses exactly_once when a stored column of sink s's
+// table t (described as cols) is computed by a function whose value is
+// not the same when a block is inserted again (now(), rand(), ...; see
+// clickhouse.NondeterministicFuncs): the replayed block would differ from
+// the first and the server would keep both. A column that reads a
+// dictionary or a Join table is a warning.
+func (p *Pipeline) eoCheckColumns(s *sinkState, t *clickhouse.Target, cols []clickhouse.ColumnInfo) error {
+	var refused []string
+	for _, c := range t.Nondeterministic(cols) {
+		if c.External {
+			p.log.Warn("exactly_once: a column's value reads a dictionary or a Join table; a block replayed after its content changed "+
+				"differs from the first insert and is written twice",
+				"sink", s.name, "table", t.Name(), "column", c.Name, "kind", c.Kind, "expression", c.Expr)
+			continue
+		}
+		refused = append(refused, c.String())
+	}
+	if len(refused) == 0 {
+		return nil
+	}
+	return &ConfigError{Errs: []error{fmt.Errorf("delivery: exactly_once relies on a replayed block being identical to the first insert, "+
+		"and table %s (sink %s) computes stored columns whose value may differ when a block is inserted again: %s. "+
+		"A block inserted again after a crash would differ from the first and ClickHouse would keep both (every replayed row twice). "+
+		"Fill such a column from the record instead: a field of the record, mapped to the column by name or by sink.clickhouse.columns, "+
+		"or computed from the record's fields by a transform set: step (etl has no field for Kafka's own record timestamp: "+
+		"the producer puts the time it wants in the record). For that, a MATERIALIZED column becomes a plain one "+
+		"(ALTER TABLE ... MODIFY COLUMN; REMOVE MATERIALIZED on current servers) and an excluded one leaves sink.clickhouse.exclude_columns. "+
+		"Or set delivery: at_least_once", t.Name(), s.name, strings.Join(refused, "; "))}}
 }
 
 // count is the number of partitions in parts.

@@ -548,7 +548,8 @@ var transientQueryCodes = map[int32]bool{
 // cannot compute, because why.
 func defaultWarning(name, expr, why string) string {
 	return fmt.Sprintf("column %s: DEFAULT %s %s, so etl cannot compute it: a record without the field gets the type's zero value. "+
-		"To have the server compute it, list %s in sink.clickhouse.exclude_columns", name, expr, why, name)
+		"To have the server compute it, list %s in sink.clickhouse.exclude_columns "+
+		"(not under delivery: exactly_once for an expression that changes at each insert, such as now(): fill the column from the record instead)", name, expr, why, name)
 }
 
 // volatileFuncs are functions (lower case) whose value is not the same at

@@ -186,6 +186,83 @@ func TestExactlyOnceRefused(t *testing.T) {
 	}
 }
 
+// TestExactlyOnceComputedColumns: with records waiting in the topic, a
+// replicated table that computes a stored column with now() (MATERIALIZED,
+// or DEFAULT left to the server by exclude_columns) makes validate
+// -connect and the start refuse exactly_once (exit 2), naming the column,
+// before any record is written; a column computed from the inserted ones
+// (MATERIALIZED cityHash64(id)) is accepted, and after a crash between
+// inserts and their acknowledgement the replayed blocks are dropped:
+// every record once.
+func TestExactlyOnceComputedColumns(t *testing.T) {
+	const n = 20_000
+	zk := testenv.ZooKeeper(t)
+	ch := testenv.ClickHouseWith(t, testenv.CHOptions{ZooKeeper: zk.Addr()})
+	e := &env{t: t, ch: ch, kb: testenv.KafkaProcess(t, partitions, topic)}
+	e.produce(0, n)
+	table := func(column, path string) {
+		ch.Exec(t, "DROP TABLE IF EXISTS default.events")
+		ch.Exec(t, strings.Replace(strings.Replace(replicatedDDL, "note Nullable(String))", "note Nullable(String), "+column+")", 1),
+			"/clickhouse/tables/{shard}/events'", "/clickhouse/tables/{shard}/"+path+"'", 1))
+	}
+	for _, tc := range []struct {
+		name, column, exclude, want string
+	}{
+		{"materialized", "ingested DateTime MATERIALIZED now()", "", "column ingested MATERIALIZED now() calls now() (the time of the insert)"},
+		{"default excluded", "ingested DateTime DEFAULT now()", "ingested", "column ingested DEFAULT now() calls now() (the time of the insert)"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			table(tc.column, strings.ReplaceAll(tc.name, " ", "_"))
+			cfg := readFile(t, e.eoConfig("eo-computed"))
+			if tc.exclude != "" {
+				cfg = strings.Replace(cfg, "    table: events\n", "    table: events\n    exclude_columns: ["+tc.exclude+"]\n", 1)
+			}
+			path := writeConfig(t, cfg)
+			code, out, errOut := etlCmd(t, "validate", "-connect", "-config", path)
+			if code != 2 || !strings.Contains(errOut, tc.want) || !strings.Contains(errOut, "table default.events (sink default)") {
+				t.Fatalf("validate -connect: exit %d, want 2 and %q in stderr:\n%s%s", code, tc.want, out, errOut)
+			}
+			p := startETL(t, path)
+			if code := p.wait(t, 30*time.Second); code != 2 {
+				t.Fatalf("exit code %d, want 2:\n%s", code, p.logText())
+			}
+			if log := p.logText(); !strings.Contains(log, tc.want) {
+				t.Fatalf("log lacks %q:\n%s", tc.want, log)
+			}
+			if got := ch.Query(t, "SELECT count() FROM default.events"); got != "0" {
+				t.Fatalf("%s rows written before the refusal", got)
+			}
+		})
+	}
+	t.Run("deterministic", func(t *testing.T) {
+		table("h UInt64 MATERIALIZED cityHash64(id)", "deterministic")
+		path := e.eoConfig("eo-computed-ok")
+		if code, out, errOut := etlCmd(t, "validate", "-connect", "-config", path); code != 0 {
+			t.Fatalf("validate -connect: exit %d:\n%s%s", code, out, errOut)
+		}
+		t.Setenv("ETL_TEST_CRASH_AFTER_INSERTS", "2")
+		if code := startETL(t, path).wait(t, time.Minute); code != 128+int(syscall.SIGKILL) {
+			t.Fatalf("exit code %d, want the crash hook's SIGKILL", code)
+		}
+		t.Setenv("ETL_TEST_CRASH_AFTER_INSERTS", "")
+		before := ch.Query(t, "SELECT count() FROM default.events")
+		p := startETL(t, path)
+		e.waitRows(n, 2*time.Minute, p)
+		e.waitCommitted("eo-computed-ok", time.Minute)
+		if code := p.stop(t, syscall.SIGTERM, 30*time.Second); code != 0 {
+			t.Fatalf("exit code %d", code)
+		}
+		if !strings.Contains(p.logText(), "exactly_once: rebuilding the blocks a previous owner registered") {
+			t.Fatalf("the second run replayed no block:\n%s", p.logText())
+		}
+		e.checkOnce(n)
+		if got, want := ch.Query(t, "SELECT count(), uniqExact(h), countIf(h = cityHash64(id)) FROM default.events"), fmt.Sprintf("%d\t%d\t%d", n, n, n); got != want {
+			t.Fatalf("count, distinct h, h = cityHash64(id): %s, want %s", got, want)
+		}
+		t.Logf("%s rows before the crash; %d records, %d rows after the replay", before, n, n)
+	})
+}
+
 // TestAtLeastOnceControl is the control for the exactly-once crash tests:
 // the same crash between an insert and its acknowledgement, with
 // at_least_once, writes records again. It runs on a plain MergeTree: on a
