@@ -575,32 +575,19 @@ var (
 // (names), or calls a function that is not deterministic. String literals
 // and quoted identifiers are read as such.
 func uncomputable(expr string, names map[string]bool) string {
-	var refs, funcs []string
+	refs := columnRefs(expr, names)
+	var funcs []string
 	for _, id := range exprIdents(expr) {
-		if id.call {
-			l := strings.ToLower(id.name)
-			volatile := volatileFuncs[l]
-			for _, p := range volatilePrefixes {
-				volatile = volatile || strings.HasPrefix(l, p)
-			}
-			if volatile && !slices.Contains(funcs, id.name+"()") {
-				funcs = append(funcs, id.name+"()")
-			}
+		if !id.call {
 			continue
 		}
-		// n.a is a column n.a, or element a of a tuple column n.
-		for n := id.name; n != ""; {
-			if names[n] {
-				if !slices.Contains(refs, n) {
-					refs = append(refs, n)
-				}
-				break
-			}
-			dot := strings.LastIndexByte(n, '.')
-			if dot < 0 {
-				break
-			}
-			n = n[:dot]
+		l := strings.ToLower(id.name)
+		volatile := volatileFuncs[l]
+		for _, p := range volatilePrefixes {
+			volatile = volatile || strings.HasPrefix(l, p)
+		}
+		if volatile && !slices.Contains(funcs, id.name+"()") {
+			funcs = append(funcs, id.name+"()")
 		}
 	}
 	var why []string
