@@ -10,6 +10,7 @@ import (
 	"strings"
 
 	"github.com/etl-project/etl/chunk"
+	namesim "github.com/etl-project/etl/internal/names"
 )
 
 // ColumnInfo is one column of DESCRIBE TABLE.
@@ -291,9 +292,27 @@ func Plan(db, table string, cols []ColumnInfo, m Mapping) (*Target, error) {
 			return nil, fmt.Errorf("plan insert into %s: column %s is %s and cannot be inserted", name, col, ci.DefaultKind)
 		}
 	}
-	if len(missing) > 0 {
+	// The names a mapping or an exclusion may give: the table's columns
+	// and its Nested structures, for the did-you-mean of one it lacks.
+	known := make([]string, 0, len(cols)+len(nested))
+	for _, c := range cols {
+		known = append(known, c.Name)
+	}
+	for n := range nested {
+		known = append(known, n)
+	}
+	sort.Strings(known)
+	lacks := func(missing []string) string {
 		sort.Strings(missing)
-		return nil, fmt.Errorf("plan insert into %s: columns mapping names column(s) the table lacks: %s", name, strings.Join(missing, ", "))
+		for i, col := range missing {
+			if s := namesim.Closest(col, known); s != "" {
+				missing[i] += fmt.Sprintf(" (did you mean %s?)", s)
+			}
+		}
+		return strings.Join(missing, ", ")
+	}
+	if len(missing) > 0 {
+		return nil, fmt.Errorf("plan insert into %s: columns mapping names column(s) the table lacks: %s", name, lacks(missing))
 	}
 	excluded := make(map[string]bool, len(m.Exclude))
 	for _, col := range m.Exclude {
@@ -306,8 +325,7 @@ func Plan(db, table string, cols []ColumnInfo, m Mapping) (*Target, error) {
 		excluded[col] = true
 	}
 	if len(missing) > 0 {
-		sort.Strings(missing)
-		return nil, fmt.Errorf("plan insert into %s: exclude_columns names column(s) the table lacks: %s", name, strings.Join(missing, ", "))
+		return nil, fmt.Errorf("plan insert into %s: exclude_columns names column(s) the table lacks: %s", name, lacks(missing))
 	}
 
 	t := &Target{Database: db, Table: table, Schema: &chunk.Schema{}}
