@@ -40,7 +40,14 @@ func (l *lockedBuffer) String() string {
 // etl_sink_defaulted_rows_total{table,column}, and one WARN names the
 // table, the column and the field; a later batch within the hour is
 // counted but not logged again. Columns the records fill are not counted.
+// The same holds on the staged path (a transform step), where the count
+// goes from the staging chunk to the output chunks.
 func TestDefaultedColumn(t *testing.T) {
+	t.Run("direct", func(t *testing.T) { testDefaultedColumn(t, "") })
+	t.Run("staged", func(t *testing.T) { testDefaultedColumn(t, "transform:\n  - filter: \"id >= 0\"\n") })
+}
+
+func testDefaultedColumn(t *testing.T, transform string) {
 	kb, ch := setup(t)
 	ch.Exec(t, `CREATE TABLE default.dflt (id UInt64, user_id UInt32, kind String) ENGINE = MergeTree ORDER BY id`)
 	y := fmt.Sprintf(`pipeline: {name: dflt, workers: 2}
@@ -54,7 +61,7 @@ sink:
     batch: {max_rows: 1000, max_bytes: 4MiB, linger: 100ms}
 checkpoint: {commit_interval: 200ms, drain_timeout: 20s}
 metrics: {listen: "off"}
-`, kb.Addr(), ch.TCPAddr())
+%s`, kb.Addr(), ch.TCPAddr(), transform)
 	cfg, err := config.Parse([]byte(y), "dflt.yaml", nil)
 	if err != nil {
 		t.Fatal(err)
