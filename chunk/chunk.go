@@ -45,7 +45,21 @@ type Chunk struct {
 	// records that made rows are marked. The sink uses them to find the
 	// record behind a row the server refuses.
 	Marks []Mark
-	size  int
+	// Absent[i] counts the rows whose record lacked the field of column i,
+	// which therefore holds its default (nil while none did). The
+	// decoders count a record once it is appended; the sink compares the
+	// counts of a batch's chunks with its rows to see a column the data
+	// never fills (etl_sink_defaulted_rows_total).
+	Absent []int32
+	size   int
+}
+
+// MarkAbsent counts one row whose record lacked column col's field.
+func (c *Chunk) MarkAbsent(col int) {
+	if len(c.Absent) != len(c.Cols) {
+		c.Absent = make([]int32, len(c.Cols))
+	}
+	c.Absent[col]++
 }
 
 // Owner is the builder of a chunk: a partition's lane, or the group of
@@ -144,6 +158,7 @@ func (c *Chunk) Reset() {
 	c.Truncate(0)
 	c.Spans = c.Spans[:0]
 	c.Marks = c.Marks[:0]
+	clear(c.Absent)
 	c.Owner = nil
 	c.Oldest = 0
 	c.size = 0

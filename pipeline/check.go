@@ -179,6 +179,9 @@ func (p *Pipeline) checkRegistry(ctx context.Context) (report []string, problems
 	} else {
 		schema, fields = target.Schema, target.Fields
 	}
+	// The fields of the latest schemas, for the columns mapping (without a
+	// reader schema, which Preflight checked it against already).
+	var fieldsOf *recordFields
 	for _, subject := range subjects {
 		s, err := p.registry.Latest(ctx, subject)
 		switch {
@@ -192,6 +195,17 @@ func (p *Pipeline) checkRegistry(ctx context.Context) (report []string, problems
 			problems = append(problems, fmt.Errorf("decode.avro.registry %s: %w", a.Registry.URL, err))
 			continue
 		}
+		if p.readerSchema == "" {
+			if r, err := avroRecordFields(s.Text, ""); err == nil {
+				if fieldsOf == nil {
+					fieldsOf = newRecordFields("")
+				}
+				for n := range r.names {
+					fieldsOf.names[n] = true
+				}
+				fieldsOf.from += fmt.Sprintf(", %s (id %d)", subject, s.ID)
+			}
+		}
 		_, err = avro.New(s.Text, schema, avro.Options{Fields: fields, ReaderSchema: p.readerSchema,
 			Validate: p.cfg.Decode.ValidateSchema, Ranges: p.serverRanges()})
 		if err != nil {
@@ -200,6 +214,12 @@ func (p *Pipeline) checkRegistry(ctx context.Context) (report []string, problems
 			continue
 		}
 		report = append(report, fmt.Sprintf("avro: subject %s, latest schema id %d, fills the tables' columns", subject, s.ID))
+	}
+	if fieldsOf != nil {
+		fieldsOf.from = "the latest schema of the registry's subjects " + strings.TrimPrefix(fieldsOf.from, ", ")
+		if errs := checkMappedFields(p.cfg, fieldsOf); len(errs) > 0 {
+			problems = append(problems, &ConfigError{Errs: errs})
+		}
 	}
 	return report, problems
 }

@@ -33,7 +33,12 @@ func (e *ConfigError) Unwrap() []error { return e.Errs }
 // every file the configuration names (Avro schema files, the reader
 // schema, TLS CA, certificate and key files, password files) is read and
 // parsed, and every
-// transform expression is parsed with its functions checked. It returns a
+// transform expression is parsed with its functions checked. Where the
+// configuration lists the records' fields (an Avro schema file or reader
+// schema, decode.fields), a sink.clickhouse.columns entry mapping a column
+// to a field that is not one of them (nor derived by the chain), and with
+// an Avro schema an expression reading such a field, is an error with the
+// closest field as a did-you-mean. It returns a
 // *ConfigError listing every problem, or nil. `etl validate` and the run
 // both call it, so a mistake it can see never starts a pipeline.
 func Preflight(cfg *config.Config) error {
@@ -104,8 +109,34 @@ func Preflight(cfg *config.Config) error {
 			errs = append(errs, err)
 		}
 	}
+	if len(errs) == 0 {
+		// The fields the configuration lists (an Avro schema, the reader
+		// schema, decode.fields): a column mapped to a field none of them
+		// is, or an expression reading one, is refused here.
+		r, err := offlineRecordFields(cfg)
+		if err != nil {
+			errs = append(errs, err)
+		}
+		errs = append(errs, checkMappedFields(cfg, r)...)
+		if err := checkExprFields(cfg, r); err != nil {
+			var ce transform.CompileErrors
+			if errors.As(err, &ce) {
+				for _, e := range ce {
+					errs = append(errs, e)
+				}
+			} else {
+				errs = append(errs, err)
+			}
+		}
+	}
 	if len(errs) > 0 {
 		return &ConfigError{Errs: errs}
 	}
 	return nil
+}
+
+// readFile is the content of the file at path.
+func readFile(path string) (string, error) {
+	b, err := os.ReadFile(path)
+	return string(b), err
 }

@@ -248,7 +248,17 @@ func Derive(src Source, o Options) ([]Column, error) {
 		}
 		cols = append(cols, c)
 	}
-	cols = override(cols, o.Overrides)
+	cols = override(cols, o.Overrides, func(field string) (string, bool) {
+		if !hidden[field] {
+			return "", false
+		}
+		for i, n := range in.Names {
+			if n == field {
+				return in.Types[i].Name, true
+			}
+		}
+		return "", false
+	})
 	if o.LowCardinality {
 		for i := range cols {
 			if cols[i].Group != "" {
@@ -292,9 +302,13 @@ func (s Server) kindType(kind string) string {
 }
 
 // override names the columns the sink's column map fills from another
-// field: the field's column takes the column's name (a field feeding
-// several columns gives each one).
-func override(cols []Column, m map[string]string) []Column {
+// field, as the run's insert plan fills them (clickhouse.Plan): the
+// field's column takes the column's name (a field feeding several columns
+// gives each one); a map entry naming an array of records (a Nested
+// structure) renames the structure; one naming a field that is not a
+// column of the rows by itself (a field of a record, "user.id", which
+// hiddenType types) adds a column of that field's type.
+func override(cols []Column, m map[string]string, hiddenType func(string) (string, bool)) []Column {
 	names := make([]string, 0, len(m))
 	for c := range m {
 		names = append(names, c)
@@ -311,7 +325,21 @@ func override(cols []Column, m map[string]string) []Column {
 			}
 		}
 		if at < 0 {
-			continue // a field the rows lack: the sink's plan reports it
+			group := false
+			for i := range cols {
+				if cols[i].Group == field && cols[i].Type != "" {
+					cols[i].Name = name + strings.TrimPrefix(cols[i].Name, field)
+					cols[i].Group = name
+					group = true
+				}
+			}
+			if group {
+				continue
+			}
+			if t, ok := hiddenType(field); ok {
+				cols = append(cols, Column{Name: name, Type: t})
+			}
+			continue // else a field the rows lack: refused before (pipeline.CheckMapped) or by the sink's plan
 		}
 		if used[at] {
 			c := cols[at]

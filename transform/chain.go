@@ -93,6 +93,11 @@ type outPlan struct {
 	hash    func(chunk.Column, int) uint64
 	keyType *chunk.Type
 	weights []int
+	// src[ci] is the staging column output column ci copies a source
+	// field from (-1 for a derived field or an element of the flattened
+	// arrays): a record that lacked the field leaves the column at its
+	// default, which the output chunk counts (chunk.Chunk.Absent).
+	src []int
 }
 
 // Clone returns a chain sharing c's compiled program with its own run-time
@@ -257,6 +262,15 @@ func (c *Chain) emitTo(oi int, e Emitter, res *Result) bool {
 	}
 	if r.err != nil {
 		return false
+	}
+	if a := r.in.Absent; len(a) > 0 {
+		// The staging chunk holds one record's rows: a field every one
+		// of them lacked is absent from this row too.
+		for ci, sc := range o.src {
+			if sc >= 0 && int(a[sc]) >= r.in.Rows {
+				ch.MarkAbsent(ci)
+			}
+		}
 	}
 	ch.Rows++
 	res.Out++
@@ -897,7 +911,9 @@ func (cc *chainCompiler) outputs(outs []Output) {
 			continue
 		}
 		plan.cols = make([]appender, len(o.Fields))
+		plan.src = make([]int, len(o.Fields))
 		for ci, fname := range o.Fields {
+			plan.src[ci] = -1
 			ct := o.Schema.Types[ci]
 			col := o.Schema.Names[ci]
 			where := fmt.Sprintf("sink %q column %s (%s)", o.Name, col, ct.Name)
@@ -923,6 +939,9 @@ func (cc *chainCompiler) outputs(outs []Output) {
 				continue
 			}
 			plan.cols[ci] = app
+			if ref.src && !ref.elem {
+				plan.src[ci] = ref.col
+			}
 		}
 		if o.ShardKey >= 0 {
 			where := fmt.Sprintf("sink %q", o.Name)

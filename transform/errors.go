@@ -6,6 +6,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/etl-project/etl/config"
+	"github.com/etl-project/etl/internal/names"
 )
 
 // Reasons a record fails in the chain. They are stable strings meant for
@@ -152,53 +153,7 @@ func lineCol(text string, pos int) (line, col int) {
 
 // suggest returns the candidate closest to name within a small edit
 // distance, or "".
-func suggest(name string, candidates []string) string {
-	best, bestD := "", 0
-	limit := 2
-	if len(name) >= 9 {
-		limit = 3
-	}
-	for _, c := range candidates {
-		if c == name {
-			continue
-		}
-		d := editDistance(strings.ToLower(name), strings.ToLower(c))
-		if d <= limit && (best == "" || d < bestD || d == bestD && c < best) {
-			best, bestD = c, d
-		}
-	}
-	return best
-}
+func suggest(name string, candidates []string) string { return names.Closest(name, candidates) }
 
 // didYouMean is " (did you mean "x"?)" or "".
-func didYouMean(name string, candidates []string) string {
-	if s := suggest(name, candidates); s != "" {
-		return fmt.Sprintf(" (did you mean %q?)", s)
-	}
-	return ""
-}
-
-// editDistance is the optimal string alignment distance (Levenshtein
-// with transpositions of adjacent characters).
-func editDistance(a, b string) int {
-	rows := [3][]int{make([]int, len(b)+1), make([]int, len(b)+1), make([]int, len(b)+1)}
-	pp, prev, cur := rows[0], rows[1], rows[2]
-	for j := range prev {
-		prev[j] = j
-	}
-	for i := 1; i <= len(a); i++ {
-		cur[0] = i
-		for j := 1; j <= len(b); j++ {
-			cost := 1
-			if a[i-1] == b[j-1] {
-				cost = 0
-			}
-			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
-			if i > 1 && j > 1 && a[i-1] == b[j-2] && a[i-2] == b[j-1] {
-				cur[j] = min(cur[j], pp[j-2]+1)
-			}
-		}
-		pp, prev, cur = prev, cur, pp
-	}
-	return prev[len(b)]
-}
+func didYouMean(name string, candidates []string) string { return names.DidYouMean(name, candidates) }

@@ -72,67 +72,7 @@ func InputsKnown(steps []config.Step, outs []Output, declared, schema map[string
 	errorf := func(pos config.Pos, path, format string, args ...any) {
 		in.errs = append(in.errs, &CompileError{Pos: pos, Path: path, Msg: fmt.Sprintf(format, args...)})
 	}
-	in.flatten, in.flatStep = findFlatten(steps, errorf)
-	for i, st := range steps {
-		path := fmt.Sprintf("transform[%d]", i)
-		if len(stepKeys(st)) != 1 {
-			continue // Compile reports it
-		}
-		switch {
-		case st.Flatten != "":
-			if i == in.flatStep {
-				in.flattened = true
-			}
-		case st.Filter != nil:
-			in.expr(path+".filter", *st.Filter, st.Pos)
-		case len(st.Set) > 0:
-			for _, a := range st.Set {
-				in.expr(path+".set."+a.Field, a.Expr, st.Pos)
-				delete(in.gone, a.Field)
-				in.scope[a.Field] = origin{derived: true}
-			}
-		case len(st.Rename) > 0:
-			olds := make([]string, 0, len(st.Rename))
-			for old := range st.Rename {
-				olds = append(olds, old)
-			}
-			sort.Strings(olds)
-			got := map[string]origin{}
-			for _, old := range olds {
-				o, msg := in.get(old)
-				if msg != "" {
-					errorf(st.Pos, path+".rename", "%s", msg)
-					continue
-				}
-				got[old] = o
-			}
-			for _, old := range olds {
-				delete(in.scope, old)
-				in.gone[old] = fmt.Sprintf("renamed to %q at %s", st.Rename[old], path)
-			}
-			for _, old := range olds {
-				if o, ok := got[old]; ok && st.Rename[old] != "" {
-					delete(in.gone, st.Rename[old])
-					in.scope[st.Rename[old]] = o
-				}
-			}
-		case len(st.Drop) > 0:
-			for _, name := range st.Drop {
-				delete(in.scope, name)
-				in.gone[name] = "dropped at " + path
-			}
-		case st.Route != nil:
-			for j, ru := range st.Route.Rules {
-				if ru.When != nil {
-					pos := ru.Pos
-					if pos.Line == 0 {
-						pos = st.Pos
-					}
-					in.expr(fmt.Sprintf("%s.route.rules[%d].when", path, j), *ru.When, pos)
-				}
-			}
-		}
-	}
+	in.walk(steps, errorf)
 	for _, o := range outs {
 		if o.Schema == nil {
 			continue
@@ -232,6 +172,116 @@ func InputsKnown(steps []config.Step, outs []Output, declared, schema map[string
 		return nil, in.errs
 	}
 	return s, nil
+}
+
+// walk follows the chain's steps, recording the source fields their
+// expressions read (needs) and the names each step derives, renames or
+// drops (scope, gone).
+func (in *inputs) walk(steps []config.Step, errorf func(pos config.Pos, path, format string, args ...any)) {
+	in.flatten, in.flatStep = findFlatten(steps, errorf)
+	for i, st := range steps {
+		path := fmt.Sprintf("transform[%d]", i)
+		if len(stepKeys(st)) != 1 {
+			continue // Compile reports it
+		}
+		switch {
+		case st.Flatten != "":
+			if i == in.flatStep {
+				in.flattened = true
+			}
+		case st.Filter != nil:
+			in.expr(path+".filter", *st.Filter, st.Pos)
+		case len(st.Set) > 0:
+			for _, a := range st.Set {
+				in.expr(path+".set."+a.Field, a.Expr, st.Pos)
+				delete(in.gone, a.Field)
+				in.scope[a.Field] = origin{derived: true}
+			}
+		case len(st.Rename) > 0:
+			olds := make([]string, 0, len(st.Rename))
+			for old := range st.Rename {
+				olds = append(olds, old)
+			}
+			sort.Strings(olds)
+			got := map[string]origin{}
+			for _, old := range olds {
+				o, msg := in.get(old)
+				if msg != "" {
+					errorf(st.Pos, path+".rename", "%s", msg)
+					continue
+				}
+				got[old] = o
+			}
+			for _, old := range olds {
+				delete(in.scope, old)
+				in.gone[old] = fmt.Sprintf("renamed to %q at %s", st.Rename[old], path)
+			}
+			for _, old := range olds {
+				if o, ok := got[old]; ok && st.Rename[old] != "" {
+					delete(in.gone, st.Rename[old])
+					in.scope[st.Rename[old]] = o
+				}
+			}
+		case len(st.Drop) > 0:
+			for _, name := range st.Drop {
+				delete(in.scope, name)
+				in.gone[name] = "dropped at " + path
+			}
+		case st.Route != nil:
+			for j, ru := range st.Route.Rules {
+				if ru.When != nil {
+					pos := ru.Pos
+					if pos.Line == 0 {
+						pos = st.Pos
+					}
+					in.expr(fmt.Sprintf("%s.route.rules[%d].when", path, j), *ru.When, pos)
+				}
+			}
+		}
+	}
+}
+
+// UnknownFields checks, before the tables are read, the source fields the
+// chain's expressions read against the records' fields when the
+// configuration lists them (an Avro schema file or reader schema,
+// decode.fields): a field that known does not hold is an error naming the
+// expression, with the closest of candidates as a did-you-mean; from says
+// where the list comes from, for the message. Fields the chain derives
+// (set) or renames are not source fields and are not checked. The errors
+// are CompileErrors.
+func UnknownFields(steps []config.Step, known func(string) bool, candidates []string, from string) error {
+	in := &inputs{scope: map[string]origin{}, gone: map[string]string{}, needs: map[string]*need{}}
+	errorf := func(pos config.Pos, path, format string, args ...any) {
+		in.errs = append(in.errs, &CompileError{Pos: pos, Path: path, Msg: fmt.Sprintf(format, args...)})
+	}
+	in.walk(steps, errorf)
+	for _, name := range in.order {
+		n := in.needs[name]
+		if n.text == "" || known(name) {
+			continue
+		}
+		msg := fmt.Sprintf("field %q is not a field of the records: %s has no such field%s", name, from, didYouMean(name, candidates))
+		in.errs = append(in.errs, &CompileError{Pos: n.pos, Path: n.path, Msg: exprMsg(n.text, &exprError{pos: n.at, msg: msg})})
+	}
+	if len(in.errs) > 0 {
+		return in.errs
+	}
+	return nil
+}
+
+// Derived returns the names the chain's set and rename steps give fields:
+// besides the source fields, the names an output column can be fed from.
+func Derived(steps []config.Step) []string {
+	var out []string
+	for _, st := range steps {
+		for _, a := range st.Set {
+			out = append(out, a.Field)
+		}
+		for _, to := range st.Rename {
+			out = append(out, to)
+		}
+	}
+	return out
 }
 
 func (in *inputs) typeOf(n *need, declared map[string]string) (*chunk.Type, string) {

@@ -65,6 +65,10 @@ func schemaCmd(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "etl schema: %v\n", err)
 		return exitFailed
 	}
+	if err := pipeline.CheckMapped(cfg, src); err != nil {
+		fmt.Fprintf(stderr, "etl schema: %v\n", err)
+		return exitUsage
+	}
 	for i, s := range cfg.SinkList() {
 		if *only != "" && s.Name != *only {
 			continue

@@ -332,6 +332,9 @@ func (a *Decoder) Decode(payload []byte, c *chunk.Chunk) (int, error) {
 			return 0, a.fieldError(e, a.fields[ci], ci)
 		}
 	}
+	for _, m := range a.missing {
+		c.MarkAbsent(m.col)
+	}
 	c.Rows++
 	return 1, nil
 }

@@ -318,6 +318,7 @@ func (d *Decoder) fastRow(s []byte, c *chunk.Chunk) bool {
 		for ci := range d.cols {
 			if d.seen[ci] != d.gen {
 				c.Cols[ci].AppendDefault()
+				c.MarkAbsent(ci)
 			}
 		}
 	}

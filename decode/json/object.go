@@ -35,11 +35,13 @@ func (d *Decoder) fromObject(o *fastjson.Object, c *chunk.Chunk) *decode.Error {
 	}
 
 	rows := c.Rows
+	absent := 0
 	for i := range d.cols {
 		col := c.Cols[i]
 		sv := d.slots[i]
 		if sv == nil {
 			col.AppendDefault()
+			absent++
 			continue
 		}
 		if sv.Type() == fastjson.TypeNull {
@@ -68,6 +70,12 @@ func (d *Decoder) fromObject(o *fastjson.Object, c *chunk.Chunk) *decode.Error {
 		}
 	}
 	c.Rows++
+	for i := 0; absent > 0 && i < len(d.cols); i++ {
+		if d.slots[i] == nil {
+			c.MarkAbsent(i)
+			absent--
+		}
+	}
 	return nil
 }
 

@@ -30,8 +30,12 @@ var authCodes = map[int32]string{
 // configuration rather than from the server's state, so that starting
 // again cannot help: a refused login (user, password) or a TLS
 // verification failure (no trusted CA, a certificate for another host, TLS
-// to a port that does not speak it).
+// to a port that does not speak it), a column mapping that does not fit
+// the table (MappingError).
 func ConfigProblem(err error) bool {
+	if _, ok := errors.AsType[*MappingError](err); ok {
+		return true
+	}
 	if code, ok := exceptionCode(err); ok {
 		_, auth := authCodes[code]
 		return auth

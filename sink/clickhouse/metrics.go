@@ -30,6 +30,10 @@ type Metrics struct {
 	rejected       *prometheus.CounterVec
 	unknownStatus  *prometheus.CounterVec
 	orphans        *prometheus.CounterVec
+	defaulted      *prometheus.CounterVec
+	// defaultedLog limits the warning about a column the data never fills
+	// to one per table and column and hour, across the sink's shards.
+	defaultedLog *hourly
 }
 
 // Flush reasons: why a batch was closed.
@@ -113,6 +117,10 @@ func NewMetrics(reg prometheus.Registerer, constLabels prometheus.Labels) *Metri
 	m.orphans = prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "etl_sink_orphan_parts_total", Help: "Parts found on a replica that ZooKeeper never registered (left by an insert whose status was unknown): their rows read twice until the replica restarts.", ConstLabels: constLabels,
 	}, shard)
+	m.defaulted = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "etl_sink_defaulted_rows_total", Help: "Rows inserted with a column at its default because no record of the batch had the column's field (the whole batch lacked it: a mapped field no record has).", ConstLabels: constLabels,
+	}, []string{"table", "column"})
+	m.defaultedLog = newHourly()
 	if reg == nil {
 		return m
 	}
@@ -135,6 +143,7 @@ func NewMetrics(reg prometheus.Registerer, constLabels prometheus.Labels) *Metri
 	m.rejected = register(reg, m.rejected)
 	m.unknownStatus = register(reg, m.unknownStatus)
 	m.orphans = register(reg, m.orphans)
+	m.defaulted = register(reg, m.defaulted)
 	return m
 }
 
@@ -161,6 +170,7 @@ type shardMetrics struct {
 	bisections, rejected                prometheus.Counter
 	unknownStatus                       prometheus.Counter
 	orphans                             prometheus.Counter
+	sink                                *Metrics // the vectors labelled by table and column
 }
 
 func (m *Metrics) forShard(shard string) *shardMetrics {
@@ -189,5 +199,6 @@ func (m *Metrics) forShard(shard string) *shardMetrics {
 		rejected:      m.rejected.WithLabelValues(shard),
 		unknownStatus: m.unknownStatus.WithLabelValues(shard),
 		orphans:       m.orphans.WithLabelValues(shard),
+		sink:          m,
 	}
 }

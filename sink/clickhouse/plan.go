@@ -10,6 +10,7 @@ import (
 	"strings"
 
 	"github.com/etl-project/etl/chunk"
+	namesim "github.com/etl-project/etl/internal/names"
 )
 
 // ColumnInfo is one column of DESCRIBE TABLE.
@@ -221,6 +222,15 @@ func (c *Client) Plan(ctx context.Context) (*Target, error) {
 	return t, nil
 }
 
+// MappingError is Plan's error for sink.clickhouse.columns or
+// exclude_columns naming a column the table lacks or cannot take: a
+// mistake in the configuration (ConfigProblem), which starting again does
+// not mend.
+type MappingError struct{ Err error }
+
+func (e *MappingError) Error() string { return e.Err.Error() }
+func (e *MappingError) Unwrap() error { return e.Err }
+
 // Mapping is how a table's columns take their source fields: by name,
 // except where Columns says otherwise, and none for the columns Exclude
 // names (sink.clickhouse.columns and exclude_columns).
@@ -288,12 +298,30 @@ func Plan(db, table string, cols []ColumnInfo, m Mapping) (*Target, error) {
 			continue
 		}
 		if !insertable(ci) {
-			return nil, fmt.Errorf("plan insert into %s: column %s is %s and cannot be inserted", name, col, ci.DefaultKind)
+			return nil, &MappingError{fmt.Errorf("plan insert into %s: column %s is %s and cannot be inserted", name, col, ci.DefaultKind)}
 		}
 	}
-	if len(missing) > 0 {
+	// The names a mapping or an exclusion may give: the table's columns
+	// and its Nested structures, for the did-you-mean of one it lacks.
+	known := make([]string, 0, len(cols)+len(nested))
+	for _, c := range cols {
+		known = append(known, c.Name)
+	}
+	for n := range nested {
+		known = append(known, n)
+	}
+	sort.Strings(known)
+	lacks := func(missing []string) string {
 		sort.Strings(missing)
-		return nil, fmt.Errorf("plan insert into %s: columns mapping names column(s) the table lacks: %s", name, strings.Join(missing, ", "))
+		for i, col := range missing {
+			if s := namesim.Closest(col, known); s != "" {
+				missing[i] += fmt.Sprintf(" (did you mean %s?)", s)
+			}
+		}
+		return strings.Join(missing, ", ")
+	}
+	if len(missing) > 0 {
+		return nil, &MappingError{fmt.Errorf("plan insert into %s: columns mapping names column(s) the table lacks: %s", name, lacks(missing))}
 	}
 	excluded := make(map[string]bool, len(m.Exclude))
 	for _, col := range m.Exclude {
@@ -301,13 +329,12 @@ func Plan(db, table string, cols []ColumnInfo, m Mapping) (*Target, error) {
 			missing = append(missing, col)
 		}
 		if _, mapped := explicit[col]; mapped {
-			return nil, fmt.Errorf("plan insert into %s: column %s is both mapped (columns) and excluded (exclude_columns)", name, col)
+			return nil, &MappingError{fmt.Errorf("plan insert into %s: column %s is both mapped (columns) and excluded (exclude_columns)", name, col)}
 		}
 		excluded[col] = true
 	}
 	if len(missing) > 0 {
-		sort.Strings(missing)
-		return nil, fmt.Errorf("plan insert into %s: exclude_columns names column(s) the table lacks: %s", name, strings.Join(missing, ", "))
+		return nil, &MappingError{fmt.Errorf("plan insert into %s: exclude_columns names column(s) the table lacks: %s", name, lacks(missing))}
 	}
 
 	t := &Target{Database: db, Table: table, Schema: &chunk.Schema{}}

@@ -635,6 +635,7 @@ func (s *Shard) insert(ctx context.Context, b *batch) error {
 			s.log.Debug("batch inserted", slog.Int("rows", b.rows), slog.Int("bytes", b.bytes),
 				slog.Int("chunks", len(b.chunks)), slog.String("reason", b.reason), slog.Duration("took", time.Since(start)))
 		}
+		s.noteDefaulted(s.targetFor(b.chunks[0].Schema), b.chunks, b.rows)
 		s.ack(b.chunks)
 		return nil
 	}
