@@ -45,21 +45,28 @@ type Chunk struct {
 	// records that made rows are marked. The sink uses them to find the
 	// record behind a row the server refuses.
 	Marks []Mark
-	// Absent[i] counts the rows whose record lacked the field of column i,
-	// which therefore holds its default (nil while none did). The
-	// decoders count a record once it is appended; the sink compares the
-	// counts of a batch's chunks with its rows to see a column the data
-	// never fills (etl_sink_defaulted_rows_total).
+	// Absent[i] is the number of leading rows whose record lacked the
+	// field of column i, which therefore hold its default (nil while no
+	// row's did): it equals Rows exactly when no row of the chunk has the
+	// field. The sink compares the counts of a batch's chunks with its
+	// rows to see a column the data never fills
+	// (etl_sink_defaulted_rows_total). A prefix, not a count, so that
+	// Truncate keeps it exact: the rows a refused record takes back may
+	// have lacked the field, and a count would still hold them.
 	Absent []int32
 	size   int
 }
 
-// MarkAbsent counts one row whose record lacked column col's field.
+// MarkAbsent notes that the record of the row being built (row Rows)
+// lacks column col's field; called again for the same row, it changes
+// nothing.
 func (c *Chunk) MarkAbsent(col int) {
 	if len(c.Absent) != len(c.Cols) {
 		c.Absent = make([]int32, len(c.Cols))
 	}
-	c.Absent[col]++
+	if int(c.Absent[col]) == c.Rows {
+		c.Absent[col]++
+	}
 }
 
 // Owner is the builder of a chunk: a partition's lane, or the group of
@@ -177,6 +184,9 @@ func (c *Chunk) Truncate(n int) {
 		}
 	}
 	c.Rows = n
+	for i, a := range c.Absent {
+		c.Absent[i] = min(a, int32(n))
+	}
 	for len(c.Marks) > 0 && c.Marks[len(c.Marks)-1].End > n {
 		c.Marks = c.Marks[:len(c.Marks)-1]
 	}

@@ -69,13 +69,13 @@ func (d *Decoder) fromObject(o *fastjson.Object, c *chunk.Chunk) *decode.Error {
 			return e
 		}
 	}
-	c.Rows++
 	for i := 0; absent > 0 && i < len(d.cols); i++ {
 		if d.slots[i] == nil {
 			c.MarkAbsent(i)
 			absent--
 		}
 	}
+	c.Rows++
 	return nil
 }
 

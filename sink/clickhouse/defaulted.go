@@ -10,12 +10,12 @@ import (
 
 // A column the data leaves at its default in every row of a batch.
 //
-// The decoders count, per chunk and column, the rows whose record lacked
-// the column's field (chunk.Chunk.Absent, one increment where the default
-// is appended, nothing for a record that has every field). After an
-// insert, the shard adds the counts of the batch's chunks, a few integers
-// per chunk and column: a column whose count is the batch's row count was
-// filled by no record of the batch. Such a batch adds its rows to
+// The decoders note, per chunk and column, the leading rows whose record
+// lacked the column's field (chunk.Chunk.Absent, one compare where the
+// default is appended, nothing for a record that has every field). After
+// an insert, the shard adds the counts of the batch's chunks, a few
+// integers per chunk and column: a column whose sum is the batch's row
+// count was filled by no record of the batch. Such a batch adds its rows to
 // etl_sink_defaulted_rows_total{table,column}, and the first of each hour
 // logs a warning naming the table, the column and the field it is filled
 // from (not for a column filled by name whose table DEFAULT expression etl
