@@ -42,8 +42,9 @@ sim:
 # decoder, the Schema Registry framing, the Native encoder (checked against
 # ch-go's reader), the config loader, the exactly-once commit metadata, and
 # the JSON and Avro decoders against a real ClickHouse (whatever a decoder
-# accepts, the server's insert accepts; one server each, started by the
-# test). Stops at the first failure; a failing input is written under the
+# accepts, the server's insert accepts, and for JSON the row stored equals
+# the row the server's own JSONEachRow parser stores from the same record,
+# or differs as documented; one server each, started by the test). Stops at the first failure; a failing input is written under the
 # package's testdata/fuzz/<target>/ and replays with
 # go test ./<package> -run <target>/<file>. Every target's checked-in
 # corpus there is run by plain go test (make test).
