@@ -53,6 +53,14 @@ func (s *Shard) noteDefaulted(t *Target, chunks []*chunk.Chunk, rows int) {
 	if rows <= 0 || len(chunks) == 0 {
 		return
 	}
+	if t != nil && s.defaultedSeries.Swap(t) != t {
+		// Every inserted column has its series from the target's first
+		// insert on, at 0 until a batch leaves it at its default, so that
+		// a rate or an alert over it sees the column.
+		for _, col := range t.Schema.Names {
+			s.m.sink.defaulted.WithLabelValues(t.Name(), col)
+		}
+	}
 	sc := chunks[0].Schema
 	for j := range sc.Names {
 		absent := 0

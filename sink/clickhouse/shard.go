@@ -126,6 +126,9 @@ type Shard struct {
 	o   ShardOptions
 	log *slog.Logger
 	m   *shardMetrics
+	// defaultedSeries is the target whose columns' defaulted-rows series
+	// were last made (noteDefaulted).
+	defaultedSeries atomic.Pointer[Target]
 
 	queue chan *chunk.Chunk
 	// mu guards closed and the queue's closing against TryEnqueue's send.
