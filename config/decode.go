@@ -7,6 +7,8 @@ import (
 	"strings"
 
 	"gopkg.in/yaml.v3"
+
+	"github.com/etl-project/etl/internal/names"
 )
 
 type mark struct{ line, col int }
@@ -342,33 +344,12 @@ func joinPath(parent, key string) string {
 func suggest(key string, candidates []string) string {
 	best, bestDist := "", 3
 	for _, c := range candidates {
-		dist := editDistance(strings.ToLower(key), c)
+		dist := names.Distance(strings.ToLower(key), c)
 		if dist < bestDist && dist*3 <= len(c) {
 			best, bestDist = c, dist
 		}
 	}
 	return best
-}
-
-// editDistance is the Levenshtein distance between a and b.
-func editDistance(a, b string) int {
-	prev := make([]int, len(b)+1)
-	cur := make([]int, len(b)+1)
-	for j := range prev {
-		prev[j] = j
-	}
-	for i := 1; i <= len(a); i++ {
-		cur[0] = i
-		for j := 1; j <= len(b); j++ {
-			cost := 1
-			if a[i-1] == b[j-1] {
-				cost = 0
-			}
-			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
-		}
-		prev, cur = cur, prev
-	}
-	return prev[len(b)]
 }
 
 // pos is n's position in the file.

@@ -1,5 +1,7 @@
 package decode
 
+import "bytes"
+
 // JSONEscapeLen returns the length of the valid escape at s[i] (s[i] is a
 // backslash): 2 for the two-character escapes, 6 for \uXXXX outside the
 // surrogates, 12 for a surrogate pair; 0 for an escape the server refuses
@@ -61,16 +63,18 @@ func Hex4(s []byte, i int) (rune, bool) {
 // JSONEscapeLen refuses, or -1. A backslash is only valid inside a JSON
 // string, where each one starts an escape; one outside a string is the
 // parser's syntax error.
+// Text without a backslash costs one bytes.IndexByte.
 func BadJSONEscape(b []byte) int {
-	for i := 0; i < len(b); i++ {
-		if b[i] != '\\' {
-			continue
+	for i := 0; ; {
+		k := bytes.IndexByte(b[i:], '\\')
+		if k < 0 {
+			return -1
 		}
+		i += k
 		n := JSONEscapeLen(b, i)
 		if n == 0 {
 			return i
 		}
-		i += n - 1
+		i += n
 	}
-	return -1
 }

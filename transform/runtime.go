@@ -2,7 +2,6 @@ package transform
 
 import (
 	"fmt"
-	"strings"
 	"unsafe"
 
 	"github.com/etl-project/etl/chunk"
@@ -155,7 +154,7 @@ func (r *rt) json(s string) *fastjson.Value {
 		r.jbig = true
 	}
 	v, err := r.jp.Parse(s)
-	if err != nil || strings.IndexByte(s, '\\') >= 0 && decode.BadJSONEscape(unsafe.Slice(p, len(s))) >= 0 {
+	if err != nil || decode.BadJSONEscape(unsafe.Slice(p, len(s))) >= 0 {
 		v = nil
 	}
 	r.jsrc, r.jlen, r.jv, r.jparsed = p, len(s), v, true

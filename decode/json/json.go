@@ -380,10 +380,8 @@ func (d *Decoder) decodeArray(value []byte, c *chunk.Chunk) (int, error) {
 		}
 	}
 	defer d.release(len(value))
-	if bytes.IndexByte(value, '\\') >= 0 {
-		if e := checkEscapes(value); e != nil {
-			return 0, e
-		}
+	if e := checkEscapes(value); e != nil {
+		return 0, e
 	}
 	v, err := d.p.ParseBytes(value)
 	if err != nil {
@@ -450,19 +448,16 @@ func (d *Decoder) arrayElements(value []byte, c *chunk.Chunk) (n int, err error,
 
 // decodeOne decodes one JSON object into one row.
 func (d *Decoder) decodeOne(value []byte, c *chunk.Chunk) *decode.Error {
-	if d.fast != nil && !d.noFast && !d.lookupByGet {
-		if d.decodeFast(value, c) {
-			c.Rows++
-			return nil
-		}
+	onePass := d.fast != nil && !d.noFast && !d.lookupByGet
+	if onePass && d.decodeFast(value, c) {
+		c.Rows++
+		return nil
 	}
 	// fastjson keeps escapes the server refuses, or alters them.
-	if bytes.IndexByte(value, '\\') >= 0 {
-		if e := checkEscapes(value); e != nil {
-			return e
-		}
+	if e := checkEscapes(value); e != nil {
+		return e
 	}
-	if d.fast != nil && !d.noFast && !d.lookupByGet {
+	if onePass {
 		// A large record: find its bad value without parsing it whole.
 		if len(value) > diagnoseBytes {
 			if done, e := d.diagnose(value, c); done {
