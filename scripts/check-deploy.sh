@@ -9,9 +9,11 @@
 #      docs/METRICS.md, that every alert links to a heading of
 #      docs/RUNBOOK.md, and that the Kubernetes Deployment agrees with the
 #      ConfigMap's pipeline.yaml (loaded with etl's own config loader);
-#   3. deploy/kubernetes/check (its own Go module): every manifest decodes
-#      strictly into its Kubernetes API type, and the references between the
-#      manifests hold.
+#   3. deploy/kubernetes/check (its own Go module): every kustomization
+#      under deploy/ (the base, deploy/kubernetes, and the KEDA overlay,
+#      deploy/keda) builds with kustomize's own build, as `kubectl apply -k`
+#      runs it; every manifest decodes strictly into its Kubernetes API type,
+#      and the references between the manifests hold.
 #
 # Needs Go and promtool. promtool comes from Debian's `prometheus` package;
 # when it is not on PATH this script extracts it from that package's .deb
