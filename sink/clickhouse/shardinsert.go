@@ -1,0 +1,284 @@
+package clickhouse
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"math/rand/v2"
+	"time"
+
+	"github.com/etl-project/etl/chunk"
+)
+
+// Clients are the shard's replicas.
+func (s *Shard) Clients() []*Client {
+	out := make([]*Client, len(s.replicas))
+	for i, r := range s.replicas {
+		out[i] = r.c
+	}
+	return out
+}
+
+// pick returns the replica the next attempt goes to: the current one, or
+// the next in order whose breaker lets inserts through; nil when every
+// breaker is open.
+func (s *Shard) pick() *replica {
+	n := len(s.replicas)
+	start := int(s.cur.Load())
+	for i := range n {
+		k := (start + i) % n
+		if s.replicas[k].br.allow() {
+			if i > 0 {
+				s.cur.Store(int64(k))
+			}
+			return s.replicas[k]
+		}
+	}
+	return nil
+}
+
+// reopens is how long until the first open breaker lets inserts through,
+// and its replica.
+func (s *Shard) reopens() (time.Duration, *replica) {
+	var first time.Time
+	var next *replica
+	for _, r := range s.replicas {
+		if u := r.br.until(); !u.IsZero() && (first.IsZero() || u.Before(first)) {
+			first, next = u, r
+		}
+	}
+	return max(time.Until(first), time.Millisecond), next
+}
+
+// moveOn makes the replica after r the current one.
+func (s *Shard) moveOn(r *replica) {
+	for i, x := range s.replicas {
+		if x == r {
+			s.cur.CompareAndSwap(int64(i), int64((i+1)%len(s.replicas)))
+			return
+		}
+	}
+}
+
+// insert inserts b and acknowledges it. It returns nil, ctx.Err() when ctx
+// ends, or the *InsertError that ends the shard. A batch the server
+// refuses for the values of some rows is bisected down to the records
+// behind them when OnRejected is set (bisect.go).
+func (s *Shard) insert(ctx context.Context, b *batch) error {
+	start := time.Now()
+	err := s.attempt(ctx, b.chunks, b.rows, b.bytes)
+	if err == nil {
+		if s.log.Enabled(ctx, slog.LevelDebug) {
+			s.log.Debug("batch inserted", slog.Int("rows", b.rows), slog.Int("bytes", b.bytes),
+				slog.Int("chunks", len(b.chunks)), slog.String("reason", b.reason), slog.Duration("took", time.Since(start)))
+		}
+		s.noteDefaulted(s.targetFor(b.chunks[0].Schema), b.chunks, b.rows)
+		s.ack(b.chunks)
+		return nil
+	}
+	if ctx.Err() != nil {
+		return ctx.Err()
+	}
+	permanent := Permanent(err)
+	if permanent && s.o.OnRejected != nil && RowRejected(err) {
+		s.log.Warn("insert refused for the values of some rows: bisecting the batch to find their records",
+			slog.Int("rows", b.rows), slog.Int("chunks", len(b.chunks)), slog.Any("error", err))
+		berr := s.bisect(ctx, b, err)
+		if berr == nil {
+			s.ack(b.chunks)
+			return nil
+		}
+		if ctx.Err() != nil {
+			return ctx.Err()
+		}
+		err = berr
+	}
+	var ie *InsertError
+	if !errors.As(err, &ie) {
+		ie = &InsertError{Table: s.targetFor(b.chunks[0].Schema).Name(), Err: err}
+	}
+	s.fail()
+	if permanent {
+		s.m.permanent.Inc()
+		s.log.Error("insert failed permanently", slog.Int("attempt", ie.Attempts),
+			slog.Int("rows", b.rows), slog.Int("chunks", len(b.chunks)), slog.Any("error", ie))
+	} else {
+		s.log.Error("insert failed, attempts exhausted", slog.Int("attempt", ie.Attempts),
+			slog.Int("rows", b.rows), slog.Int("chunks", len(b.chunks)), slog.Any("error", ie))
+	}
+	return ie
+}
+
+// attempt inserts chunks (rows rows, bytes bytes), retrying transient
+// errors on the next healthy replica at once and, once every replica has
+// failed them, after a backoff. It returns nil, ctx.Err() when ctx ends,
+// or the *InsertError of a permanent failure or of MaxAttempts transient
+// ones. While every replica's breaker is open it probes the replica whose
+// breaker reopens first, at the retry backoff (the breakers steer inserts
+// away from a failing replica while another one takes them; they do not
+// hold a shard that is down for longer than its retries would): the queue
+// fills meanwhile and the producers see backpressure.
+func (s *Shard) attempt(ctx context.Context, chunks []*chunk.Chunk, rows, bytes int) error {
+	if s.o.ReportOrphans && !s.checkFirst(ctx) {
+		return ctx.Err()
+	}
+	var unknownOn *replica // the last replica where the insert's status was left unknown
+	reprojected, retyped := false, false
+	tried := 0 // replicas that failed this batch since the last backoff
+	waitedOpen := false
+	backedOff := false // the last failure was followed by the retry backoff
+	for attempt := 1; ; attempt++ {
+		r := s.pick()
+		if r == nil {
+			reopen, next := s.reopens()
+			wait := min(reopen, s.backoff(attempt))
+			if backedOff {
+				wait = 0 // this attempt's backoff has passed already
+			}
+			if !waitedOpen {
+				s.log.Warn("every replica's circuit breaker is open: probing at the retry backoff", slog.Duration("breaker_reopens", reopen), slog.Int("rows", rows))
+				waitedOpen = true
+			}
+			attempt--
+			if wait > 0 && !sleep(ctx, wait) {
+				return ctx.Err()
+			}
+			backedOff = false
+			if next != nil && s.pick() == nil {
+				next.br.probe()
+			}
+			continue
+		}
+		backedOff = false
+		start := time.Now()
+		// The insert's encoded copy of the batch is in flight while it
+		// runs: the whole batch, or a piece when it goes in pieces.
+		encoded := int64(r.c.EncodedCopy(rows, bytes))
+		if s.o.Budget != nil {
+			s.o.Budget.Add(encoded)
+		}
+		target := s.targetFor(chunks[0].Schema)
+		err := r.c.Insert(ctx, target, chunks)
+		if s.o.Budget != nil {
+			s.o.Budget.Release(encoded)
+		}
+		elapsed := time.Since(start).Seconds()
+		if err == nil {
+			r.durOK.Observe(elapsed)
+			r.br.success()
+			s.m.records.Add(float64(rows))
+			s.m.bytes.Add(float64(bytes))
+			if attempt > 1 {
+				s.log.Info("insert succeeded after retries", slog.Int("attempt", attempt), slog.String("replica", r.name), slog.Int("rows", rows))
+			}
+			if unknownOn != nil && s.o.ReportOrphans {
+				s.reportOrphans(ctx, s.lister(unknownOn), unknownOn.name, "after an insert whose status was unknown")
+			}
+			return nil
+		}
+		if ctx.Err() != nil {
+			return ctx.Err()
+		}
+		r.durErr.Observe(elapsed)
+		var ie *InsertError
+		if !errors.As(err, &ie) {
+			ie = &InsertError{Table: target.Name(), Err: err}
+		}
+		if missingColumn(err) && !reprojected && s.reproject(ctx, target) {
+			reprojected = true
+			continue
+		}
+		if Permanent(err) && !retyped && s.o.Reshape != nil && s.o.Refresh != nil {
+			if live, changed := s.retyped(ctx, target); len(changed) > 0 {
+				retyped = true
+				conv, cerr := s.o.Reshape(chunks, live)
+				if cerr != nil {
+					ie.Err = fmt.Errorf("the types of columns %v changed under the running pipeline, and the batch built for the old ones cannot be converted: %w (the insert was refused with: %w)", changed, cerr, ie.Err)
+					ie.Attempts = attempt
+					return ie
+				}
+				s.log.Warn("the types of some columns changed under the running pipeline: converting the batch built for the old ones",
+					slog.Any("columns", changed), slog.Int("rows", rows))
+				s.AddTarget(live)
+				chunks, bytes = conv, 0
+				for _, c := range conv {
+					bytes += c.Size()
+				}
+				continue
+			}
+		}
+		if Permanent(err) {
+			// The data does not fit the table: no replica would take it,
+			// and it says nothing about the replica's health.
+			ie.Attempts = attempt
+			return ie
+		}
+		s.m.transient.Inc()
+		r.errs.Inc()
+		if r.br.failure() {
+			s.log.Warn("replica circuit breaker opened", slog.String("replica", r.name), slog.Duration("open_for", r.br.o.OpenFor), slog.Any("error", err))
+		}
+		s.moveOn(r)
+		if s.o.MaxAttempts > 0 && attempt >= s.o.MaxAttempts {
+			ie.Attempts = attempt
+			return ie
+		}
+		s.m.retries.Inc()
+		if unknownStatus(err) {
+			s.m.unknownStatus.Inc()
+			unknownOn = r
+		}
+		tried++
+		if tried < len(s.replicas) {
+			s.log.Warn("insert failed, retrying on the next replica", slog.Int("attempt", attempt),
+				slog.String("replica", r.name), slog.Int("rows", rows), slog.Any("error", err))
+			continue
+		}
+		tried = 0
+		wait := s.backoff(attempt)
+		s.log.Warn("insert failed, retrying", slog.Int("attempt", attempt), slog.Duration("backoff", wait),
+			slog.String("replica", r.name), slog.Int("rows", rows), slog.Any("error", err))
+		if !sleep(ctx, wait) {
+			return ctx.Err()
+		}
+		backedOff = true
+	}
+}
+
+// sleep waits d or until ctx ends; it reports whether d passed.
+func sleep(ctx context.Context, d time.Duration) bool {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return false
+	case <-t.C:
+		return true
+	}
+}
+
+// backoff is the wait after the attempt-th failure: full jitter over the
+// capped exponential InitialBackoff*2^(attempt-1).
+func (s *Shard) backoff(attempt int) time.Duration {
+	d := s.o.InitialBackoff
+	for i := 1; i < attempt && d < s.o.MaxBackoff; i++ {
+		d *= 2
+	}
+	d = min(d, s.o.MaxBackoff)
+	return rand.N(d + 1)
+}
+
+func (s *Shard) ack(chunks []*chunk.Chunk) {
+	s.ackMu.Lock()
+	defer s.ackMu.Unlock()
+	if !s.failed && s.o.OnDone != nil {
+		s.o.OnDone(chunks)
+	}
+}
+
+func (s *Shard) fail() {
+	s.ackMu.Lock()
+	s.failed = true
+	s.ackMu.Unlock()
+}
