@@ -23,7 +23,13 @@ import (
 // oorConfig is a pipeline from the one-partition topic to default.<topic>.
 func oorConfig(t *testing.T, kb *testenv.Broker, ch *testenv.CH, topic, start string) *config.Config {
 	t.Helper()
+	return oorConfigDelivery(t, kb, ch, topic, start, "at_least_once")
+}
+
+func oorConfigDelivery(t *testing.T, kb *testenv.Broker, ch *testenv.CH, topic, start, delivery string) *config.Config {
+	t.Helper()
 	y := fmt.Sprintf(`pipeline: {name: test, workers: 2}
+delivery: %s
 source:
   kafka: {brokers: [%q], topics: [%s], group_id: %s, start_offset: %s, session_timeout: 6s}
 sink:
@@ -34,7 +40,7 @@ sink:
     retry: {initial_backoff: 50ms, max_backoff: 500ms}
 checkpoint: {commit_interval: 200ms, drain_timeout: 20s}
 metrics: {listen: "off"}
-`, kb.Addr(), topic, topic, start, ch.TCPAddr(), topic)
+`, delivery, kb.Addr(), topic, topic, start, ch.TCPAddr(), topic)
 	cfg, err := config.Parse([]byte(y), "test.yaml", func(string) (string, bool) { return "", false })
 	if err != nil {
 		t.Fatal(err)
@@ -147,15 +153,26 @@ func errorLine(logs string, parts ...string) string {
 // the 8,000 records still in Kafka are written, an ERROR names the
 // partition, the committed offset, the log start and end and the 1,000
 // records skipped, the metric counts them and the commit ends at 10,000.
+// Under exactly_once too.
 func TestCommittedBelowLogStart(t *testing.T) {
 	kb := testenv.Kafka(t)
-	ch := testenv.ClickHouse(t)
-	for _, start := range []string{"latest", "earliest"} {
-		t.Run(start, func(t *testing.T) {
-			topic := "oor_" + start
+	zk := testenv.ZooKeeper(t)
+	ch := testenv.ClickHouseWith(t, testenv.CHOptions{ZooKeeper: zk.Addr()})
+	for _, tc := range []struct{ name, start, delivery string }{
+		{"latest", "latest", "at_least_once"},
+		{"earliest", "earliest", "at_least_once"},
+		{"exactly_once", "earliest", "exactly_once"},
+	} {
+		start := tc.start
+		t.Run(tc.name, func(t *testing.T) {
+			topic := "oor_" + tc.name
 			kb.CreateTopic(t, topic, 1)
-			ch.Exec(t, gen.TableDDL("default", topic))
-			cfg := oorConfig(t, kb, ch, topic, start)
+			ddl := gen.TableDDL("default", topic)
+			if tc.delivery == "exactly_once" {
+				ddl = strings.Replace(ddl, "ENGINE = MergeTree", "ENGINE = ReplicatedMergeTree('/clickhouse/tables/{shard}/"+topic+"', '{replica}')", 1)
+			}
+			ch.Exec(t, ddl)
+			cfg := oorConfigDelivery(t, kb, ch, topic, start, tc.delivery)
 			table := "default." + topic
 			produceIDs(t, kb, topic, 0, 1000)
 			if start == "latest" {
@@ -197,7 +214,7 @@ func TestCommittedBelowLogStart(t *testing.T) {
 			if v := skipped(t, r.reg, topic, "truncated"); v != 0 {
 				t.Fatalf("etl_source_records_skipped_total{reason=truncated} = %v, want 0", v)
 			}
-			t.Logf("start_offset %s: 8,000 rows written and committed to 10,000 in %v; %s", start, took.Round(time.Millisecond), line)
+			t.Logf("%s: 8,000 rows written and committed to 10,000 in %v; %s", tc.name, took.Round(time.Millisecond), line)
 		})
 	}
 }
