@@ -296,3 +296,55 @@ func TestRetentionWhileConsuming(t *testing.T) {
 	}
 	t.Logf("%s", line)
 }
+
+// TestBrokerLostRecords: the broker answers a fetch at the consumer's
+// position with OFFSET_OUT_OF_RANGE although the position is inside the
+// log again (what a broker that lost records and was written to since
+// says). The client resets to the log start and reports the loss; etl logs
+// an ERROR naming the partition, where it had consumed to, where it was
+// reset to and the offsets between, and counts them as truncated. The
+// records below the position are not written twice, and those produced
+// afterwards are written and committed.
+func TestBrokerLostRecords(t *testing.T) {
+	kb := testenv.Kafka(t)
+	ch := testenv.ClickHouse(t)
+	const topic = "oor_lost"
+	kb.CreateTopic(t, topic, 1)
+	ch.Exec(t, gen.TableDDL("default", topic))
+	produceIDs(t, kb, topic, 0, 1000)
+	r := startOOR(t, oorConfig(t, kb, ch, topic, "earliest"))
+	waitFor(t, "1,000 rows committed", time.Minute, func() bool { return kb.CommittedOffsets(t, topic, topic)[0] == 1000 })
+
+	h := kb.Cluster().Fault(kfake.Fault{Keys: []kmsg.Key{kmsg.Fetch}, Topic: topic, Err: kerr.OffsetOutOfRange, Count: 1,
+		When: func(req kmsg.Request) bool {
+			for _, rt := range req.(*kmsg.FetchRequest).Topics {
+				for _, rp := range rt.Partitions {
+					if rp.FetchOffset == 1000 {
+						return true
+					}
+				}
+			}
+			return false
+		}})
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	err := h.Wait(ctx, 1)
+	cancel()
+	if err != nil {
+		t.Fatalf("no fetch at offset 1000 within 30 s: %v", err)
+	}
+	waitFor(t, "the ERROR on the lost records", 30*time.Second, func() bool { return errorLine(r.logs.String(), "records skipped") != "" })
+	produceIDs(t, kb, topic, 1000, 1500)
+	waitFor(t, "the commit at 1,500", time.Minute, func() bool { return kb.CommittedOffsets(t, topic, topic)[0] == 1500 })
+	r.stop(t)
+	if got := ch.Query(t, "SELECT count(), uniqExact(id), min(id), max(id) FROM default."+topic); got != "1500\t1500\t0\t1499" {
+		t.Fatalf("rows (count, distinct, min, max) = %s, want 0..1499 once each", got)
+	}
+	line := errorLine(r.logs.String(), "records skipped", "topic="+topic, "partition=0", "consumed_to=1000", "reset_to=0", "skipped=1000", "reason=truncated")
+	if line == "" {
+		t.Fatalf("no ERROR naming partition 0, consumed to 1000, reset to 0 and 1000 offsets; log:\n%s", r.logs.String())
+	}
+	if v := skipped(t, r.reg, topic, "truncated"); v != 1000 {
+		t.Fatalf("etl_source_records_skipped_total{reason=truncated} = %v, want 1000", v)
+	}
+	t.Logf("%s", line)
+}

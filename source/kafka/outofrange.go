@@ -235,11 +235,15 @@ func (s *Source) checkGap(p *kgo.FetchTopicPartition) {
 // are below the pipeline's position).
 func (s *Source) dataLoss(e *kgo.ErrDataLoss) {
 	reason, n := reasonTruncated, e.ConsumedTo-e.ResetTo
+	msg := "records skipped: the broker lost records of a partition and the client moved its position back from consumed_to to reset_to; " +
+		"records the broker holds at the offsets between are not written (the pipeline has already passed them)"
 	if e.ResetTo > e.ConsumedTo {
 		reason, n = reasonRetention, e.ResetTo-e.ConsumedTo
+		msg = "records skipped: the broker lost records of a partition and the client moved its position forward from consumed_to to reset_to; " +
+			"the records between were not read"
 	}
 	s.skip(e.Topic, reason, n)
 	s.pos.set(e.Topic, e.Partition, e.ResetTo)
-	s.log.Error("records skipped: the broker lost records of a partition; consumption moved", "topic", e.Topic, "partition", e.Partition,
-		"consumed_to", e.ConsumedTo, "reset_to", e.ResetTo, "skipped", n, "reason", reason, "err", e)
+	s.log.Error(msg, "topic", e.Topic, "partition", e.Partition, "consumed_to", e.ConsumedTo, "reset_to", e.ResetTo,
+		"skipped", n, "reason", reason, "err", e)
 }
