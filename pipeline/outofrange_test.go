@@ -195,8 +195,8 @@ func TestCommittedBelowLogStart(t *testing.T) {
 
 			began := time.Now()
 			r := startOOR(t, cfg)
-			if v := skipped(t, r.reg, topic, "retention"); v != 0 {
-				t.Fatalf("etl_source_records_skipped_total{reason=retention} before the assignment = %v, want 0 (served from the start)", v)
+			if v := skipped(t, r.reg, topic, "truncated"); v != 0 {
+				t.Fatalf("etl_source_records_skipped_total{reason=truncated} at the start = %v, want 0 (served from the start)", v)
 			}
 			waitFor(t, "the commit at 10,000", time.Minute, func() bool { return kb.CommittedOffsets(t, topic, topic)[0] == 10000 })
 			took := time.Since(began)
