@@ -231,3 +231,56 @@ func (b *Broker) committedOffsets(group, topic string) (map[int32]int64, error) 
 	}
 	return out, nil
 }
+
+// DeleteRecords deletes the records of topic's partition below offset, as
+// retention does: the partition's log start becomes offset.
+func (b *Broker) DeleteRecords(t testing.TB, topic string, partition int32, offset int64) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), kafkaRequestTimeout)
+	defer cancel()
+	var os kadm.Offsets
+	os.AddOffset(topic, partition, offset, -1)
+	resp, err := b.admin(t).DeleteRecords(ctx, os)
+	if err == nil {
+		err = resp.Error()
+	}
+	if err != nil {
+		t.Fatalf("testenv: delete records of %s/%d below %d: %v", topic, partition, offset, err)
+	}
+}
+
+// CommitOffset commits offset for group on topic's partition, as a tool
+// outside the group would (the group must have no members).
+func (b *Broker) CommitOffset(t testing.TB, group, topic string, partition int32, offset int64) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), kafkaRequestTimeout)
+	defer cancel()
+	var os kadm.Offsets
+	os.AddOffset(topic, partition, offset, -1)
+	resp, err := b.admin(t).CommitOffsets(ctx, group, os)
+	if err == nil {
+		err = resp.Error()
+	}
+	if err != nil {
+		t.Fatalf("testenv: commit offset %d of %s/%d for group %s: %v", offset, topic, partition, group, err)
+	}
+}
+
+// StartOffsets returns the log start offset of each partition of topic.
+func (b *Broker) StartOffsets(t testing.TB, topic string) map[int32]int64 {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), kafkaRequestTimeout)
+	defer cancel()
+	listed, err := b.admin(t).ListStartOffsets(ctx, topic)
+	if err == nil {
+		err = listed.Error()
+	}
+	if err != nil {
+		t.Fatalf("testenv: list start offsets of %s: %v", topic, err)
+	}
+	out := make(map[int32]int64, len(listed[topic]))
+	for p, o := range listed[topic] {
+		out[p] = o.Offset
+	}
+	return out
+}

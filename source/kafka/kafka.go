@@ -73,6 +73,7 @@ type Source struct {
 	lastPoll atomic.Int64 // unix nanoseconds of the last return from a poll
 	brokers  *brokerWatch
 	owners   *ownership
+	pos      *positions // where each partition's next record should be (outofrange.go)
 	// The client is made with the small first-fetch sizes (startFetch...);
 	// each fetch response that carried records raises them fourfold
 	// (readHook) until they reach the configured ones, full. client is
@@ -128,12 +129,16 @@ func New(o Options) (*Source, error) {
 	if o.MaxPollRecords <= 0 {
 		o.MaxPollRecords = 10000
 	}
-	s := &Source{o: o, log: o.Log, metrics: newMetrics(o.Registerer, o.CommitRegisterer), ready: make(chan struct{}), owners: newOwnership(), decomp: newDecompressor()}
+	s := &Source{o: o, log: o.Log, metrics: newMetrics(o.Registerer, o.CommitRegisterer), ready: make(chan struct{}), owners: newOwnership(), decomp: newDecompressor(), pos: newPositions()}
 	opts, err := clientOpts(o.Config)
 	if err != nil {
 		return nil, err
 	}
 	s.brokers = newBrokerWatch(s.log, o.Config, s.metrics.connErrors)
+	s.metrics.skipped = newSkipped(o.Config.Topics)
+	if o.Registerer != nil {
+		o.Registerer.MustRegister(s.metrics.skipped)
+	}
 	for _, b := range o.Config.Brokers {
 		s.metrics.connErrors.WithLabelValues(b) // served from the start, at 0
 	}
@@ -155,6 +160,7 @@ func New(o Options) (*Source, error) {
 				return
 			}
 			s.revoked(ctx, cl, p)
+			s.pos.drop(p)
 		}),
 		kgo.OnPartitionsLost(func(ctx context.Context, _ *kgo.Client, p map[string][]int32) {
 			if len(p) == 0 || !s.waitReady(ctx) {
@@ -165,14 +171,17 @@ func New(o Options) (*Source, error) {
 			s.log.Warn("partitions lost", "partitions", p)
 			o.Handler.Lost(ctx, p)
 			s.owners.drop(p)
+			s.pos.drop(p)
 		}),
+		kgo.AdjustFetchOffsetsFn(s.adjustOffsets),
 	)
-	switch o.Config.StartOffset {
-	case "latest":
-		opts = append(opts, kgo.ConsumeResetOffset(kgo.NewOffset().AtEnd()))
-	default:
-		opts = append(opts, kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()))
+	// start_offset is only for partitions without a committed offset; an
+	// offset outside the log resumes inside it (outofrange.go).
+	start := kgo.NewOffset().AtStart()
+	if o.Config.StartOffset == "latest" {
+		start = kgo.NewOffset().AtEnd()
 	}
+	opts = append(opts, kgo.ConsumeStartOffset(start), kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()))
 	if d := o.Config.SessionTimeout.D(); d > 0 {
 		opts = append(opts, kgo.SessionTimeout(d))
 	}
@@ -290,6 +299,10 @@ func (s *Source) Run(ctx context.Context) error {
 			if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
 				return
 			}
+			if dl := (*kgo.ErrDataLoss)(nil); errors.As(err, &dl) {
+				s.dataLoss(dl)
+				return
+			}
 			s.metrics.fetchErrors.Inc()
 			if time.Since(lastErr) > 5*time.Second {
 				lastErr = time.Now()
@@ -302,6 +315,11 @@ func (s *Source) Run(ctx context.Context) error {
 		seeked := s.owners.takeSeek()
 		if seeked != nil {
 			s.cl.SetOffsets(seeked)
+			for t, ps := range seeked {
+				for part, eo := range ps {
+					s.pos.set(t, part, eo.Offset)
+				}
+			}
 		}
 		floors := seeked != nil || s.owners.hasFloors()
 		fs.EachPartition(func(p kgo.FetchTopicPartition) {
@@ -311,6 +329,7 @@ func (s *Source) Run(ctx context.Context) error {
 			if len(p.Records) == 0 {
 				return
 			}
+			s.checkGap(&p)
 			n := 0
 			for _, r := range p.Records {
 				n += len(r.Value) + len(r.Key)
@@ -491,6 +510,7 @@ type metrics struct {
 	connErrors                                            *prometheus.CounterVec
 	records, bytes, fetchErrors, rebalances, commitErrors prometheus.Counter
 	lost                                                  prometheus.Counter
+	skipped                                               *prometheus.CounterVec
 	read, readBytes                                       prometheus.Counter
 	assigned                                              prometheus.Gauge
 	pollSeconds                                           prometheus.Histogram

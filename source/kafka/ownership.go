@@ -202,7 +202,8 @@ func (o *ownership) hasFloors() bool {
 }
 
 // restartOffsets is where partitions kept across a member change restart:
-// the group's committed offset, or, where nothing is committed, where the
+// the group's committed offset (moved into the log when outside it), or,
+// where nothing is committed, where the
 // start_offset policy starts a partition (its log start for earliest, its
 // end for latest).
 func (s *Source) restartOffsets(ctx context.Context, p Partitions) (map[string]map[int32]int64, error) {
@@ -224,6 +225,13 @@ func (s *Source) restartOffsets(ctx context.Context, p Partitions) (map[string]m
 			} else if !slices.Contains(none, t) {
 				none = append(none, t)
 			}
+		}
+	}
+	// A committed offset outside the log restarts inside it, with an
+	// ERROR (outofrange.go).
+	for t, ps := range s.bound(ctx, out) {
+		for part, to := range ps {
+			out[t][part] = to
 		}
 	}
 	if len(none) == 0 {
