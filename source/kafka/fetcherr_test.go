@@ -115,4 +115,3 @@ func TestRecreatedTopicResumes(t *testing.T) {
 		t.Fatalf("still failing after the new topic's records arrived: %v", f)
 	}
 }
-
