@@ -3,12 +3,15 @@ package kafka
 import (
 	"bytes"
 	"fmt"
+	"io"
+	"log/slog"
 	"strings"
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus/testutil"
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/etl-project/etl/internal/testenv"
@@ -113,5 +116,33 @@ func TestRecreatedTopicResumes(t *testing.T) {
 	t.Logf("new topic's records handed over %v after they were produced; fetch errors: %.0f", took.Round(time.Millisecond), testutil.ToFloat64(s.metrics.fetchErrors))
 	if f := s.FetchFailing(0); len(f) != 0 {
 		t.Fatalf("still failing after the new topic's records arrived: %v", f)
+	}
+}
+
+// TestFetchFailingSpan: a partition is reported only once its errors have
+// kept recurring for the limit: one error is not enough, errors spanning
+// the limit are, and errors that stopped recurring for fetchErrQuiet are
+// not any more.
+func TestFetchFailingSpan(t *testing.T) {
+	s := &Source{metrics: newMetrics(nil, nil), log: slog.New(slog.NewTextHandler(io.Discard, nil))}
+	s.fetchError("events", 3, kerr.UnknownTopicID)
+	if f := s.FetchFailing(10 * time.Second); len(f) != 0 {
+		t.Fatalf("one error: failing %v", f)
+	}
+	pf := s.fetch.failing[topicPartition{"events", 3}]
+	now := time.Now()
+	pf.first, pf.last = now.Add(-12*time.Second), now.Add(-time.Second)
+	f := s.FetchFailing(10 * time.Second)
+	if len(f) != 1 || f[0].String() != "events/3 has not fetched for 12s: "+kerr.UnknownTopicID.Error() {
+		t.Fatalf("errors over 11 s: failing %v", f)
+	}
+	pf.first, pf.last = now.Add(-40*time.Second), now.Add(-fetchErrQuiet-time.Second)
+	if f := s.FetchFailing(10 * time.Second); len(f) != 0 {
+		t.Fatalf("errors stopped %v ago: failing %v", fetchErrQuiet+time.Second, f)
+	}
+	// A new error after the quiet starts a new span.
+	s.fetchError("events", 3, kerr.UnknownTopicID)
+	if pf := s.fetch.failing[topicPartition{"events", 3}]; time.Since(pf.first) > time.Second {
+		t.Fatalf("the span did not restart: first error %v ago", time.Since(pf.first))
 	}
 }
