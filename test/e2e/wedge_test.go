@@ -119,8 +119,9 @@ func TestDeletedTopicUnhealthy(t *testing.T) {
 	unhealthy := time.Since(deleted)
 	errs := fetchErrors(t, url) - before
 	window := unhealthy - firstErr
-	t.Logf("first fetch error logged %v after the delete; /healthz 503 %v after the delete: %q; %.0f fetch errors in the %v between (%.1f/s)",
-		firstErr.Round(100*time.Millisecond), unhealthy.Round(100*time.Millisecond), body, errs, window.Round(100*time.Millisecond), errs/window.Seconds())
+	t.Logf("first fetch error logged %v after the delete; /healthz 503 %v after the delete; %.0f fetch errors in the %v between (%.1f/s)",
+		firstErr.Round(100*time.Millisecond), unhealthy.Round(100*time.Millisecond), errs, window.Round(100*time.Millisecond), errs/window.Seconds())
+	t.Logf("/healthz: %s", body)
 	if !strings.Contains(body, "source.kafka.unreachable_timeout") || !strings.Contains(body, "UNKNOWN_TOPIC_ID") ||
 		!regexp.MustCompile(`events/[0-5] has not fetched for 1\ds`).MatchString(body) {
 		t.Fatalf("/healthz says %q: want the partition, how long, the error and the key", body)
@@ -149,7 +150,7 @@ func TestMissingTopicAtStartup(t *testing.T) {
 	took := time.Since(start)
 	log := p.logText()
 	want := `topic "evnets" does not exist (did you mean "events"?)`
-	t.Logf("exit %d after %v", code, took.Round(10*time.Millisecond))
+	t.Logf("exit %d after %v:\n%s", code, took.Round(10*time.Millisecond), log)
 	if code != 2 || !strings.Contains(log, want) || !strings.Contains(log, "wait_for_topics") {
 		t.Fatalf("exit %d, output:\n%s\nwant exit 2 and %q", code, log, want)
 	}
