@@ -61,7 +61,8 @@ type Options struct {
 	// 3 s); tests with short sessions shorten it.
 	HeartbeatInterval time.Duration
 	// Missing are source topics that did not exist at startup, waited
-	// for (source.kafka.wait_for_topics; MissingTopics).
+	// for (source.kafka.wait_for_topics; MissingTopics). The caller has
+	// warned about them: the source warns again every 30 s.
 	Missing []string
 }
 
@@ -135,7 +136,7 @@ func New(o Options) (*Source, error) {
 		o.MaxPollRecords = 10000
 	}
 	s := &Source{o: o, log: o.Log, metrics: newMetrics(o.Registerer, o.CommitRegisterer), ready: make(chan struct{}), owners: newOwnership(), decomp: newDecompressor()}
-	s.missing.topics = slices.Clone(o.Missing)
+	s.missing.topics, s.missing.warned = slices.Clone(o.Missing), time.Now()
 	opts, err := clientOpts(o.Config)
 	if err != nil {
 		return nil, err
