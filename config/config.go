@@ -112,6 +112,9 @@ type Kafka struct {
 	// UnreachableTimeout is how long the brokers may go without answering
 	// before /healthz reports it.
 	UnreachableTimeout Duration `yaml:"unreachable_timeout"`
+	// WaitForTopics makes a source topic missing at startup a wait (not
+	// ready until it exists) instead of an error.
+	WaitForTopics bool `yaml:"wait_for_topics"`
 }
 
 // TLS configures TLS for the Kafka connection.
@@ -507,6 +510,7 @@ func Defaults() *Config {
 			UnreachableTimeout:     Duration(2 * time.Minute),
 			RebalanceTimeout:       Duration(60 * time.Second),
 			FetchMaxWait:           Duration(500 * time.Millisecond),
+			WaitForTopics:          false,
 		}},
 		Decode: Decode{Format: "json", ValidateSchema: "off", JSON: JSON{Framing: "single"},
 			Avro:           Avro{Framing: "confluent", NegativeCacheTTL: Duration(time.Minute)},

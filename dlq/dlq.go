@@ -403,6 +403,13 @@ func (w *Writer) Write(r *kgo.Record, reason string, cause error, done func(erro
 		case errors.Is(err, kerr.MessageTooLarge):
 			w.failed.Inc()
 			done(w.tooLarge(dl, err))
+		case errors.Is(err, kerr.UnknownTopicID):
+			w.failed.Inc()
+			// The topic was deleted and created again (a new topic
+			// ID): the client refuses the new topic until it forgets
+			// the old one, and then produces to the new one.
+			w.cl.PurgeTopicsFromProducing(w.topic)
+			done(fmt.Errorf("dead-letter write to %s: %w (the topic was deleted, or deleted and created again: the next attempt writes to the new topic)", w.topic, err))
 		case err != nil:
 			w.failed.Inc()
 			// The topic may have been deleted and created again (a new

@@ -440,3 +440,52 @@ func TestBufferBoundDerived(t *testing.T) {
 		}
 	}
 }
+
+// TestRecreatedTopicWritable: the dead-letter topic deleted and created
+// again under a writer: the writes fail while it is missing, and once it
+// exists again a write is acknowledged by the new topic within seconds,
+// without a new writer.
+func TestRecreatedTopicWritable(t *testing.T) {
+	kb := testenv.Kafka(t)
+	createTopic(t, kb, "dead", "")
+	w := newWriter(t, kb, "dead", Options{})
+	if err := write(t, w, source(10)); err != nil {
+		t.Fatalf("first write: %v", err)
+	}
+	kb.DeleteTopic(t, "dead")
+	createTopic(t, kb, "dead", "")
+	start := time.Now()
+	// Writes buffered together all end (the purge fails the others
+	// buffered for the topic; nothing waits on itself).
+	var wg sync.WaitGroup
+	for range 20 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			res := make(chan error, 1)
+			w.Write(source(10), "corrupt", errors.New("invalid character"), func(err error) { res <- err })
+			select {
+			case <-res:
+			case <-time.After(30 * time.Second):
+				t.Error("a concurrent dead-letter write not done after 30s")
+			}
+		}()
+	}
+	wg.Wait()
+	var errs []string
+	for {
+		err := write(t, w, source(10))
+		if err == nil {
+			break
+		}
+		errs = append(errs, err.Error())
+		if time.Since(start) > 30*time.Second {
+			t.Fatalf("the recreated topic still refuses writes after %v: %d failures, last %v", time.Since(start), len(errs), err)
+		}
+		time.Sleep(200 * time.Millisecond) // the pipeline's first retry backoff
+	}
+	t.Logf("written to the recreated topic %v after it was created, after %d failed writes: %v", time.Since(start).Round(time.Millisecond), len(errs), errs)
+	if end := kb.EndOffsets(t, "dead")[0]; end < 1 {
+		t.Fatalf("the new topic's end offset is %d after an acknowledged write", end)
+	}
+}

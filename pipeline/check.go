@@ -16,6 +16,7 @@ import (
 	"github.com/etl-project/etl/chunk"
 	"github.com/etl-project/etl/config"
 	"github.com/etl-project/etl/decode/avro"
+	"github.com/etl-project/etl/internal/names"
 	"github.com/etl-project/etl/schemaregistry"
 	"github.com/etl-project/etl/source/kafka"
 )
@@ -58,7 +59,8 @@ func Check(cfg *config.Config, timeout time.Duration) ([]string, error) {
 		topics = append(topics, dlqTopic)
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), timeout)
-	listed, err := kadm.NewClient(cl).ListTopics(ctx, topics...)
+	// Every topic, for the did-you-mean of a missing one.
+	listed, err := kadm.NewClient(cl).ListTopics(ctx)
 	cancel()
 	cl.Close()
 	if err != nil {
@@ -76,7 +78,7 @@ func Check(cfg *config.Config, timeout time.Duration) ([]string, error) {
 			d, ok := listed[t]
 			switch {
 			case !ok || errors.Is(d.Err, kerr.UnknownTopicOrPartition) || d.Err == nil && len(d.Partitions) == 0:
-				problems = append(problems, fmt.Errorf("%s: topic %q does not exist", key, t))
+				problems = append(problems, fmt.Errorf("%s: topic %q does not exist%s", key, t, names.DidYouMean(t, listed.Names())))
 			case d.Err != nil:
 				problems = append(problems, fmt.Errorf("%s: topic %q: %w", key, t, d.Err))
 			default:

@@ -351,9 +351,13 @@ func New(ctx context.Context, o Options) (*Pipeline, error) {
 		built = true
 		return p, nil
 	}
+	missing, err := checkSourceTopics(ctx, cfg, log) // a missing topic is an error unless waited for
+	if err != nil {
+		return nil, err
+	}
 	ks, err := kafka.New(kafka.Options{
 		Config: cfg.Source.Kafka, Pipeline: cfg.Pipeline.Name, Handler: (*handler)(p), Log: log,
-		Registerer: p.component("source"), CommitRegisterer: p.component("checkpoint"),
+		Registerer: p.component("source"), CommitRegisterer: p.component("checkpoint"), Missing: missing,
 	})
 	if err != nil {
 		return nil, err

@@ -120,6 +120,9 @@ func (p *Pipeline) Health() (bool, string) {
 			return false, fmt.Sprintf("no Kafka broker has answered for %s (source.kafka.unreachable_timeout): %s", age.Round(time.Second), lastErr)
 		}
 	}
+	if ok, msg := p.fetchHealth(); !ok {
+		return false, msg
+	}
 	if ok, msg := p.dlqHealth(); !ok {
 		return false, msg
 	}
@@ -196,6 +199,9 @@ func (p *Pipeline) Ready(ctx context.Context) (bool, string) {
 			st = stateStarting
 		}
 		return false, "pipeline is " + st
+	}
+	if ok, msg := p.topicsReady(); !ok {
+		return false, msg
 	}
 	if !p.assigned.Load() {
 		return false, "no partition assignment received from the consumer group yet"

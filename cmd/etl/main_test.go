@@ -163,10 +163,10 @@ metrics: {listen: "off"}
 
 	out.Reset()
 	errb.Reset()
-	if code := run([]string{"validate", "-connect", "-config", cfg("nosuch", "missing")}, &out, &errb); code != exitFailed {
+	if code := run([]string{"validate", "-connect", "-config", cfg("evnets", "missing")}, &out, &errb); code != exitFailed {
 		t.Fatalf("exit code %d for a missing topic and table", code)
 	}
-	for _, w := range []string{`topic "nosuch" does not exist`, "table default.missing does not exist"} {
+	for _, w := range []string{`topic "evnets" does not exist (did you mean "events"?)`, "table default.missing does not exist"} {
 		if !strings.Contains(errb.String(), w) {
 			t.Errorf("stderr lacks %q:\n%s", w, errb.String())
 		}

@@ -142,6 +142,25 @@ func (b *Broker) CreateTopic(t testing.TB, name string, partitions int) {
 	}
 }
 
+// DeleteTopic deletes topic name; the brokers forget the groups' committed
+// offsets for it, as Kafka does.
+func (b *Broker) DeleteTopic(t testing.TB, name string) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), kafkaRequestTimeout)
+	defer cancel()
+	resp, err := b.admin(t).DeleteTopic(ctx, name)
+	if err == nil {
+		err = resp.Err
+	}
+	if err != nil {
+		t.Fatalf("testenv: delete topic %s: %v", name, err)
+	}
+	// The shared producer would refuse a topic created again under the
+	// name (a new topic ID) until it forgets the old one.
+	cl, _, _ := b.shared()
+	cl.PurgeTopicsFromClient(name)
+}
+
 // Produce writes recs to topic and waits until all are acknowledged. A
 // record with an empty Topic gets topic; records with no partition set are
 // spread round robin over the partitions.

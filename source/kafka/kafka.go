@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -59,6 +60,10 @@ type Options struct {
 	// HeartbeatInterval is the group heartbeat's period (0: franz-go's
 	// 3 s); tests with short sessions shorten it.
 	HeartbeatInterval time.Duration
+	// Missing are source topics that did not exist at startup, waited
+	// for (source.kafka.wait_for_topics; MissingTopics). The caller has
+	// warned about them: the source warns again every 30 s.
+	Missing []string
 }
 
 // Source is a consumer-group member.
@@ -73,7 +78,9 @@ type Source struct {
 	lastPoll atomic.Int64 // unix nanoseconds of the last return from a poll
 	brokers  *brokerWatch
 	owners   *ownership
-	pos      *positions // where each partition's next record should be (outofrange.go)
+	pos      *positions    // where each partition's next record should be (outofrange.go)
+	fetch    fetchState    // fetch errors (fetcherr.go)
+	missing  missingTopics // topics waited for (topics.go)
 	// The client is made with the small first-fetch sizes (startFetch...);
 	// each fetch response that carried records raises them fourfold
 	// (readHook) until they reach the configured ones, full. client is
@@ -130,6 +137,7 @@ func New(o Options) (*Source, error) {
 		o.MaxPollRecords = 10000
 	}
 	s := &Source{o: o, log: o.Log, metrics: newMetrics(o.Registerer, o.CommitRegisterer), ready: make(chan struct{}), owners: newOwnership(), decomp: newDecompressor(), pos: newPositions()}
+	s.missing.topics, s.missing.warned = slices.Clone(o.Missing), time.Now()
 	opts, err := clientOpts(o.Config)
 	if err != nil {
 		return nil, err
@@ -282,7 +290,6 @@ func (s *Source) waitReady(ctx context.Context) bool {
 // never waits on the pipeline: backpressure acts by pausing partitions.
 func (s *Source) Run(ctx context.Context) error {
 	s.runOnce.Do(func() { close(s.ready) })
-	var lastErr time.Time
 	for {
 		start := time.Now()
 		pctx, cancel := context.WithTimeout(ctx, pollWait)
@@ -303,11 +310,7 @@ func (s *Source) Run(ctx context.Context) error {
 				s.dataLoss(dl)
 				return
 			}
-			s.metrics.fetchErrors.Inc()
-			if time.Since(lastErr) > 5*time.Second {
-				lastErr = time.Now()
-				s.log.Warn("fetch error", "topic", topic, "partition", p, "err", err)
-			}
+			s.fetchError(topic, p, err)
 		})
 		// Partitions kept across a member change restart here, while no
 		// rebalance can run; this poll's records of them came from the old
@@ -339,6 +342,7 @@ func (s *Source) Run(ctx context.Context) error {
 			s.o.Handler.Fetched(&p)
 		})
 		s.cl.AllowRebalance()
+		s.afterPoll(ctx, fs) // fetcherr.go: fetch health, recreated topics, backoff
 	}
 }
 
