@@ -78,9 +78,10 @@ func TestUnreachableBrokerIsLoud(t *testing.T) {
 			if !strings.Contains(msg, "no Kafka broker has answered") || !strings.Contains(msg, tc.addr) {
 				t.Errorf("health message %q", msg)
 			}
-			// The status line does not claim a lag of 0.
+			// The status line does not claim a lag of 0: no assignment
+			// came, and the connection error is named.
 			waitFor(t, "a status line", 10*time.Second, func() bool {
-				return strings.Contains(logs.String(), `lag="unknown (no broker answering)"`)
+				return strings.Contains(logs.String(), `lag="unknown (waiting for a partition assignment from the group; the last broker connection error: `)
 			})
 		})
 	}

@@ -45,7 +45,7 @@ type lane struct {
 	dest  int // the shard its chunks go to (sharding by partition)
 	tp    TopicPartition
 	epoch uint64
-	lag   prometheus.Gauge
+	lag   prometheus.Gauge // etl_source_fetch_lag_records
 	// settle is the pipeline's broadcast, notified when the lane may have
 	// become idle or its last chunk was acknowledged (drain and revoke
 	// waits).
@@ -101,7 +101,7 @@ type lane struct {
 	eo eoState // exactly-once (exactly.go)
 
 	outstanding atomic.Int64 // chunks (and dead-letter writes) handed on and not yet acknowledged
-	lagValue    atomic.Int64 // records between the last fetched one and the high watermark
+	end         logEnd       // the partition's log end, for its lag (lag.go)
 }
 
 type laneState int

@@ -65,8 +65,8 @@ func newComponentMetrics(component func(string) prometheus.Registerer) *metrics 
 			Help: "Offset commits that succeeded.",
 		}),
 		lag: prometheus.NewGaugeVec(prometheus.GaugeOpts{
-			Name: "etl_source_lag_records",
-			Help: "Records between the last fetched offset and the partition's high watermark.",
+			Name: "etl_source_fetch_lag_records",
+			Help: "Records between the last fetched offset and the partition's high watermark, as of the last fetch that carried records.",
 		}, []string{"topic", "partition"}),
 		watermarkAge: prometheus.NewGauge(prometheus.GaugeOpts{
 			Name: "etl_checkpoint_watermark_age_seconds",

@@ -150,6 +150,7 @@ type Pipeline struct {
 
 	state    atomic.Value // string: the base state (starting, running, draining, stopped)
 	assigned atomic.Bool  // an assignment was received from the group
+	lagw     lagWatch     // the lag watcher (lag.go)
 	readyMu  sync.Mutex
 	readyAt  time.Time // when ready/readyMsg were last checked
 	ready    bool
@@ -364,6 +365,7 @@ func New(ctx context.Context, o Options) (*Pipeline, error) {
 	}
 	p.src = ks
 	p.pause = newPauser(p.src, p.m.lanesPaused)
+	p.registerLag()
 	if reg := p.component("decode"); reg != nil {
 		reg.MustRegister(prometheus.NewCounterFunc(prometheus.CounterOpts{
 			Name: "etl_decode_rows_total",
@@ -414,8 +416,9 @@ func budgetSizing(cfg *config.Config) ([]sinkSizing, int64) {
 // Stats is a snapshot of the pipeline's progress.
 type Stats struct {
 	RowsDecoded, RowsWritten int64
-	DecodeErrors             int64 // records that could not be decoded
-	Lag                      int64
+	DecodeErrors             int64  // records that could not be decoded
+	Lag                      int64  // records of the assigned partitions not yet committed (lag.go)
+	LagUnknown               string // why Lag is not known now ("" when it is)
 	InflightBytes            int64
 	BudgetBytes              int64
 	PausedPartitions         int
@@ -427,11 +430,7 @@ func (p *Pipeline) Stats() Stats {
 		RowsDecoded: p.rowsDecoded.Load(), RowsWritten: p.rowsWritten.Load(), DecodeErrors: p.decodeErrs.Load(),
 		InflightBytes: p.budget.Inflight(), BudgetBytes: p.budget.Bytes(), PausedPartitions: p.pause.count(),
 	}
-	p.mu.RLock()
-	for _, l := range p.lanes {
-		s.Lag += l.lagValue.Load()
-	}
-	p.mu.RUnlock()
+	s.Lag, s.LagUnknown = p.lagNow()
 	return s
 }
 
@@ -467,6 +466,7 @@ func (p *Pipeline) Run(ctx context.Context) error {
 	stopWatchdog := background(p.watchdog)
 	stopDescriber := background(p.describer)
 	defer background(p.statusLoop)()
+	stopLag := background(p.lagWatcher)
 
 	srcCtx, stopSource := context.WithCancel(context.Background())
 	srcDone := make(chan error, 1)
@@ -537,6 +537,7 @@ func (p *Pipeline) Run(ctx context.Context) error {
 	stopWatchdog()
 	stopDescriber()
 	stopCommitter()
+	stopLag()
 
 	// Wait for dead-letter writes still in flight (their offsets commit
 	// only once acknowledged), then commit what is durable and leave the
@@ -827,6 +828,7 @@ func (h *handler) Assigned(ctx context.Context, parts kafka.Partitions) {
 			}
 		}
 	}
+	p.kickLag()
 }
 
 func (h *handler) Fetched(fp *kgo.FetchTopicPartition) {
@@ -850,9 +852,8 @@ func (h *handler) Fetched(fp *kgo.FetchTopicPartition) {
 		p.tracker.Start(tp, l.epoch, first)
 	}
 	if hw := fp.HighWatermark; hw > 0 && len(recs) > 0 {
-		lag := hw - (recs[len(recs)-1].Offset + 1)
-		l.lag.Set(float64(lag))
-		l.lagValue.Store(lag)
+		l.lag.Set(float64(hw - (recs[len(recs)-1].Offset + 1)))
+		l.end.fetched(hw, p.clock())
 	}
 	if bytes > 0 {
 		p.budget.Add(bytes)
@@ -994,13 +995,9 @@ func (p *Pipeline) statusLoop(ctx context.Context) {
 		case now := <-t.C:
 			s := p.Stats()
 			secs := now.Sub(lastAt).Seconds()
-			// Lag is known only from fetches: with no broker answering
-			// it is not 0, it is unknown.
 			var lag any = s.Lag
-			if p.src != nil {
-				if ans, _ := p.src.Brokers(); !ans.IsZero() && now.Sub(ans) > every {
-					lag = "unknown (no broker answering)"
-				}
+			if s.LagUnknown != "" {
+				lag = "unknown (" + s.LagUnknown + ")"
 			}
 			p.log.Info("status",
 				"rows_in_per_s", int64(float64(s.RowsDecoded-last.RowsDecoded)/secs),

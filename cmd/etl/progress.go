@@ -3,6 +3,7 @@ package main
 import (
 	"fmt"
 	"io"
+	"strconv"
 	"time"
 
 	"github.com/etl-project/etl/pipeline"
@@ -27,8 +28,12 @@ func startProgress(p *pipeline.Pipeline, w io.Writer) func() {
 			case now := <-t.C:
 				s := p.Stats()
 				rate := float64(s.RowsWritten-last.RowsWritten) / now.Sub(lastAt).Seconds()
-				fmt.Fprintf(w, "\r%10.0f rows/s  %12d rows written  lag %10d  in flight %6.1f MiB  paused %d   ",
-					rate, s.RowsWritten, s.Lag, float64(s.InflightBytes)/(1<<20), s.PausedPartitions)
+				lag := strconv.FormatInt(s.Lag, 10)
+				if s.LagUnknown != "" {
+					lag = "?" // unknown: the status line says why
+				}
+				fmt.Fprintf(w, "\r%10.0f rows/s  %12d rows written  lag %10s  in flight %6.1f MiB  paused %d   ",
+					rate, s.RowsWritten, lag, float64(s.InflightBytes)/(1<<20), s.PausedPartitions)
 				last, lastAt = s, now
 			}
 		}

@@ -1,0 +1,166 @@
+package pipeline
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/testutil"
+
+	"github.com/etl-project/etl/source/kafka"
+)
+
+// listerSource answers the lag watcher's questions from its fields; the
+// rest of the source is not used.
+type listerSource struct {
+	source
+	ends      map[string]map[int32]kafka.Listed
+	starts    map[string]map[int32]kafka.Listed
+	committed map[string]map[int32]kafka.Committed
+	err       error // of every listing
+	brokerErr string
+}
+
+func (s *listerSource) ListEnds(context.Context, []string) (map[string]map[int32]kafka.Listed, error) {
+	if s.err != nil {
+		return nil, s.err
+	}
+	return s.ends, nil
+}
+
+func (s *listerSource) ListStarts(context.Context, []string) (map[string]map[int32]kafka.Listed, error) {
+	return s.starts, s.err
+}
+
+func (s *listerSource) FetchCommitted(context.Context, kafka.Partitions) (map[string]map[int32]kafka.Committed, error) {
+	return s.committed, s.err
+}
+
+func (s *listerSource) Brokers() (lastAnswer time.Time, lastErr string) {
+	return time.Time{}, s.brokerErr
+}
+
+// TestLagReasons: the lag is unknown, with the reason, before an
+// assignment, before the first listing and while listings fail; it is the
+// listed end minus the group's committed offset before the first record,
+// minus this member's position after; the gauge keeps the last value while
+// the end cannot be read.
+func TestLagReasons(t *testing.T) {
+	p, _ := newBarePipeline(t, &nopSource{}, 1024)
+	src := &listerSource{}
+	p.src = src
+	reg := prometheus.NewPedanticRegistry()
+	reg.MustRegister(newLagCollector(p))
+	ctx := context.Background()
+	why := func(want string) {
+		t.Helper()
+		if _, got := p.lagNow(); got != want {
+			t.Fatalf("lag unknown because %q, want %q", got, want)
+		}
+	}
+	lag := func(want int64) {
+		t.Helper()
+		n, w := p.lagNow()
+		if w != "" || n != want {
+			t.Fatalf("lag %d (unknown: %q), want %d", n, w, want)
+		}
+		if got := testutil.ToFloat64(gaugeOf(t, reg)); got != float64(want) {
+			t.Fatalf("etl_source_lag_records %v, want %d", got, want)
+		}
+	}
+
+	why("waiting for a partition assignment from the group")
+	src.brokerErr = "127.0.0.1:9092: dial tcp: connection refused"
+	why("waiting for a partition assignment from the group; the last broker connection error: 127.0.0.1:9092: dial tcp: connection refused")
+
+	p.assigned.Store(true)
+	tp := TopicPartition{"events", 0}
+	epoch := p.tracker.Assign(tp)
+	p.lanes[tp] = newLane(tp, epoch, prometheus.NewGauge(prometheus.GaugeOpts{Name: "x"}), &p.settle)
+	why("the log end was not read yet")
+	if n, _ := testutil.GatherAndCount(reg, "etl_source_lag_records"); n != 0 {
+		t.Fatalf("%d etl_source_lag_records series before anything was read", n)
+	}
+
+	src.err = errors.New("list offsets: context deadline exceeded")
+	p.readEnds(ctx, src)
+	why("listing end offsets failed: list offsets: context deadline exceeded")
+
+	// The group committed 100; the log ends at 120.
+	src.err = nil
+	src.ends = map[string]map[int32]kafka.Listed{"events": {0: {Offset: 120}}}
+	src.committed = map[string]map[int32]kafka.Committed{"events": {0: {Offset: 100}}}
+	p.readEnds(ctx, src)
+	lag(20)
+
+	// Records from 100 on are fetched (the end is 150 now); 100-130 are
+	// written and committed.
+	p.tracker.Start(tp, epoch, 100)
+	p.lanes[tp].end.fetched(150, p.clock())
+	lag(50)
+	p.tracker.Ack(tp, epoch, 100, 130)
+	for _, c := range p.tracker.Pending(nil) {
+		p.tracker.Committed(c)
+	}
+	lag(20)
+
+	// The next listing fails: unknown now, and the gauge keeps the lag
+	// against the last end read.
+	src.err = errors.New("list offsets: unable to dial")
+	p.readEnds(ctx, src)
+	why("listing end offsets failed: list offsets: unable to dial")
+	if got := testutil.ToFloat64(gaugeOf(t, reg)); got != 20 {
+		t.Fatalf("etl_source_lag_records %v while the listing fails, want the last value 20", got)
+	}
+
+	// A partition the brokers answer for with an error.
+	src.err = nil
+	src.ends = map[string]map[int32]kafka.Listed{"events": {0: {Offset: -1, Err: errors.New("NOT_LEADER_FOR_PARTITION")}}}
+	p.readEnds(ctx, src)
+	why("listing end offsets failed: events/0: NOT_LEADER_FOR_PARTITION")
+
+	// A partition the group never committed counts from the log start
+	// (start_offset: earliest).
+	tp1 := TopicPartition{"events", 1}
+	p.lanes[tp1] = newLane(tp1, p.tracker.Assign(tp1), prometheus.NewGauge(prometheus.GaugeOpts{Name: "x"}), &p.settle)
+	src.ends = map[string]map[int32]kafka.Listed{"events": {0: {Offset: 160}, 1: {Offset: 70}}}
+	src.committed = map[string]map[int32]kafka.Committed{"events": {1: {Offset: -1}}}
+	src.starts = map[string]map[int32]kafka.Listed{"events": {1: {Offset: 40}}}
+	p.readEnds(ctx, src)
+	if n, w := p.lagNow(); w != "" || n != 30+30 {
+		t.Fatalf("lag %d (unknown: %q), want 60 (30 on each partition)", n, w)
+	}
+	if n, _ := testutil.GatherAndCount(reg, "etl_source_lag_age_seconds"); n != 2 {
+		t.Fatalf("%d etl_source_lag_age_seconds series, want 2", n)
+	}
+}
+
+// gaugeOf is etl_source_lag_records of events/0 in reg.
+func gaugeOf(t *testing.T, reg *prometheus.Registry) prometheus.Collector {
+	t.Helper()
+	mfs, err := reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, mf := range mfs {
+		if mf.GetName() != "etl_source_lag_records" {
+			continue
+		}
+		for _, m := range mf.GetMetric() {
+			labels := ""
+			for _, l := range m.GetLabel() {
+				labels += l.GetName() + "=" + l.GetValue() + ","
+			}
+			if strings.Contains(labels, "partition=0,") {
+				g := prometheus.NewGauge(prometheus.GaugeOpts{Name: "v"})
+				g.Set(m.GetGauge().GetValue())
+				return g
+			}
+		}
+	}
+	t.Fatal("no etl_source_lag_records series for events/0")
+	return nil
+}
