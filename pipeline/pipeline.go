@@ -117,6 +117,7 @@ type Pipeline struct {
 
 	commitMu sync.Mutex
 	closing  atomic.Bool // shutting down: open exactly-once blocks are sealed at once
+	given    uncommitted // written records whose commit was given up (uncommitted.go)
 	// halt is closed when the stop gives up on what is still in flight
 	// (the drain deadline passed): retry loops end (haltChan, haltNow).
 	haltInit, haltClose sync.Once
@@ -560,6 +561,13 @@ func (p *Pipeline) Run(ctx context.Context) error {
 	}
 	cancelCommit()
 	p.src.Close()
+	if commitErr == nil {
+		// Partitions lost (or revoked with a failed commit) since the last
+		// assignment: the final commit did not cover their written records.
+		if commitErr = p.given.get(); commitErr != nil {
+			p.log.Error("final commit incomplete: records since the last commit will be read again", "err", commitErr)
+		}
+	}
 
 	st := p.Stats()
 	p.log.Info("stopped", "rows_written", st.RowsWritten)
@@ -791,6 +799,9 @@ func (h *handler) Assigned(ctx context.Context, parts kafka.Partitions) {
 	p := (*Pipeline)(h)
 	defer p.callback()()
 	p.assigned.Store(true)
+	if !p.closing.Load() {
+		p.given.clear()
+	}
 	var blocks map[TopicPartition][][2]int64
 	if p.eo() {
 		var ok bool
@@ -926,6 +937,8 @@ func (p *Pipeline) revokeEnd(r *revoke) {
 	defer cancel()
 	if err := p.commitLocked(cctx, only); err != nil {
 		p.log.Warn("commit on revoke failed: records since the last commit will be read again by the next owner", "err", err)
+		pending, inFlight := p.lanesPending(r.lanes)
+		p.given.note("partitions revoked", pending, inFlight, err)
 	}
 	for _, l := range r.lanes {
 		p.tracker.Remove(l.tp, l.epoch)
@@ -940,6 +953,8 @@ func (h *handler) Lost(_ context.Context, parts kafka.Partitions) {
 	lanes := p.detach(parts)
 	p.commitMu.Lock()
 	defer p.commitMu.Unlock()
+	pending, inFlight := p.lanesPending(lanes)
+	p.given.note("partitions lost", pending, inFlight, nil)
 	for _, l := range lanes {
 		p.tracker.Remove(l.tp, l.epoch)
 	}
