@@ -43,3 +43,39 @@ func TestFinalCommitLostExits3(t *testing.T) {
 		t.Fatalf("took %v to stop", took)
 	}
 }
+
+// TestRepeatedSIGTERMIsOneStop: a SIGTERM delivered twice within a
+// second (as GNU timeout does) is one graceful stop: the drain runs, the
+// process exits 0, and the log says the repeat counted as the same stop.
+func TestRepeatedSIGTERMIsOneStop(t *testing.T) {
+	e := newEnv(t)
+	e.produce(0, 300_000)
+	p := startETL(t, e.config("double-term", ""))
+	e.waitRows(20_000, time.Minute, p)
+	if err := p.cmd.Process.Signal(syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	first := time.Now()
+	for !strings.Contains(p.logText(), "signal received: stopping") {
+		if time.Since(first) > 500*time.Millisecond {
+			t.Fatal("the first SIGTERM was not logged within 500ms")
+		}
+		time.Sleep(2 * time.Millisecond)
+	}
+	if err := p.cmd.Process.Signal(syscall.SIGTERM); err != nil {
+		t.Fatalf("second SIGTERM %v after the first: %v (etl had exited already)", time.Since(first), err)
+	}
+	gap := time.Since(first)
+	code := p.wait(t, time.Minute)
+	log := p.logText()
+	t.Logf("second SIGTERM %v after the first; exit %d; %s", gap.Round(time.Millisecond), code, grepLines(log, "signal"))
+	if gap >= time.Second {
+		t.Fatalf("the second SIGTERM came %v after the first, not within a second", gap)
+	}
+	if code != 0 || strings.Contains(log, "second signal: exiting now") || !strings.Contains(log, "counted as the same stop") {
+		t.Fatalf("exit %d; want 0, the repeat counted as the same stop and no immediate exit", code)
+	}
+	if !strings.Contains(log, `msg=stopped rows_written=`) {
+		t.Fatal("no drain: the log lacks the stop's line")
+	}
+}
