@@ -2,13 +2,16 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kfake"
 	"github.com/twmb/franz-go/pkg/kgo"
+	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/etl-project/etl/internal/testenv"
 )
@@ -149,5 +152,30 @@ func TestTailStopsAtTheLogEnd(t *testing.T) {
 		case <-deadline:
 			t.Fatal("-follow -n 2 did not exit within 30s of records produced")
 		}
+	}
+}
+
+// TestTailBrokerStopsAnswering: records before the log end that do not
+// come (every fetch fails) end etl tail after -timeout with exit 1, naming
+// the partitions short of their log end, instead of a silent wait.
+func TestTailBrokerStopsAnswering(t *testing.T) {
+	kb := testenv.Kafka(t, kfake.SeedTopics(1, "events"))
+	produceIDs(t, kb, 0, 0, 3)
+	var fetches atomic.Int64
+	kb.Cluster().ControlKey(int16(kmsg.Fetch), func(kmsg.Request) (kmsg.Response, error, bool) {
+		kb.Cluster().KeepControl()
+		fetches.Add(1)
+		return nil, errors.New("fetch refused by the test"), true
+	})
+	cfg := cliConfig(t, kb.Addr(), "", "127.0.0.1:1", derivedColumns)
+	code, out, errOut, took := runCLI(t, "tail", "-config", cfg, "-columns", "derived", "-from", "earliest", "-timeout", "2s")
+	if code != exitFailed || out != "" || !strings.Contains(errOut, "etl tail: no record within 2s (-timeout) before the log end of events/0 (end offset 3)") {
+		t.Fatalf("exit %d, stdout %q, stderr %q; want 1 naming the partition short of its end", code, out, errOut)
+	}
+	if fetches.Load() == 0 {
+		t.Fatal("no fetch was refused: the test did not test the refusal")
+	}
+	if took > 10*time.Second {
+		t.Fatalf("took %v with -timeout 2s", took)
 	}
 }
