@@ -561,13 +561,7 @@ func (p *Pipeline) Run(ctx context.Context) error {
 	}
 	cancelCommit()
 	p.src.Close()
-	if commitErr == nil {
-		// Partitions lost (or revoked with a failed commit) since the last
-		// assignment: the final commit did not cover their written records.
-		if commitErr = p.given.get(); commitErr != nil {
-			p.log.Error("final commit incomplete: records since the last commit will be read again", "err", commitErr)
-		}
-	}
+	commitErr = p.finalCommitErr(commitErr)
 
 	st := p.Stats()
 	p.log.Info("stopped", "rows_written", st.RowsWritten)
@@ -937,8 +931,7 @@ func (p *Pipeline) revokeEnd(r *revoke) {
 	defer cancel()
 	if err := p.commitLocked(cctx, only); err != nil {
 		p.log.Warn("commit on revoke failed: records since the last commit will be read again by the next owner", "err", err)
-		pending, inFlight := p.lanesPending(r.lanes)
-		p.given.note("partitions revoked", pending, inFlight, err)
+		p.given.note("partitions revoked", p.lanesPending(r.lanes), err)
 	}
 	for _, l := range r.lanes {
 		p.tracker.Remove(l.tp, l.epoch)
@@ -953,8 +946,7 @@ func (h *handler) Lost(_ context.Context, parts kafka.Partitions) {
 	lanes := p.detach(parts)
 	p.commitMu.Lock()
 	defer p.commitMu.Unlock()
-	pending, inFlight := p.lanesPending(lanes)
-	p.given.note("partitions lost", pending, inFlight, nil)
+	p.given.note("partitions lost", p.lanesPending(lanes), nil)
 	for _, l := range lanes {
 		p.tracker.Remove(l.tp, l.epoch)
 	}

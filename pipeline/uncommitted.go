@@ -16,10 +16,11 @@ type uncommitted struct {
 	err error
 }
 
-// note records that the records written up to the offsets of pending (and
-// the chunks still in flight on inFlight partitions) of the partitions
-// given up for what will not be committed.
-func (u *uncommitted) note(what string, pending []Commit, inFlight []TopicPartition, cause error) {
+// note records that the written records of the partitions given up (for
+// what) will not be committed: up to the offsets of l.pending, and the
+// chunks still in flight on l.inFlight.
+func (u *uncommitted) note(what string, l unsettled, cause error) {
+	pending, inFlight := l.pending, l.inFlight
 	if len(pending) == 0 && len(inFlight) == 0 {
 		return
 	}
@@ -55,12 +56,33 @@ func (u *uncommitted) get() error {
 	return u.err
 }
 
+// unsettled is what of some lanes is written and not committed.
+type unsettled struct {
+	pending  []Commit         // the commits pending
+	inFlight []TopicPartition // lanes with chunks not yet acknowledged
+}
+
+// finalCommitErr is the final commit's error, or, when it succeeded, the
+// records given up since the last assignment: partitions lost (or revoked
+// with a failed commit) whose written records the final commit could not
+// cover.
+func (p *Pipeline) finalCommitErr(commitErr error) error {
+	if commitErr != nil {
+		return commitErr
+	}
+	err := p.given.get()
+	if err != nil {
+		p.log.Error("final commit incomplete: records since the last commit will be read again", "err", err)
+	}
+	return err
+}
+
 // lanesPending returns, with commitMu held, the commits pending for the
 // partitions of lanes and those of lanes with chunks handed to the sinks
 // and not yet acknowledged.
-func (p *Pipeline) lanesPending(lanes []*lane) ([]Commit, []TopicPartition) {
+func (p *Pipeline) lanesPending(lanes []*lane) unsettled {
 	if len(lanes) == 0 {
-		return nil, nil
+		return unsettled{}
 	}
 	only := map[TopicPartition]bool{}
 	var inFlight []TopicPartition
@@ -80,5 +102,5 @@ func (p *Pipeline) lanesPending(lanes []*lane) ([]Commit, []TopicPartition) {
 			inFlight = append(inFlight, l.tp)
 		}
 	}
-	return pending, inFlight
+	return unsettled{pending, inFlight}
 }
