@@ -110,6 +110,13 @@ func Check(cfg *config.Config, timeout time.Duration) ([]string, error) {
 		}
 	}
 
+	// An address that answers HTTP as ClickHouse's HTTP interface does is
+	// named at once, rather than after the native handshake's timeout.
+	if err := httpPorts(cfg); err != nil {
+		problems = append(problems, err)
+		return report, joined()
+	}
+
 	// ClickHouse, the registry, the decoders and the chain: what New
 	// builds before it would join the group.
 	ctx, cancel = context.WithTimeout(context.Background(), timeout)
@@ -118,9 +125,6 @@ func Check(cfg *config.Config, timeout time.Duration) ([]string, error) {
 	if err != nil {
 		if ctx.Err() != nil {
 			err = fmt.Errorf("no answer within %v: %w", timeout, err)
-		}
-		if Unavailable(err) {
-			err = withHTTPPortHint(cfg, err)
 		}
 		problems = append(problems, err)
 		return report, joined()
@@ -182,20 +186,22 @@ func Check(cfg *config.Config, timeout time.Duration) ([]string, error) {
 	return report, joined()
 }
 
-// withHTTPPortHint adds to err, ClickHouse not answering, the addresses
-// of the sinks that answer HTTP as ClickHouse's HTTP interface does: the
-// hint the run logs when it cannot connect.
-func withHTTPPortHint(cfg *config.Config, err error) error {
+// httpPorts returns an error naming every sink address that answers HTTP
+// as ClickHouse's HTTP interface does (the hint the run logs when it
+// cannot connect), nil when none does. Each probe takes at most a second;
+// a native port refuses it in milliseconds.
+func httpPorts(cfg *config.Config) error {
+	var errs []error
 	for _, ns := range cfg.SinkList() {
 		for _, sh := range ns.ClickHouse.ShardList() {
 			for _, addr := range sh.Replicas {
 				if clickhouse.AnswersHTTP(addr) {
-					err = fmt.Errorf("%w (%s answers HTTP like ClickHouse's HTTP interface: %s.addr takes the native protocol port, 9000 by default, not the HTTP port)", err, addr, cfg.KeyPath(ns))
+					errs = append(errs, fmt.Errorf("sink %s: %s answers HTTP like ClickHouse's HTTP interface: %s.addr takes the native protocol port, 9000 by default, not the HTTP port", ns.Name, addr, cfg.KeyPath(ns)))
 				}
 			}
 		}
 	}
-	return err
+	return errors.Join(errs...)
 }
 
 // checkRegistry fetches the latest schema of every prewarm subject (or,
