@@ -258,6 +258,23 @@ func Plan(ctx context.Context, adm *kadm.Client, r *Report, topics []string, par
 // ErrActive is returned by Execute while the group has members.
 var ErrActive = errors.New("the group has members")
 
+// Active returns an ErrActive error naming the members while the report
+// shows the group with members, nil otherwise: a reset is refused then.
+func (r *Report) Active() error {
+	if len(r.Members) == 0 {
+		return nil
+	}
+	ids := make([]string, 0, len(r.Members))
+	for _, m := range r.Members {
+		ids = append(ids, m.Host+" "+m.ID)
+	}
+	return activeError(r.Group, r.State, ids)
+}
+
+func activeError(group, state string, ids []string) error {
+	return fmt.Errorf("%w (state %s: %s); stop every etl of group %s first, or its next commit overwrites the reset", ErrActive, state, strings.Join(ids, ", "), group)
+}
+
 // Execute commits the moves for group, with empty metadata (so the
 // exactly-once blocks of the moved partitions are gone). It refuses, with
 // ErrActive, while the group has members: a running pipeline would
@@ -272,7 +289,7 @@ func Execute(ctx context.Context, adm *kadm.Client, group string, moves []Move) 
 		for _, m := range g.Members {
 			ids = append(ids, m.ClientHost+" "+m.MemberID)
 		}
-		return fmt.Errorf("%w (state %s: %s); stop every etl of group %s first, or its next commit overwrites the reset", ErrActive, g.State, strings.Join(ids, ", "), group)
+		return activeError(group, g.State, ids)
 	}
 	var offs kadm.Offsets
 	for _, m := range moves {

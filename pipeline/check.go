@@ -18,6 +18,7 @@ import (
 	"github.com/etl-project/etl/decode/avro"
 	"github.com/etl-project/etl/internal/names"
 	"github.com/etl-project/etl/schemaregistry"
+	"github.com/etl-project/etl/sink/clickhouse"
 	"github.com/etl-project/etl/source/kafka"
 )
 
@@ -35,6 +36,15 @@ func Check(cfg *config.Config, timeout time.Duration) ([]string, error) {
 	}
 	var report []string
 	var problems []error
+	var dlqMissing error
+	// joined lists the problems, the missing dead-letter topic once.
+	joined := func() error {
+		err := errors.Join(problems...)
+		if dlqMissing != nil && (err == nil || !strings.Contains(err.Error(), dlqMissing.Error())) {
+			err = errors.Join(append(problems, dlqMissing)...)
+		}
+		return err
+	}
 
 	// Kafka.
 	brokers := strings.Join(cfg.Source.Kafka.Brokers, ",")
@@ -43,12 +53,16 @@ func Check(cfg *config.Config, timeout time.Duration) ([]string, error) {
 		return nil, err
 	}
 	watch, lastErr := kafka.WatchConnections(cfg.Source.Kafka)
+	// A refused SASL login ends the request at once and is named first
+	// (a broker that closes the connection on reading the credentials
+	// looks like a network error the client would retry to the timeout).
+	login := kafka.NewLoginWatch(cfg.Source.Kafka)
 	// A dial, TLS handshake included, that hangs (TLS to a plaintext
 	// listener that waits for more bytes) must fail within the budget, so
 	// its error and the hint it gives are reported rather than a bare
 	// timeout.
 	dial := kgo.DialTimeout(max(timeout/2, 100*time.Millisecond))
-	cl, err := kgo.NewClient(append(opts, watch, dial)...)
+	cl, err := kgo.NewClient(append(opts, watch, login.Opt(), dial)...)
 	if err != nil {
 		return nil, fmt.Errorf("kafka client: %w", err)
 	}
@@ -60,10 +74,17 @@ func Check(cfg *config.Config, timeout time.Duration) ([]string, error) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), timeout)
 	// Every topic, for the did-you-mean of a missing one.
-	listed, err := kadm.NewClient(cl).ListTopics(ctx)
+	lctx, lcancel := login.Bind(ctx)
+	listed, err := kadm.NewClient(cl).ListTopics(lctx)
+	lcancel()
 	cancel()
 	cl.Close()
-	if err != nil {
+	loginRefused := false
+	if lerr := login.Err(err); err != nil && lerr != err {
+		// Nothing else can be asked of the brokers without a login.
+		loginRefused = true
+		problems = append(problems, &ConfigError{Errs: []error{lerr}})
+	} else if err != nil {
 		if last := lastErr(); last != "" {
 			err = fmt.Errorf("%w; last connection error: %s", err, last)
 		}
@@ -77,6 +98,10 @@ func Check(cfg *config.Config, timeout time.Duration) ([]string, error) {
 			}
 			d, ok := listed[t]
 			switch {
+			case t == dlqTopic && (!ok || errors.Is(d.Err, kerr.UnknownTopicOrPartition) || d.Err == nil && len(d.Partitions) == 0):
+				// Building the dead-letter producer below says so, with
+				// what to do; reported here only when that is not reached.
+				dlqMissing = fmt.Errorf("%s: topic %q does not exist", key, t)
 			case !ok || errors.Is(d.Err, kerr.UnknownTopicOrPartition) || d.Err == nil && len(d.Partitions) == 0:
 				problems = append(problems, fmt.Errorf("%s: topic %q does not exist%s", key, t, names.DidYouMean(t, listed.Names())))
 			case d.Err != nil:
@@ -85,6 +110,13 @@ func Check(cfg *config.Config, timeout time.Duration) ([]string, error) {
 				report = append(report, fmt.Sprintf("kafka: topic %s has %d partitions", t, len(d.Partitions)))
 			}
 		}
+	}
+
+	// An address that answers HTTP as ClickHouse's HTTP interface does is
+	// named at once, rather than after the native handshake's timeout.
+	if err := httpPorts(cfg); err != nil {
+		problems = append(problems, err)
+		return report, joined()
 	}
 
 	// ClickHouse, the registry, the decoders and the chain: what New
@@ -97,7 +129,7 @@ func Check(cfg *config.Config, timeout time.Duration) ([]string, error) {
 			err = fmt.Errorf("no answer within %v: %w", timeout, err)
 		}
 		problems = append(problems, err)
-		return report, errors.Join(problems...)
+		return report, joined()
 	}
 	defer p.closeClients()
 	for _, s := range p.sinks {
@@ -143,15 +175,35 @@ func Check(cfg *config.Config, timeout time.Duration) ([]string, error) {
 	if len(cfg.Transform) > 0 {
 		report = append(report, fmt.Sprintf("transform: %d steps compiled against the tables", len(cfg.Transform)))
 	}
-	if err := checkKafkaAccess(ctx, cfg, slog.New(slog.NewTextHandler(io.Discard, nil))); err != nil {
-		problems = append(problems, err)
+	if !loginRefused {
+		if err := checkKafkaAccess(ctx, cfg, slog.New(slog.NewTextHandler(io.Discard, nil))); err != nil {
+			problems = append(problems, err)
+		}
 	}
 
 	if p.dlq != nil {
 		limit, source := p.dlq.MaxMessageBytes()
 		report = append(report, fmt.Sprintf("dlq: topic %s, records up to %d bytes (%s)", cfg.Decode.DLQ.Topic, limit, source))
 	}
-	return report, errors.Join(problems...)
+	return report, joined()
+}
+
+// httpPorts returns an error naming every sink address that answers HTTP
+// as ClickHouse's HTTP interface does (the hint the run logs when it
+// cannot connect), nil when none does. Each probe takes at most a second;
+// a native port refuses it in milliseconds.
+func httpPorts(cfg *config.Config) error {
+	var errs []error
+	for _, ns := range cfg.SinkList() {
+		for _, sh := range ns.ClickHouse.ShardList() {
+			for _, addr := range sh.Replicas {
+				if clickhouse.AnswersHTTP(addr) {
+					errs = append(errs, fmt.Errorf("sink %s: %s answers HTTP like ClickHouse's HTTP interface: %s.addr takes the native protocol port, 9000 by default, not the HTTP port", ns.Name, addr, cfg.KeyPath(ns)))
+				}
+			}
+		}
+	}
+	return errors.Join(errs...)
 }
 
 // checkRegistry fetches the latest schema of every prewarm subject (or,

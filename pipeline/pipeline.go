@@ -117,6 +117,7 @@ type Pipeline struct {
 
 	commitMu sync.Mutex
 	closing  atomic.Bool // shutting down: open exactly-once blocks are sealed at once
+	given    uncommitted // written records whose commit was given up (uncommitted.go)
 	// halt is closed when the stop gives up on what is still in flight
 	// (the drain deadline passed): retry loops end (haltChan, haltNow).
 	haltInit, haltClose sync.Once
@@ -565,6 +566,7 @@ func (p *Pipeline) Run(ctx context.Context) error {
 	}
 	cancelCommit()
 	p.src.Close()
+	commitErr = p.finalCommitErr(commitErr)
 
 	st := p.Stats()
 	p.log.Info("stopped", "rows_written", st.RowsWritten)
@@ -796,6 +798,9 @@ func (h *handler) Assigned(ctx context.Context, parts kafka.Partitions) {
 	p := (*Pipeline)(h)
 	defer p.callback()()
 	p.assigned.Store(true)
+	if !p.closing.Load() {
+		p.given.clear()
+	}
 	var blocks map[TopicPartition][][2]int64
 	if p.eo() {
 		var ok bool
@@ -931,6 +936,7 @@ func (p *Pipeline) revokeEnd(r *revoke) {
 	defer cancel()
 	if err := p.commitLocked(cctx, only); err != nil {
 		p.log.Warn("commit on revoke failed: records since the last commit will be read again by the next owner", "err", err)
+		p.given.note("partitions revoked", p.lanesPending(r.lanes), err)
 	}
 	for _, l := range r.lanes {
 		p.tracker.Remove(l.tp, l.epoch)
@@ -945,6 +951,7 @@ func (h *handler) Lost(_ context.Context, parts kafka.Partitions) {
 	lanes := p.detach(parts)
 	p.commitMu.Lock()
 	defer p.commitMu.Unlock()
+	p.given.note("partitions lost", p.lanesPending(lanes), nil)
 	for _, l := range lanes {
 		p.tracker.Remove(l.tp, l.epoch)
 	}

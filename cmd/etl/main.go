@@ -131,20 +131,17 @@ func runPipeline(args []string, stdout, stderr io.Writer) int {
 	slog.SetDefault(log)
 	log.Debug("effective configuration (secrets masked)", "config", cfg.Redacted())
 
-	// The first SIGTERM or SIGINT starts a graceful stop; a second one
-	// exits at once.
+	// The first SIGTERM or SIGINT starts a graceful stop; another one a
+	// second or more later exits at once (watchSignals).
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	sigs := make(chan os.Signal, 2)
+	sigs := make(chan os.Signal, 4)
 	signal.Notify(sigs, syscall.SIGTERM, syscall.SIGINT)
-	go func() {
-		s := <-sigs
-		log.Info("signal received: stopping", "signal", s.String())
-		cancel()
-		s = <-sigs
-		log.Warn("second signal: exiting now; records not committed will be read again", "signal", s.String())
-		os.Exit(exitInterrupted)
+	defer func() {
+		signal.Stop(sigs) // no signal is delivered to sigs after it returns
+		close(sigs)
 	}()
+	go watchSignals(sigs, cancel, os.Exit, log, time.Now)
 
 	reg := newRegistry(cfg)
 	st, err := newStartup(pipeline.Options{Config: cfg, Log: log, WrapAck: testWrapAck(), Started: processStart}, reg)

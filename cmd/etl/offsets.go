@@ -13,12 +13,8 @@ import (
 	"text/tabwriter"
 	"time"
 
-	"github.com/twmb/franz-go/pkg/kadm"
-	"github.com/twmb/franz-go/pkg/kgo"
-
 	"github.com/etl-project/etl/config"
 	"github.com/etl-project/etl/offsets"
-	"github.com/etl-project/etl/source/kafka"
 )
 
 // offsetsCmd is "etl offsets": where the pipeline's consumer group stands
@@ -38,18 +34,19 @@ func offsetsCmd(args []string, stdout, stderr io.Writer) int {
 	if cfg == nil {
 		return code
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), *timeout)
-	defer cancel()
-	adm, closeAdm, err := adminClient(cfg.Source.Kafka)
+	kc, err := newKafkaClient(cfg.Source.Kafka, *timeout)
 	if err != nil {
 		fmt.Fprintf(stderr, "etl offsets: %v\n", err)
 		return exitUsage
 	}
-	defer closeAdm()
-	r, err := offsets.Describe(ctx, adm, cfg.Source.Kafka.GroupID, cfg.Source.Kafka.Topics)
+	defer kc.close()
+	ctx, cancel := kc.context(context.Background())
+	defer cancel()
+	r, err := offsets.Describe(ctx, kc.adm, cfg.Source.Kafka.GroupID, cfg.Source.Kafka.Topics)
 	if err != nil {
+		err = kc.explain(err)
 		fmt.Fprintf(stderr, "etl offsets: %v\n", err)
-		return exitFailed
+		return kc.code(err)
 	}
 	if *format == "json" {
 		return writeJSON(stdout, stderr, r)
@@ -113,22 +110,32 @@ func offsetsResetCmd(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "etl offsets reset: -partitions: %v\n", err)
 		return exitUsage
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), *timeout)
-	defer cancel()
-	adm, closeAdm, err := adminClient(k)
+	kc, err := newKafkaClient(k, *timeout)
 	if err != nil {
 		fmt.Fprintf(stderr, "etl offsets reset: %v\n", err)
 		return exitUsage
 	}
-	defer closeAdm()
+	defer kc.close()
+	ctx, cancel := kc.context(context.Background())
+	defer cancel()
+	adm := kc.adm
 	r, err := offsets.Describe(ctx, adm, k.GroupID, k.Topics)
 	if err != nil {
+		err = kc.explain(err)
 		fmt.Fprintf(stderr, "etl offsets reset: %v\n", err)
-		return exitFailed
+		return kc.code(err)
+	}
+	if *execute {
+		// Refused before any plan is printed: a running pipeline would
+		// overwrite the reset with its next commit.
+		if err := r.Active(); err != nil {
+			fmt.Fprintf(stderr, "etl offsets reset: %v\n", err)
+			return exitUsage
+		}
 	}
 	moves, err := offsets.Plan(ctx, adm, r, topics, parts, target)
 	if err != nil {
-		fmt.Fprintf(stderr, "etl offsets reset: %v\n", err)
+		fmt.Fprintf(stderr, "etl offsets reset: %v\n", kc.explain(err))
 		return exitUsage
 	}
 	eo := cfg.Delivery == config.ExactlyOnce
@@ -169,7 +176,7 @@ func offsetsResetCmd(args []string, stdout, stderr io.Writer) int {
 		return exitOK
 	}
 	if err := offsets.Execute(ctx, adm, k.GroupID, moves); err != nil {
-		fmt.Fprintf(stderr, "etl offsets reset: %v\n", err)
+		fmt.Fprintf(stderr, "etl offsets reset: %v\n", kc.explain(err))
 		if errors.Is(err, offsets.ErrActive) {
 			return exitUsage
 		}
@@ -202,19 +209,6 @@ func offsetsConfig(fs *flag.FlagSet, path, format string, stderr io.Writer) (*co
 		return nil, exitUsage
 	}
 	return cfg, exitOK
-}
-
-// adminClient returns an admin client for the source's cluster.
-func adminClient(k *config.Kafka) (*kadm.Client, func(), error) {
-	opts, err := kafka.ClientOpts(k)
-	if err != nil {
-		return nil, nil, err
-	}
-	cl, err := kgo.NewClient(opts...)
-	if err != nil {
-		return nil, nil, fmt.Errorf("kafka client: %w", err)
-	}
-	return kadm.NewClient(cl), cl.Close, nil
 }
 
 func writeJSON(stdout, stderr io.Writer, v any) int {

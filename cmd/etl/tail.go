@@ -8,6 +8,7 @@ import (
 	"io"
 	"log/slog"
 	"os/signal"
+	"slices"
 	"strings"
 	"syscall"
 	"text/tabwriter"
@@ -26,13 +27,14 @@ import (
 func tailCmd(args []string, stdout, stderr io.Writer) int {
 	fs := flagSet("tail", stdout, stderr)
 	path := fs.String("config", "", "pipeline configuration `file` (YAML)")
-	n := fs.Int("n", 10, "stop after this many `rows` (0: until interrupted)")
-	from := fs.String("from", "latest", "where to start reading: earliest, latest or an RFC 3339 `time` (the first record at or after it)")
+	n := fs.Int("n", 10, "stop after this many `rows` (0: no limit)")
+	from := fs.String("from", "", "where to start reading: earliest, latest or an RFC 3339 `time` (the first record at or after it); by default the last -n records of each partition (the log start with -n 0)")
+	follow := fs.Bool("follow", false, "keep reading new records past the end of the log (until -n rows or interrupted); without it etl tail stops at the log end as of its start")
 	partList := fs.String("partitions", "", "comma-separated `partitions` to read (default: all)")
 	format := fs.String("format", "json", "output: json (one object per line) or table (aligned columns)")
 	raw := fs.Bool("raw", false, "also print each record as decoded, before the transform chain")
 	columns := fs.String("columns", "auto", "the tables' columns: table (read from ClickHouse), derived (from the Avro schema or decode.fields through the chain, as etl schema prints them; no ClickHouse) or auto (the tables, or the derived columns when ClickHouse cannot be reached and the configuration gives the types)")
-	timeout := fs.Duration("timeout", 30*time.Second, "time allowed to read the tables and the schemas before the first record")
+	timeout := fs.Duration("timeout", 15*time.Second, "time allowed to reach the brokers and list the partitions, to read the tables and the schemas, and, without -follow, between records before the log end")
 	if code, done := parseFlags(fs, args); done {
 		return code
 	}
@@ -56,7 +58,7 @@ func tailCmd(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintln(stderr, "etl tail: -n must be 0 or more")
 		return exitUsage
 	}
-	start, err := tailOffset(*from)
+	start, err := parseTailFrom(*from)
 	if err != nil {
 		fmt.Fprintf(stderr, "etl tail: %v\n", err)
 		return exitUsage
@@ -83,6 +85,32 @@ func tailCmd(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintln(stderr, "etl tail: -columns derived: JSON records without decode.fields carry no types; declare them in decode.fields or read the tables (-columns table)")
 		return exitUsage
 	}
+
+	// The brokers first: the partitions, where each is read from and
+	// where the log ends, within -timeout (at once for a refused login).
+	k := cfg.Source.Kafka
+	// Small fetches: the first records print in milliseconds rather than
+	// after a full fetch of every partition.
+	kc, err := newKafkaClient(k, *timeout, kafka.SmallFetchOpts()...)
+	if err != nil {
+		fmt.Fprintf(stderr, "etl tail: %v\n", err)
+		return exitUsage
+	}
+	defer kc.close()
+	pctx, cancel := kc.context(ctx)
+	plan, err := planTail(pctx, kc.adm, k.Topics, parts, start, *n)
+	cancel()
+	if err != nil {
+		if ctx.Err() != nil {
+			return exitOK // interrupted
+		}
+		err = kc.explain(err)
+		fmt.Fprintf(stderr, "etl tail: %v\n", err)
+		if errors.Is(err, errNoPartition) {
+			return exitUsage
+		}
+		return kc.code(err)
+	}
 	bctx, cancel := context.WithTimeout(ctx, *timeout)
 	pv, err := pipeline.NewPreview(bctx, pipeline.Options{Config: cfg, Log: log, Offline: *columns == "derived"})
 	if err != nil && *columns == "auto" && pipeline.Unavailable(err) && pipeline.Derivable(cfg) {
@@ -101,39 +129,50 @@ func tailCmd(args []string, stdout, stderr io.Writer) int {
 	}
 	defer pv.Close()
 
-	k := cfg.Source.Kafka
-	opts, err := kafka.ClientOpts(k)
-	if err != nil {
-		fmt.Fprintf(stderr, "etl tail: %v\n", err)
-		return exitUsage
+	// Without -follow, a partition is done at the log end as of the
+	// start; one with nothing to read is done already.
+	type key struct {
+		topic     string
+		partition int32
 	}
-	if len(parts) == 0 {
-		opts = append(opts, kgo.ConsumeTopics(k.Topics...), kgo.ConsumeResetOffset(start))
-	} else {
-		m := map[string]map[int32]kgo.Offset{}
-		for _, t := range k.Topics {
-			m[t] = map[int32]kgo.Offset{}
-			for _, p := range parts {
-				m[t][p] = start
-			}
+	left := map[key]tailPart{}
+	ends := map[key]int64{}
+	for _, p := range plan {
+		if *follow || p.from < p.end {
+			left[key{p.topic, p.partition}] = p
 		}
-		opts = append(opts, kgo.ConsumePartitions(m))
+		ends[key{p.topic, p.partition}] = p.end
 	}
-	// Small fetches: the first records print in milliseconds rather than
-	// after a full fetch of every partition.
-	cl, err := kgo.NewClient(append(opts, kafka.SmallFetchOpts()...)...)
-	if err != nil {
-		fmt.Fprintf(stderr, "etl tail: kafka client: %v\n", err)
-		return exitUsage
-	}
-	defer cl.Close()
+	kc.cl.AddConsumePartitions(consumeFrom(plan))
 
 	w := newTailWriter(stdout, *format)
 	rows := 0
-	for ctx.Err() == nil && (*n == 0 || rows < *n) {
-		fetches := cl.PollFetches(ctx)
+	for ctx.Err() == nil && (*n == 0 || rows < *n) && len(left) > 0 {
+		pollCtx, cancel := ctx, context.CancelFunc(func() {})
+		if !*follow {
+			// Records before the log end are there: none for -timeout
+			// means the brokers stopped answering.
+			pollCtx, cancel = context.WithTimeout(ctx, *timeout)
+		}
+		fetches := kc.cl.PollFetches(pollCtx)
+		quiet := pollCtx.Err() != nil && fetches.NumRecords() == 0
+		cancel()
 		if ctx.Err() != nil {
 			break
+		}
+		if quiet {
+			w.flush()
+			short := make([]string, 0, len(left))
+			for _, p := range left {
+				short = append(short, fmt.Sprintf("%s (end offset %d)", p, p.end))
+			}
+			slices.Sort(short)
+			msg := fmt.Sprintf("no record within %v (-timeout) before the log end of %s", *timeout, strings.Join(short, ", "))
+			if last := kc.lastErr(); last != "" {
+				msg += "; last connection error: " + last
+			}
+			fmt.Fprintf(stderr, "etl tail: %s\n", msg)
+			return exitFailed
 		}
 		var ferr error
 		fetches.EachError(func(t string, p int32, err error) {
@@ -148,6 +187,15 @@ func tailCmd(args []string, stdout, stderr io.Writer) int {
 		it := fetches.RecordIter()
 		for !it.Done() && (*n == 0 || rows < *n) {
 			r := it.Next()
+			if !*follow {
+				end := ends[key{r.Topic, r.Partition}]
+				if r.Offset >= end {
+					continue // produced after the start
+				}
+				if r.Offset+1 >= end {
+					delete(left, key{r.Topic, r.Partition})
+				}
+			}
 			res, err := pv.Process(ctx, r)
 			if err != nil {
 				if ctx.Err() != nil {
@@ -180,22 +228,10 @@ func tailCmd(args []string, stdout, stderr io.Writer) int {
 		w.flush()
 	}
 	w.flush()
+	if ctx.Err() == nil && !*follow && *n > 0 && rows < *n {
+		fmt.Fprintf(stderr, "etl tail: the end of the log: %d rows of the %d asked for (-follow waits for more)\n", rows, *n)
+	}
 	return exitOK
-}
-
-// tailOffset reads -from.
-func tailOffset(s string) (kgo.Offset, error) {
-	switch s {
-	case "earliest":
-		return kgo.NewOffset().AtStart(), nil
-	case "latest":
-		return kgo.NewOffset().AtEnd(), nil
-	}
-	t, err := time.Parse(time.RFC3339Nano, s)
-	if err != nil {
-		return kgo.Offset{}, fmt.Errorf("-from %q: want earliest, latest or an RFC 3339 time (2026-12-01T10:00:00Z)", s)
-	}
-	return kgo.NewOffset().AfterMilli(t.UnixMilli()), nil
 }
 
 // tailWriter prints what etl tail reads, as JSON lines or as tables.

@@ -68,6 +68,11 @@ func speaksTLS(addrs []string) bool {
 	return false
 }
 
+// AnswersHTTP reports whether addr answers HTTP as ClickHouse's HTTP
+// interface does (GET /ping gives "Ok."), within a second: the native
+// protocol port was confused with the HTTP one.
+func AnswersHTTP(addr string) bool { return answersHTTP(addr) }
+
 func answersHTTP(addr string) bool {
 	if _, _, err := net.SplitHostPort(addr); err != nil {
 		return false
