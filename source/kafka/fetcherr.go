@@ -190,6 +190,7 @@ func (s *Source) checkRecreated(ctx context.Context, topic string, oldID [16]byt
 		s.log.Warn("source topic was deleted and created again: consuming the new topic from source.kafka.start_offset; the old topic's uncommitted records are gone with it",
 			"topic", topic, "old_topic_id", fmt.Sprintf("%x", oldID), "new_topic_id", fmt.Sprintf("%x", t.TopicID),
 			"start_offset", s.o.Config.StartOffset)
+		s.recreated.mark(topic)
 		s.cl.PurgeTopicsFromClient(topic)
 		s.cl.AddConsumeTopics(topic)
 		note = "the topic was deleted and created again; subscribed to the new one"

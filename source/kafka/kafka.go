@@ -81,6 +81,10 @@ type Source struct {
 	pos      *positions    // where each partition's next record should be (outofrange.go)
 	fetch    fetchState    // fetch errors (fetcherr.go)
 	missing  missingTopics // topics waited for (topics.go)
+	// recreated are the topics resubscribed after being deleted and
+	// created again (fetcherr.go): their committed offsets are the old
+	// topic's, and adjustOffsets starts them at start_offset instead.
+	recreated topicSet
 	// The client is made with the small first-fetch sizes (startFetch...);
 	// each fetch response that carried records raises them fourfold
 	// (readHook) until they reach the configured ones, full. client is

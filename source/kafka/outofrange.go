@@ -102,6 +102,20 @@ func newSkipped(topics []string) *prometheus.CounterVec {
 func (s *Source) adjustOffsets(ctx context.Context, offs map[string]map[int32]kgo.Offset) (map[string]map[int32]kgo.Offset, error) {
 	committed := map[string]map[int32]int64{}
 	for t, ps := range offs {
+		if s.recreated.take(t) {
+			// The group's offsets of this topic are the deleted one's: the
+			// new topic is read from start_offset, as a topic never read.
+			start := kgo.NewOffset().AtStart()
+			if s.o.Config.StartOffset == "latest" {
+				start = kgo.NewOffset().AtEnd()
+			}
+			for part := range ps {
+				ps[part] = start
+			}
+			s.log.Info("the topic was created again: its partitions start at source.kafka.start_offset, not at the deleted topic's committed offsets",
+				"topic", t, "start_offset", s.o.Config.StartOffset)
+			continue
+		}
 		for part, o := range ps {
 			if at := o.EpochOffset().Offset; at >= 0 {
 				if committed[t] == nil {
@@ -246,4 +260,28 @@ func (s *Source) dataLoss(e *kgo.ErrDataLoss) {
 	s.pos.set(e.Topic, e.Partition, e.ResetTo)
 	s.log.Error(msg, "topic", e.Topic, "partition", e.Partition, "consumed_to", e.ConsumedTo, "reset_to", e.ResetTo,
 		"skipped", n, "reason", reason, "err", e)
+}
+
+// topicSet is a set of topic names safe for concurrent use.
+type topicSet struct {
+	mu sync.Mutex
+	m  map[string]bool
+}
+
+func (ts *topicSet) mark(topic string) {
+	ts.mu.Lock()
+	defer ts.mu.Unlock()
+	if ts.m == nil {
+		ts.m = map[string]bool{}
+	}
+	ts.m[topic] = true
+}
+
+// take reports whether topic is in the set and removes it.
+func (ts *topicSet) take(topic string) bool {
+	ts.mu.Lock()
+	defer ts.mu.Unlock()
+	ok := ts.m[topic]
+	delete(ts.m, topic)
+	return ok
 }
