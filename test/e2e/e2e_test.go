@@ -6,6 +6,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/etl-project/etl/internal/testenv"
 )
 
 // TestMillionRecords: 1,000,000 generated JSON records over 6 partitions
@@ -220,11 +222,35 @@ func TestDrainTimeout(t *testing.T) {
 		}
 	}
 
-	// A second signal during a stuck drain exits at once.
-	p2 := startETL(t, path)
-	time.Sleep(2 * time.Second)
+	// A second signal during a stuck drain exits at once. The drain is
+	// stuck only if records are held when the first signal comes: with
+	// ClickHouse frozen, more are produced and the test waits until etl
+	// holds them in flight.
+	metricsAddr := fmt.Sprintf("127.0.0.1:%d", testenv.FreePort(t))
+	cfg2 := strings.Replace(cfg, `metrics: {listen: "off"}`, fmt.Sprintf(`metrics: {listen: %q}`, metricsAddr), 1)
+	p2 := startETL(t, writeConfig(t, cfg2))
+	for ready := time.Now().Add(time.Minute); !strings.Contains(p2.logText(), "partitions assigned"); {
+		if !p2.running() || time.Now().After(ready) {
+			t.Fatalf("etl was not assigned partitions within a minute (running %v)", p2.running())
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
 	e.ch.Freeze(t)
 	defer e.ch.Thaw(t)
+	e.produce(n, 20_000)
+	held := time.Now().Add(time.Minute)
+	for {
+		if !p2.running() {
+			t.Fatalf("etl exited before the first signal: %v", p2.err)
+		}
+		if m := scrapeIfUp(metricsAddr); m["etl_backpressure_inflight_bytes"] > 0 {
+			break
+		}
+		if time.Now().After(held) {
+			t.Fatal("etl held no records in flight within a minute of ClickHouse freezing")
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
 	if err := p2.cmd.Process.Signal(syscall.SIGTERM); err != nil {
 		t.Fatal(err)
 	}

@@ -14,10 +14,25 @@ import (
 // its label sets (histograms by their _sum and _count series).
 func scrape(t *testing.T, addr string) map[string]float64 {
 	t.Helper()
+	m, err := scrapeErr(addr)
+	if err != nil {
+		t.Fatalf("scrape: %v", err)
+	}
+	return m
+}
+
+// scrapeIfUp is scrape for a process that may not listen yet: it returns
+// nothing when /metrics does not answer.
+func scrapeIfUp(addr string) map[string]float64 {
+	m, _ := scrapeErr(addr)
+	return m
+}
+
+func scrapeErr(addr string) (map[string]float64, error) {
 	c := http.Client{Timeout: 5 * time.Second}
 	resp, err := c.Get("http://" + addr + "/metrics")
 	if err != nil {
-		t.Fatalf("scrape: %v", err)
+		return nil, err
 	}
 	defer resp.Body.Close()
 	out := map[string]float64{}
@@ -41,7 +56,7 @@ func scrape(t *testing.T, addr string) map[string]float64 {
 		}
 		out[name] += v
 	}
-	return out
+	return out, sc.Err()
 }
 
 // rssBytes is a process's resident set size.
