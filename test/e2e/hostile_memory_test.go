@@ -107,6 +107,7 @@ type hostileCase struct {
 	// YAML lines added to source.kafka and sink.clickhouse (indented to
 	// their keys' level), and the decode section's lines.
 	source, sink, decode string
+	began                time.Time // when the case began making its input
 }
 
 // memRun is a running etl process whose memory and first insert are
@@ -151,6 +152,7 @@ checkpoint: {commit_interval: 500ms, drain_timeout: 20s}
 metrics: {listen: %q}
 log: {level: ${ETL_TEST_LOG_LEVEL:-info}, format: text}
 `, c.name, h.kb.Addr(), c.topic, c.name, c.source, h.ch.TCPAddr(), c.table, c.sink, c.decode, c.budget, metricsAddr))
+	t.Logf("%s: input ready in %v", c.name, time.Since(c.began).Round(100*time.Millisecond))
 	r := &memRun{metrics: metricsAddr, start: time.Now(), stopWatch: make(chan struct{}), watched: make(chan struct{})}
 	r.p = startETL(t, cfg)
 	go r.watch()
@@ -300,7 +302,7 @@ func chExecSettings(t *testing.T, ch *testenv.CH, query string, settings url.Val
 // column are 410 MB of column data once padded, from 2.5 MB of input.
 func (h *hostileEnv) fixedStringPadding(t *testing.T) {
 	const n = 100_000
-	c := hostileCase{name: "fixedstring", topic: "fixedstring", parts: 4, table: "fixedstring", budget: 64 << 20,
+	c := hostileCase{began: time.Now(), name: "fixedstring", topic: "fixedstring", parts: 4, table: "fixedstring", budget: 64 << 20,
 		decode: "  on_error: fail"}
 	h.ch.Exec(t, "CREATE TABLE fixedstring (id UInt64, fs FixedString(4096)) ENGINE = MergeTree ORDER BY id")
 	h.createTopic(t, c.topic, int32(c.parts), 0)
@@ -335,7 +337,7 @@ func (h *hostileEnv) rowsPerRecord(t *testing.T) {
 		maxRows   = 100_000
 		dlqTopic  = "ndjson.dlq"
 	)
-	c := hostileCase{name: "ndjson", topic: "ndjson", parts: 2, table: "ndjson", budget: 32 << 20,
+	c := hostileCase{began: time.Now(), name: "ndjson", topic: "ndjson", parts: 2, table: "ndjson", budget: 32 << 20,
 		sink: "    batch: {max_bytes: 4MiB}",
 		decode: fmt.Sprintf(`  json: {framing: ndjson}
   max_rows_per_record: %d
@@ -395,7 +397,7 @@ func (h *hostileEnv) decompressionBomb(t *testing.T) {
 		after    = 5
 		dlqTopic = "bomb.dlq"
 	)
-	c := hostileCase{name: "bomb", topic: "bomb", parts: parts, table: "bomb", budget: 64 << 20,
+	c := hostileCase{began: time.Now(), name: "bomb", topic: "bomb", parts: parts, table: "bomb", budget: 64 << 20,
 		decode: fmt.Sprintf("  on_error: dlq\n  dlq: {topic: %s}", dlqTopic)}
 	h.ch.Exec(t, "CREATE TABLE bomb (id UInt64, s String) ENGINE = MergeTree ORDER BY id")
 	h.createTopic(t, c.topic, parts, 10<<20)
@@ -544,26 +546,40 @@ func (h *hostileEnv) batchRecords(t *testing.T, topic string, parts int) map[int
 
 // wideString is value k of record id: its id and k, then one letter to
 // 512 KiB.
-func wideString(id, k int) string {
-	const size = 512 << 10
+func wideString(id, k int) []byte {
 	prefix := fmt.Sprintf("%08d-%d-", id, k)
-	return prefix + strings.Repeat(string(rune('a'+(id+k)%26)), size-len(prefix))
+	run := wideRuns()[(id+k)%26]
+	return append([]byte(prefix), run[:len(run)-len(prefix)]...)
 }
 
-// wideStrings: records of three 512 KiB String values, 300 MiB through a
+// wideRuns are 512 KiB of each letter, made once.
+var wideRuns = sync.OnceValue(func() [][]byte {
+	out := make([][]byte, 26)
+	for i := range out {
+		out[i] = bytes.Repeat([]byte{byte('a' + i)}, 512<<10)
+	}
+	return out
+})
+
+// wideStrings: records of three 512 KiB String values, 150 MiB through a
 // 64 MiB budget.
 func (h *hostileEnv) wideStrings(t *testing.T) {
-	const n = 200
-	c := hostileCase{name: "wide", topic: "wide", parts: 2, table: "wide", budget: 64 << 20,
+	const n = 100
+	c := hostileCase{began: time.Now(), name: "wide", topic: "wide", parts: 2, table: "wide", budget: 64 << 20,
 		source: "    fetch_max_partition_bytes: 2MiB",
 		decode: "  on_error: fail\n  max_record_bytes: 2MiB"}
 	h.ch.Exec(t, "CREATE TABLE wide (id UInt64, a String, b String, c String) ENGINE = MergeTree ORDER BY id")
 	h.createTopic(t, c.topic, int32(c.parts), 4<<20)
-	cl := h.kb.Client(t, kgo.RecordPartitioner(kgo.ManualPartitioner()), kgo.ProducerBatchMaxBytes(4<<20))
-	for start := 0; start < n; start += 20 {
+	cl := h.kb.Client(t, kgo.RecordPartitioner(kgo.ManualPartitioner()), kgo.ProducerBatchMaxBytes(4<<20), kgo.ProducerBatchCompression(kgo.NoCompression()))
+	for start := 0; start < n; start += 10 {
 		var recs []*kgo.Record
-		for id := start; id < start+20; id++ {
-			v := fmt.Appendf(nil, `{"id":%d,"a":%q,"b":%q,"c":%q}`, id, wideString(id, 0), wideString(id, 1), wideString(id, 2))
+		for id := start; id < start+10; id++ {
+			// The strings need no escaping: letters, digits and dashes.
+			v := fmt.Appendf(nil, `{"id":%d`, id)
+			for k, name := range []string{"a", "b", "c"} {
+				v = append(append(append(v, `,"`+name+`":"`...), wideString(id, k)...), '"')
+			}
+			v = append(v, '}')
 			recs = append(recs, &kgo.Record{Topic: c.topic, Partition: int32(id % c.parts), Value: v})
 		}
 		produceRecords(t, cl, recs)
@@ -585,7 +601,7 @@ func (h *hostileEnv) wideStrings(t *testing.T) {
 			t.Fatalf("row %q, want id %d and three digests", sc.Text(), next)
 		}
 		for k := range 3 {
-			sum := md5.Sum([]byte(wideString(next, k)))
+			sum := md5.Sum(wideString(next, k))
 			if !strings.EqualFold(f[1+k], hex.EncodeToString(sum[:])) {
 				t.Fatalf("id %d: value %d differs from the record's", next, k)
 			}
@@ -635,7 +651,7 @@ func (h *hostileEnv) deepArrays(t *testing.T) {
 		n         = 150
 		perRecord = 8 * 15 * 1000
 	)
-	c := hostileCase{name: "deep", topic: "deep", parts: 2, table: "deep", budget: 64 << 20, decode: "  on_error: fail"}
+	c := hostileCase{began: time.Now(), name: "deep", topic: "deep", parts: 2, table: "deep", budget: 64 << 20, decode: "  on_error: fail"}
 	h.ch.Exec(t, "CREATE TABLE deep (id UInt64, x Array(Array(Array(String)))) ENGINE = MergeTree ORDER BY id")
 	h.createTopic(t, c.topic, int32(c.parts), 0)
 	recs := make([]*kgo.Record, n)
@@ -665,7 +681,7 @@ func (h *hostileEnv) deepArrays(t *testing.T) {
 // values, so that each batch's dictionary is as large as its column.
 func (h *hostileEnv) lowCardinality(t *testing.T) {
 	const n = 1_000_000
-	c := hostileCase{name: "lowcard", topic: "lowcard", parts: 4, table: "lowcard", budget: 64 << 20, decode: "  on_error: fail"}
+	c := hostileCase{began: time.Now(), name: "lowcard", topic: "lowcard", parts: 4, table: "lowcard", budget: 64 << 20, decode: "  on_error: fail"}
 	chExecSettings(t, h.ch, "CREATE TABLE lowcard (id UInt64, lc LowCardinality(String)) ENGINE = MergeTree ORDER BY id",
 		url.Values{"allow_experimental_low_cardinality_type": {"1"}})
 	h.createTopic(t, c.topic, int32(c.parts), 0)
