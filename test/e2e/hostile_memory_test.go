@@ -84,7 +84,7 @@ func (h *hostileEnv) createTopic(t *testing.T, name string, parts int32, maxMess
 	}
 }
 
-// produce writes recs with cl (a client with the manual partitioner), a
+// produceRecords writes recs with cl (a client with the manual partitioner), a
 // bounded number at a time.
 func produceRecords(t *testing.T, cl *kgo.Client, recs []*kgo.Record) {
 	t.Helper()
