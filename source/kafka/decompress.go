@@ -225,7 +225,7 @@ func (d *decompressor) zstd(src []byte, bound int) ([]byte, error) {
 			return nil, kgo.ErrMaxDecompress
 		}
 		out, err := dec.DecodeAll(src, make([]byte, 0, h.FrameContentSize))
-		if errors.Is(err, zstd.ErrDecoderSizeExceeded) || err == nil && len(out) > bound {
+		if zstdTooLarge(err) || err == nil && len(out) > bound {
 			return nil, kgo.ErrMaxDecompress
 		}
 		return out, err
@@ -235,10 +235,16 @@ func (d *decompressor) zstd(src []byte, bound int) ([]byte, error) {
 	}
 	defer dec.Reset(nil) //nolint:errcheck // releases the source
 	out, err := readBounded(dec, bound)
-	if errors.Is(err, zstd.ErrDecoderSizeExceeded) {
+	if zstdTooLarge(err) {
 		return nil, kgo.ErrMaxDecompress
 	}
 	return out, err
+}
+
+// zstdTooLarge: the frame outgrows the limit, or asks for a window larger
+// than it.
+func zstdTooLarge(err error) bool {
+	return errors.Is(err, zstd.ErrDecoderSizeExceeded) || errors.Is(err, zstd.ErrWindowSizeExceeded)
 }
 
 // initPools makes the decoders' pools, bounded at limit.

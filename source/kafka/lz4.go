@@ -165,8 +165,12 @@ func lz4Frame(src, scratch []byte, max int) (out, buf []byte, ok bool) {
 		if n&lz4Uncompr != 0 {
 			buf = append(buf, block...)
 		} else {
-			buf = slices.Grow(buf, blockMax)
-			got, err := lz4.UncompressBlock(block, buf[len(buf):len(buf)+blockMax])
+			// At most the room left under the bound (and one byte more,
+			// to see a block go past it): a block that does not fit is
+			// left to the bounded reader, which refuses it.
+			room := min(blockMax, max-len(buf)+1)
+			buf = slices.Grow(buf, room)
+			got, err := lz4.UncompressBlock(block, buf[len(buf):len(buf)+room])
 			if err != nil {
 				return nil, buf, false
 			}
