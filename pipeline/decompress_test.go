@@ -220,3 +220,23 @@ func TestDecompressionBomb(t *testing.T) {
 		t.Logf("stopped: %v; committed %v", runErr, c)
 	})
 }
+
+// TestMaxDecompressedBatchDefault: the bound's default follows the fetch
+// size and the budget, at most 1 GiB; a configured value wins.
+func TestMaxDecompressedBatchDefault(t *testing.T) {
+	cfg := &config.Config{Source: config.Source{Kafka: &config.Kafka{FetchMaxPartitionBytes: config.MiB}}}
+	for _, tt := range []struct {
+		budget, set, want int64
+	}{
+		{528 << 20, 0, 132 << 20}, // the defaults
+		{64 << 20, 0, 16 << 20},   // 16 × 1 MiB
+		{32 << 20, 0, 16 << 20},
+		{16 << 30, 0, 1 << 30},
+		{64 << 20, 4 << 20, 4 << 20},
+	} {
+		cfg.Source.Kafka.MaxDecompressedBatchBytes = config.ByteSize(tt.set)
+		if got := maxDecompressedBatch(cfg, tt.budget); got != tt.want {
+			t.Errorf("budget %d, set %d: %d, want %d", tt.budget, tt.set, got, tt.want)
+		}
+	}
+}
