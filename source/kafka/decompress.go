@@ -70,6 +70,7 @@ func (d *decompressor) reserve() (int, bool) {
 		bound = int(min(int64(bound), room))
 	}
 	d.reserved += int64(bound)
+	d.peak = max(d.peak, d.reserved+d.held)
 	return bound, true
 }
 
@@ -99,6 +100,7 @@ func (d *decompressor) batchRead(node int32, tp topicPartition, m kgo.FetchBatch
 	h.bytes += n
 	h.parts[tp] += n
 	d.held += n
+	d.peak = max(d.peak, d.reserved+d.held)
 }
 
 // responseRead is node's next fetch response arriving: what the client

@@ -3,14 +3,21 @@ package kafka
 import (
 	"bytes"
 	"compress/gzip"
+	"context"
 	"errors"
+	"log/slog"
 	"runtime"
+	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/klauspost/compress/s2"
 	"github.com/klauspost/compress/zstd"
 	"github.com/pierrec/lz4/v4"
 	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/etl-project/etl/config"
+	"github.com/etl-project/etl/internal/testenv"
 )
 
 // bombs returns payload compressed the ways producers write it, by codec.
@@ -171,5 +178,76 @@ func TestDecompressDeferred(t *testing.T) {
 	d.dropParts(Partitions{"t": {0}})
 	if d.Held() != 50 {
 		t.Fatalf("held %d after the revoke, want 50", d.Held())
+	}
+}
+
+// countHandler counts the records handed over.
+type countHandler struct {
+	assignedHandler
+	n atomic.Int64
+}
+
+func (h *countHandler) Fetched(p *kgo.FetchTopicPartition) { h.n.Add(int64(len(p.Records))) }
+
+// TestSourceHoldsWithinRoom: many compressed batches, each under the
+// bound, that a fetch response carries together (2 partitions of 8 zstd
+// batches of 2 MB each, a few KB on the broker) are not all decompressed
+// at once: what the client holds decompressed stays within the budget's
+// room (6 MiB here), the batches that do not fit are deferred and fetched
+// again, and every record is handed over.
+func TestSourceHoldsWithinRoom(t *testing.T) {
+	const (
+		parts, batches, per = 2, 8, 20
+		room                = 6 << 20
+	)
+	kb := testenv.Kafka(t)
+	kb.CreateTopic(t, "events", parts)
+	pr := kb.Client(t, kgo.RecordPartitioner(kgo.ManualPartitioner()), kgo.ProducerBatchCompression(kgo.ZstdCompression()),
+		kgo.ProducerBatchMaxBytes(8<<20), kgo.ProducerLinger(time.Second))
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	val := bytes.Repeat([]byte("x"), 100_000)
+	for p := range int32(parts) {
+		for range batches {
+			recs := make([]*kgo.Record, per)
+			for i := range recs {
+				recs[i] = &kgo.Record{Topic: "events", Partition: p, Value: val}
+			}
+			if err := pr.ProduceSync(ctx, recs...).FirstErr(); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	h := &countHandler{assignedHandler: assignedHandler{assigned: make(chan Partitions, 4)}}
+	s, err := New(Options{Config: &config.Kafka{Brokers: []string{kb.Addr()}, Topics: []string{"events"}, GroupID: "held",
+		StartOffset: "earliest", SessionTimeout: config.Duration(6 * time.Second), RebalanceTimeout: config.Duration(6 * time.Second),
+		FetchMaxBytes: 16 << 20, FetchMaxPartitionBytes: 1 << 20, FetchMaxWait: config.Duration(100 * time.Millisecond)},
+		Handler: h, Log: slog.Default(), MaxDecompressedBatchBytes: 4 << 20, Room: func() int64 { return room }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	rctx, stop := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- s.Run(rctx) }()
+	defer func() {
+		stop()
+		<-done
+		s.Close()
+	}()
+	for h.n.Load() < parts*batches*per {
+		if ctx.Err() != nil {
+			t.Fatalf("%d of %d records handed over", h.n.Load(), parts*batches*per)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	s.decomp.mu.Lock()
+	peak := s.decomp.peak
+	s.decomp.mu.Unlock()
+	t.Logf("peak held %.1f MiB, %d batches deferred", float64(peak)/(1<<20), s.decomp.deferred.Load())
+	if peak > room {
+		t.Errorf("held %d bytes decompressed at once, more than the room of %d", peak, room)
+	}
+	if s.decomp.deferred.Load() == 0 {
+		t.Error("no batch deferred: the response's batches all fit")
 	}
 }
