@@ -48,7 +48,7 @@ type decompressor struct {
 	reserved int64 // bounds of the batches being decompressed now
 	held     int64 // decompressed bytes the client holds, not yet polled
 	byNode   map[int32]*heldBytes
-	peak     int64 // the most held and reserved at once (tests)
+	peak     int64        // the most held and reserved at once (tests)
 	deferred atomic.Int64 // batches deferred for want of room
 }
 
