@@ -109,6 +109,11 @@ type Kafka struct {
 	SessionTimeout         Duration `yaml:"session_timeout"`
 	RebalanceTimeout       Duration `yaml:"rebalance_timeout"`
 	FetchMaxWait           Duration `yaml:"fetch_max_wait"`
+	// MaxDecompressedBatchBytes bounds what one record batch may
+	// decompress to; a batch past it goes to on_error as too_large.
+	// 0 (the default): max(16 × fetch_max_partition_bytes,
+	// max_inflight_bytes / 4), at most 1 GiB.
+	MaxDecompressedBatchBytes ByteSize `yaml:"max_decompressed_batch_bytes"`
 	// UnreachableTimeout is how long the brokers may go without answering
 	// before /healthz reports it.
 	UnreachableTimeout Duration `yaml:"unreachable_timeout"`

@@ -77,6 +77,21 @@ var rules = []rule{
 	{path: "source.kafka.fetch_max_partition_bytes", when: hasKafka, check: func(c *Config) string {
 		return sizeRange(c.Source.Kafka.FetchMaxPartitionBytes, KiB, GiB)
 	}},
+	// 0 derives it from the fetch size and the budget; a batch must fit
+	// in the budget to be read at all.
+	{path: "source.kafka.max_decompressed_batch_bytes", when: hasKafka, check: func(c *Config) string {
+		v := c.Source.Kafka.MaxDecompressedBatchBytes
+		if v == 0 {
+			return ""
+		}
+		if msg := sizeRange(v, 64*KiB, GiB); msg != "" {
+			return msg + " (or 0: derived from fetch_max_partition_bytes and backpressure.max_inflight_bytes)"
+		}
+		if b := c.Backpressure.MaxInflightBytes; b > 0 && v > b {
+			return fmt.Sprintf("must be at most backpressure.max_inflight_bytes (%s), got %s: a batch is decompressed only within the budget", b, v)
+		}
+		return ""
+	}},
 	// Brokers reject session timeouts outside group.min/max.session.timeout.ms
 	// (6s and 30m by default); 1s..1h catches unit mistakes without
 	// second-guessing a tuned broker.

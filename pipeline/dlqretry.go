@@ -8,6 +8,8 @@ import (
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/etl-project/etl/source/kafka"
 )
 
 // A record bound for the dead-letter topic is held until the broker
@@ -58,7 +60,7 @@ func (p *Pipeline) deadLetter(d *dlqRecord) {
 	p.dlq.Write(d.r, d.reason, d.cause, func(werr error) {
 		if werr == nil {
 			p.dlqs.failingFrom.Store(0)
-			p.tracker.Ack(tp, epoch, off, off+1)
+			p.tracker.Ack(tp, epoch, off, kafka.RecordEnd(d.r)) // a refused batch: all its offsets
 			p.dlqDone(d)
 			return
 		}

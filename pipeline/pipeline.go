@@ -359,6 +359,9 @@ func New(ctx context.Context, o Options) (*Pipeline, error) {
 	ks, err := kafka.New(kafka.Options{
 		Config: cfg.Source.Kafka, Pipeline: cfg.Pipeline.Name, Handler: (*handler)(p), Log: log,
 		Registerer: p.component("source"), CommitRegisterer: p.component("checkpoint"), Missing: missing,
+		MaxDecompressedBatchBytes: maxDecompressedBatch(cfg, budgetBytes),
+		Room:                      func() int64 { return p.budget.Bytes() - p.budget.Inflight() },
+		SkipRefused:               p.onError == config.OnErrorSkip || p.onError == config.OnErrorDLQ,
 	})
 	if err != nil {
 		return nil, err
@@ -385,6 +388,16 @@ func New(ctx context.Context, o Options) (*Pipeline, error) {
 	log.Info("pipeline ready", "workers", p.workers, "budget_bytes", budgetBytes)
 	built = true
 	return p, nil
+}
+
+// maxDecompressedBatch is source.kafka.max_decompressed_batch_bytes, or
+// when 0 its default: max(16 × fetch_max_partition_bytes, budget / 4), at
+// most 1 GiB.
+func maxDecompressedBatch(cfg *config.Config, budget int64) int64 {
+	if v := int64(cfg.Source.Kafka.MaxDecompressedBatchBytes); v > 0 {
+		return v
+	}
+	return min(max(16*int64(cfg.Source.Kafka.FetchMaxPartitionBytes), budget/4), 1<<30)
 }
 
 // sinkSizing is one sink's quantities in the budget's sizing rule.

@@ -11,6 +11,7 @@ import (
 	"github.com/etl-project/etl/decode"
 	"github.com/etl-project/etl/decode/avro"
 	"github.com/etl-project/etl/sink/clickhouse"
+	"github.com/etl-project/etl/source/kafka"
 )
 
 // The pipeline workers. A worker takes a lane from the run queue and runs
@@ -155,7 +156,12 @@ func (p *Pipeline) process(l *lane, dec *boundDecoder) {
 					l.eo.open(r.Offset, l.cursor, p.clock())
 				}
 			}
-			err := out.add(r)
+			var err error
+			if b := kafka.RefusedOf(r); b != nil {
+				err = b.Err() // a batch not read: too large
+			} else {
+				err = out.add(r)
+			}
 			if err != nil {
 				if fe, ok := err.(*fatalError); ok {
 					p.fail(fe.err)
@@ -197,7 +203,7 @@ func (p *Pipeline) process(l *lane, dec *boundDecoder) {
 			} else {
 				out.cover(first, r.Offset+1, r.Timestamp.UnixMilli())
 			}
-			l.cursor = r.Offset + 1
+			l.cursor = kafka.RecordEnd(r)
 			n++
 			bytes += recordBytes(r)
 			if p.eo() && l.eo.eoCut(l.cursor) {
@@ -369,7 +375,7 @@ func (p *Pipeline) reject(l *lane, r *kgo.Record, err error) {
 	}
 	tp, epoch, off := l.tp, l.epoch, r.Offset
 	if p.onError == config.OnErrorSkip {
-		p.tracker.Ack(tp, epoch, off, off+1)
+		p.tracker.Ack(tp, epoch, off, kafka.RecordEnd(r))
 		return
 	}
 	l.outstanding.Add(1)

@@ -60,6 +60,18 @@ type Options struct {
 	// HeartbeatInterval is the group heartbeat's period (0: franz-go's
 	// 3 s); tests with short sessions shorten it.
 	HeartbeatInterval time.Duration
+	// MaxDecompressedBatchBytes bounds what one record batch may
+	// decompress to (source.kafka.max_decompressed_batch_bytes, resolved);
+	// 0: the configured value, or franz-go's 1 GiB.
+	MaxDecompressedBatchBytes int64
+	// Room, when set, is the in-flight budget's room (the budget less
+	// what is in flight): what the client holds decompressed and not yet
+	// polled is bounded by it (decompress.go).
+	Room func() int64
+	// SkipRefused moves a partition past a refused batch once its stand-in
+	// record is handed over (on_error skip or dlq); otherwise the
+	// partition stops at it (refused.go).
+	SkipRefused bool
 	// Missing are source topics that did not exist at startup, waited
 	// for (source.kafka.wait_for_topics; MissingTopics). The caller has
 	// warned about them: the source warns again every 30 s.
@@ -148,8 +160,22 @@ func New(o Options) (*Source, error) {
 	}
 	s.brokers = newBrokerWatch(s.log, o.Config, s.metrics.connErrors)
 	s.metrics.skipped = newSkipped(o.Config.Topics)
+	s.metrics.refused = newRefused(o.Config.Topics)
+	s.decomp.room = o.Room
+	switch {
+	case o.MaxDecompressedBatchBytes > 0:
+		s.decomp.max = int(o.MaxDecompressedBatchBytes)
+	case o.Config.MaxDecompressedBatchBytes > 0:
+		s.decomp.max = int(o.Config.MaxDecompressedBatchBytes)
+	}
 	if o.Registerer != nil {
-		o.Registerer.MustRegister(s.metrics.skipped)
+		o.Registerer.MustRegister(s.metrics.skipped, s.metrics.refused, prometheus.NewCounterFunc(prometheus.CounterOpts{
+			Name: "etl_source_batches_deferred_total",
+			Help: "Compressed record batches not decompressed yet because the in-flight budget had no room for them: fetched again once the pipeline took what the client held.",
+		}, func() float64 { return float64(s.decomp.deferred.Load()) }), prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+			Name: "etl_source_decompressed_held_bytes",
+			Help: "Decompressed record batch bytes the Kafka client holds and the pipeline has not polled yet (bounded by the in-flight budget's room).",
+		}, func() float64 { return float64(s.decomp.Held()) }))
 	}
 	for _, b := range o.Config.Brokers {
 		s.metrics.connErrors.WithLabelValues(b) // served from the start, at 0
@@ -173,6 +199,7 @@ func New(o Options) (*Source, error) {
 			}
 			s.revoked(ctx, cl, p)
 			s.pos.drop(p)
+			s.decomp.dropParts(p)
 		}),
 		kgo.OnPartitionsLost(func(ctx context.Context, _ *kgo.Client, p map[string][]int32) {
 			if len(p) == 0 || !s.waitReady(ctx) {
@@ -184,6 +211,7 @@ func New(o Options) (*Source, error) {
 			o.Handler.Lost(ctx, p)
 			s.owners.drop(p)
 			s.pos.drop(p)
+			s.decomp.dropParts(p)
 		}),
 		kgo.AdjustFetchOffsetsFn(s.adjustOffsets),
 	)
@@ -306,12 +334,20 @@ func (s *Source) Run(ctx context.Context) error {
 			s.cl.AllowRebalance()
 			return nil
 		}
+		var refused []*kgo.ErrDecompressTooLarge
 		fs.EachError(func(topic string, p int32, err error) {
 			if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
 				return
 			}
 			if dl := (*kgo.ErrDataLoss)(nil); errors.As(err, &dl) {
 				s.dataLoss(dl)
+				return
+			}
+			if errors.Is(err, errDeferred) {
+				return // fetched again: the budget had no room for it (decompress.go)
+			}
+			if tl := (*kgo.ErrDecompressTooLarge)(nil); errors.As(err, &tl) {
+				refused = append(refused, tl)
 				return
 			}
 			s.fetchError(topic, p, err)
@@ -326,6 +362,11 @@ func (s *Source) Run(ctx context.Context) error {
 				for part, eo := range ps {
 					s.pos.set(t, part, eo.Offset)
 				}
+			}
+		}
+		for _, tl := range refused {
+			if _, moved := seeked[tl.Topic][tl.Partition]; !moved {
+				s.refused(tl) // refused.go
 			}
 		}
 		floors := seeked != nil || s.owners.hasFloors()
@@ -484,7 +525,8 @@ func count(p map[string][]int32) int {
 // the fetch sizes after each response that carried records.
 type readHook struct{ s *Source }
 
-func (h readHook) OnFetchBatchRead(_ kgo.BrokerMetadata, _ string, _ int32, b kgo.FetchBatchMetrics) {
+func (h readHook) OnFetchBatchRead(m kgo.BrokerMetadata, topic string, partition int32, b kgo.FetchBatchMetrics) {
+	h.s.decomp.batchRead(m.NodeID, topicPartition{topic, partition}, b)
 	h.s.metrics.read.Add(float64(b.NumRecords))
 	h.s.metrics.readBytes.Add(float64(b.UncompressedBytes))
 }
@@ -496,8 +538,13 @@ const rampMinRead = 4 << 10
 // OnBrokerE2E runs in the client's fetch goroutine once a response is
 // read, before it is processed and long before the next fetch request is
 // built, which carries the raised sizes.
-func (h readHook) OnBrokerE2E(_ kgo.BrokerMetadata, key int16, e2e kgo.BrokerE2E) {
-	if key != 1 || e2e.Err() != nil || e2e.BytesRead < rampMinRead { // 1: Fetch
+func (h readHook) OnBrokerE2E(m kgo.BrokerMetadata, key int16, e2e kgo.BrokerE2E) {
+	if key == 1 { // Fetch
+		// The broker is answered again: what the client held of its
+		// previous response was polled or dropped.
+		h.s.decomp.responseRead(m.NodeID)
+	}
+	if key != 1 || e2e.Err() != nil || e2e.BytesRead < rampMinRead {
 		return
 	}
 	s := h.s
@@ -518,7 +565,7 @@ type metrics struct {
 	connErrors                                            *prometheus.CounterVec
 	records, bytes, fetchErrors, rebalances, commitErrors prometheus.Counter
 	lost                                                  prometheus.Counter
-	skipped                                               *prometheus.CounterVec
+	skipped, refused                                      *prometheus.CounterVec
 	read, readBytes                                       prometheus.Counter
 	assigned                                              prometheus.Gauge
 	pollSeconds                                           prometheus.Histogram

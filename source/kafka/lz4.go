@@ -2,7 +2,9 @@ package kafka
 
 import (
 	"encoding/binary"
+	"errors"
 	"slices"
+	"sync"
 	"sync/atomic"
 
 	"github.com/pierrec/lz4/v4"
@@ -21,12 +23,11 @@ import (
 // franz-go checks before decompressing, covers every byte of the frame.
 // Anything the direct path does not read (the legacy frame, a dictionary,
 // dependent blocks, bytes after the frame, a block that does not
-// decompress) goes to the default decompressor, which decides; a batch
-// past franz-go's 1 GiB bound is refused with kgo.ErrMaxDecompress, as
-// the client's own default refuses it.
+// decompress) goes to the bounded lz4 reader, which decides; a batch
+// past the bound is refused with kgo.ErrMaxDecompress (decompress.go).
 type decompressor struct {
 	def kgo.Decompressor
-	max int // the most a batch may decompress to, as the default's
+	max int // the most a batch may decompress to (max_decompressed_batch_bytes)
 	// scratch holds the buffers lz4 frames are decompressed into, at most
 	// scratchBuffers of at most maxScratch bytes each (a larger one is
 	// left to the garbage collector). A free list rather than a
@@ -34,6 +35,21 @@ type decompressor struct {
 	// frequent under a fast fetch, and the buffer would be grown again.
 	scratch chan []byte
 	direct  atomic.Int64 // lz4 frames the direct path read (tests)
+
+	// The bounded decoders (decompress.go), made on first use.
+	poolOnce                    sync.Once
+	gzipPool, lz4Pool, zstdPool sync.Pool
+
+	// room, when set, is the in-flight budget's room: the budget less
+	// what is in flight. What the client holds decompressed is bounded by
+	// it (decompress.go).
+	room     func() int64
+	mu       sync.Mutex
+	reserved int64 // bounds of the batches being decompressed now
+	held     int64 // decompressed bytes the client holds, not yet polled
+	byNode   map[int32]*heldBytes
+	peak     int64        // the most held and reserved at once (tests)
+	deferred atomic.Int64 // batches deferred for want of room
 }
 
 const (
@@ -42,7 +58,8 @@ const (
 )
 
 // maxDecompressBytes is franz-go's default bound on a batch's decompressed
-// size (kgo.MaxDecompressBatchBytes).
+// size (kgo.MaxDecompressBatchBytes), the bound of a source built without
+// max_decompressed_batch_bytes.
 const maxDecompressBytes = 1 << 30
 
 func newDecompressor() *decompressor {
@@ -50,13 +67,32 @@ func newDecompressor() *decompressor {
 }
 
 func (d *decompressor) Decompress(src []byte, codec kgo.CompressionCodecType) ([]byte, error) {
+	if codec == kgo.CodecNone {
+		return src, nil
+	}
+	d.pools()
+	bound, ok := d.reserve()
+	if !ok {
+		d.deferred.Add(1)
+		return nil, errDeferred
+	}
+	defer d.unreserve(bound)
+	out, err := d.decompress(src, codec, bound)
+	if errors.Is(err, kgo.ErrMaxDecompress) && bound < d.max {
+		d.deferred.Add(1)
+		return nil, errDeferred
+	}
+	return out, err
+}
+
+func (d *decompressor) decompress(src []byte, codec kgo.CompressionCodecType, bound int) ([]byte, error) {
 	if codec == kgo.CodecLz4 {
 		var buf []byte
 		select {
 		case buf = <-d.scratch:
 		default:
 		}
-		out, buf, ok := lz4Frame(src, buf, d.max)
+		out, buf, ok := lz4Frame(src, buf, bound)
 		if cap(buf) <= maxScratch {
 			select {
 			case d.scratch <- buf[:0]:
@@ -68,14 +104,7 @@ func (d *decompressor) Decompress(src []byte, codec kgo.CompressionCodecType) ([
 			return out, nil
 		}
 	}
-	out, err := d.def.Decompress(src, codec)
-	if err == nil && len(out) > d.max {
-		// The default built here is bounded at 2 GiB, not at franz-go's
-		// 1 GiB: the client's bound is kept (after the fact: the memory
-		// was taken for a moment).
-		return nil, kgo.ErrMaxDecompress
-	}
-	return out, err
+	return d.bounded(src, codec, bound)
 }
 
 const (
@@ -137,8 +166,12 @@ func lz4Frame(src, scratch []byte, max int) (out, buf []byte, ok bool) {
 		if n&lz4Uncompr != 0 {
 			buf = append(buf, block...)
 		} else {
-			buf = slices.Grow(buf, blockMax)
-			got, err := lz4.UncompressBlock(block, buf[len(buf):len(buf)+blockMax])
+			// At most the room left under the bound (and one byte more,
+			// to see a block go past it): a block that does not fit is
+			// left to the bounded reader, which refuses it.
+			room := min(blockMax, max-len(buf)+1)
+			buf = slices.Grow(buf, room)
+			got, err := lz4.UncompressBlock(block, buf[len(buf):len(buf)+room])
 			if err != nil {
 				return nil, buf, false
 			}
