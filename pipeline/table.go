@@ -42,12 +42,18 @@ func (p *Pipeline) newDecoder(t *clickhouse.Target) (decode.Decoder, error) {
 	d, err := json.New(t.Schema, json.Options{
 		Fields: t.Fields, MaxRecordBytes: int(p.cfg.Decode.MaxRecordBytes),
 		Framing: p.cfg.Decode.JSON.Framing, TimeLayout: p.cfg.Decode.JSON.TimeLayout,
-		Ranges: p.serverRanges(),
+		Ranges: p.serverRanges(), Rows: p.rowLimits(),
 	})
 	if err != nil {
 		return nil, fmt.Errorf("decode: %w", err)
 	}
 	return d, nil
+}
+
+// rowLimits bounds the rows one record makes (decode.max_rows_per_record,
+// decode.max_bytes_per_record).
+func (p *Pipeline) rowLimits() decode.RowLimits {
+	return decode.RowLimits{MaxRows: p.cfg.Decode.MaxRowsPerRecord, MaxBytes: int(p.cfg.RowBytesPerRecord())}
 }
 
 // bind returns dec if it fills chunks for the current target, else a new
