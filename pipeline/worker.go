@@ -306,7 +306,17 @@ func (o *directOutputs) full() bool {
 		return false
 	}
 	l.unmeasured, l.unmeasuredBytes = 0, 0
-	return l.cur.Measure() >= o.p.chunkTarget
+	size := int64(l.cur.Measure())
+	// The open chunk counts in the budget as it grows (and shrinks, after
+	// a refused record), so the rows of a record that makes many are in
+	// it from the measurement after the record, not from the seal.
+	if d := size - l.curCounted; d > 0 {
+		o.p.budget.Add(d)
+	} else if d < 0 {
+		o.p.budget.Release(-d)
+	}
+	l.curCounted = size
+	return size >= int64(o.p.chunkTarget)
 }
 
 // seal seals the open chunk; one that covers nothing (its only records
@@ -316,6 +326,9 @@ func (o *directOutputs) seal() bool {
 	p, l := o.p, o.l
 	c := l.cur
 	l.cur = nil
+	// What was counted of the open chunk: sealSend counts all of it.
+	p.budget.Release(l.curCounted)
+	l.curCounted = 0
 	if c == nil || len(c.Spans) == 0 {
 		if c != nil {
 			c.Reset()
