@@ -225,6 +225,9 @@ func BenchmarkNDJSON(b *testing.B) {
 			}
 			b.SetBytes(int64(len(recs[0])))
 			b.ReportAllocs()
+			runtime.LockOSThread()
+			defer runtime.UnlockOSThread()
+			cpu0, cpuOK := threadCPU()
 			b.ResetTimer()
 			for i := 0; i < b.N; i++ {
 				if c.Rows >= 8192 {
@@ -234,7 +237,10 @@ func BenchmarkNDJSON(b *testing.B) {
 					b.Fatal(err)
 				}
 			}
-			b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(100*b.N), "ns/row")
+			b.StopTimer()
+			if cpu1, ok := threadCPU(); ok && cpuOK {
+				b.ReportMetric(float64(cpu1-cpu0)/float64(100*b.N), "cpu-ns/row")
+			}
 		})
 	}
 }
