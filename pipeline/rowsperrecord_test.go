@@ -29,15 +29,17 @@ func emptyArray(n int) []byte {
 // smallest batch.max_bytes), under the settings of the reported case
 // (max_inflight_bytes 32 MiB, batch.max_bytes 4 MiB), three ndjson records
 // of 87,381 empty objects each are written; a record of 100,001 is
-// dead-lettered as too_large (rows), and so is an array of 50,000 under
-// decode.max_bytes_per_record 512 KiB (bytes); under on_error fail such a
+// dead-lettered as too_large (rows), and so are an array of 50,000 under
+// decode.max_bytes_per_record 512 KiB (bytes) and a flatten of 100,001
+// elements (a flatten of 100,000 is written); under on_error fail such a
 // record stops the pipeline with an error naming it, the count and the
 // limit, and nothing is committed past it.
 func TestRowsPerRecord(t *testing.T) {
 	kb := testenv.Kafka(t)
 	ch := testenv.ClickHouse(t)
 	ch.Exec(t, "CREATE TABLE default.rows (id UInt64, s String) ENGINE = MergeTree ORDER BY id")
-	for _, topic := range []string{"rows.dlq", "rows-defaults", "rows-bytes", "rows-fail"} {
+	ch.Exec(t, "CREATE TABLE default.flat (id UInt64, item UInt32) ENGINE = MergeTree ORDER BY (id, item)")
+	for _, topic := range []string{"rows.dlq", "rows-defaults", "rows-bytes", "rows-fail", "rows-flatten"} {
 		kb.CreateTopic(t, topic, 1)
 	}
 
@@ -167,6 +169,40 @@ func TestRowsPerRecord(t *testing.T) {
 			t.Fatalf("Run: %v", err)
 		}
 		checkDead(t, "rows-bytes", 1, "limit of 524288 bytes per record")
+	})
+
+	t.Run("flatten", func(t *testing.T) {
+		items := func(id, n int) []byte {
+			b := fmt.Appendf(nil, `{"id":%d,"items":[`, id)
+			for i := range n {
+				if i > 0 {
+					b = append(b, ',')
+				}
+				b = fmt.Append(b, i%10)
+			}
+			return append(b, "]}"...)
+		}
+		kb.Produce(t, "rows-flatten", []*kgo.Record{
+			{Value: items(1, 100_000)}, // at the limit
+			{Value: items(2, 100_001)},
+			{Value: items(3, 3)},
+		})
+		cfg := newConfig(t, "rows-flatten", "single", config.OnErrorDLQ)
+		cfg.Sink.ClickHouse.Table = "flat"
+		cfg.Transform = []config.Step{{Flatten: "items"}, {Set: []config.Assignment{{Field: "item", Expr: config.Expr{Text: "items"}}}}}
+		cfg.Decode.Fields = map[string]string{"items": "Array(UInt32)"}
+		_, cancel, done := run(t, cfg)
+		wait(t, done, "commits to the end", time.Minute, func() bool { return kb.CommittedOffsets(t, cfg.Source.Kafka.GroupID, "rows-flatten")[0] == 3 })
+		if got := ch.Query(t, "SELECT count(), countIf(id = 1), countIf(id = 2), countIf(id = 3) FROM default.flat"); got != "100003\t100000\t0\t3" {
+			t.Fatalf("rows, of records 1, 2, 3 = %s, want 100003 100000 0 3", got)
+		}
+		cancel()
+		err := <-done
+		done <- err // for the cleanup
+		if err != nil {
+			t.Fatalf("Run: %v", err)
+		}
+		checkDead(t, "rows-flatten", 1, "transform[0].flatten", "100001 elements", "limit of 100000 rows per record")
 	})
 
 	t.Run("fail", func(t *testing.T) {
