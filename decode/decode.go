@@ -145,6 +145,11 @@ func TooLarge(n, limit int) *Error {
 type RowLimits struct {
 	MaxRows  int
 	MaxBytes int
+	// Measured, when set, is told the chunk's whole measured size at each
+	// measurement of a record's rows against MaxBytes (every
+	// RowBytesEvery rows and at the record's end), so that the caller can
+	// count the rows as they are made.
+	Measured func(size int)
 }
 
 // RowBytesEvery is how many rows of one record are made between two
@@ -208,7 +213,11 @@ func (b *RowBound) End(c *chunk.Chunk) *Error {
 }
 
 func (b *RowBound) bytes(c *chunk.Chunk, n int) *Error {
-	if size := c.Measure() - b.base; size > b.lim.MaxBytes {
+	total := c.Measure()
+	if b.lim.Measured != nil {
+		b.lim.Measured(total)
+	}
+	if size := total - b.base; size > b.lim.MaxBytes {
 		return RowsTooLarge(n, size, b.lim.MaxBytes)
 	}
 	return nil

@@ -225,6 +225,7 @@ func (b *boundDecoder) outputs(p *Pipeline, l *lane) outputs {
 	if b.staged != nil {
 		return p.stagedOutputs(l, b)
 	}
+	b.lane = l
 	return &directOutputs{p: p, l: l, dec: b}
 }
 
@@ -306,17 +307,23 @@ func (o *directOutputs) full() bool {
 		return false
 	}
 	l.unmeasured, l.unmeasuredBytes = 0, 0
-	size := int64(l.cur.Measure())
-	// The open chunk counts in the budget as it grows (and shrinks, after
-	// a refused record), so the rows of a record that makes many are in
-	// it from the measurement after the record, not from the seal.
+	size := l.cur.Measure()
+	o.p.countOpen(l, int64(size))
+	return size >= o.p.chunkTarget
+}
+
+// countOpen counts l's open chunk, of size bytes as just measured, in the
+// budget: it counts as it grows (and shrinks, after a refused record), at
+// each measurement, the decoder's within a record of many rows included,
+// so a record's rows are in the budget as they are made, not from the
+// seal.
+func (p *Pipeline) countOpen(l *lane, size int64) {
 	if d := size - l.curCounted; d > 0 {
-		o.p.budget.Add(d)
+		p.budget.Add(d)
 	} else if d < 0 {
-		o.p.budget.Release(-d)
+		p.budget.Release(-d)
 	}
 	l.curCounted = size
-	return size >= int64(o.p.chunkTarget)
 }
 
 // seal seals the open chunk; one that covers nothing (its only records

@@ -108,3 +108,28 @@ func TestRowLimitsManyEmptyObjects(t *testing.T) {
 		t.Fatalf("Decode under a limit of 1,000 rows: %v, chunk rows %d", err, c.Rows)
 	}
 }
+
+// TestRowLimitsMeasured: the Measured hook is told the chunk's size every
+// decode.RowBytesEvery rows of a record and at its end, so the caller can
+// count a record's rows as they are made; a record too short to make
+// RowBytesEvery rows is not measured.
+func TestRowLimitsMeasured(t *testing.T) {
+	var sizes []int
+	lim := decode.RowLimits{MaxRows: 1000, MaxBytes: 1 << 20, Measured: func(n int) { sizes = append(sizes, n) }}
+	d, c := rowLimitDecoder(t, FramingNDJSON, lim)
+	if _, err := d.Decode([]byte(`{"n":1}`), c); err != nil || len(sizes) != 0 {
+		t.Fatalf("one line: %v, measured %v", err, sizes)
+	}
+	if _, err := d.Decode(bytes.Repeat([]byte("{\"s\":\"abcd\"}\n"), 200), c); err != nil {
+		t.Fatal(err)
+	}
+	// 64, 128, 192 rows and the end (200).
+	if len(sizes) != 4 || sizes[3] != c.Measure() {
+		t.Fatalf("measured %v, want 4 sizes ending at the chunk's %d", sizes, c.Measure())
+	}
+	for i := 1; i < len(sizes); i++ {
+		if sizes[i] <= sizes[i-1] {
+			t.Fatalf("measured %v: not growing", sizes)
+		}
+	}
+}
