@@ -31,7 +31,9 @@ func emptyArray(n int) []byte {
 // of 87,381 empty objects each are written; a record of 100,001 is
 // dead-lettered as too_large (rows), and so are an array of 50,000 under
 // decode.max_bytes_per_record 512 KiB (bytes) and a flatten of 100,001
-// elements (a flatten of 100,000 is written); under on_error fail such a
+// elements (a flatten of 100,000 is written) and an ndjson record of two
+// flattens of 60,000 (the record's rows are bounded as a whole); under
+// on_error fail such a
 // record stops the pipeline with an error naming it, the count and the
 // limit, and nothing is committed past it.
 func TestRowsPerRecord(t *testing.T) {
@@ -39,7 +41,7 @@ func TestRowsPerRecord(t *testing.T) {
 	ch := testenv.ClickHouse(t)
 	ch.Exec(t, "CREATE TABLE default.rows (id UInt64, s String) ENGINE = MergeTree ORDER BY id")
 	ch.Exec(t, "CREATE TABLE default.flat (id UInt64, item UInt32) ENGINE = MergeTree ORDER BY (id, item)")
-	for _, topic := range []string{"rows.dlq", "rows-defaults", "rows-bytes", "rows-fail", "rows-flatten"} {
+	for _, topic := range []string{"rows.dlq", "rows-defaults", "rows-bytes", "rows-fail", "rows-flatten", "rows-flatten-lines"} {
 		kb.CreateTopic(t, topic, 1)
 	}
 
@@ -171,26 +173,30 @@ func TestRowsPerRecord(t *testing.T) {
 		checkDead(t, "rows-bytes", 1, "limit of 524288 bytes per record")
 	})
 
-	t.Run("flatten", func(t *testing.T) {
-		items := func(id, n int) []byte {
-			b := fmt.Appendf(nil, `{"id":%d,"items":[`, id)
-			for i := range n {
-				if i > 0 {
-					b = append(b, ',')
-				}
-				b = fmt.Append(b, i%10)
+	items := func(id, n int) []byte {
+		b := fmt.Appendf(nil, `{"id":%d,"items":[`, id)
+		for i := range n {
+			if i > 0 {
+				b = append(b, ',')
 			}
-			return append(b, "]}"...)
+			b = fmt.Append(b, i%10)
 		}
+		return append(b, "]}"...)
+	}
+	flattenConfig := func(t *testing.T, topic, framing string) *config.Config {
+		cfg := newConfig(t, topic, framing, config.OnErrorDLQ)
+		cfg.Sink.ClickHouse.Table = "flat"
+		cfg.Transform = []config.Step{{Flatten: "items"}, {Set: []config.Assignment{{Field: "item", Expr: config.Expr{Text: "items"}}}}}
+		cfg.Decode.Fields = map[string]string{"items": "Array(UInt32)"}
+		return cfg
+	}
+	t.Run("flatten", func(t *testing.T) {
 		kb.Produce(t, "rows-flatten", []*kgo.Record{
 			{Value: items(1, 100_000)}, // at the limit
 			{Value: items(2, 100_001)},
 			{Value: items(3, 3)},
 		})
-		cfg := newConfig(t, "rows-flatten", "single", config.OnErrorDLQ)
-		cfg.Sink.ClickHouse.Table = "flat"
-		cfg.Transform = []config.Step{{Flatten: "items"}, {Set: []config.Assignment{{Field: "item", Expr: config.Expr{Text: "items"}}}}}
-		cfg.Decode.Fields = map[string]string{"items": "Array(UInt32)"}
+		cfg := flattenConfig(t, "rows-flatten", "single")
 		_, cancel, done := run(t, cfg)
 		wait(t, done, "commits to the end", time.Minute, func() bool { return kb.CommittedOffsets(t, cfg.Source.Kafka.GroupID, "rows-flatten")[0] == 3 })
 		if got := ch.Query(t, "SELECT count(), countIf(id = 1), countIf(id = 2), countIf(id = 3) FROM default.flat"); got != "100003\t100000\t0\t3" {
@@ -203,6 +209,31 @@ func TestRowsPerRecord(t *testing.T) {
 			t.Fatalf("Run: %v", err)
 		}
 		checkDead(t, "rows-flatten", 1, "transform[0].flatten", "100001 elements", "limit of 100000 rows per record")
+	})
+
+	// Two lines of 60,000 elements each: each flatten is within the
+	// limit, the record's 120,000 rows are not.
+	t.Run("flatten-lines", func(t *testing.T) {
+		ch.Exec(t, "TRUNCATE TABLE default.flat")
+		kb.Produce(t, "rows-flatten-lines", []*kgo.Record{
+			{Value: append(append(items(4, 60_000), '\n'), items(5, 60_000)...)},
+			{Value: append(append(items(6, 3), '\n'), items(7, 3)...)},
+		})
+		cfg := flattenConfig(t, "rows-flatten-lines", "ndjson")
+		_, cancel, done := run(t, cfg)
+		wait(t, done, "commits to the end", time.Minute, func() bool {
+			return kb.CommittedOffsets(t, cfg.Source.Kafka.GroupID, "rows-flatten-lines")[0] == 2
+		})
+		if got := ch.Query(t, "SELECT count(), countIf(id IN (6, 7)) FROM default.flat"); got != "6\t6" {
+			t.Fatalf("rows, of the second record = %s, want 6 6", got)
+		}
+		cancel()
+		err := <-done
+		done <- err // for the cleanup
+		if err != nil {
+			t.Fatalf("Run: %v", err)
+		}
+		checkDead(t, "rows-flatten-lines", 0, "at least 120000 rows", "limit of 100000 rows per record")
 	})
 
 	t.Run("fail", func(t *testing.T) {

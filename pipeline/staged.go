@@ -255,8 +255,10 @@ func (o *stagedOut) add(r *kgo.Record) error {
 		return err
 	}
 	p.m.transformIn.Inc()
+	// An output the record opens starts empty: on an error it is
+	// truncated to 0 rows like any other.
 	for i, c := range l.outs {
-		o.marks[i] = -1
+		o.marks[i] = 0
 		if c != nil {
 			o.marks[i] = c.Rows
 		}
@@ -289,7 +291,7 @@ func (o *stagedOut) add(r *kgo.Record) error {
 	if err != nil {
 		// Undo the rows of the record's earlier staging rows.
 		for i, c := range l.outs {
-			if c != nil && o.marks[i] >= 0 && c.Rows > o.marks[i] {
+			if c != nil && c.Rows > o.marks[i] {
 				c.Truncate(o.marks[i])
 			}
 		}
@@ -315,7 +317,7 @@ func (o *stagedOut) bound(measure bool) *decode.Error {
 	rows := 0
 	for i, c := range o.l.outs {
 		if c != nil {
-			rows += c.Rows - max(o.marks[i], 0)
+			rows += c.Rows - o.marks[i]
 		}
 	}
 	if o.lim.MaxRows > 0 && rows > o.lim.MaxRows {
