@@ -162,6 +162,14 @@ type Decode struct {
 	// MaxRecordBytes rejects larger record values (reason too_large); 1 MiB
 	// by default, 0 means no limit.
 	MaxRecordBytes ByteSize `yaml:"max_record_bytes"`
+	// MaxRowsPerRecord bounds the rows one record makes (ndjson lines,
+	// array elements, a flatten's elements); past it the record is
+	// too_large. 100,000 by default, 0 means no limit.
+	MaxRowsPerRecord int `yaml:"max_rows_per_record"`
+	// MaxBytesPerRecord bounds the bytes of the rows one record makes, as
+	// a chunk counts them; past it the record is too_large. 0 means the
+	// smallest batch.max_bytes of the sinks.
+	MaxBytesPerRecord ByteSize `yaml:"max_bytes_per_record"`
 	// Fields declares the ClickHouse type of source fields that no target
 	// column gives a type to (fields only transform expressions read).
 	Fields map[string]string `yaml:"fields,omitempty"`
@@ -385,6 +393,25 @@ func (c *Config) SinkList() []NamedSink {
 	return out
 }
 
+// RowBytesPerRecord is the byte bound of the rows one record makes:
+// decode.max_bytes_per_record, or when 0 the smallest batch.max_bytes of
+// the sinks (no record makes more than one batch holds).
+func (c *Config) RowBytesPerRecord() int64 {
+	if c.Decode.MaxBytesPerRecord > 0 {
+		return int64(c.Decode.MaxBytesPerRecord)
+	}
+	var least int64
+	for _, ns := range c.SinkList() {
+		if ns.ClickHouse == nil {
+			continue
+		}
+		if b := int64(ns.ClickHouse.Batch.MaxBytes); b > 0 && (least == 0 || b < least) {
+			least = b
+		}
+	}
+	return least
+}
+
 // KeyPath returns the configuration path of sink ns's ClickHouse
 // section: "sink.clickhouse" in the single sink form, else
 // "sinks.NAME.clickhouse".
@@ -519,7 +546,7 @@ func Defaults() *Config {
 		}},
 		Decode: Decode{Format: "json", ValidateSchema: "off", JSON: JSON{Framing: "single"},
 			Avro:           Avro{Framing: "confluent", NegativeCacheTTL: Duration(time.Minute)},
-			MaxRecordBytes: 1 * MiB},
+			MaxRecordBytes: 1 * MiB, MaxRowsPerRecord: 100_000},
 		Sink: Sink{ClickHouse: &ClickHouse{
 			Database: "default",
 			User:     "default",

@@ -763,6 +763,45 @@ func TestMaxRecordBytesDefault(t *testing.T) {
 	}
 }
 
+// TestRowsPerRecordDefaults: a record's rows are bounded by default
+// (100,000 rows; bytes: the smallest batch.max_bytes of the sinks, or the
+// key when set); negative values are refused with the key's path.
+func TestRowsPerRecordDefaults(t *testing.T) {
+	c, err := Parse([]byte(base), "f.yaml", env(nil))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.Decode.MaxRowsPerRecord != 100_000 || c.RowBytesPerRecord() != int64(64*MiB) {
+		t.Errorf("defaults: max_rows_per_record %d, bytes per record %d; want 100000, %d", c.Decode.MaxRowsPerRecord, c.RowBytesPerRecord(), 64*MiB)
+	}
+	multi := `pipeline: {name: demo}
+source: {kafka: {brokers: [k1:9092], topics: [events], group_id: g}}
+sinks:
+  a: {clickhouse: {addr: [c1:9000], table: a, batch: {max_bytes: 8MiB}}}
+  b: {clickhouse: {addr: [c1:9000], table: b, batch: {max_bytes: 2MiB}}}
+`
+	if c, err = Parse([]byte(multi), "f.yaml", env(nil)); err != nil {
+		t.Fatal(err)
+	}
+	if got := c.RowBytesPerRecord(); got != int64(2*MiB) {
+		t.Errorf("two sinks: bytes per record %d, want the smaller batch.max_bytes %d", got, 2*MiB)
+	}
+	if c, err = Parse([]byte(multi+"decode: {max_bytes_per_record: 16MiB, max_rows_per_record: 0}\n"), "f.yaml", env(nil)); err != nil {
+		t.Fatal(err)
+	}
+	if c.RowBytesPerRecord() != int64(16*MiB) || c.Decode.MaxRowsPerRecord != 0 {
+		t.Errorf("set: bytes per record %d, rows %d; want %d, 0", c.RowBytesPerRecord(), c.Decode.MaxRowsPerRecord, 16*MiB)
+	}
+	for _, tt := range []struct{ yaml, err string }{
+		{"decode: {max_rows_per_record: -1}", "decode.max_rows_per_record: must be >= 0 (0: no limit), got -1"},
+		{"decode: {max_bytes_per_record: -1}", "decode.max_bytes_per_record: must be >= 0"},
+	} {
+		if _, err := Parse([]byte(base+tt.yaml+"\n"), "f.yaml", env(nil)); err == nil || !strings.Contains(err.Error(), tt.err) {
+			t.Errorf("%s: error %v, want %s", tt.yaml, err, tt.err)
+		}
+	}
+}
+
 func TestTableSchemaKeys(t *testing.T) {
 	y := `pipeline: {name: p}
 source:

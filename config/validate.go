@@ -169,6 +169,18 @@ var rules = []rule{
 		}
 		return ""
 	}},
+	{path: "decode.max_rows_per_record", check: func(c *Config) string {
+		if c.Decode.MaxRowsPerRecord < 0 {
+			return fmt.Sprintf("must be >= 0 (0: no limit), got %d", c.Decode.MaxRowsPerRecord)
+		}
+		return ""
+	}},
+	{path: "decode.max_bytes_per_record", check: func(c *Config) string {
+		if c.Decode.MaxBytesPerRecord < 0 {
+			return fmt.Sprintf("must be >= 0 (0: the smallest batch.max_bytes of the sinks), got %d", c.Decode.MaxBytesPerRecord)
+		}
+		return ""
+	}},
 
 	{path: "sink.clickhouse", required: hasClickHouse},
 	{path: "sink.clickhouse.addr", when: func(c *Config) bool { return hasClickHouse(c) && len(c.Sink.ClickHouse.Shards) == 0 },

@@ -138,6 +138,91 @@ func TooLarge(n, limit int) *Error {
 	return &Error{Reason: ReasonTooLarge, Err: fmt.Errorf("%d bytes exceed the limit of %d", n, limit)}
 }
 
+// RowLimits bound what one record makes: a record that yields rows (lines
+// or elements of a framing, a flatten) is too_large when it makes more
+// than MaxRows rows, or rows of more than MaxBytes bytes as the chunk
+// measures them (chunk.Chunk.Measure). 0 means no limit.
+type RowLimits struct {
+	MaxRows  int
+	MaxBytes int
+	// Measured, when set, is told the chunk's whole measured size at each
+	// measurement of a record's rows against MaxBytes (every
+	// RowBytesEvery rows and at the record's end), so that the caller can
+	// count the rows as they are made.
+	Measured func(size int)
+}
+
+// RowBytesEvery is how many rows of one record are made between two
+// measurements of their bytes against RowLimits.MaxBytes (and once more
+// at the record's end): the rows can pass the limit by what fewer than
+// RowBytesEvery rows add before the record is refused.
+const RowBytesEvery = 64
+
+// TooManyRows is the error for a record that makes more than limit rows;
+// n is how many it had made when it was stopped (at least limit+1).
+func TooManyRows(n, limit int) *Error {
+	return &Error{Reason: ReasonTooLarge, Err: fmt.Errorf(
+		"record makes at least %d rows, over the limit of %d rows per record (decode.max_rows_per_record)", n, limit)}
+}
+
+// RowsTooLarge is the error for a record whose rows take more than limit
+// bytes: rows rows of size bytes when it was stopped.
+func RowsTooLarge(rows, size, limit int) *Error {
+	return &Error{Reason: ReasonTooLarge, Err: fmt.Errorf(
+		"record's rows take at least %d bytes (%d rows), over the limit of %d bytes per record (decode.max_bytes_per_record)", size, rows, limit)}
+}
+
+// RowBound checks the rows one record appends to a chunk against
+// RowLimits as they are made. The zero value checks nothing.
+type RowBound struct {
+	lim   RowLimits
+	start int // the chunk's rows before the record
+	base  int // the chunk's measured size before the record; -1: not measured
+}
+
+// Start begins a record that appends to c. rowsMayReach is an upper bound
+// of the rows the record can make (from its length: a line or an element
+// takes at least two bytes); a record that cannot reach RowBytesEvery rows
+// is not measured at all, so small records cost nothing.
+func (l RowLimits) Start(c *chunk.Chunk, rowsMayReach int) RowBound {
+	b := RowBound{lim: l, start: c.Rows, base: -1}
+	if l.MaxBytes > 0 && rowsMayReach >= RowBytesEvery {
+		b.base = c.Measure()
+	}
+	return b
+}
+
+// Check is called after each row the record appended to c.
+func (b *RowBound) Check(c *chunk.Chunk) *Error {
+	n := c.Rows - b.start
+	if b.lim.MaxRows > 0 && n > b.lim.MaxRows {
+		return TooManyRows(n, b.lim.MaxRows)
+	}
+	if b.base >= 0 && n%RowBytesEvery == 0 {
+		return b.bytes(c, n)
+	}
+	return nil
+}
+
+// End is called once the record made all its rows.
+func (b *RowBound) End(c *chunk.Chunk) *Error {
+	if b.base >= 0 {
+		return b.bytes(c, c.Rows-b.start)
+	}
+	return nil
+}
+
+func (b *RowBound) bytes(c *chunk.Chunk, n int) *Error {
+	total := c.Measure()
+	if b.lim.Measured != nil {
+		b.lim.Measured(total)
+	}
+	if size := total - b.base; size > b.lim.MaxBytes {
+		return RowsTooLarge(n, size, b.lim.MaxBytes)
+	}
+	return nil
+}
+
 // NestedGroup is the columns of one Nested structure n as the table
 // describes it: Array columns named n.a, n.b, ... The server refuses a
 // block whose arrays of one row have different lengths, so every decoder

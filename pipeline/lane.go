@@ -90,6 +90,10 @@ type lane struct {
 	// path measures it once per measureEvery records or measureBytes
 	// value bytes).
 	unmeasured, unmeasuredBytes int
+	// curCounted is what of cur is in the budget already: the direct
+	// path (without exactly-once) counts the open chunk as it grows, at
+	// each measurement, and the rest when it seals it.
+	curCounted int64
 
 	// Owned by the worker running the lane, on the staged path (staged.go).
 	binding *stagedShared  // what stage and outs were built for
@@ -419,7 +423,7 @@ func (l *lane) held() int64 {
 
 // heldChunks is held without the undecoded records.
 func (l *lane) heldChunks() int64 {
-	b := l.eo.held
+	b := l.eo.held + l.curCounted
 	if l.parked != nil {
 		b += int64(l.parked.Size())
 	}
@@ -436,9 +440,11 @@ func (l *lane) dropLocked() int64 {
 	b := l.recBytes + l.heldChunks()
 	clear(l.recs)
 	l.recs, l.head, l.recBytes = nil, 0, 0
-	// The chunk being built and the staged outputs are not counted until
-	// they are sealed.
+	// The chunk being built is counted as it grows on the direct path
+	// (curCounted, in heldChunks); the staged outputs are not counted
+	// until they are sealed.
 	l.cur, l.parked, l.backlog, l.group = nil, nil, nil, nil
+	l.curCounted = 0
 	l.eo.held = 0
 	l.eo.openSince.Store(0)
 	clear(l.outs)

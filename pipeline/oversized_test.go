@@ -19,7 +19,10 @@ import (
 // stall: a record larger than batch.max_bytes, a flatten making more rows
 // than batch.max_rows, and a record larger than
 // source.kafka.fetch_max_partition_bytes. Records larger than
-// decode.max_record_bytes are too_large (TestDeadLetterLargeRecords).
+// decode.max_record_bytes are too_large (TestDeadLetterLargeRecords). The
+// flatten's rows (144 KB) are more than batch.max_bytes, which is the
+// default bound of one record's rows: decode.max_bytes_per_record is
+// raised for it (TestRowsPerRecord holds the bound).
 func TestOversizedRecords(t *testing.T) {
 	kb := testenv.Kafka(t)
 	kb.CreateTopic(t, "events", 1)
@@ -67,6 +70,7 @@ func TestOversizedRecords(t *testing.T) {
 			if tc.transform != "" {
 				cfg.Transform = []config.Step{{Flatten: "items"}, {Set: []config.Assignment{{Field: "item", Expr: config.Expr{Text: "items"}}}}}
 				cfg.Decode.Fields = map[string]string{"items": "Array(UInt32)"}
+				cfg.Decode.MaxBytesPerRecord = config.MiB
 			}
 			p, err := New(context.Background(), Options{Config: cfg, Log: testLogger(t), Registerer: prometheus.NewRegistry()})
 			if err != nil {

@@ -115,6 +115,7 @@ func (p *Pipeline) compileStaged(targets []*clickhouse.Target) (*stagedBinding, 
 	if err != nil {
 		return nil, nil, err
 	}
+	chain.Limit(p.rowLimits())
 	return &stagedBinding{stagedShared: sh, chain: chain}, sh.stage.Names, nil
 }
 
@@ -203,6 +204,8 @@ type stagedOut struct {
 	dec   *boundDecoder
 	em    emitter
 	marks []int // each output's rows before the current record
+	sizes []int // each output's measured size before the current record, when measured
+	lim   decode.RowLimits
 }
 
 // stagedOutputs returns the staged outputs of l for the binding of b.
@@ -210,7 +213,7 @@ func (p *Pipeline) stagedOutputs(l *lane, b *boundDecoder) *stagedOut {
 	if l.outs == nil || len(l.outs) != len(p.dests) {
 		l.outs = make([]*chunk.Chunk, len(p.dests))
 	}
-	o := &stagedOut{p: p, l: l, dec: b, marks: make([]int, len(l.outs))}
+	o := &stagedOut{p: p, l: l, dec: b, marks: make([]int, len(l.outs)), sizes: make([]int, len(l.outs)), lim: p.rowLimits()}
 	o.em = emitter{p: p, l: l, b: b.staged}
 	return o
 }
@@ -252,10 +255,23 @@ func (o *stagedOut) add(r *kgo.Record) error {
 		return err
 	}
 	p.m.transformIn.Inc()
+	// An output the record opens starts empty: on an error it is
+	// truncated to 0 rows like any other.
 	for i, c := range l.outs {
-		o.marks[i] = -1
+		o.marks[i] = 0
 		if c != nil {
 			o.marks[i] = c.Rows
+		}
+	}
+	// A record of several staging rows (ndjson lines, array elements) is
+	// bounded as a whole: the chain bounds each row's flatten.
+	multi := l.stage.Rows > 1 && (o.lim.MaxRows > 0 || o.lim.MaxBytes > 0)
+	if multi && o.lim.MaxBytes > 0 {
+		for i, c := range l.outs {
+			o.sizes[i] = 0
+			if c != nil {
+				o.sizes[i] = c.Measure()
+			}
 		}
 	}
 	for row := 0; row < l.stage.Rows && err == nil; row++ {
@@ -263,6 +279,11 @@ func (o *stagedOut) add(r *kgo.Record) error {
 		res, err = o.dec.staged.chain.Run(l.stage, row, &o.em)
 		p.m.transformOut.Add(float64(res.Out))
 		p.m.transformDropped.Add(float64(res.Dropped))
+		if multi && err == nil {
+			if e := o.bound(row+1 == l.stage.Rows || (row+1)%decode.RowBytesEvery == 0); e != nil {
+				err = e
+			}
+		}
 	}
 	if o.em.err != nil {
 		return &fatalError{o.em.err}
@@ -270,7 +291,7 @@ func (o *stagedOut) add(r *kgo.Record) error {
 	if err != nil {
 		// Undo the rows of the record's earlier staging rows.
 		for i, c := range l.outs {
-			if c != nil && o.marks[i] >= 0 && c.Rows > o.marks[i] {
+			if c != nil && c.Rows > o.marks[i] {
 				c.Truncate(o.marks[i])
 			}
 		}
@@ -285,6 +306,34 @@ func (o *stagedOut) add(r *kgo.Record) error {
 		if c != nil {
 			c.MarkRecord(r.Offset)
 		}
+	}
+	return nil
+}
+
+// bound checks the rows the current record made so far, summed over the
+// outputs (a row fanned out to two sinks counts twice), against the row
+// limits; measure: check their bytes too.
+func (o *stagedOut) bound(measure bool) *decode.Error {
+	rows := 0
+	for i, c := range o.l.outs {
+		if c != nil {
+			rows += c.Rows - o.marks[i]
+		}
+	}
+	if o.lim.MaxRows > 0 && rows > o.lim.MaxRows {
+		return decode.TooManyRows(rows, o.lim.MaxRows)
+	}
+	if !measure || o.lim.MaxBytes <= 0 {
+		return nil
+	}
+	size := 0
+	for i, c := range o.l.outs {
+		if c != nil {
+			size += c.Measure() - o.sizes[i]
+		}
+	}
+	if size > o.lim.MaxBytes {
+		return decode.RowsTooLarge(rows, size, o.lim.MaxBytes)
 	}
 	return nil
 }

@@ -32,22 +32,37 @@ type boundDecoder struct {
 	decode.Decoder
 	target *clickhouse.Target
 	staged *stagedBinding
+	lane   *lane // the lane the direct path decodes for now (outputs)
 }
 
 // newDecoder returns a decoder filling chunks for target t.
 func (p *Pipeline) newDecoder(t *clickhouse.Target) (decode.Decoder, error) {
+	return p.newDecoderMeasured(t, nil)
+}
+
+// newDecoderMeasured is newDecoder whose JSON decoder tells measured the
+// chunk's size as a record's many rows are made (decode.RowLimits).
+func (p *Pipeline) newDecoderMeasured(t *clickhouse.Target, measured func(int)) (decode.Decoder, error) {
 	if p.cfg.Decode.Format == config.FormatAvro {
 		return p.newAvroDecoder(t)
 	}
+	lim := p.rowLimits()
+	lim.Measured = measured
 	d, err := json.New(t.Schema, json.Options{
 		Fields: t.Fields, MaxRecordBytes: int(p.cfg.Decode.MaxRecordBytes),
 		Framing: p.cfg.Decode.JSON.Framing, TimeLayout: p.cfg.Decode.JSON.TimeLayout,
-		Ranges: p.serverRanges(),
+		Ranges: p.serverRanges(), Rows: lim,
 	})
 	if err != nil {
 		return nil, fmt.Errorf("decode: %w", err)
 	}
 	return d, nil
+}
+
+// rowLimits bounds the rows one record makes (decode.max_rows_per_record,
+// decode.max_bytes_per_record).
+func (p *Pipeline) rowLimits() decode.RowLimits {
+	return decode.RowLimits{MaxRows: p.cfg.Decode.MaxRowsPerRecord, MaxBytes: int(p.cfg.RowBytesPerRecord())}
 }
 
 // bind returns dec if it fills chunks for the current target, else a new
@@ -64,11 +79,18 @@ func (p *Pipeline) bind(dec *boundDecoder) (*boundDecoder, error) {
 	if dec != nil && dec.target == t {
 		return dec, nil
 	}
-	d, err := p.newDecoder(t)
+	b := &boundDecoder{target: t}
+	d, err := p.newDecoderMeasured(t, func(size int) {
+		// The direct path decodes into the open chunk of the lane it runs.
+		if l := b.lane; l != nil && !p.eo() {
+			p.countOpen(l, int64(size))
+		}
+	})
 	if err != nil {
 		return nil, err
 	}
-	return &boundDecoder{Decoder: d, target: t}, nil
+	b.Decoder = d
+	return b, nil
 }
 
 // newStagedDecoder compiles the chain for targets and the decoder that

@@ -231,6 +231,7 @@ func (b *boundDecoder) outputs(p *Pipeline, l *lane) outputs {
 	if b.staged != nil {
 		return p.stagedOutputs(l, b)
 	}
+	b.lane = l
 	return &directOutputs{p: p, l: l, dec: b}
 }
 
@@ -312,7 +313,23 @@ func (o *directOutputs) full() bool {
 		return false
 	}
 	l.unmeasured, l.unmeasuredBytes = 0, 0
-	return l.cur.Measure() >= o.p.chunkTarget
+	size := l.cur.Measure()
+	o.p.countOpen(l, int64(size))
+	return size >= o.p.chunkTarget
+}
+
+// countOpen counts l's open chunk, of size bytes as just measured, in the
+// budget: it counts as it grows (and shrinks, after a refused record), at
+// each measurement, the decoder's within a record of many rows included,
+// so a record's rows are in the budget as they are made, not from the
+// seal.
+func (p *Pipeline) countOpen(l *lane, size int64) {
+	if d := size - l.curCounted; d > 0 {
+		p.budget.Add(d)
+	} else if d < 0 {
+		p.budget.Release(-d)
+	}
+	l.curCounted = size
 }
 
 // seal seals the open chunk; one that covers nothing (its only records
@@ -322,6 +339,9 @@ func (o *directOutputs) seal() bool {
 	p, l := o.p, o.l
 	c := l.cur
 	l.cur = nil
+	// What was counted of the open chunk: sealSend counts all of it.
+	p.budget.Release(l.curCounted)
+	l.curCounted = 0
 	if c == nil || len(c.Spans) == 0 {
 		if c != nil {
 			c.Reset()

@@ -8,6 +8,7 @@ import (
 
 	"github.com/etl-project/etl/chunk"
 	"github.com/etl-project/etl/config"
+	"github.com/etl-project/etl/decode"
 	"github.com/expr-lang/expr"
 	"github.com/expr-lang/expr/vm"
 )
@@ -92,6 +93,7 @@ func benchChain(b *testing.B, outs []Output) {
 	if err != nil {
 		b.Fatal(err)
 	}
+	c.Limit(benchLimits)
 	st := benchStaging(b, in)
 	e := &oneChunk{}
 	if len(outs) > 0 {
@@ -143,6 +145,17 @@ func benchChain(b *testing.B, outs []Output) {
 // events per record, flatten, 2 filters, 3 derived fields, appended to one
 // 8-column output chunk. One op is one record.
 func BenchmarkChain(b *testing.B) {
+	benchChain(b, []Output{benchOutput(b)})
+}
+
+// benchLimits are the row limits benchChain's chain runs with.
+var benchLimits decode.RowLimits
+
+// BenchmarkChainLimited is BenchmarkChain with the default row limits
+// (100,000 rows, 64 MiB): the flatten of 100 events is measured twice.
+func BenchmarkChainLimited(b *testing.B) {
+	benchLimits = decode.RowLimits{MaxRows: 100_000, MaxBytes: 64 << 20}
+	defer func() { benchLimits = decode.RowLimits{} }()
 	benchChain(b, []Output{benchOutput(b)})
 }
 

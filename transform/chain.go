@@ -6,6 +6,7 @@ import (
 	"unsafe"
 
 	"github.com/etl-project/etl/chunk"
+	"github.com/etl-project/etl/decode"
 )
 
 // Output is one sink the chain writes to.
@@ -67,6 +68,7 @@ type program struct {
 	flatCols []int
 	flatPath string
 	outs     []*outPlan
+	lim      decode.RowLimits // rows one flatten makes (Limit)
 }
 
 // binding puts a staging column (or its Array's Inner, or its Nullable's
@@ -96,6 +98,14 @@ type outPlan struct {
 	// default, which the output chunk counts (chunk.Chunk.Absent).
 	src []int
 }
+
+// Limit bounds the rows the flatten step makes of one staging row: more
+// elements than lim.MaxRows, or output rows of more than lim.MaxBytes
+// (summed over the chunks they go to, measured every
+// decode.RowBytesEvery elements and at the end), fail the record as
+// ReasonTooLarge. It must be called before the chain is cloned or run;
+// clones share it.
+func (c *Chain) Limit(lim decode.RowLimits) { c.p.lim = lim }
 
 // Clone returns a chain sharing c's compiled program with its own run-time
 // state, for another goroutine.
@@ -137,6 +147,7 @@ func (c *Chain) Run(in *chunk.Chunk, row int, e Emitter) (Result, error) {
 	r.sink = -1
 	r.resetJSON()
 	r.touched = r.touched[:0]
+	r.measure = false
 	for _, b := range p.binds {
 		col := in.Cols[b.col]
 		if b.elem {
@@ -166,8 +177,17 @@ func (c *Chain) Run(in *chunk.Chunk, row int, e Emitter) (Result, error) {
 		r.fail(ReasonOutOfRange, p.flatPath, errors.New("the arrays of the flattened field have different lengths"))
 		return c.abort()
 	}
+	if lim := p.lim.MaxRows; lim > 0 && end-start > lim {
+		r.fail(ReasonTooLarge, p.flatPath, fmt.Errorf(
+			"flattens %d elements into as many rows, over the limit of %d rows per record (decode.max_rows_per_record)", end-start, lim))
+		return c.abort()
+	}
+	r.measure = p.lim.MaxBytes > 0 && end-start >= decode.RowBytesEvery
 	mark, sink := len(r.scratch), r.sink
 	for j := start; j < end; j++ {
+		if r.measure && j > start && (j-start)%decode.RowBytesEvery == 0 && !c.rowBytes(j-start) {
+			return c.abort()
+		}
 		r.at[1] = j
 		r.scratch = r.scratch[:mark]
 		r.sink = sink
@@ -185,7 +205,26 @@ func (c *Chain) Run(in *chunk.Chunk, row int, e Emitter) (Result, error) {
 			return c.abort()
 		}
 	}
+	if r.measure && !c.rowBytes(end-start) {
+		return c.abort()
+	}
 	return res, nil
+}
+
+// rowBytes checks the bytes of the rows the flatten made so far (of n
+// elements) against the limit.
+func (c *Chain) rowBytes(n int) bool {
+	r, lim := c.r, c.p.lim.MaxBytes
+	size := 0
+	for _, t := range r.touched {
+		size += t.ch.Measure() - t.size
+	}
+	if size > lim {
+		r.fail(ReasonTooLarge, c.p.flatPath, fmt.Errorf(
+			"the rows of %d elements take %d bytes, over the limit of %d bytes per record (decode.max_bytes_per_record)", n, size, lim))
+		return false
+	}
+	return true
 }
 
 // forgetJSONAbove forgets the cached JSON document when its source string
@@ -292,7 +331,11 @@ func (c *Chain) chunkFor(oi, shard int, e Emitter) *chunk.Chunk {
 			errors.New("the emitter gave no chunk or a chunk of another schema"))
 		return nil
 	}
-	r.touched = append(r.touched, touched{sink: oi, shard: shard, ch: ch, rows: ch.Rows})
+	t := touched{sink: oi, shard: shard, ch: ch, rows: ch.Rows}
+	if r.measure {
+		t.size = ch.Measure()
+	}
+	r.touched = append(r.touched, t)
 	return ch
 }
 

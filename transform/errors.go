@@ -27,6 +27,9 @@ const (
 	// ReasonUnroutable: no route rule matched and the route says
 	// `unmatched: fail`.
 	ReasonUnroutable = "unroutable"
+	// ReasonTooLarge: a flatten makes more rows than decode.max_rows_per_record,
+	// or rows of more bytes than decode.max_bytes_per_record.
+	ReasonTooLarge = "too_large"
 )
 
 // Error is the error Run returns for a record it rejects. The pipeline

@@ -53,6 +53,9 @@ type slot struct {
 // is immutable and shared by the clones of a chain.
 type rt struct {
 	in *chunk.Chunk
+	// measure: the flatten of this record is measured against
+	// program.lim.MaxBytes (touched.size is set).
+	measure bool
 	// cols[k] is staging column k (the Array's Inner for a flattened
 	// element column), bound at the start of each record.
 	cols []chunk.Column
@@ -89,6 +92,7 @@ type touched struct {
 	sink, shard int
 	ch          *chunk.Chunk
 	rows        int
+	size        int // ch's measured size when first touched, when rt.measure
 }
 
 // fail records the first error of the record; the step is filled in by the

@@ -9,6 +9,7 @@ import (
 	"github.com/valyala/fastjson"
 
 	"github.com/etl-project/etl/chunk"
+	"github.com/etl-project/etl/decode"
 	"github.com/etl-project/etl/gen"
 )
 
@@ -188,6 +189,57 @@ func BenchmarkParseOnly(b *testing.B) {
 				if _, err := p.ParseBytes(sh.recs[i%len(sh.recs)]); err != nil {
 					b.Fatal(err)
 				}
+			}
+		})
+	}
+}
+
+// BenchmarkNDJSON decodes records of 100 lines of gen's 6-column record,
+// without and with the default row limits: the limits' cost per record
+// (a measurement at the record's start, one every 64 rows and one at its
+// end). One op is one record.
+func BenchmarkNDJSON(b *testing.B) {
+	recs := make([][]byte, 64)
+	for i := range recs {
+		var v []byte
+		for j := 0; j < 100; j++ {
+			v = gen.Make(5, uint64(i*100+j)).AppendJSON(v)
+			v = append(v, '\n')
+		}
+		recs[i] = v
+	}
+	for _, lim := range []decode.RowLimits{{}, {MaxRows: 100_000, MaxBytes: 64 << 20}} {
+		name := "nolimit"
+		if lim.MaxRows > 0 {
+			name = "limits"
+		}
+		b.Run(name, func(b *testing.B) {
+			s := gen6Schema(b)
+			d, err := New(s, Options{Framing: FramingNDJSON, Rows: lim})
+			if err != nil {
+				b.Fatal(err)
+			}
+			c, err := chunk.New(s)
+			if err != nil {
+				b.Fatal(err)
+			}
+			b.SetBytes(int64(len(recs[0])))
+			b.ReportAllocs()
+			runtime.LockOSThread()
+			defer runtime.UnlockOSThread()
+			cpu0, cpuOK := threadCPU()
+			b.ResetTimer()
+			for i := 0; i < b.N; i++ {
+				if c.Rows >= 8192 {
+					c.Truncate(0)
+				}
+				if _, err := d.Decode(recs[i%len(recs)], c); err != nil {
+					b.Fatal(err)
+				}
+			}
+			b.StopTimer()
+			if cpu1, ok := threadCPU(); ok && cpuOK {
+				b.ReportMetric(float64(cpu1-cpu0)/float64(100*b.N), "cpu-ns/row")
 			}
 		})
 	}

@@ -29,6 +29,10 @@ type Options struct {
 	// object, the default), FramingNDJSON (one object per line, blank lines
 	// ignored) or FramingArray (a JSON array of objects).
 	Framing string
+	// Rows bounds the rows one record makes with the ndjson and array
+	// framings (a single object makes one row): past either limit the
+	// record is decode.ReasonTooLarge, and none of its rows is kept.
+	Rows decode.RowLimits
 	// Ranges are the Date and DateTime ranges of the server the rows go
 	// to (chunk.RangesFor its version); the zero value is the narrower
 	// range every server reads back (chunk.DefaultRanges).
@@ -159,6 +163,7 @@ type Decoder struct {
 	scratch     []byte
 	dec         []byte // decimal text rewritten without its exponent
 	max         int
+	rowLim      decode.RowLimits
 	framing     string
 	layout      string
 	layoutZoned bool                 // layout writes an offset (decode.LayoutZoned)
@@ -242,6 +247,7 @@ func New(s *chunk.Schema, o Options) (*Decoder, error) {
 		index:       make(map[string]int),
 		slots:       make([]*fastjson.Value, len(s.Types)),
 		max:         o.MaxRecordBytes,
+		rowLim:      o.Rows,
 		framing:     o.Framing,
 		layout:      o.TimeLayout,
 		layoutZoned: o.TimeLayout != "" && decode.LayoutZoned(o.TimeLayout),
@@ -353,6 +359,7 @@ func (d *Decoder) Decode(value []byte, c *chunk.Chunk) (int, error) {
 // an error the rows of its earlier lines are taken back too.
 func (d *Decoder) decodeLines(value []byte, c *chunk.Chunk) (int, error) {
 	start := c.Rows
+	bound := d.rowLim.Start(c, len(value)/2+1)
 	for line := 1; len(value) > 0; line++ {
 		var l []byte
 		if i := bytes.IndexByte(value, '\n'); i >= 0 {
@@ -368,6 +375,14 @@ func (d *Decoder) decodeLines(value []byte, c *chunk.Chunk) (int, error) {
 			err.Err = fmt.Errorf("line %d: %w", line, err.Err)
 			return 0, err
 		}
+		if err := bound.Check(c); err != nil {
+			c.Truncate(start)
+			return 0, err
+		}
+	}
+	if err := bound.End(c); err != nil {
+		c.Truncate(start)
+		return 0, err
 	}
 	return c.Rows - start, nil
 }
@@ -391,7 +406,11 @@ func (d *Decoder) decodeArray(value []byte, c *chunk.Chunk) (int, error) {
 	if err != nil {
 		return 0, &decode.Error{Reason: decode.ReasonCorrupt, Err: fmt.Errorf("record is %s, want an array of objects", article(v.Type()))}
 	}
+	if d.rowLim.MaxRows > 0 && len(elems) > d.rowLim.MaxRows {
+		return 0, decode.TooManyRows(len(elems), d.rowLim.MaxRows)
+	}
 	start := c.Rows
+	bound := d.rowLim.Start(c, len(elems))
 	for i, ev := range elems {
 		o, err := ev.Object()
 		if err != nil {
@@ -403,6 +422,14 @@ func (d *Decoder) decodeArray(value []byte, c *chunk.Chunk) (int, error) {
 			e.Err = fmt.Errorf("element %d: %w", i, e.Err)
 			return 0, e
 		}
+		if e := bound.Check(c); e != nil {
+			c.Truncate(start)
+			return 0, e
+		}
+	}
+	if e := bound.End(c); e != nil {
+		c.Truncate(start)
+		return 0, e
 	}
 	return c.Rows - start, nil
 }
@@ -422,6 +449,7 @@ func (d *Decoder) arrayElements(value []byte, c *chunk.Chunk) (n int, err error,
 	}
 	// The syntax is valid from here on.
 	start := c.Rows
+	bound := d.rowLim.Start(c, len(value)/2)
 	i = skipWS(value, i+1)
 	for k := 0; value[i] != ']'; k++ {
 		end, _ := skipValue(value, i, 2)
@@ -439,9 +467,17 @@ func (d *Decoder) arrayElements(value []byte, c *chunk.Chunk) (n int, err error,
 			e.Err = fmt.Errorf("element %d: %w", k, e.Err)
 			return 0, e, true
 		}
+		if e := bound.Check(c); e != nil {
+			c.Truncate(start)
+			return 0, e, true
+		}
 		if i = skipWS(value, end); value[i] == ',' {
 			i = skipWS(value, i+1)
 		}
+	}
+	if e := bound.End(c); e != nil {
+		c.Truncate(start)
+		return 0, e, true
 	}
 	return c.Rows - start, nil, true
 }
