@@ -387,8 +387,10 @@ func (h *hostileEnv) rowsPerRecord(t *testing.T) {
 
 // decompressionBomb: four partitions each hold one zstd batch of 250
 // records of 1,048,577 bytes of x (250 MiB decompressed from about 50 KB),
-// between good records. Every record of a bomb is over
-// decode.max_record_bytes; they go to the dead-letter topic as too_large.
+// between good records. Each bomb decompresses past
+// source.kafka.max_decompressed_batch_bytes; it is refused before it is
+// decompressed, and goes to the dead-letter topic as one too_large dead
+// letter naming its offsets.
 func (h *hostileEnv) decompressionBomb(t *testing.T) {
 	const (
 		parts    = 4
