@@ -18,42 +18,61 @@ import "math/bits"
 // chunk every few records.
 
 // ColumnSize returns the bytes column c, built by NewColumn(t), counts for:
-// the larger of its in-memory bytes and its Native wire bytes
-// (WireBound).
-func ColumnSize(t *Type, c Column) int { return max(c.Size(), WireBound(t, c)) }
+// the larger of its in-memory bytes (Column.Size) and its Native wire
+// bytes (WireBound).
+func ColumnSize(t *Type, c Column) int {
+	mem, wire := sizes(t, c)
+	return max(mem, wire)
+}
 
 // WireBound returns an upper bound of the bytes column c, built by
 // NewColumn(t), takes in a Native block, its state prefix included (the
 // LowCardinality key version). It is exact for the fixed-width types,
 // FixedString, Nullable, Array and Map offsets and Tuple; a String's length
-// prefix is counted as the uvarint of the column's total length; a
-// LowCardinality column's dictionary is counted as if every row's value
-// were distinct, and its index at the width the row count needs.
+// prefix is counted as the uvarint of the column's total length (never
+// more than the 8 bytes of its end offset in memory); a LowCardinality
+// column's dictionary is counted as if every row's value were distinct,
+// and its index at the width the row count needs.
 func WireBound(t *Type, c Column) int {
+	_, wire := sizes(t, c)
+	return wire
+}
+
+// sizes returns column c's in-memory bytes (its Size) and its WireBound,
+// in one walk of the column tree.
+func sizes(t *Type, c Column) (mem, wire int) {
 	if t.Kind == KindLowCardinality {
-		return lowCardinalityBound(t, c)
+		return c.Size(), lowCardinalityBound(t, c)
 	}
 	switch c := c.(type) {
+	case *Strings:
+		mem = len(c.Buf) + 8*len(c.Ends)
+		if t.Kind == KindString {
+			return mem, len(c.Buf) + len(c.Ends)*uvarintLen(len(c.Buf))
+		}
+		return mem, len(c.Ends) * wireWidth(t)
 	case *Nullable:
-		return len(c.Nulls) + WireBound(t.Elem, c.Inner)
+		m, w := sizes(t.Elem, c.Inner)
+		return m + len(c.Nulls), w + len(c.Nulls)
 	case *Array:
-		return 8*len(c.Ends) + WireBound(t.Elem, c.Inner)
+		m, w := sizes(t.Elem, c.Inner)
+		return m + 8*len(c.Ends), w + 8*len(c.Ends)
 	case *Map:
-		return 8*len(c.Ends) + WireBound(t.Key, c.Keys) + WireBound(t.Elem, c.Values)
+		km, kw := sizes(t.Key, c.Keys)
+		vm, vw := sizes(t.Elem, c.Values)
+		return km + vm + 8*len(c.Ends), kw + vw + 8*len(c.Ends)
 	case *Tuple:
-		n := 0
 		for j, e := range c.Elems {
 			if j < len(t.Elems) {
-				n += WireBound(t.Elems[j], e)
+				m, w := sizes(t.Elems[j], e)
+				mem, wire = mem+m, wire+w
+			} else {
+				mem += e.Size()
 			}
 		}
-		return n
-	case *Strings:
-		if t.Kind == KindString {
-			return len(c.Buf) + len(c.Ends)*uvarintLen(len(c.Buf))
-		}
+		return mem, wire
 	}
-	return c.Len() * wireWidth(t)
+	return c.Size(), c.Len() * wireWidth(t)
 }
 
 // wireWidth is the Native width of one value of a scalar type t: the fixed
