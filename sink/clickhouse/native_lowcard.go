@@ -29,7 +29,7 @@ const (
 type lowCardinalityNode struct {
 	nullable bool
 	base     *chunk.Type // the dictionary's type
-	dict     lcDict // the block's dictionary, of the inner non-nullable type
+	dict     lcDict      // the block's dictionary, of the inner non-nullable type
 	dictNode nativeNode
 	dictNull []uint8 // marks the placeholder rows, which encode as zero
 	index    map[string]int
