@@ -208,6 +208,16 @@ func (n *lowCardinalityNode) encode(b []byte) []byte {
 
 func (n *lowCardinalityNode) size() int { return 32 + n.dictNode.size() + 8*len(n.keys) }
 
+// lcIndexEntry is about what one dictionary value costs in the index map
+// (its key's string header, its row, and the map's slack after it grew).
+const lcIndexEntry = 64
+
+// scratch: the dictionary column, the index, the keys, and the origin and
+// placeholder marks of each dictionary row.
+func (n *lowCardinalityNode) scratch() int {
+	return n.dict.column().Size() + lcIndexEntry*len(n.index) + 8*cap(n.keys) + 8*cap(n.origin) + cap(n.dictNull) + n.dictNode.scratch()
+}
+
 // A block's dictionary of more than lcKeepEntries values, or keys of more
 // than lcKeepRows rows, are not kept for the next block: the encoder is
 // kept with its pooled connection, outside the byte budget, and a block of
