@@ -192,11 +192,21 @@ func (c *Chunk) Truncate(n int) {
 	}
 }
 
-// Measure recomputes and returns the bytes held by the chunk's columns.
+// Measure recomputes and returns the bytes the chunk counts for: the sum
+// of its columns' ColumnSize, the larger of what each holds in memory and
+// what it takes in a Native block (padding, dictionaries, null maps,
+// offsets and length prefixes included). The budget, the sink's batches
+// and chunk.target_bytes all count this figure.
 func (c *Chunk) Measure() int {
 	n := 0
-	for _, col := range c.Cols {
-		n += col.Size()
+	if c.Schema != nil && len(c.Schema.Types) == len(c.Cols) {
+		for i, col := range c.Cols {
+			n += ColumnSize(c.Schema.Types[i], col)
+		}
+	} else {
+		for _, col := range c.Cols {
+			n += col.Size()
+		}
 	}
 	c.size = n
 	return n

@@ -368,6 +368,15 @@ func (b *chgoBlock) sizeHint() int {
 	return n
 }
 
+// scratch is about the working memory the prepared encoders hold.
+func (b *chgoBlock) scratch() int {
+	n := 0
+	for i := range b.cols {
+		n += b.cols[i].enc.Scratch()
+	}
+	return n
+}
+
 // release drops the references to the batch's chunks.
 func (b *chgoBlock) release() {
 	for i := range b.cols {
@@ -452,11 +461,17 @@ func (c *Client) insertChgo(ctx context.Context, t *Target, chunks []*chunk.Chun
 	if c.inPieces(rows, bytes, func() *squashLimits { return c.squash(ctx) }) {
 		groups = pieces(nil, chunks)
 	}
+	// The encoders' working memory (LowCardinality dictionaries,
+	// converted values) is counted in the budget the shard gave, as each
+	// block is prepared, until the insert ends.
+	held := heldCounter(ctx)
+	defer held.set(0)
 	if err := b.prepare(t, groups[0]); err != nil {
 		b.release()
 		p.put(cn, nil)
 		return true, err
 	}
+	held.set(b.scratch())
 	// The block is encoded into the connection's buffer (and compressed
 	// from there): grow it once, not by doubling, on a fresh connection.
 	cn.buf.Buf = slices.Grow(cn.buf.Buf, b.sizeHint()+len(pl.query)+1024)
@@ -478,6 +493,7 @@ func (c *Client) insertChgo(ctx context.Context, t *Target, chunks []*chunk.Chun
 				perr = err
 				return err
 			}
+			held.set(b.scratch())
 			return nil
 		}
 	}

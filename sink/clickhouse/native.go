@@ -96,6 +96,12 @@ func (e *NativeEncoder) AppendNative(b []byte) []byte {
 // prepared columns (a bound to grow a buffer by once).
 func (e *NativeEncoder) SizeHint() int { return 8 + e.root.size() }
 
+// Scratch is about the bytes of working memory Prepare built for the
+// prepared columns and holds until Release: the LowCardinality
+// dictionaries (values, index and keys) and the converted values of
+// Decimal, UUID and Enum columns.
+func (e *NativeEncoder) Scratch() int { return e.root.scratch() }
+
 // Release drops the references to the prepared columns, keeping the
 // scratch buffers for the next Prepare.
 func (e *NativeEncoder) Release() {
@@ -116,8 +122,18 @@ type nativeNode interface {
 	// size is about the number of bytes encode writes (exact for fixed
 	// widths, an upper bound for strings shorter than 2 MiB).
 	size() int
+	// scratch is about the bytes of working memory the node holds for
+	// what prepare was given (LowCardinality dictionaries, converted
+	// values), on top of the columns and of what encode writes.
+	scratch() int
 	release()
 }
+
+// noScratch is the scratch of the nodes that encode from the columns
+// themselves.
+type noScratch struct{}
+
+func (noScratch) scratch() int { return 0 }
 
 func newNativeNode(t *chunk.Type) (nativeNode, error) {
 	switch t.Kind {
@@ -252,6 +268,7 @@ func isNull(nulls []uint8, i int) bool { return nulls != nil && nulls[i] != 0 }
 
 // rawNode: values whose memory is their wire form, one copy per chunk.
 type rawNode struct {
+	noScratch
 	bytes func(chunk.Column) []byte
 	cols  []chunk.Column
 }
@@ -283,7 +300,10 @@ func (n *rawNode) size() int {
 // dateTimeNode: DateTime, seconds since the epoch (int64) as UInt32, as
 // the driver converts them: the zero time.Time's seconds give 0, every
 // other value is truncated to 32 bits.
-type dateTimeNode struct{ cols []chunk.Column }
+type dateTimeNode struct {
+	noScratch
+	cols []chunk.Column
+}
 
 // zeroTimeUnix is time.Time{}.Unix().
 const zeroTimeUnix = -62135596800
@@ -318,6 +338,7 @@ func (n *dateTimeNode) size() int { return 4 * colsLen(n.cols) }
 // dateNode: Date (UInt16) and Date32 (Int32) from time.Time, days since
 // the epoch in the value's own zone, as the driver computes them.
 type dateNode struct {
+	noScratch
 	width int
 	cols  []chunk.Column
 }
@@ -352,7 +373,10 @@ func (n *dateNode) release() { n.cols = nil }
 func (n *dateNode) size() int { return n.width * colsLen(n.cols) }
 
 // stringNode: String, a varint length and the bytes of each value.
-type stringNode struct{ cols []chunk.Column }
+type stringNode struct {
+	noScratch
+	cols []chunk.Column
+}
 
 func (n *stringNode) prepare(cols []chunk.Column, _ [][]uint8) error {
 	n.cols = cols
@@ -392,6 +416,7 @@ func (n *stringNode) size() int {
 // fixedStringNode: FixedString(N), each value padded with zero bytes to N
 // (NULL and the empty string are N zero bytes); a longer value is refused.
 type fixedStringNode struct {
+	noScratch
 	n     int
 	cols  []chunk.Column
 	nulls [][]uint8

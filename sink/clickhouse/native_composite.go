@@ -37,6 +37,8 @@ func (n *nullableNode) encode(b []byte) []byte {
 
 func (n *nullableNode) size() int { return colsLen(n.innerCols) + n.inner.size() }
 
+func (n *nullableNode) scratch() int { return n.inner.scratch() }
+
 func (n *nullableNode) release() {
 	clear(n.innerCols)
 	clear(n.nulls)
@@ -76,6 +78,8 @@ func (n *arrayNode) size() int {
 	}
 	return s + n.inner.size()
 }
+
+func (n *arrayNode) scratch() int { return n.inner.scratch() }
 
 func (n *arrayNode) release() {
 	clear(n.ends)
@@ -146,6 +150,14 @@ func (n *tupleNode) size() int {
 	return s
 }
 
+func (n *tupleNode) scratch() int {
+	s := 0
+	for _, e := range n.elems {
+		s += e.scratch()
+	}
+	return s
+}
+
 func (n *tupleNode) release() {
 	for j, e := range n.elems {
 		if j < len(n.cols) {
@@ -195,6 +207,8 @@ func (n *mapNode) size() int {
 	}
 	return s + n.keys.size() + n.values.size()
 }
+
+func (n *mapNode) scratch() int { return n.keys.scratch() + n.values.scratch() }
 
 func (n *mapNode) release() {
 	clear(n.ends)

@@ -28,7 +28,8 @@ const (
 
 type lowCardinalityNode struct {
 	nullable bool
-	dict     lcDict // the block's dictionary, of the inner non-nullable type
+	base     *chunk.Type // the dictionary's type
+	dict     lcDict      // the block's dictionary, of the inner non-nullable type
 	dictNode nativeNode
 	dictNull []uint8 // marks the placeholder rows, which encode as zero
 	index    map[string]int
@@ -86,7 +87,7 @@ func newLowCardinalityNode(t *chunk.Type) (nativeNode, error) {
 	if err != nil {
 		return nil, err
 	}
-	n.dict, n.dictNode = dict, node
+	n.dict, n.dictNode, n.base = dict, node, base
 	return n, nil
 }
 
@@ -207,10 +208,41 @@ func (n *lowCardinalityNode) encode(b []byte) []byte {
 
 func (n *lowCardinalityNode) size() int { return 32 + n.dictNode.size() + 8*len(n.keys) }
 
+// lcIndexEntry is about what one dictionary value costs in the index map
+// (its key's string header, its row, and the map's slack after it grew).
+const lcIndexEntry = 64
+
+// scratch: the dictionary column, the index, the keys, and the origin and
+// placeholder marks of each dictionary row.
+func (n *lowCardinalityNode) scratch() int {
+	return n.dict.column().Size() + lcIndexEntry*len(n.index) + 8*cap(n.keys) + 8*cap(n.origin) + cap(n.dictNull) + n.dictNode.scratch()
+}
+
+// A block's dictionary of more than lcKeepEntries values, or keys of more
+// than lcKeepRows rows, are not kept for the next block: the encoder is
+// kept with its pooled connection, outside the byte budget, and a block of
+// a million distinct values leaves about 90 MB of index, dictionary and
+// keys behind. Below these, reusing them saves growing them again.
+const (
+	lcKeepEntries = 1 << 16
+	lcKeepRows    = 1 << 20
+)
+
 func (n *lowCardinalityNode) release() {
-	clear(n.index) // its keys may point into the chunks' memory
 	n.dcols[0], n.dnulls[0] = nil, nil
 	n.dictNode.release()
+	if cap(n.keys) > lcKeepRows {
+		n.keys = nil
+	}
+	if n.dict.column().Len() > lcKeepEntries {
+		if col, err := chunk.NewColumn(n.base); err == nil {
+			n.dict = newLCDict(col)
+			n.index, n.origin, n.dictNull = map[string]int{}, nil, nil
+			return
+		}
+	}
+	clear(n.index) // its keys may point into the chunks' memory
+	clear(n.recent[:])
 }
 
 // lcDict is a LowCardinality dictionary: a column of the inner type and

@@ -52,7 +52,18 @@ func (n *convNode) prefix(b []byte) []byte { return b }
 
 func (n *convNode) encode(b []byte) []byte { return append(b, n.buf...) }
 
-func (n *convNode) release() {}
+// convKeep is the largest buffer of converted values a convNode keeps
+// for the next block: the encoder is kept with its pooled connection,
+// outside the byte budget.
+const convKeep = 4 << 20
+
+func (n *convNode) release() {
+	if cap(n.buf) > convKeep {
+		n.buf = nil
+	}
+}
+
+func (n *convNode) scratch() int { return cap(n.buf) }
 
 func (n *convNode) size() int { return len(n.buf) }
 

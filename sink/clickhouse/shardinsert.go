@@ -159,7 +159,7 @@ func (s *Shard) attempt(ctx context.Context, chunks []*chunk.Chunk, rows, bytes 
 			s.o.Budget.Add(encoded)
 		}
 		target := s.targetFor(chunks[0].Schema)
-		err := r.c.Insert(ctx, target, chunks)
+		err := r.c.Insert(withHeld(ctx, s.o.Budget), target, chunks)
 		if s.o.Budget != nil {
 			s.o.Budget.Release(encoded)
 		}
@@ -281,4 +281,43 @@ func (s *Shard) fail() {
 	s.ackMu.Lock()
 	s.failed = true
 	s.ackMu.Unlock()
+}
+
+// heldKey is the context key of the budget an insert counts its encoders'
+// working memory in.
+type heldKey struct{}
+
+// withHeld returns ctx carrying b (nil: nothing is counted).
+func withHeld(ctx context.Context, b Budget) context.Context {
+	if b == nil {
+		return ctx
+	}
+	return context.WithValue(ctx, heldKey{}, b)
+}
+
+// heldCount is what an insert counts in the budget of its context.
+type heldCount struct {
+	b Budget
+	n int64
+}
+
+// heldCounter returns the count of the budget ctx carries (none: a
+// count that counts nothing).
+func heldCounter(ctx context.Context) *heldCount {
+	b, _ := ctx.Value(heldKey{}).(Budget)
+	return &heldCount{b: b}
+}
+
+// set makes the count n bytes, adding or releasing the difference.
+func (h *heldCount) set(n int) {
+	if h.b == nil {
+		return
+	}
+	switch d := int64(n) - h.n; {
+	case d > 0:
+		h.b.Add(d)
+	case d < 0:
+		h.b.Release(-d)
+	}
+	h.n = int64(n)
 }
