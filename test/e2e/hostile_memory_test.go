@@ -326,15 +326,20 @@ func (h *hostileEnv) fixedStringPadding(t *testing.T) {
 	}
 }
 
-// rowsPerRecord: three ndjson records of 87,381 empty objects each (786 KB
-// of input) become 262,143 rows of defaults, each with a FixedString(4096)
-// of zeros: about 360 MB of column data per record, against a budget of
-// 32 MiB and batches of 4 MiB. One record of 100,001 lines, over
-// decode.max_rows_per_record, goes to the dead-letter topic as too_large.
+// rowsPerRecord: ndjson records whose empty objects become rows of
+// defaults, each with a FixedString(4096) of zeros, against a budget of
+// 32 MiB and batches of 4 MiB. Three records of 87,381 lines (786 KB of
+// input, about 360 MB of column data each) and one of 100,001 lines make
+// more than one batch of rows (decode.max_bytes_per_record, derived from
+// batch.max_bytes): they go to the dead-letter topic as too_large, each
+// refused at its first 1,024 rows. Twenty records of 1,000 lines (4.1 MB
+// of rows each, 82 MB in all) are written.
 func (h *hostileEnv) rowsPerRecord(t *testing.T) {
 	const (
 		lines     = 87_381
 		overLines = 100_001
+		fitLines  = 1_000
+		fitting   = 10 // per partition
 		maxRows   = 100_000
 		dlqTopic  = "ndjson.dlq"
 	)
@@ -358,12 +363,15 @@ func (h *hostileEnv) rowsPerRecord(t *testing.T) {
 	}
 	recs := []*kgo.Record{
 		{Partition: 0, Value: good(1, 6)},
-		{Partition: 0, Value: empties(lines)},
+		{Partition: 0, Value: empties(lines)},     // partition 0, offset 1
 		{Partition: 0, Value: empties(overLines)}, // partition 0, offset 2
 		{Partition: 0, Value: good(6, 11)},
-		{Partition: 1, Value: empties(lines)},
-		{Partition: 1, Value: empties(lines)},
+		{Partition: 1, Value: empties(lines)}, // partition 1, offset 0
+		{Partition: 1, Value: empties(lines)}, // partition 1, offset 1
 		{Partition: 1, Value: good(11, 16)},
+	}
+	for range fitting {
+		recs = append(recs, &kgo.Record{Partition: 0, Value: empties(fitLines)}, &kgo.Record{Partition: 1, Value: empties(fitLines)})
 	}
 	for _, rec := range recs {
 		rec.Topic = c.topic
@@ -373,15 +381,24 @@ func (h *hostileEnv) rowsPerRecord(t *testing.T) {
 	r := h.run(t, c)
 	h.finish(t, r, c, 60*time.Second)
 
-	want := fmt.Sprintf("%d\t%d\t15\t120\t0\t0", 3*lines+15, 3*lines)
+	empty := 2 * fitting * fitLines
+	want := fmt.Sprintf("%d\t%d\t15\t120\t0\t0", empty+15, empty)
 	q := fmt.Sprintf("SELECT count(), countIf(id = 0 AND s = ''), countIf(id > 0), sum(id), countIf(id > 0 AND s != concat('line ', toString(id))), countIf(hex(fs) != '%s') FROM ndjson",
 		strings.Repeat("00", 4096))
 	if got := h.ch.Query(t, q); got != want {
 		t.Errorf("rows, empty rows, good rows, sum of good ids, good rows with a wrong value, rows whose fs is not zeros = %s, want %s", got, want)
 	}
 	_, hs := h.deadLetters(t, dlqTopic)
-	if len(hs) != 1 || hs[0][dlq.HeaderReason] != "too_large" || hs[0][dlq.HeaderPartition] != "0" || hs[0][dlq.HeaderOffset] != "2" {
-		t.Errorf("dead letters %v, want one, too_large, from partition 0 offset 2", hs)
+	var got []string
+	for _, x := range hs {
+		got = append(got, fmt.Sprintf("%s/%s %s", x[dlq.HeaderPartition], x[dlq.HeaderOffset], x[dlq.HeaderReason]))
+		if !strings.Contains(x[dlq.HeaderError], "decode.max_bytes_per_record") {
+			t.Errorf("dead letter %s/%s: error %q does not name decode.max_bytes_per_record", x[dlq.HeaderPartition], x[dlq.HeaderOffset], x[dlq.HeaderError])
+		}
+	}
+	sort.Strings(got)
+	if w := "[0/1 too_large 0/2 too_large 1/0 too_large 1/1 too_large]"; fmt.Sprint(got) != w {
+		t.Errorf("dead letters %v, want %s", got, w)
 	}
 }
 
