@@ -11,6 +11,7 @@ import (
 // record.
 type metrics struct {
 	lanesPaused   prometheus.Gauge
+	budgetHolds   prometheus.Counter
 	decodeErrors  *prometheus.CounterVec
 	commits       prometheus.Counter
 	lag           *prometheus.GaugeVec
@@ -55,6 +56,10 @@ func newComponentMetrics(component func(string) prometheus.Registerer) *metrics 
 		lanesPaused: prometheus.NewGauge(prometheus.GaugeOpts{
 			Name: "etl_backpressure_paused",
 			Help: "Partitions paused at the source now: by a full shard queue under the rules of backpressure.partition_read_ahead (at once after a read-ahead decoded since the last resume, or with 0; otherwise once the lane holds its read-ahead undecoded), by the byte budget or, with exactly-once, by the bound of open blocks.",
+		}),
+		budgetHolds: prometheus.NewCounter(prometheus.CounterOpts{
+			Name: "etl_backpressure_decode_holds_total",
+			Help: "Times a lane stopped decoding because the in-flight bytes were past backpressure.max_inflight_bytes while the sink held chunks; it resumes once acknowledgements release budget.",
 		}),
 		decodeErrors: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "etl_decode_errors_total",
@@ -122,7 +127,7 @@ func newComponentMetrics(component func(string) prometheus.Registerer) *metrics 
 			reg.MustRegister(cs...)
 		}
 	}
-	register("backpressure", m.lanesPaused)
+	register("backpressure", m.lanesPaused, m.budgetHolds)
 	register("decode", m.decodeErrors)
 	register("checkpoint", m.commits, m.watermarkAge)
 	register("source", m.lag)

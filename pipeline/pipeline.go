@@ -91,6 +91,7 @@ type Pipeline struct {
 	runq    *runQueue
 	acks    *ackQueue
 	pause   *pauser
+	hold    holder // lanes held for the budget (hold.go)
 	m       *metrics
 
 	chunkTarget    int
@@ -752,10 +753,12 @@ func (p *Pipeline) processAcks() {
 			c.Owner.Acked()
 		}
 		p.budget.Release(int64(c.Size()))
+		p.hold.sinkChunks.Add(-1)
 		p.rowsWritten.Add(int64(c.Rows))
 		c.Reset()
 		p.chunks.put(c)
 	}
+	p.wakeHeld(false)
 	if p.rowsWritten.Load() > 0 && p.firstLogged.CompareAndSwap(false, true) {
 		p.log.Info("first rows written", "rows", p.rowsWritten.Load(), "since_start", time.Since(p.started).Round(time.Millisecond))
 	}

@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/testutil"
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/etl-project/etl/backpressure"
@@ -58,13 +59,14 @@ var (
 var simTotals struct {
 	seeds, steps, violations int
 	maxMeta                  int // the longest commit metadata seen
+	holds                    int // lanes held for the budget (etl_backpressure_decode_holds_total)
 }
 
 func TestMain(m *testing.M) {
 	flag.Parse()
 	code := m.Run()
 	if *simSummary {
-		fmt.Printf("sim: longest commit metadata %d bytes\n", simTotals.maxMeta)
+		fmt.Printf("sim: longest commit metadata %d bytes, %d lanes held for the budget\n", simTotals.maxMeta, simTotals.holds)
 		fmt.Printf("sim: %d seeds, %d steps, %d violations\n", simTotals.seeds, simTotals.steps, simTotals.violations)
 		if simTotals.violations > 0 && code == 0 {
 			code = 1
@@ -92,6 +94,7 @@ func TestSim(t *testing.T) {
 		steps, errs := w.run()
 		simTotals.seeds++
 		simTotals.steps += steps
+		simTotals.holds += int(testutil.ToFloat64(w.p.m.budgetHolds))
 		if len(errs) > 0 {
 			simTotals.violations += len(errs)
 			t.Errorf("sim seed %d (%s): %d violations, first at step %d: %s\n\treplay: go test ./pipeline -run '^TestSim$' -sim.seed=%d -v",
@@ -813,6 +816,18 @@ func (w *simWorld) checkStep() {
 	if got := p.budget.Inflight(); got != held {
 		w.violation("budget counts %d bytes in flight, the lanes, queues, inserts and acknowledgements hold %d", got, held)
 	}
+	// The sink's chunks are counted from the hand-over to the
+	// acknowledgement, and a lane is held for the budget only while there
+	// are some: their acknowledgements wake it.
+	if got, want := p.hold.sinkChunks.Load(), int64(w.sink.chunks()+len(p.acks.items)); got != want {
+		w.violation("%d chunks counted in the sink, the queues, inserts and acknowledgements hold %d", got, want)
+	}
+	p.hold.mu.Lock()
+	nheld := len(p.hold.lanes)
+	p.hold.mu.Unlock()
+	if nheld > 0 && p.hold.sinkChunks.Load() == 0 {
+		w.violation("%d lanes held for the budget with no chunk in the sink to wake them", nheld)
+	}
 	// The pauser follows the budget.
 	p.pause.mu.Lock()
 	pb := p.pause.budget
@@ -1125,6 +1140,19 @@ func (s *simSink) held() int64 {
 		}
 		for _, c := range q.building {
 			n += int64(c.Size())
+		}
+	}
+	return n
+}
+
+// chunks is the number of chunks the sink holds: queued, being batched or
+// in inserts.
+func (s *simSink) chunks() int {
+	n := 0
+	for _, q := range s.queues {
+		n += len(q.q) + len(q.building)
+		for _, b := range q.inflight {
+			n += len(b.chunks)
 		}
 	}
 	return n

@@ -448,7 +448,7 @@ func (p *Pipeline) sealOutputs(l *lane) bool {
 // partition pauses; OnSpace wakes it and the next run sends the rest.
 func (p *Pipeline) sendBacklog(l *lane) bool {
 	sent := func() bool {
-		if !p.queue.TryEnqueue(l.backlog[0]) {
+		if !p.enqueue(l.backlog[0]) {
 			return false
 		}
 		l.backlog[0] = nil

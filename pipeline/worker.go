@@ -143,6 +143,9 @@ func (p *Pipeline) process(l *lane, dec *boundDecoder) {
 			out.seal()
 			return
 		}
+		if p.holdForBudget(l, out) {
+			return
+		}
 		var bytes int64
 		n := 0
 		full := false
@@ -448,14 +451,14 @@ func (p *Pipeline) send(l *lane, c *chunk.Chunk) bool {
 	c.Owner = l
 	// Counted before the hand-over: the sink may acknowledge at once.
 	l.outstanding.Add(1)
-	if p.queue.TryEnqueue(c) {
+	if p.enqueue(c) {
 		return true
 	}
 	l.acked() // not handed over after all
 	l.parked = c
 	return p.blockOn(l, c.Dest, func() bool {
 		l.outstanding.Add(1)
-		if p.queue.TryEnqueue(c) {
+		if p.enqueue(c) {
 			l.parked = nil
 			return true
 		}
