@@ -122,10 +122,12 @@ func TestDecompressBounded(t *testing.T) {
 			t.Errorf("%s past the bound: %d bytes, err %v; want kgo.ErrMaxDecompress", name, len(out), err)
 		}
 		// The decoders' own state comes on top of the bound: lz4's
-		// reader (the fallback of the direct path) keeps two blocks of up
-		// to 4 MiB.
-		if alloc > 16<<20 {
-			t.Errorf("%s past the bound: allocated %d bytes refusing it, more than 16 MiB", name, alloc)
+		// reader (the fallback of the direct path) takes blocks of up to
+		// 4 MiB, from pools a garbage collection may have emptied, and
+		// measured 13–18 MiB in all. What matters is that the 64 MiB
+		// batch is not taken.
+		if alloc > 24<<20 {
+			t.Errorf("%s past the bound: allocated %d bytes refusing it, more than 24 MiB", name, alloc)
 		}
 		t.Logf("%s: %d bytes compressed; refused after allocating %.1f MiB", name, len(b.src), float64(alloc)/(1<<20))
 	}
