@@ -146,10 +146,19 @@ type RowLimits struct {
 	MaxRows  int
 	MaxBytes int
 	// Measured, when set, is told the chunk's whole measured size at each
-	// measurement of a record's rows against MaxBytes (every
-	// RowBytesEvery rows and at the record's end), so that the caller can
-	// count the rows as they are made.
+	// measurement of a record's rows (every RowBytesEvery rows and at the
+	// record's end), so that the caller can count the rows as they are
+	// made.
 	Measured func(size int)
+	// Seal, when set, seals a chunk in the middle of a record: when a
+	// measurement finds the chunk at SealBytes or more, Seal is given it
+	// (just measured, its Measured call made) and returns the chunk the
+	// record's rows go on in. The rows already made stay in the sealed
+	// chunk: the caller holds them, and takes them back if the record
+	// fails (the decoder takes back only the rows of the chunk it holds
+	// then). Seal returning its argument means no seal.
+	Seal      func(c *chunk.Chunk) *chunk.Chunk
+	SealBytes int
 }
 
 // RowBytesEvery is how many rows of one record are made between two
@@ -173,11 +182,14 @@ func RowsTooLarge(rows, size, limit int) *Error {
 }
 
 // RowBound checks the rows one record appends to a chunk against
-// RowLimits as they are made. The zero value checks nothing.
+// RowLimits as they are made, and seals the chunk mid-record when
+// RowLimits.Seal asks for it. The zero value checks nothing.
 type RowBound struct {
 	lim   RowLimits
-	start int // the chunk's rows before the record
-	base  int // the chunk's measured size before the record; -1: not measured
+	start int // the current chunk's rows before the record
+	base  int // the current chunk's measured size before the record; -1: not measured
+	rows  int // the record's rows in chunks sealed before the current one
+	bytes int // and their bytes
 }
 
 // Start begins a record that appends to c. rowsMayReach is an upper bound
@@ -186,41 +198,62 @@ type RowBound struct {
 // is not measured at all, so small records cost nothing.
 func (l RowLimits) Start(c *chunk.Chunk, rowsMayReach int) RowBound {
 	b := RowBound{lim: l, start: c.Rows, base: -1}
-	if l.MaxBytes > 0 && rowsMayReach >= RowBytesEvery {
+	if (l.MaxBytes > 0 || l.Seal != nil) && rowsMayReach >= RowBytesEvery {
 		b.base = c.Measure()
 	}
 	return b
 }
 
-// Check is called after each row the record appended to c.
-func (b *RowBound) Check(c *chunk.Chunk) *Error {
-	n := c.Rows - b.start
+// Check is called after each row the record appended to c. It returns
+// the chunk the record's rows go on in: c, or a new one when c was sealed.
+func (b *RowBound) Check(c *chunk.Chunk) (*chunk.Chunk, *Error) {
+	n := b.Rows(c)
 	if b.lim.MaxRows > 0 && n > b.lim.MaxRows {
-		return TooManyRows(n, b.lim.MaxRows)
+		return c, TooManyRows(n, b.lim.MaxRows)
 	}
-	if b.base >= 0 && n%RowBytesEvery == 0 {
-		return b.bytes(c, n)
+	if b.base < 0 || n%RowBytesEvery != 0 {
+		return c, nil
 	}
-	return nil
+	total, err := b.measure(c, n)
+	if err != nil || b.lim.Seal == nil || total < b.lim.SealBytes {
+		return c, err
+	}
+	next := b.lim.Seal(c)
+	if next != c {
+		b.rows += c.Rows - b.start
+		b.bytes += total - b.base
+		b.start, b.base = next.Rows, next.Measure()
+	}
+	return next, nil
 }
 
-// End is called once the record made all its rows.
+// End is called once the record made all its rows in c.
 func (b *RowBound) End(c *chunk.Chunk) *Error {
 	if b.base >= 0 {
-		return b.bytes(c, c.Rows-b.start)
+		_, err := b.measure(c, b.Rows(c))
+		return err
 	}
 	return nil
 }
 
-func (b *RowBound) bytes(c *chunk.Chunk, n int) *Error {
+// Rows is the rows the record made, c being the chunk it appends to.
+func (b *RowBound) Rows(c *chunk.Chunk) int { return b.rows + c.Rows - b.start }
+
+// Undo takes the record's rows in c back (those of chunks sealed before c
+// are the caller's).
+func (b *RowBound) Undo(c *chunk.Chunk) { c.Truncate(b.start) }
+
+// measure measures c, tells Measured, and checks the record's n rows
+// against MaxBytes; it returns c's measured size.
+func (b *RowBound) measure(c *chunk.Chunk, n int) (int, *Error) {
 	total := c.Measure()
 	if b.lim.Measured != nil {
 		b.lim.Measured(total)
 	}
-	if size := total - b.base; size > b.lim.MaxBytes {
-		return RowsTooLarge(n, size, b.lim.MaxBytes)
+	if size := b.bytes + total - b.base; b.lim.MaxBytes > 0 && size > b.lim.MaxBytes {
+		return total, RowsTooLarge(n, size, b.lim.MaxBytes)
 	}
-	return nil
+	return total, nil
 }
 
 // NestedGroup is the columns of one Nested structure n as the table

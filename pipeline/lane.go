@@ -90,10 +90,29 @@ type lane struct {
 	// path measures it once per measureEvery records or measureBytes
 	// value bytes).
 	unmeasured, unmeasuredBytes int
-	// curCounted is what of cur is in the budget already: the direct
-	// path (without exactly-once) counts the open chunk as it grows, at
-	// each measurement, and the rest when it seals it.
+	// curCounted is what of the open outputs is in the budget already:
+	// they are counted as they grow, at each measurement, and the rest
+	// when they are sealed.
 	curCounted int64
+	// A record of many rows: spill is the output chunks sealed in its
+	// middle (the direct path's decode.RowLimits.Seal, the staged path's
+	// outputs between staging rows), held, and counted in the budget
+	// (spillCounted), until the record ends: then they are sent with its
+	// last rows under one ack group (on the direct path the group covers
+	// the record's offsets, [spillFirst, spillNext)). If it fails, its
+	// rows are taken back (takeBackSpill): spillFrom[i] is spill[i]'s
+	// rows before the record. recStart and recOffset are the direct
+	// path's open chunk's rows before the record being decoded, and the
+	// record's offset.
+	spill                 []*chunk.Chunk
+	spillFrom             []int
+	spillCounted          int64
+	recStart              int
+	recOffset             int64
+	spillFirst, spillNext int64
+	// stageCounted is what of the staged path's staging chunk (one
+	// record's rows) is in the budget.
+	stageCounted int64
 
 	// Owned by the worker running the lane, on the staged path (staged.go).
 	binding *stagedShared  // what stage and outs were built for
@@ -423,7 +442,7 @@ func (l *lane) held() int64 {
 
 // heldChunks is held without the undecoded records.
 func (l *lane) heldChunks() int64 {
-	b := l.eo.held + l.curCounted
+	b := l.eo.held + l.curCounted + l.spillCounted + l.stageCounted
 	if l.parked != nil {
 		b += int64(l.parked.Size())
 	}
@@ -440,11 +459,11 @@ func (l *lane) dropLocked() int64 {
 	b := l.recBytes + l.heldChunks()
 	clear(l.recs)
 	l.recs, l.head, l.recBytes = nil, 0, 0
-	// The chunk being built is counted as it grows on the direct path
-	// (curCounted, in heldChunks); the staged outputs are not counted
-	// until they are sealed.
-	l.cur, l.parked, l.backlog, l.group = nil, nil, nil, nil
-	l.curCounted = 0
+	// The open outputs are counted as they grow (curCounted, in
+	// heldChunks), and so are the chunks of a record sealed in its middle
+	// (spillCounted).
+	l.cur, l.parked, l.backlog, l.group, l.spill, l.spillFrom = nil, nil, nil, nil, nil, nil
+	l.curCounted, l.spillCounted, l.stageCounted = 0, 0, 0
 	l.eo.held = 0
 	l.eo.openSince.Store(0)
 	clear(l.outs)
@@ -463,7 +482,7 @@ func (l *lane) idle() bool {
 	default:
 		return false
 	}
-	if !(l.head == len(l.recs) || l.failed) || l.cur != nil || l.parked != nil || len(l.backlog) > 0 || l.group != nil {
+	if !(l.head == len(l.recs) || l.failed) || l.cur != nil || l.parked != nil || len(l.backlog) > 0 || l.group != nil || len(l.spill) > 0 {
 		return false
 	}
 	for _, c := range l.outs {

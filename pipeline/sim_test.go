@@ -131,17 +131,20 @@ type simWorld struct {
 	inPoll   bool   // inside Fetched: no group callback can run (BlockRebalanceOnPoll)
 	failMode bool   // decode.on_error fail: a bad record stops the pipeline
 	failed   bool   // ... and it did
+	ndjson   bool   // records of many rows (decode.json.framing ndjson), sealed in their middle
 	mode     string // direct, two-sinks or by-key
 
 	errs     []string
 	firstBad int
 }
 
-// simRec is a produced record and what the table must end up with.
+// simRec is a produced record and what the table must end up with: the
+// rows of ids [id, id+rows), or with bad none of them.
 type simRec struct {
-	rec *kgo.Record
-	id  uint64
-	bad bool // not decodable: skipped by on_error skip
+	rec  *kgo.Record
+	id   uint64
+	rows int
+	bad  bool // not decodable: skipped by on_error skip
 }
 
 const simTopic = "events"
@@ -206,8 +209,14 @@ func newSimWorld(t testing.TB, seed int64) *simWorld {
 	if r.Intn(3) != 0 {
 		cfg.Backpressure.PartitionReadAhead = config.ByteSize(256 << r.Intn(6))
 	}
-	w.desc = fmt.Sprintf("%s on_error=%s eo=%v parts=%d records=%d shards=%d queue=%d chunk=%d budget=%d min_pause=%s inflight=%d max_rows=%d max_open_blocks=%d read_ahead=%d",
-		mode, map[bool]string{false: "skip", true: "fail"}[w.failMode], w.eo, nparts, w.toMake, ndest, queueCap, chunkTarget, budgetBytes, minPause, maxInflight, maxRows, cfg.Checkpoint.MaxOpenBlocks, cfg.Backpressure.PartitionReadAhead)
+	// Some seeds frame records as ndjson, some of them of more rows than
+	// a chunk holds: their chunks seal in the middle of the record.
+	if w.ndjson = r.Intn(3) == 0; w.ndjson {
+		cfg.Decode.JSON.Framing = "ndjson"
+		cfg.Decode.MaxBytesPerRecord = 1 << 20
+	}
+	w.desc = fmt.Sprintf("ndjson=%v %s on_error=%s eo=%v parts=%d records=%d shards=%d queue=%d chunk=%d budget=%d min_pause=%s inflight=%d max_rows=%d max_open_blocks=%d read_ahead=%d",
+		w.ndjson, mode, map[bool]string{false: "skip", true: "fail"}[w.failMode], w.eo, nparts, w.toMake, ndest, queueCap, chunkTarget, budgetBytes, minPause, maxInflight, maxRows, cfg.Checkpoint.MaxOpenBlocks, cfg.Backpressure.PartitionReadAhead)
 	p := &Pipeline{
 		cfg:         cfg,
 		log:         slog.New(slog.NewTextHandler(io.Discard, nil)),
@@ -530,12 +539,25 @@ func (w *simWorld) produce(n int) {
 		off := int64(len(w.log[tp]))
 		id := w.nextID
 		w.nextID++
-		rec := simRec{id: id}
+		rec := simRec{id: id, rows: 1}
 		var v []byte
-		if w.rng.Intn(50) == 0 {
+		switch {
+		case w.ndjson && w.rng.Intn(8) == 0:
+			// A record of many rows, which may end in a line that
+			// cannot be decoded: then none of its rows may be written.
+			rec.rows = 64 + w.rng.Intn(120)
+			w.nextID += uint64(rec.rows - 1)
+			for j := range rec.rows {
+				v = append(gen.Make(1, id+uint64(j)).AppendJSON(v), '\n')
+			}
+			if w.rng.Intn(4) == 0 {
+				rec.bad = true
+				v = append(v, `{"id":`...)
+			}
+		case w.rng.Intn(50) == 0:
 			rec.bad = true
 			v = []byte(`{"id":`)
-		} else {
+		default:
 			v = gen.Make(1, id).AppendJSON(nil)
 		}
 		rec.rec = &kgo.Record{Topic: tp.Topic, Partition: tp.Partition, Offset: off, Value: v, Timestamp: w.now}
@@ -927,14 +949,16 @@ func (w *simWorld) quiesce() {
 	for si, rows := range w.sink.rows {
 		for _, tp := range w.parts {
 			for _, sr := range w.log[tp] {
-				got := rows[sr.id]
-				switch {
-				case sr.bad && got != 0:
-					w.violation("bad record %v@%d (id %d) is in table %d", tp, sr.rec.Offset, sr.id, si)
-				case !sr.bad && got == 0:
-					w.violation("record %v@%d (id %d) never reached table %d", tp, sr.rec.Offset, sr.id, si)
-				case !sr.bad && w.eo && got != 1:
-					w.violation("exactly-once: record %v@%d (id %d) is in table %d %d times", tp, sr.rec.Offset, sr.id, si, got)
+				for id := sr.id; id < sr.id+uint64(sr.rows); id++ {
+					got := rows[id]
+					switch {
+					case sr.bad && got != 0:
+						w.violation("bad record %v@%d (id %d) is in table %d", tp, sr.rec.Offset, id, si)
+					case !sr.bad && got == 0:
+						w.violation("record %v@%d (id %d) never reached table %d", tp, sr.rec.Offset, id, si)
+					case !sr.bad && w.eo && got != 1:
+						w.violation("exactly-once: record %v@%d (id %d) is in table %d %d times", tp, sr.rec.Offset, id, si, got)
+					}
 				}
 			}
 		}
@@ -1052,7 +1076,7 @@ func (s *simSource) Commit(_ context.Context, offs []kafka.Offset) error {
 				w.violation("commit of %v offset %d past the log's end %d", tp, o.Offset, len(w.log[tp]))
 				break
 			}
-			if sr := w.log[tp][off]; (!sr.bad || w.failMode) && !w.sink.has(sr.id) {
+			if sr := w.log[tp][off]; (!sr.bad || w.failMode) && !w.sink.hasRec(sr) {
 				w.violation("commit of %v offset %d, but offset %d is not in the table", tp, o.Offset, off)
 				break
 			}
@@ -1181,8 +1205,22 @@ func (s *simSink) insert(b []*chunk.Chunk) {
 	}
 }
 
-// has reports whether the row of id is in every table: its record is
-// durable.
+// hasRec reports whether every row of sr is in every table: the record is
+// durable. A bad record (under on_error fail, where it stops the
+// pipeline) is never durable.
+func (s *simSink) hasRec(sr simRec) bool {
+	if sr.bad {
+		return false
+	}
+	for id := sr.id; id < sr.id+uint64(sr.rows); id++ {
+		if !s.has(id) {
+			return false
+		}
+	}
+	return true
+}
+
+// has reports whether the row of id is in every table.
 func (s *simSink) has(id uint64) bool {
 	for _, rows := range s.rows {
 		if rows[id] == 0 {

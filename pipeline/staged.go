@@ -206,6 +206,9 @@ type stagedOut struct {
 	marks []int // each output's rows before the current record
 	sizes []int // each output's measured size before the current record, when measured
 	lim   decode.RowLimits
+	// The current record's rows and bytes in outputs sealed in its
+	// middle (lane.spill).
+	spillRows, spillBytes int
 }
 
 // stagedOutputs returns the staged outputs of l for the binding of b.
@@ -246,6 +249,7 @@ func (o *stagedOut) resume() bool {
 
 func (o *stagedOut) add(r *kgo.Record) error {
 	p, l := o.p, o.l
+	defer o.doneStage()
 	l.stage.Reset()
 	_, err := o.dec.Decode(r.Value, l.stage)
 	if err != nil {
@@ -266,6 +270,7 @@ func (o *stagedOut) add(r *kgo.Record) error {
 	// A record of several staging rows (ndjson lines, array elements) is
 	// bounded as a whole: the chain bounds each row's flatten.
 	multi := l.stage.Rows > 1 && (o.lim.MaxRows > 0 || o.lim.MaxBytes > 0)
+	o.spillRows, o.spillBytes = 0, 0
 	if multi && o.lim.MaxBytes > 0 {
 		for i, c := range l.outs {
 			o.sizes[i] = 0
@@ -280,8 +285,11 @@ func (o *stagedOut) add(r *kgo.Record) error {
 		p.m.transformOut.Add(float64(res.Out))
 		p.m.transformDropped.Add(float64(res.Dropped))
 		if multi && err == nil {
-			if e := o.bound(row+1 == l.stage.Rows || (row+1)%decode.RowBytesEvery == 0); e != nil {
+			measure := row+1 == l.stage.Rows || (row+1)%decode.RowBytesEvery == 0
+			if e := o.bound(measure); e != nil {
 				err = e
+			} else if measure && o.lim.MaxBytes > 0 && row+1 < l.stage.Rows && !p.eo() {
+				o.sealFull(r.Offset)
 			}
 		}
 	}
@@ -294,6 +302,9 @@ func (o *stagedOut) add(r *kgo.Record) error {
 			if c != nil && c.Rows > o.marks[i] {
 				c.Truncate(o.marks[i])
 			}
+		}
+		if len(l.spill) > 0 {
+			p.takeBackSpill(l, func(dest int) *chunk.Chunk { return l.outs[dest] }, func(dest int, c *chunk.Chunk) { l.outs[dest] = c })
 		}
 		var te *transform.Error
 		if errors.As(err, &te) {
@@ -310,6 +321,23 @@ func (o *stagedOut) add(r *kgo.Record) error {
 	return nil
 }
 
+// doneStage ends the record's use of the staging chunk: what it counted
+// in the budget leaves it, and a staging chunk that a record of many rows
+// grew past chunk.target_bytes is let go rather than kept at that size.
+func (o *stagedOut) doneStage() {
+	p, l := o.p, o.l
+	if l.stageCounted == 0 {
+		return
+	}
+	if l.stageCounted > int64(p.chunkTarget) {
+		if st, err := chunk.New(l.stage.Schema); err == nil {
+			l.stage = st
+		}
+	}
+	p.budget.Release(l.stageCounted)
+	l.stageCounted = 0
+}
+
 // bound checks the rows the current record made so far, summed over the
 // outputs (a row fanned out to two sinks counts twice), against the row
 // limits; measure: check their bytes too.
@@ -320,13 +348,14 @@ func (o *stagedOut) bound(measure bool) *decode.Error {
 			rows += c.Rows - o.marks[i]
 		}
 	}
+	rows += o.spillRows
 	if o.lim.MaxRows > 0 && rows > o.lim.MaxRows {
 		return decode.TooManyRows(rows, o.lim.MaxRows)
 	}
 	if !measure || o.lim.MaxBytes <= 0 {
 		return nil
 	}
-	size := 0
+	size := o.spillBytes
 	for i, c := range o.l.outs {
 		if c != nil {
 			size += c.Measure() - o.sizes[i]
@@ -336,6 +365,28 @@ func (o *stagedOut) bound(measure bool) *decode.Error {
 		return decode.RowsTooLarge(rows, size, o.lim.MaxBytes)
 	}
 	return nil
+}
+
+// sealFull seals, in the middle of the record at offset off, the outputs
+// that reached chunk.target_bytes (as bound just measured them): each is
+// held in lane.spill, counted in the budget, until the record ends and
+// they go out with it (or its rows are taken back), and the record's next
+// rows for that destination go into a new output.
+func (o *stagedOut) sealFull(off int64) {
+	p, l := o.p, o.l
+	for i, c := range l.outs {
+		if c == nil || c.Size() < p.chunkTarget || c.Rows == o.marks[i] {
+			continue
+		}
+		o.spillRows += c.Rows - o.marks[i]
+		o.spillBytes += c.Size() - o.sizes[i]
+		c.MarkRecord(off)
+		l.spill, l.spillFrom = append(l.spill, c), append(l.spillFrom, o.marks[i])
+		p.budget.Add(int64(c.Size()))
+		l.spillCounted += int64(c.Size())
+		l.outs[i] = nil
+		o.marks[i], o.sizes[i] = 0, 0
+	}
 }
 
 func (o *stagedOut) cover(first, next, ms int64) {
@@ -352,24 +403,32 @@ func (o *stagedOut) cover(first, next, ms int64) {
 				c.NoteTime(ms)
 			}
 		}
+		for _, c := range l.spill {
+			c.NoteTime(ms)
+		}
 	}
 }
 
+// full measures the outputs, counts them in the budget as they grow, and
+// reports whether one reached its size (or a record was sealed in its
+// middle: it goes out as it ends).
 func (o *stagedOut) full() bool {
 	p := o.p
+	full := len(o.l.spill) > 0
+	size := 0
 	for _, c := range o.l.outs {
 		if c == nil {
 			continue
 		}
 		if p.eo() {
-			if p.eoFull(c) {
-				return true
-			}
-		} else if c.Measure() >= p.chunkTarget {
-			return true
+			full = p.eoFull(c) || full
+		} else {
+			full = c.Measure() >= p.chunkTarget || full
 		}
+		size += c.Size()
 	}
-	return false
+	p.countOpen(o.l, int64(size))
+	return full
 }
 
 func (o *stagedOut) seal() bool { return o.p.sealOutputs(o.l) }
@@ -406,10 +465,17 @@ func (p *Pipeline) sealOutputs(l *lane) bool {
 					p.chunks.put(c)
 				}
 			}
+			p.budget.Release(l.curCounted)
+			l.curCounted = 0
 			return false
 		}
 	}
-	var sealed []*chunk.Chunk
+	// What was counted of the open outputs and of those sealed in the
+	// middle of a record: p.seal counts each sealed chunk whole.
+	p.budget.Release(l.curCounted + l.spillCounted)
+	l.curCounted, l.spillCounted = 0, 0
+	sealed := l.spill
+	l.spill, l.spillFrom = nil, l.spillFrom[:0]
 	for i, c := range l.outs {
 		if c == nil {
 			continue

@@ -6,6 +6,7 @@ import (
 	"slices"
 	"time"
 
+	"github.com/etl-project/etl/chunk"
 	"github.com/etl-project/etl/config"
 	"github.com/etl-project/etl/decode"
 	"github.com/etl-project/etl/decode/json"
@@ -37,17 +38,18 @@ type boundDecoder struct {
 
 // newDecoder returns a decoder filling chunks for target t.
 func (p *Pipeline) newDecoder(t *clickhouse.Target) (decode.Decoder, error) {
-	return p.newDecoderMeasured(t, nil)
+	return p.newDecoderMeasured(t, decode.RowLimits{})
 }
 
-// newDecoderMeasured is newDecoder whose JSON decoder tells measured the
-// chunk's size as a record's many rows are made (decode.RowLimits).
-func (p *Pipeline) newDecoderMeasured(t *clickhouse.Target, measured func(int)) (decode.Decoder, error) {
+// newDecoderMeasured is newDecoder whose JSON decoder tells hooks.Measured
+// the chunk's size as a record's many rows are made, and seals it in the
+// middle of a record through hooks.Seal (decode.RowLimits).
+func (p *Pipeline) newDecoderMeasured(t *clickhouse.Target, hooks decode.RowLimits) (decode.Decoder, error) {
 	if p.cfg.Decode.Format == config.FormatAvro {
 		return p.newAvroDecoder(t)
 	}
 	lim := p.rowLimits()
-	lim.Measured = measured
+	lim.Measured, lim.Seal, lim.SealBytes = hooks.Measured, hooks.Seal, hooks.SealBytes
 	d, err := json.New(t.Schema, json.Options{
 		Fields: t.Fields, MaxRecordBytes: int(p.cfg.Decode.MaxRecordBytes),
 		Framing: p.cfg.Decode.JSON.Framing, TimeLayout: p.cfg.Decode.JSON.TimeLayout,
@@ -80,12 +82,24 @@ func (p *Pipeline) bind(dec *boundDecoder) (*boundDecoder, error) {
 		return dec, nil
 	}
 	b := &boundDecoder{target: t}
-	d, err := p.newDecoderMeasured(t, func(size int) {
+	hooks := decode.RowLimits{Measured: func(size int) {
 		// The direct path decodes into the open chunk of the lane it runs.
-		if l := b.lane; l != nil && !p.eo() {
+		if l := b.lane; l != nil {
 			p.countOpen(l, int64(size))
 		}
-	})
+	}}
+	if !p.eo() {
+		// An exactly-once block ends only between records (its range of
+		// offsets is its identity): a record's rows stay in one.
+		hooks.Seal = func(c *chunk.Chunk) *chunk.Chunk {
+			if l := b.lane; l != nil {
+				return p.sealMidRecord(l, c, b.target)
+			}
+			return c
+		}
+		hooks.SealBytes = p.chunkTarget
+	}
+	d, err := p.newDecoderMeasured(t, hooks)
 	if err != nil {
 		return nil, err
 	}
@@ -100,11 +114,19 @@ func (p *Pipeline) newStagedDecoder(targets []*clickhouse.Target) (*boundDecoder
 	if err != nil {
 		return nil, fmt.Errorf("transform: %w", err)
 	}
-	d, err := p.newDecoder(&clickhouse.Target{Schema: b.stage, Fields: fields})
+	bd := &boundDecoder{staged: b}
+	// The staging chunk holds one record's rows: they count in the
+	// budget as they are made, until the chain has run over them.
+	d, err := p.newDecoderMeasured(&clickhouse.Target{Schema: b.stage, Fields: fields}, decode.RowLimits{Measured: func(size int) {
+		if l := bd.lane; l != nil {
+			p.countStage(l, int64(size))
+		}
+	}})
 	if err != nil {
 		return nil, err
 	}
-	return &boundDecoder{Decoder: d, staged: b}, nil
+	bd.Decoder = d
+	return bd, nil
 }
 
 // refreshTarget reads sink s's table and, when its columns changed,

@@ -231,10 +231,10 @@ func (p *Pipeline) process(l *lane, dec *boundDecoder) {
 
 // outputs returns the lane's outputs for the path the decoder is bound to.
 func (b *boundDecoder) outputs(p *Pipeline, l *lane) outputs {
+	b.lane = l
 	if b.staged != nil {
 		return p.stagedOutputs(l, b)
 	}
-	b.lane = l
 	return &directOutputs{p: p, l: l, dec: b}
 }
 
@@ -270,6 +270,10 @@ func (o *directOutputs) resume() bool {
 		}
 		l.parked = nil
 	}
+	if len(l.backlog) > 0 && !p.sendBacklog(l) {
+		// The chunks of a record of many rows not all taken yet.
+		return false
+	}
 	if c := l.cur; c != nil && c.Schema != o.dec.target.Schema {
 		// The table's columns changed: the open chunk goes out as built.
 		return o.seal()
@@ -288,7 +292,12 @@ func (o *directOutputs) add(r *kgo.Record) error {
 		l.cur = c
 		l.unmeasured, l.unmeasuredBytes = 0, 0
 	}
+	l.recStart, l.recOffset = l.cur.Rows, r.Offset
 	_, err := o.dec.Decode(r.Value, l.cur)
+	if len(l.spill) > 0 && err != nil {
+		o.p.takeBackSpill(l, func(int) *chunk.Chunk { return l.cur }, func(_ int, c *chunk.Chunk) { l.cur = c })
+		o.p.countOpen(l, int64(l.cur.Measure()))
+	}
 	if err == nil {
 		l.cur.MarkRecord(r.Offset)
 	}
@@ -299,6 +308,18 @@ func (o *directOutputs) add(r *kgo.Record) error {
 
 func (o *directOutputs) cover(first, next, ms int64) {
 	l := o.l
+	if len(l.spill) > 0 {
+		// The record of many rows just decoded: its offsets are its
+		// chunks' ack group's.
+		l.spillFirst, l.spillNext = first, next
+		if ms >= 0 {
+			for _, c := range l.spill {
+				c.NoteTime(ms)
+			}
+			l.cur.NoteTime(ms)
+		}
+		return
+	}
 	if next > first {
 		l.cur.AddRange(l.tp.Topic, l.tp.Partition, l.epoch, first, next)
 	}
@@ -308,10 +329,15 @@ func (o *directOutputs) cover(first, next, ms int64) {
 }
 
 func (o *directOutputs) full() bool {
-	if o.p.eo() {
-		return o.p.eoFull(o.l.cur)
-	}
 	l := o.l
+	if len(l.spill) > 0 {
+		return true // a record sealed in its middle goes out as it ends
+	}
+	if o.p.eo() {
+		full := o.p.eoFull(l.cur)
+		o.p.countOpen(l, int64(l.cur.Size()))
+		return full
+	}
 	if l.unmeasured < measureEvery && l.unmeasuredBytes < measureBytes {
 		return false
 	}
@@ -319,6 +345,92 @@ func (o *directOutputs) full() bool {
 	size := l.cur.Measure()
 	o.p.countOpen(l, int64(size))
 	return size >= o.p.chunkTarget
+}
+
+// sealMidRecord is the direct path's decode.RowLimits.Seal: the open
+// chunk c reached chunk.target_bytes in the middle of a record. It is held
+// (counted in the budget as measured) until the record ends, and the
+// record's rows go on in a new open chunk.
+func (p *Pipeline) sealMidRecord(l *lane, c *chunk.Chunk, t *clickhouse.Target) *chunk.Chunk {
+	if c != l.cur {
+		return c
+	}
+	next, err := p.newChunk(t)
+	if err != nil {
+		return c // the schema's chunk was made before: cannot happen
+	}
+	from := 0
+	if len(l.spill) == 0 {
+		from = l.recStart
+	}
+	c.MarkRecord(l.recOffset)
+	l.spill, l.spillFrom = append(l.spill, c), append(l.spillFrom, from)
+	l.spillCounted += l.curCounted
+	l.curCounted = 0
+	next.Dest = l.dest
+	l.cur = next
+	return next
+}
+
+// takeBackSpill takes back the rows of a record of many rows that failed
+// after chunks were sealed in its middle: open(dest) is the open chunk of
+// a destination (which holds rows of the record only, or is nil) and
+// setOpen replaces it. The first chunk sealed for each destination,
+// truncated to its rows before the record, is that destination's open
+// chunk again; the others go back to the free list. The open chunks are
+// counted again at their next measurement.
+func (p *Pipeline) takeBackSpill(l *lane, open func(dest int) *chunk.Chunk, setOpen func(dest int, c *chunk.Chunk)) {
+	for i, c := range l.spill {
+		first := true
+		for _, e := range l.spill[:i] {
+			if e.Dest == c.Dest {
+				first = false
+				break
+			}
+		}
+		if !first {
+			c.Reset()
+			p.chunks.put(c)
+			continue
+		}
+		if cur := open(c.Dest); cur != nil {
+			cur.Reset()
+			p.chunks.put(cur)
+		}
+		c.Truncate(l.spillFrom[i])
+		setOpen(c.Dest, c)
+	}
+	clear(l.spill)
+	l.spill, l.spillFrom = l.spill[:0], l.spillFrom[:0]
+	p.budget.Release(l.spillCounted)
+	l.spillCounted = 0
+}
+
+// sealSpill seals a record of many rows sealed in its middle: its chunks
+// and its last rows (the open chunk) go to the shard in order under one
+// ack group, which covers the record's offsets once every one of them is
+// durable. The first chunk also carries the spans of the records before
+// it, acknowledged with it.
+func (p *Pipeline) sealSpill(l *lane) bool {
+	sealed := append(l.spill, l.cur)
+	if l.cur.Rows == 0 {
+		sealed = sealed[:len(sealed)-1]
+		l.cur.Reset()
+		p.chunks.put(l.cur)
+	}
+	l.cur, l.spill, l.spillFrom = nil, nil, l.spillFrom[:0]
+	p.budget.Release(l.curCounted + l.spillCounted)
+	l.curCounted, l.spillCounted = 0, 0
+	g := &ackGroup{lane: l, tracker: p.tracker}
+	g.addRange(l, l.spillFirst, l.spillNext)
+	g.pending.Store(int32(len(sealed)))
+	l.outstanding.Add(1) // the group; released when its last chunk is durable
+	for _, c := range sealed {
+		c.Owner = g
+		p.seal(c)
+	}
+	l.backlog = append(l.backlog, sealed...)
+	return p.sendBacklog(l)
 }
 
 // countOpen counts l's open chunk, of size bytes as just measured, in the
@@ -335,11 +447,25 @@ func (p *Pipeline) countOpen(l *lane, size int64) {
 	l.curCounted = size
 }
 
+// countStage counts l's staging chunk, of size bytes as just measured, in
+// the budget, as countOpen counts the open chunk.
+func (p *Pipeline) countStage(l *lane, size int64) {
+	if d := size - l.stageCounted; d > 0 {
+		p.budget.Add(d)
+	} else if d < 0 {
+		p.budget.Release(-d)
+	}
+	l.stageCounted = size
+}
+
 // seal seals the open chunk; one that covers nothing (its only records
 // were rejected, each acknowledged on its own) goes back to the free list,
 // so the lane can be idle.
 func (o *directOutputs) seal() bool {
 	p, l := o.p, o.l
+	if len(l.spill) > 0 {
+		return p.sealSpill(l)
+	}
 	c := l.cur
 	l.cur = nil
 	// What was counted of the open chunk: sealSend counts all of it.

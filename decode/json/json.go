@@ -358,7 +358,6 @@ func (d *Decoder) Decode(value []byte, c *chunk.Chunk) (int, error) {
 // decodeLines decodes one object per line. A record is all or nothing: on
 // an error the rows of its earlier lines are taken back too.
 func (d *Decoder) decodeLines(value []byte, c *chunk.Chunk) (int, error) {
-	start := c.Rows
 	bound := d.rowLim.Start(c, len(value)/2+1)
 	for line := 1; len(value) > 0; line++ {
 		var l []byte
@@ -371,20 +370,21 @@ func (d *Decoder) decodeLines(value []byte, c *chunk.Chunk) (int, error) {
 			continue
 		}
 		if err := d.decodeOne(l, c); err != nil {
-			c.Truncate(start)
+			bound.Undo(c)
 			err.Err = fmt.Errorf("line %d: %w", line, err.Err)
 			return 0, err
 		}
-		if err := bound.Check(c); err != nil {
-			c.Truncate(start)
+		var err *decode.Error
+		if c, err = bound.Check(c); err != nil {
+			bound.Undo(c)
 			return 0, err
 		}
 	}
 	if err := bound.End(c); err != nil {
-		c.Truncate(start)
+		bound.Undo(c)
 		return 0, err
 	}
-	return c.Rows - start, nil
+	return bound.Rows(c), nil
 }
 
 // decodeArray decodes a JSON array of objects, all or nothing.
@@ -409,29 +409,29 @@ func (d *Decoder) decodeArray(value []byte, c *chunk.Chunk) (int, error) {
 	if d.rowLim.MaxRows > 0 && len(elems) > d.rowLim.MaxRows {
 		return 0, decode.TooManyRows(len(elems), d.rowLim.MaxRows)
 	}
-	start := c.Rows
 	bound := d.rowLim.Start(c, len(elems))
 	for i, ev := range elems {
 		o, err := ev.Object()
 		if err != nil {
-			c.Truncate(start)
+			bound.Undo(c)
 			return 0, &decode.Error{Reason: decode.ReasonCorrupt, Err: fmt.Errorf("element %d is %s, want an object", i, article(ev.Type()))}
 		}
 		if e := d.fromObject(o, c); e != nil {
-			c.Truncate(start)
+			bound.Undo(c)
 			e.Err = fmt.Errorf("element %d: %w", i, e.Err)
 			return 0, e
 		}
-		if e := bound.Check(c); e != nil {
-			c.Truncate(start)
+		var e *decode.Error
+		if c, e = bound.Check(c); e != nil {
+			bound.Undo(c)
 			return 0, e
 		}
 	}
 	if e := bound.End(c); e != nil {
-		c.Truncate(start)
+		bound.Undo(c)
 		return 0, e
 	}
-	return c.Rows - start, nil
+	return bound.Rows(c), nil
 }
 
 // arrayElements decodes a JSON array of objects one element at a time
@@ -448,13 +448,12 @@ func (d *Decoder) arrayElements(value []byte, c *chunk.Chunk) (n int, err error,
 		return 0, nil, false
 	}
 	// The syntax is valid from here on.
-	start := c.Rows
 	bound := d.rowLim.Start(c, len(value)/2)
 	i = skipWS(value, i+1)
 	for k := 0; value[i] != ']'; k++ {
 		end, _ := skipValue(value, i, 2)
 		if value[i] != '{' {
-			c.Truncate(start)
+			bound.Undo(c)
 			what := "a value"
 			if v, err := d.p.ParseBytes(value[i:end]); err == nil {
 				what = article(v.Type())
@@ -463,12 +462,13 @@ func (d *Decoder) arrayElements(value []byte, c *chunk.Chunk) (n int, err error,
 			return 0, &decode.Error{Reason: decode.ReasonCorrupt, Err: fmt.Errorf("element %d is %s, want an object", k, what)}, true
 		}
 		if e := d.decodeOne(value[i:end], c); e != nil {
-			c.Truncate(start)
+			bound.Undo(c)
 			e.Err = fmt.Errorf("element %d: %w", k, e.Err)
 			return 0, e, true
 		}
-		if e := bound.Check(c); e != nil {
-			c.Truncate(start)
+		var e *decode.Error
+		if c, e = bound.Check(c); e != nil {
+			bound.Undo(c)
 			return 0, e, true
 		}
 		if i = skipWS(value, end); value[i] == ',' {
@@ -476,10 +476,10 @@ func (d *Decoder) arrayElements(value []byte, c *chunk.Chunk) (n int, err error,
 		}
 	}
 	if e := bound.End(c); e != nil {
-		c.Truncate(start)
+		bound.Undo(c)
 		return 0, e, true
 	}
-	return c.Rows - start, nil, true
+	return bound.Rows(c), nil, true
 }
 
 // decodeOne decodes one JSON object into one row.

@@ -3,6 +3,7 @@ package json
 import (
 	"bytes"
 	"errors"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -130,6 +131,102 @@ func TestRowLimitsMeasured(t *testing.T) {
 	for i := 1; i < len(sizes); i++ {
 		if sizes[i] <= sizes[i-1] {
 			t.Fatalf("measured %v: not growing", sizes)
+		}
+	}
+}
+
+// TestRowLimitsSeal: with a Seal hook, a record's rows go on in a new chunk
+// each time the chunk reaches SealBytes; the rows across the chunks are the
+// record's rows in order, MaxBytes bounds the record's rows over all its
+// chunks, and a record that fails takes back only the rows of the chunk it
+// ended in (the earlier ones are the caller's).
+func TestRowLimitsSeal(t *testing.T) {
+	for _, framing := range []string{FramingNDJSON, FramingArray} {
+		for _, noFast := range []bool{false, true} {
+			name := framing
+			if noFast {
+				name += "/fastjson"
+			}
+			t.Run(name, func(t *testing.T) {
+				s := schemaOf(t, "n UInt32", "s String")
+				var sealed []*chunk.Chunk
+				var cur *chunk.Chunk
+				lim := decode.RowLimits{MaxRows: 10_000, MaxBytes: 64 << 10, SealBytes: 4 << 10}
+				lim.Seal = func(c *chunk.Chunk) *chunk.Chunk {
+					if c != cur {
+						t.Fatalf("Seal given a chunk the record is not in")
+					}
+					if c.Size() < lim.SealBytes {
+						t.Fatalf("sealed at %d bytes, under %d", c.Size(), lim.SealBytes)
+					}
+					sealed = append(sealed, c)
+					cur = newChunk(t, s)
+					return cur
+				}
+				d, err := New(s, Options{Framing: framing, Rows: lim})
+				if err != nil {
+					t.Fatal(err)
+				}
+				d.noFast = noFast
+				cur = newChunk(t, s)
+				if _, err := d.Decode(frame(framing, []string{`{"n":0,"s":"before"}`}), cur); err != nil {
+					t.Fatal(err)
+				}
+				objs := make([]string, 2000)
+				for i := range objs {
+					objs[i] = fmt.Sprintf(`{"n":%d,"s":"row %d"}`, i+1, i+1)
+				}
+				n, err := d.Decode(frame(framing, objs), cur)
+				if err != nil || n != 2000 {
+					t.Fatalf("2,000 rows: %d, %v", n, err)
+				}
+				if len(sealed) < 3 {
+					t.Fatalf("%d chunks sealed, want several (4 KiB each of about 40 KB of rows)", len(sealed))
+				}
+				// The rows in order over the sealed chunks and the last:
+				// the row before, then 1..2000.
+				want := 0
+				for _, k := range append(sealed, cur) {
+					col := k.Cols[0].(*chunk.Fixed[uint32])
+					for i := 0; i < k.Rows; i++ {
+						if int(col.Data[i]) != want {
+							t.Fatalf("row %d is n=%d", want, col.Data[i])
+						}
+						want++
+					}
+				}
+				if want != 2001 {
+					t.Fatalf("%d rows over the chunks, want 2,001", want)
+				}
+
+				// A record that fails after chunks were sealed: the chunk
+				// it ended in holds none of its rows.
+				before, rows := len(sealed), cur.Rows
+				objs[1900] = `{"n":"x"}`
+				if _, err := d.Decode(frame(framing, objs), cur); err == nil {
+					t.Fatal("a record with a bad element decoded")
+				}
+				if len(sealed) == before {
+					t.Fatal("no chunk sealed before the bad element")
+				}
+				if cur.Rows != 0 {
+					t.Fatalf("the chunk the record ended in holds %d rows, want 0", cur.Rows)
+				}
+				if k := sealed[before]; k.Rows <= rows {
+					t.Fatalf("the first chunk sealed in the failed record has %d rows, %d before it", k.Rows, rows)
+				}
+
+				// MaxBytes counts the rows of all the record's chunks.
+				objs = make([]string, 8000)
+				for i := range objs {
+					objs[i] = fmt.Sprintf(`{"n":%d,"s":"row %d"}`, i, i)
+				}
+				_, err = d.Decode(frame(framing, objs), cur)
+				var de *decode.Error
+				if !errors.As(err, &de) || de.Reason != decode.ReasonTooLarge || !strings.Contains(err.Error(), "limit of 65536 bytes per record") {
+					t.Fatalf("8,000 rows of about 160 KB against 64 KiB: %v", err)
+				}
+			})
 		}
 	}
 }

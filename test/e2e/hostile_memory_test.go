@@ -328,18 +328,20 @@ func (h *hostileEnv) fixedStringPadding(t *testing.T) {
 
 // rowsPerRecord: ndjson records whose empty objects become rows of
 // defaults, each with a FixedString(4096) of zeros, against a budget of
-// 32 MiB and batches of 4 MiB. Three records of 87,381 lines (786 KB of
-// input, about 360 MB of column data each) and one of 100,001 lines make
-// more than one batch of rows (decode.max_bytes_per_record, derived from
-// batch.max_bytes): they go to the dead-letter topic as too_large, each
-// refused at its first 1,024 rows. Twenty records of 1,000 lines (4.1 MB
-// of rows each, 82 MB in all) are written.
+// 32 MiB, batches of 4 MiB and decode.max_bytes_per_record 16 MiB. Three
+// records of 87,381 lines (786 KB of input, about 360 MB of column data
+// each) and one of 100,001 lines make more rows than a record may: they go
+// to the dead-letter topic as too_large, each refused at about its first
+// 4,000 rows. Two records of 3,000 lines (12.3 MB of rows each, three
+// batches) are written, their rows sealed into chunks as they are made;
+// and twenty records of 1,000 lines (4.1 MB of rows each, 82 MB in all).
 func (h *hostileEnv) rowsPerRecord(t *testing.T) {
 	const (
 		lines     = 87_381
 		overLines = 100_001
 		fitLines  = 1_000
 		fitting   = 10 // per partition
+		bigLines  = 3_000
 		maxRows   = 100_000
 		dlqTopic  = "ndjson.dlq"
 	)
@@ -347,6 +349,7 @@ func (h *hostileEnv) rowsPerRecord(t *testing.T) {
 		sink: "    batch: {max_bytes: 4MiB}",
 		decode: fmt.Sprintf(`  json: {framing: ndjson}
   max_rows_per_record: %d
+  max_bytes_per_record: 16MiB
   on_error: dlq
   dlq: {topic: %s}`, maxRows, dlqTopic)}
 	h.ch.Exec(t, "CREATE TABLE ndjson (id UInt64, s String, fs FixedString(4096)) ENGINE = MergeTree ORDER BY id")
@@ -369,6 +372,8 @@ func (h *hostileEnv) rowsPerRecord(t *testing.T) {
 		{Partition: 1, Value: empties(lines)}, // partition 1, offset 0
 		{Partition: 1, Value: empties(lines)}, // partition 1, offset 1
 		{Partition: 1, Value: good(11, 16)},
+		{Partition: 0, Value: empties(bigLines)},
+		{Partition: 1, Value: empties(bigLines)},
 	}
 	for range fitting {
 		recs = append(recs, &kgo.Record{Partition: 0, Value: empties(fitLines)}, &kgo.Record{Partition: 1, Value: empties(fitLines)})
@@ -381,7 +386,7 @@ func (h *hostileEnv) rowsPerRecord(t *testing.T) {
 	r := h.run(t, c)
 	h.finish(t, r, c, 60*time.Second)
 
-	empty := 2 * fitting * fitLines
+	empty := 2*fitting*fitLines + 2*bigLines
 	want := fmt.Sprintf("%d\t%d\t15\t120\t0\t0", empty+15, empty)
 	q := fmt.Sprintf("SELECT count(), countIf(id = 0 AND s = ''), countIf(id > 0), sum(id), countIf(id > 0 AND s != concat('line ', toString(id))), countIf(hex(fs) != '%s') FROM ndjson",
 		strings.Repeat("00", 4096))
