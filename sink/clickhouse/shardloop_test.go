@@ -925,3 +925,119 @@ func TestShardHardStopDuringBackoffExact(t *testing.T) {
 		}
 	})
 }
+
+// manualClock is a Clock that moves only when Advance is called.
+type manualClock struct {
+	mu     sync.Mutex
+	now    time.Time
+	timers []*manualTimer
+}
+
+type manualTimer struct {
+	c  *manualClock
+	ch chan time.Time
+	at time.Time
+	on bool
+}
+
+func (c *manualClock) Now() time.Time {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.now
+}
+
+func (c *manualClock) NewTimer(d time.Duration) Timer {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	t := &manualTimer{c: c, ch: make(chan time.Time, 1), at: c.now.Add(d), on: true}
+	c.timers = append(c.timers, t)
+	return t
+}
+
+// Advance moves the clock d forward and fires the timers due.
+func (c *manualClock) Advance(d time.Duration) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.now = c.now.Add(d)
+	for _, t := range c.timers {
+		if t.on && !t.at.After(c.now) {
+			t.on = false
+			t.ch <- t.at
+		}
+	}
+}
+
+func (t *manualTimer) C() <-chan time.Time { return t.ch }
+
+func (t *manualTimer) Stop() bool {
+	t.c.mu.Lock()
+	defer t.c.mu.Unlock()
+	was := t.on
+	t.on = false
+	select {
+	case <-t.ch:
+	default:
+	}
+	return was
+}
+
+func (t *manualTimer) Reset(d time.Duration) bool {
+	was := t.Stop()
+	t.c.mu.Lock()
+	defer t.c.mu.Unlock()
+	t.at, t.on = t.c.now.Add(d), true
+	return was
+}
+
+// TestShardTakesTimeFromItsClock: the linger, the retry backoff and the
+// breaker run on ShardOptions.Clock: with a clock that moves only when
+// told, the bubble's own time never moves, and each step happens when
+// that clock reaches it.
+func TestShardTakesTimeFromItsClock(t *testing.T) {
+	t.Parallel()
+	synctest.Test(t, func(t *testing.T) {
+		tg := idTarget(t, "clock")
+		f := newFake("a")
+		f.answer = func(_ context.Context, n int, _ fakeCall) error {
+			if n < 2 {
+				return transient
+			}
+			return nil
+		}
+		clock := &manualClock{now: time.Date(2030, 1, 1, 0, 0, 0, 0, time.UTC)}
+		s, a, m, res, _ := loopShard(t, ShardOptions{
+			QueueCapacity: 4, MaxRows: 100, Linger: 5 * time.Second,
+			InitialBackoff: time.Second, MaxBackoff: time.Second, Jitter: func(d time.Duration) time.Duration { return d },
+			Breaker: BreakerOptions{FailureThreshold: 2, OpenFor: time.Minute},
+			Clock:   clock,
+		}, tg, f)
+		bubble := time.Now()
+		c := idChunk(t, tg, 0, 1)
+		enqueue(t, s, c)
+		step := func(d time.Duration, inserts int) {
+			t.Helper()
+			synctest.Wait()
+			if f.count() != inserts-1 {
+				t.Fatalf("%d inserts before the clock moved %v, want %d", f.count(), d, inserts-1)
+			}
+			clock.Advance(d)
+			synctest.Wait()
+			if f.count() != inserts {
+				t.Fatalf("%d inserts once the clock moved %v, want %d", f.count(), d, inserts)
+			}
+		}
+		step(5*time.Second, 1) // the linger
+		step(time.Second, 2)   // the backoff after the first failure; the breaker opens on the second
+		if testutil.ToFloat64(m.replicaHealthy.WithLabelValues("0", "a")) != 0 {
+			t.Fatal("the breaker did not open on the second failure")
+		}
+		step(time.Second, 3) // the backoff: the breaker is probed, not waited out for its minute
+		if a.count(c) != 1 || testutil.ToFloat64(m.replicaHealthy.WithLabelValues("0", "a")) != 1 {
+			t.Fatalf("acked %d, healthy %v; want 1 and 1", a.count(c), testutil.ToFloat64(m.replicaHealthy.WithLabelValues("0", "a")))
+		}
+		if !time.Now().Equal(bubble) {
+			t.Errorf("the bubble's clock moved %v: the shard waited on package time", time.Since(bubble))
+		}
+		closeRun(t, s, res)
+	})
+}
