@@ -143,7 +143,7 @@ func (p *Pipeline) openSinks(ctx context.Context) error {
 		for i, cs := range s.clients {
 			dest := len(p.dests) // chunk.Dest of this shard's chunks
 			sh := clickhouse.NewShard(clickhouse.ShardOptions{
-				Name: strconv.Itoa(i), Replicas: cs, Target: s.target.Load(),
+				Name: strconv.Itoa(i), Replicas: clickhouse.Inserters(cs), Target: s.target.Load(),
 				ReportOrphans: p.eo(),
 				Breaker: clickhouse.BreakerOptions{FailureThreshold: s.cfg.Breaker.FailureThreshold,
 					OpenFor: s.cfg.Breaker.OpenFor.D(), HalfOpenProbes: s.cfg.Breaker.HalfOpenProbes},

@@ -55,9 +55,9 @@ type breaker struct {
 	opens   prometheus.Counter
 }
 
-func newBreaker(o BreakerOptions, healthy prometheus.Gauge, opens prometheus.Counter) *breaker {
+func newBreaker(o BreakerOptions, now func() time.Time, healthy prometheus.Gauge, opens prometheus.Counter) *breaker {
 	o.defaults()
-	b := &breaker{o: o, now: time.Now, healthy: healthy, opens: opens}
+	b := &breaker{o: o, now: now, healthy: healthy, opens: opens}
 	healthy.Set(1)
 	return b
 }

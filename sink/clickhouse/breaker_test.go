@@ -11,9 +11,8 @@ import (
 func TestBreaker(t *testing.T) {
 	healthy := prometheus.NewGauge(prometheus.GaugeOpts{Name: "h"})
 	opens := prometheus.NewCounter(prometheus.CounterOpts{Name: "o"})
-	b := newBreaker(BreakerOptions{FailureThreshold: 3, OpenFor: time.Minute, HalfOpenProbes: 2}, healthy, opens)
 	now := time.Unix(1000, 0)
-	b.now = func() time.Time { return now }
+	b := newBreaker(BreakerOptions{FailureThreshold: 3, OpenFor: time.Minute, HalfOpenProbes: 2}, func() time.Time { return now }, healthy, opens)
 
 	// Failures below the threshold, interrupted by a success, do not open.
 	b.failure()

@@ -20,9 +20,10 @@ type ShardOptions struct {
 	// Replicas are the shard's replicas, tried in order: a batch goes to
 	// the first replica whose breaker is closed (or half-open), and a
 	// batch that fails there is retried on the next one. Client is
-	// shorthand for a single replica.
-	Replicas []*Client
-	Client   *Client
+	// shorthand for a single replica. *Client is the real replica
+	// (Inserters converts a list of them).
+	Replicas []Inserter
+	Client   Inserter
 	Breaker  BreakerOptions
 	Target   *Target
 	// QueueCapacity bounds the queue of chunks between the producers and
@@ -65,6 +66,11 @@ type ShardOptions struct {
 	// MaxAttempts bounds the attempts per batch; 0 retries transient errors
 	// forever.
 	MaxAttempts int
+	// Jitter returns the wait in [0, d] before a retry whose capped
+	// backoff is d (nil: uniform, the full jitter above).
+	Jitter func(d time.Duration) time.Duration
+	// Clock is the shard's time (nil: package time's).
+	Clock Clock
 	// OnDone is called once per successful insert with the batch's chunks,
 	// from one of the shard's goroutines. It must not block (push to an
 	// unbounded channel). Never called for a batch that failed, nor for any
@@ -121,9 +127,10 @@ type Budget interface {
 // queue is the backpressure signal, answered upstream by pausing the source,
 // never by blocking the poll loop.
 type Shard struct {
-	o   ShardOptions
-	log *slog.Logger
-	m   *shardMetrics
+	o     ShardOptions
+	log   *slog.Logger
+	m     *shardMetrics
+	clock Clock
 	// defaultedSeries is the target whose columns' defaulted-rows series
 	// were last made (noteDefaulted).
 	defaultedSeries atomic.Pointer[Target]
@@ -167,7 +174,7 @@ type Shard struct {
 // replica is one replica of the shard with its breaker and metrics.
 type replica struct {
 	name          string
-	c             *Client
+	c             Inserter
 	br            *breaker
 	errs          prometheus.Counter
 	durOK, durErr prometheus.Observer
@@ -196,6 +203,12 @@ func NewShard(o ShardOptions) *Shard {
 	if o.Metrics == nil {
 		o.Metrics = NewMetrics(nil, nil)
 	}
+	if o.Clock == nil {
+		o.Clock = systemClock{}
+	}
+	if o.Jitter == nil {
+		o.Jitter = fullJitter
+	}
 	log := o.Log
 	if log == nil {
 		log = slog.Default()
@@ -206,6 +219,7 @@ func NewShard(o ShardOptions) *Shard {
 	}
 	s := &Shard{
 		o:       o,
+		clock:   o.Clock,
 		log:     log.With(attrs...),
 		m:       o.Metrics.forShard(o.Name),
 		queue:   make(chan *chunk.Chunk, o.QueueCapacity),
@@ -216,13 +230,13 @@ func NewShard(o ShardOptions) *Shard {
 	}
 	clients := o.Replicas
 	if len(clients) == 0 && o.Client != nil {
-		clients = []*Client{o.Client}
+		clients = []Inserter{o.Client}
 	}
 	for _, c := range clients {
 		name := c.Addr()
 		s.replicas = append(s.replicas, &replica{
 			name: name, c: c,
-			br:    newBreaker(o.Breaker, o.Metrics.replicaHealthy.WithLabelValues(o.Name, name), o.Metrics.breakerOpens.WithLabelValues(o.Name, name)),
+			br:    newBreaker(o.Breaker, o.Clock.Now, o.Metrics.replicaHealthy.WithLabelValues(o.Name, name), o.Metrics.breakerOpens.WithLabelValues(o.Name, name)),
 			errs:  o.Metrics.replicaErrors.WithLabelValues(o.Name, name),
 			durOK: o.Metrics.insertDuration.WithLabelValues(o.Name, name, "ok"), durErr: o.Metrics.insertDuration.WithLabelValues(o.Name, name, "error"),
 		})
@@ -378,10 +392,10 @@ func (s *Shard) Run(ctx context.Context) error {
 		cur      batch
 		inflight int
 		queue    = s.queue // nil once closed and drained
-		linger   *time.Timer
+		linger   Timer
 		lingerC  <-chan time.Time
 		lingered bool // the linger of cur has passed
-		idle     *time.Timer
+		idle     Timer
 		idleC    <-chan time.Time
 		idled    bool // cur is large and its input went quiet
 		// burst: cur was begun within Linger of the close of a full
@@ -422,7 +436,7 @@ func (s *Shard) Run(ctx context.Context) error {
 			idle.Stop()
 		}
 		if reason == reasonRows || reason == reasonBytes {
-			burstUntil = time.Now().Add(max(s.o.Linger, s.o.Idle))
+			burstUntil = s.clock.Now().Add(max(s.o.Linger, s.o.Idle))
 		}
 		s.m.flush[reason].Inc()
 		s.m.batchRows.Observe(float64(b.rows))
@@ -440,9 +454,9 @@ func (s *Shard) Run(ctx context.Context) error {
 	take := func(c *chunk.Chunk) {
 		if len(cur.chunks) == 0 {
 			if s.o.Linger > 0 {
-				lingerC = restart(&linger, s.o.Linger)
+				lingerC = s.restart(&linger, s.o.Linger)
 			}
-			burst = s.o.Idle > 0 && time.Now().Before(burstUntil)
+			burst = s.o.Idle > 0 && s.clock.Now().Before(burstUntil)
 		}
 		cur.chunks = append(cur.chunks, c)
 		cur.rows += c.Rows
@@ -458,7 +472,7 @@ func (s *Shard) Run(ctx context.Context) error {
 		case s.o.Idle > 0 && (burst || s.idleSize(cur.rows, cur.bytes)):
 			// (Re)start the quiet period: it ends with no chunk
 			// arriving for Idle.
-			idleC, idled = restart(&idle, s.o.Idle), false
+			idleC, idled = s.restart(&idle, s.o.Idle), false
 		}
 	}
 
@@ -544,13 +558,13 @@ func (s *Shard) Run(ctx context.Context) error {
 
 // restart starts *t to fire after d, making it on first use, and returns
 // its channel.
-func restart(t **time.Timer, d time.Duration) <-chan time.Time {
+func (s *Shard) restart(t *Timer, d time.Duration) <-chan time.Time {
 	if *t == nil {
-		*t = time.NewTimer(d)
+		*t = s.clock.NewTimer(d)
 	} else {
 		(*t).Reset(d)
 	}
-	return (*t).C
+	return (*t).C()
 }
 
 // idleSize reports whether a batch of rows and bytes is large enough for

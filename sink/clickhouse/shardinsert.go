@@ -5,20 +5,10 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"math/rand/v2"
 	"time"
 
 	"github.com/etl-project/etl/chunk"
 )
-
-// Clients are the shard's replicas.
-func (s *Shard) Clients() []*Client {
-	out := make([]*Client, len(s.replicas))
-	for i, r := range s.replicas {
-		out[i] = r.c
-	}
-	return out
-}
 
 // pick returns the replica the next attempt goes to: the current one, or
 // the next in order whose breaker lets inserts through; nil when every
@@ -48,7 +38,7 @@ func (s *Shard) reopens() (time.Duration, *replica) {
 			first, next = u, r
 		}
 	}
-	return max(time.Until(first), time.Millisecond), next
+	return max(first.Sub(s.clock.Now()), time.Millisecond), next
 }
 
 // moveOn makes the replica after r the current one.
@@ -66,12 +56,12 @@ func (s *Shard) moveOn(r *replica) {
 // refuses for the values of some rows is bisected down to the records
 // behind them when OnRejected is set (bisect.go).
 func (s *Shard) insert(ctx context.Context, b *batch) error {
-	start := time.Now()
+	start := s.clock.Now()
 	err := s.attempt(ctx, b.chunks, b.rows, b.bytes)
 	if err == nil {
 		if s.log.Enabled(ctx, slog.LevelDebug) {
 			s.log.Debug("batch inserted", slog.Int("rows", b.rows), slog.Int("bytes", b.bytes),
-				slog.Int("chunks", len(b.chunks)), slog.String("reason", b.reason), slog.Duration("took", time.Since(start)))
+				slog.Int("chunks", len(b.chunks)), slog.String("reason", b.reason), slog.Duration("took", s.clock.Now().Sub(start)))
 		}
 		s.noteDefaulted(s.targetFor(b.chunks[0].Schema), b.chunks, b.rows)
 		s.ack(b.chunks)
@@ -141,7 +131,7 @@ func (s *Shard) attempt(ctx context.Context, chunks []*chunk.Chunk, rows, bytes 
 				waitedOpen = true
 			}
 			attempt--
-			if wait > 0 && !sleep(ctx, wait) {
+			if wait > 0 && !s.sleep(ctx, wait) {
 				return ctx.Err()
 			}
 			backedOff = false
@@ -151,7 +141,7 @@ func (s *Shard) attempt(ctx context.Context, chunks []*chunk.Chunk, rows, bytes 
 			continue
 		}
 		backedOff = false
-		start := time.Now()
+		start := s.clock.Now()
 		// The insert's encoded copy of the batch is in flight while it
 		// runs: the whole batch, or a piece when it goes in pieces.
 		encoded := int64(r.c.EncodedCopy(rows, bytes))
@@ -163,7 +153,7 @@ func (s *Shard) attempt(ctx context.Context, chunks []*chunk.Chunk, rows, bytes 
 		if s.o.Budget != nil {
 			s.o.Budget.Release(encoded)
 		}
-		elapsed := time.Since(start).Seconds()
+		elapsed := s.clock.Now().Sub(start).Seconds()
 		if err == nil {
 			r.durOK.Observe(elapsed)
 			r.br.success()
@@ -239,21 +229,22 @@ func (s *Shard) attempt(ctx context.Context, chunks []*chunk.Chunk, rows, bytes 
 		wait := s.backoff(attempt)
 		s.log.Warn("insert failed, retrying", slog.Int("attempt", attempt), slog.Duration("backoff", wait),
 			slog.String("replica", r.name), slog.Int("rows", rows), slog.Any("error", err))
-		if !sleep(ctx, wait) {
+		if !s.sleep(ctx, wait) {
 			return ctx.Err()
 		}
 		backedOff = true
 	}
 }
 
-// sleep waits d or until ctx ends; it reports whether d passed.
-func sleep(ctx context.Context, d time.Duration) bool {
-	t := time.NewTimer(d)
+// sleep waits d on the shard's clock or until ctx ends; it reports
+// whether d passed.
+func (s *Shard) sleep(ctx context.Context, d time.Duration) bool {
+	t := s.clock.NewTimer(d)
 	defer t.Stop()
 	select {
 	case <-ctx.Done():
 		return false
-	case <-t.C:
+	case <-t.C():
 		return true
 	}
 }
@@ -266,7 +257,7 @@ func (s *Shard) backoff(attempt int) time.Duration {
 		d *= 2
 	}
 	d = min(d, s.o.MaxBackoff)
-	return rand.N(d + 1)
+	return s.o.Jitter(d)
 }
 
 func (s *Shard) ack(chunks []*chunk.Chunk) {

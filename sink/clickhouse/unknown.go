@@ -141,7 +141,7 @@ func (s *Shard) reportOrphans(ctx context.Context, list partLister, replicaName,
 				young = max(young, orphanAge-p.Age)
 			}
 		}
-		if young == 0 || look == 1 || !sleep(ctx, young) {
+		if young == 0 || look == 1 || !s.sleep(ctx, young) {
 			break
 		}
 	}
@@ -197,5 +197,8 @@ func (s *Shard) lister(r *replica) partLister {
 	if s.parts != nil {
 		return s.parts(r)
 	}
-	return r.c.UnregisteredParts
+	if l, ok := r.c.(partsLister); ok {
+		return l.UnregisteredParts
+	}
+	return func(context.Context) ([]Part, error) { return nil, errNotReplicated }
 }
