@@ -34,7 +34,7 @@ func tailCmd(args []string, stdout, stderr io.Writer) int {
 	format := fs.String("format", "json", "output: json (one object per line) or table (aligned columns)")
 	raw := fs.Bool("raw", false, "also print each record as decoded, before the transform chain")
 	columns := fs.String("columns", "auto", "the tables' columns: table (read from ClickHouse), derived (from the Avro schema or decode.fields through the chain, as etl schema prints them; no ClickHouse) or auto (the tables, or the derived columns when ClickHouse cannot be reached and the configuration gives the types)")
-	timeout := fs.Duration("timeout", 15*time.Second, "time allowed to reach the brokers and list the partitions, to read the tables and the schemas, and, without -follow, between records before the log end")
+	timeout := fs.Duration("timeout", 15*time.Second, "time allowed to reach the brokers and list the partitions, to read the tables and the schemas, between records before the log end, and, with -follow, for the brokers to answer once no record came for that long")
 	if code, done := parseFlags(fs, args); done {
 		return code
 	}
@@ -148,17 +148,30 @@ func tailCmd(args []string, stdout, stderr io.Writer) int {
 	w := newTailWriter(stdout, *format)
 	rows := 0
 	for ctx.Err() == nil && (*n == 0 || rows < *n) && len(left) > 0 {
-		pollCtx, cancel := ctx, context.CancelFunc(func() {})
-		if !*follow {
-			// Records before the log end are there: none for -timeout
-			// means the brokers stopped answering.
-			pollCtx, cancel = context.WithTimeout(ctx, *timeout)
-		}
+		// Without -follow, records before the log end are there: none
+		// for -timeout means the brokers stopped answering. With it, none
+		// for -timeout is checked against the brokers: following an idle
+		// log is fine, following brokers that are gone is not.
+		pollCtx, cancel := context.WithTimeout(ctx, *timeout)
 		fetches := kc.cl.PollFetches(pollCtx)
 		quiet := pollCtx.Err() != nil && fetches.NumRecords() == 0
 		cancel()
 		if ctx.Err() != nil {
 			break
+		}
+		if quiet && *follow {
+			w.flush()
+			pctx, pcancel := kc.context(ctx)
+			err := kc.cl.Ping(pctx)
+			pcancel()
+			if ctx.Err() != nil {
+				break
+			}
+			if err != nil {
+				fmt.Fprintf(stderr, "etl tail: -follow: no record for %v and no broker answers: %v\n", *timeout, kc.explain(err))
+				return kc.code(kc.explain(err))
+			}
+			continue
 		}
 		if quiet {
 			w.flush()

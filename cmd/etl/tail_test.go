@@ -1,10 +1,12 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -177,5 +179,93 @@ func TestTailBrokerStopsAnswering(t *testing.T) {
 	}
 	if took > 10*time.Second {
 		t.Fatalf("took %v with -timeout 2s", took)
+	}
+}
+
+// lockedBuffer is a bytes.Buffer safe to read while etl writes it.
+type lockedBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (l *lockedBuffer) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+func (l *lockedBuffer) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
+}
+
+// TestTailFollowBrokerGone: etl tail -follow, having printed the records
+// there, keeps following an idle log (no exit while the broker answers),
+// and when the broker goes away it exits 1 within -timeout and the ping
+// after it, naming the brokers and the connection error, instead of
+// following nothing in silence.
+func TestTailFollowBrokerGone(t *testing.T) {
+	kb := testenv.Kafka(t, kfake.SeedTopics(1, "events"))
+	produceIDs(t, kb, 0, 0, 3)
+	cfg := cliConfig(t, kb.Addr(), "", "127.0.0.1:1", derivedColumns)
+	var out, errOut lockedBuffer
+	type result struct {
+		code int
+		at   time.Time
+	}
+	done := make(chan result, 1)
+	go func() {
+		code := run([]string{"tail", "-config", cfg, "-columns", "derived", "-from", "earliest", "-follow", "-timeout", "1s"}, &out, &errOut)
+		done <- result{code, time.Now()}
+	}()
+	deadline := time.Now().Add(20 * time.Second)
+	for strings.Count(out.String(), `"id"`) < 3 {
+		select {
+		case r := <-done:
+			t.Fatalf("exited %d before the broker went away; stdout %q, stderr %q", r.code, out.String(), errOut.String())
+		default:
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("the three records were not printed within 20s; stdout %q, stderr %q", out.String(), errOut.String())
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	// An idle log is followed: three quiet periods of -timeout, each
+	// checked against the broker, end in no exit. Counted by the
+	// broker's answers to the pings (metadata requests for no topic),
+	// not by sleeping.
+	var pings atomic.Int64
+	kb.Cluster().ControlKey(int16(kmsg.Metadata), func(req kmsg.Request) (kmsg.Response, error, bool) {
+		kb.Cluster().KeepControl()
+		if m := req.(*kmsg.MetadataRequest); m.Topics != nil && len(m.Topics) == 0 {
+			pings.Add(1)
+		}
+		return nil, nil, false
+	})
+	for pings.Load() < 3 {
+		select {
+		case r := <-done:
+			t.Fatalf("exited %d while the broker answers; stderr %q", r.code, errOut.String())
+		case <-time.After(20 * time.Millisecond):
+		}
+		if time.Now().After(deadline.Add(20 * time.Second)) {
+			t.Fatalf("no three pings within 40s (%d)", pings.Load())
+		}
+	}
+	gone := time.Now()
+	kb.Cluster().Close()
+	select {
+	case r := <-done:
+		took := r.at.Sub(gone)
+		t.Logf("exit %d %v after the broker went away; stderr %q", r.code, took.Round(time.Millisecond), errOut.String())
+		if r.code != exitFailed || !strings.Contains(errOut.String(), "etl tail: -follow: no record for 1s and no broker answers: source.kafka.brokers "+kb.Addr()) {
+			t.Fatalf("exit %d, stderr %q; want 1 naming the brokers", r.code, errOut.String())
+		}
+		if took > 10*time.Second {
+			t.Fatalf("took %v to notice the broker gone with -timeout 1s", took)
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatalf("etl tail -follow still running 30s after the broker went away; stderr %q", errOut.String())
 	}
 }
