@@ -45,6 +45,12 @@ const (
 	// ReasonSchemaMismatch: the record's writer schema does not match the
 	// table as strictly as validate_schema asks. Avro only.
 	ReasonSchemaMismatch Reason = "schema_mismatch"
+	// ReasonUnrebuildableBlock: under exactly-once delivery, the record
+	// belongs to an insert block a previous owner of its partition
+	// registered (so it may already be in ClickHouse) whose first records
+	// retention deleted: the block cannot be rebuilt identically for the
+	// table to drop it as a duplicate.
+	ReasonUnrebuildableBlock Reason = "unrebuildable_block"
 )
 
 // Error is the error a Decoder returns for a record it rejects.

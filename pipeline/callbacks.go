@@ -78,6 +78,11 @@ func (h *handler) Fetched(fp *kgo.FetchTopicPartition) {
 		return
 	}
 	recs := fp.Records
+	if fp.LogStartOffset > 0 {
+		// Before the records are handed over: the worker checks them
+		// against the blocks a previous owner registered (eoLost).
+		l.logStart.Store(fp.LogStartOffset)
+	}
 	bytes, first, sched, over := l.push(recs)
 	if over {
 		p.yield(hookReadAhead, l)

@@ -8,7 +8,10 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/twmb/franz-go/pkg/kgo"
+
 	"github.com/etl-project/etl/chunk"
+	"github.com/etl-project/etl/decode"
 	"github.com/etl-project/etl/sink/clickhouse"
 	"github.com/etl-project/etl/source/kafka"
 )
@@ -58,6 +61,41 @@ type eoState struct {
 	// exactly-once a block grows to a whole batch, so its records stay
 	// counted until it is sealed.
 	held int64
+	// blocks are the blocks a previous owner registered, as eoSetup got
+	// them; lostLogged marks those found cut by retention and logged.
+	blocks     [][2]int64
+	lostLogged []bool
+}
+
+// eoLost returns the error of r when it belongs to a block a previous
+// owner registered whose first records retention deleted (the log start
+// the fetch reported is above the block's start): the block may be in
+// ClickHouse already and cannot be rebuilt identically, so the table
+// would not drop it as a duplicate. Such a record is not written; it goes
+// to on_error as unrebuildable_block, and the first of each block is
+// logged at ERROR. Only records below the last registered end are looked
+// at, so the check costs nothing once the blocks are rebuilt.
+func (p *Pipeline) eoLost(l *lane, r *kgo.Record) error {
+	if r.Offset >= l.eo.replayEnd {
+		return nil
+	}
+	start := l.logStart.Load()
+	for i, b := range l.eo.blocks {
+		if b[0] >= start || r.Offset < b[0] || r.Offset >= b[1] {
+			continue
+		}
+		if !l.eo.lostLogged[i] {
+			l.eo.lostLogged[i] = true
+			p.log.Error("exactly_once: a block a previous owner registered lost its first records to retention: its other records are not written",
+				"topic", l.tp.Topic, "partition", l.tp.Partition, "block_first", b[0], "block_next", b[1], "log_start", start,
+				"records", b[1]-max(start, b[0]), "on_error", p.onError)
+		}
+		return &decode.Error{Reason: decode.ReasonUnrebuildableBlock, Err: fmt.Errorf(
+			"exactly_once: the block [%d, %d) registered by the partition's previous owner may already be in ClickHouse and cannot be rebuilt identically, "+
+				"retention having deleted its records below the log start %d: its record is not written (decode.on_error dlq or skip goes past it; "+
+				"etl offsets reset past offset %d moves the group past the block)", b[0], b[1], start, b[1])}
+	}
+	return nil
 }
 
 // eoCut reports whether the open chunk must be sealed before the record at
@@ -176,6 +214,7 @@ func (p *Pipeline) eoAssigned(ctx context.Context, parts kafka.Partitions) (map[
 // eoSetup gives a new lane the blocks to rebuild and registers them again
 // under the new assignment, so they stay in the metadata until durable.
 func (p *Pipeline) eoSetup(l *lane, blocks [][2]int64) {
+	l.eo.blocks, l.eo.lostLogged = blocks, make([]bool, len(blocks))
 	for _, b := range blocks {
 		l.eo.bounds = append(l.eo.bounds, b[0], b[1])
 		l.eo.replayEnd = max(l.eo.replayEnd, b[1])

@@ -124,6 +124,9 @@ type lane struct {
 	eo eoState // exactly-once (exactly.go)
 
 	outstanding atomic.Int64 // chunks (and dead-letter writes) handed on and not yet acknowledged
+	// logStart is the log start offset the partition's last fetch
+	// reported (exactly-once: a registered block retention cut).
+	logStart atomic.Int64
 	end         logEnd       // the partition's log end, for its lag (lag.go)
 }
 

@@ -162,6 +162,10 @@ func (p *Pipeline) process(l *lane, dec *boundDecoder) {
 			var err error
 			if b := kafka.RefusedOf(r); b != nil {
 				err = b.Err() // a batch not read: too large
+			} else if p.eo() && r.Offset < l.eo.replayEnd {
+				if err = p.eoLost(l, r); err == nil {
+					err = out.add(r)
+				}
 			} else {
 				err = out.add(r)
 			}
@@ -321,6 +325,17 @@ func (o *directOutputs) cover(first, next, ms int64) {
 		return
 	}
 	if next > first {
+		if l.cur == nil {
+			// Offsets before a record not decoded (a refused batch, a
+			// record of a block that cannot be rebuilt): no record opened
+			// the chunk that covers them.
+			c, err := o.p.newChunk(o.dec.target)
+			if err != nil {
+				c, _ = chunk.New(o.dec.target.Schema) // made before: cannot fail
+			}
+			c.Dest = l.dest
+			l.cur = c
+		}
 		l.cur.AddRange(l.tp.Topic, l.tp.Partition, l.epoch, first, next)
 	}
 	if ms >= 0 {
