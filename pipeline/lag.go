@@ -270,10 +270,12 @@ func (p *Pipeline) readEnds(ctx context.Context, src endLister) {
 }
 
 // readBases reads where consumption starts for partitions with no record
-// fetched yet: the group's committed offset; for a partition the group
-// never committed, the log start (start_offset: earliest) or the log end
-// as just listed (latest: the client starts at the end it lists itself,
-// at about the same time).
+// fetched yet: the group's committed offset, raised to the log start when
+// retention deleted records below it (consumption resumes at the log
+// start: the deleted records are not owed, and are counted as skipped);
+// for a partition the group never committed, the log start (start_offset:
+// earliest) or the log end as just listed (latest: the client starts at
+// the end it lists itself, at about the same time).
 func (p *Pipeline) readBases(ctx context.Context, src endLister, lanes []*lane) {
 	parts := kafka.Partitions{}
 	for _, l := range lanes {
@@ -296,7 +298,7 @@ func (p *Pipeline) readBases(ctx context.Context, src endLister, lanes []*lane) 
 		c, ok := committed[l.tp.Topic][l.tp.Partition]
 		switch {
 		case ok && c.Offset >= 0:
-			l.end.setBase(c.Offset, "")
+			fromStart = append(fromStart, l) // the log start may be above it
 		case latest:
 			if v := l.end.view(); v.endOK {
 				l.end.setBase(v.end, "")
@@ -319,9 +321,19 @@ func (p *Pipeline) readBases(ctx context.Context, src endLister, lanes []*lane) 
 		return
 	}
 	for _, l := range fromStart {
+		c, hasCommitted := committed[l.tp.Topic][l.tp.Partition]
+		hasCommitted = hasCommitted && c.Offset >= 0
 		switch o, found := starts[l.tp.Topic][l.tp.Partition]; {
 		case found && o.Err == nil && o.Offset >= 0:
-			l.end.setBase(o.Offset, "")
+			if hasCommitted {
+				l.end.setBase(max(c.Offset, o.Offset), "")
+			} else {
+				l.end.setBase(o.Offset, "")
+			}
+		case hasCommitted:
+			// The log start unknown: the committed offset, as the best
+			// reading.
+			l.end.setBase(c.Offset, "")
 		case found && o.Err != nil:
 			l.end.setBase(0, fmt.Sprintf("listing the log start: %s/%d: %v", l.tp.Topic, l.tp.Partition, o.Err))
 		case err != nil:

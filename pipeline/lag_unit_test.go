@@ -164,3 +164,35 @@ func gaugeOf(t *testing.T, reg *prometheus.Registry) prometheus.Collector {
 	t.Fatal("no etl_source_lag_records series for events/0")
 	return nil
 }
+
+// TestLagBaseAtLogStart: before the first record, a committed offset that
+// retention left below the log start counts from the log start (where
+// consumption resumes; the deleted records are skipped, not owed), and one
+// within the log from itself.
+func TestLagBaseAtLogStart(t *testing.T) {
+	p, _ := newBarePipeline(t, &nopSource{}, 1024)
+	src := &listerSource{}
+	p.src = src
+	p.assigned.Store(true)
+	tp := TopicPartition{"events", 0}
+	epoch := p.tracker.Assign(tp)
+	p.lanes[tp] = newLane(tp, epoch, prometheus.NewGauge(prometheus.GaugeOpts{Name: "x"}), &p.settle)
+	src.ends = map[string]map[int32]kafka.Listed{"events": {0: {Offset: 10_000}}}
+	src.starts = map[string]map[int32]kafka.Listed{"events": {0: {Offset: 2_000}}}
+	src.committed = map[string]map[int32]kafka.Committed{"events": {0: {Offset: 1_000}}}
+	p.readEnds(context.Background(), src)
+	if n, why := p.lagNow(); why != "" || n != 8_000 {
+		t.Fatalf("lag %d (unknown: %q), want 8,000: the records from the log start 2,000 to the end 10,000", n, why)
+	}
+
+	tp1 := TopicPartition{"events", 1}
+	epoch1 := p.tracker.Assign(tp1)
+	p.lanes[tp1] = newLane(tp1, epoch1, prometheus.NewGauge(prometheus.GaugeOpts{Name: "y"}), &p.settle)
+	src.ends["events"][1] = kafka.Listed{Offset: 500}
+	src.starts["events"][1] = kafka.Listed{Offset: 0}
+	src.committed["events"][1] = kafka.Committed{Offset: 400}
+	p.readEnds(context.Background(), src)
+	if l := p.partitionLag(p.lanes[tp1]); !l.has || l.lag != 100 {
+		t.Fatalf("partition 1: lag %d (known %v, why %q), want 100 from its committed offset 400", l.lag, l.has, l.why)
+	}
+}
