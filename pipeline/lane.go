@@ -127,7 +127,7 @@ type lane struct {
 	// logStart is the log start offset the partition's last fetch
 	// reported (exactly-once: a registered block retention cut).
 	logStart atomic.Int64
-	end         logEnd       // the partition's log end, for its lag (lag.go)
+	end      logEnd // the partition's log end, for its lag (lag.go)
 }
 
 type laneState int
