@@ -115,7 +115,14 @@ func (p *Pipeline) compileStaged(targets []*clickhouse.Target) (*stagedBinding, 
 	if err != nil {
 		return nil, nil, err
 	}
-	chain.Limit(p.rowLimits())
+	lim := p.rowLimits()
+	if !p.eo() {
+		// A flatten's rows seal into outputs of chunk.target_bytes
+		// (emitter.Seal); an exactly-once block is a range of offsets,
+		// and a record's rows stay in one.
+		lim.SealBytes = p.chunkTarget
+	}
+	chain.Limit(lim)
 	return &stagedBinding{stagedShared: sh, chain: chain}, sh.stage.Names, nil
 }
 
@@ -172,7 +179,20 @@ type emitter struct {
 	p   *Pipeline
 	l   *lane
 	b   *stagedBinding
+	o   *stagedOut
 	err error
+}
+
+// Seal implements transform.Sealer: an output that reached
+// chunk.target_bytes in the middle of a flatten is sealed and held with
+// the record's other chunks (stagedOut.spillOut), and the sink's next
+// rows go into a new output.
+func (e *emitter) Seal(sink, shard int, c *chunk.Chunk) *chunk.Chunk {
+	if e.o == nil || e.p.eo() || e.l.outs[c.Dest] != c {
+		return c
+	}
+	e.o.spillOut(c.Dest)
+	return e.Chunk(sink, shard)
 }
 
 func (e *emitter) Chunk(sink, shard int) *chunk.Chunk {
@@ -207,8 +227,9 @@ type stagedOut struct {
 	sizes []int // each output's measured size before the current record, when measured
 	lim   decode.RowLimits
 	// The current record's rows and bytes in outputs sealed in its
-	// middle (lane.spill).
+	// middle (lane.spill), and its offset.
 	spillRows, spillBytes int
+	off                   int64
 }
 
 // stagedOutputs returns the staged outputs of l for the binding of b.
@@ -217,7 +238,7 @@ func (p *Pipeline) stagedOutputs(l *lane, b *boundDecoder) *stagedOut {
 		l.outs = make([]*chunk.Chunk, len(p.dests))
 	}
 	o := &stagedOut{p: p, l: l, dec: b, marks: make([]int, len(l.outs)), sizes: make([]int, len(l.outs)), lim: p.rowLimits()}
-	o.em = emitter{p: p, l: l, b: b.staged}
+	o.em = emitter{p: p, l: l, b: b.staged, o: o}
 	return o
 }
 
@@ -270,13 +291,11 @@ func (o *stagedOut) add(r *kgo.Record) error {
 	// A record of several staging rows (ndjson lines, array elements) is
 	// bounded as a whole: the chain bounds each row's flatten.
 	multi := l.stage.Rows > 1 && (o.lim.MaxRows > 0 || o.lim.MaxBytes > 0)
-	o.spillRows, o.spillBytes = 0, 0
-	if multi && o.lim.MaxBytes > 0 {
-		for i, c := range l.outs {
-			o.sizes[i] = 0
-			if c != nil {
-				o.sizes[i] = c.Measure()
-			}
+	o.spillRows, o.spillBytes, o.off = 0, 0, r.Offset
+	for i, c := range l.outs {
+		o.sizes[i] = 0
+		if c != nil && multi && o.lim.MaxBytes > 0 {
+			o.sizes[i] = c.Measure()
 		}
 	}
 	for row := 0; row < l.stage.Rows && err == nil; row++ {
@@ -289,7 +308,7 @@ func (o *stagedOut) add(r *kgo.Record) error {
 			if e := o.bound(measure); e != nil {
 				err = e
 			} else if measure && o.lim.MaxBytes > 0 && row+1 < l.stage.Rows && !p.eo() {
-				o.sealFull(r.Offset)
+				o.sealFull()
 			}
 		}
 	}
@@ -367,26 +386,32 @@ func (o *stagedOut) bound(measure bool) *decode.Error {
 	return nil
 }
 
-// sealFull seals, in the middle of the record at offset off, the outputs
-// that reached chunk.target_bytes (as bound just measured them): each is
-// held in lane.spill, counted in the budget, until the record ends and
-// they go out with it (or its rows are taken back), and the record's next
-// rows for that destination go into a new output.
-func (o *stagedOut) sealFull(off int64) {
-	p, l := o.p, o.l
-	for i, c := range l.outs {
-		if c == nil || c.Size() < p.chunkTarget || c.Rows == o.marks[i] {
-			continue
+// sealFull seals, in the middle of the record, between its staging rows,
+// the outputs that reached chunk.target_bytes (as bound just measured
+// them).
+func (o *stagedOut) sealFull() {
+	for i, c := range o.l.outs {
+		if c != nil && c.Size() >= o.p.chunkTarget && c.Rows > o.marks[i] {
+			o.spillOut(i)
 		}
-		o.spillRows += c.Rows - o.marks[i]
-		o.spillBytes += c.Size() - o.sizes[i]
-		c.MarkRecord(off)
-		l.spill, l.spillFrom = append(l.spill, c), append(l.spillFrom, o.marks[i])
-		p.budget.Add(int64(c.Size()))
-		l.spillCounted += int64(c.Size())
-		l.outs[i] = nil
-		o.marks[i], o.sizes[i] = 0, 0
 	}
+}
+
+// spillOut seals output dest (just measured) in the middle of the
+// record: it is held in lane.spill, counted in the budget, until the
+// record ends and it goes out with it (or its rows are taken back), and
+// the record's next rows for dest go into a new output.
+func (o *stagedOut) spillOut(dest int) {
+	p, l := o.p, o.l
+	c := l.outs[dest]
+	o.spillRows += c.Rows - o.marks[dest]
+	o.spillBytes += c.Size() - o.sizes[dest]
+	c.MarkRecord(o.off)
+	l.spill, l.spillFrom = append(l.spill, c), append(l.spillFrom, o.marks[dest])
+	p.budget.Add(int64(c.Size()))
+	l.spillCounted += int64(c.Size())
+	l.outs[dest] = nil
+	o.marks[dest], o.sizes[dest] = 0, 0
 }
 
 func (o *stagedOut) cover(first, next, ms int64) {

@@ -38,6 +38,18 @@ type Emitter interface {
 	Chunk(sink, shard int) *chunk.Chunk
 }
 
+// Sealer is an Emitter that takes chunks sealed in the middle of a
+// flatten: when a measurement of the flatten's rows (every
+// decode.RowBytesEvery elements, with a RowLimits.SealBytes set) finds a
+// chunk the flatten appended to at SealBytes or more, Seal is given it
+// and returns the chunk the sink's (and shard's) next rows go into; the
+// rows already made stay in the sealed chunk, which the Sealer holds and
+// takes back if the record fails (Run takes back only the rows of the
+// chunks it holds then). Returning c means no seal.
+type Sealer interface {
+	Seal(sink, shard int, c *chunk.Chunk) *chunk.Chunk
+}
+
 // Result counts what Run did with one record.
 type Result struct {
 	// Out is the number of rows appended, summed over sinks (a row fanned
@@ -148,6 +160,7 @@ func (c *Chain) Run(in *chunk.Chunk, row int, e Emitter) (Result, error) {
 	r.resetJSON()
 	r.touched = r.touched[:0]
 	r.measure = false
+	r.sealed = 0
 	for _, b := range p.binds {
 		col := in.Cols[b.col]
 		if b.elem {
@@ -182,11 +195,20 @@ func (c *Chain) Run(in *chunk.Chunk, row int, e Emitter) (Result, error) {
 			"flattens %d elements into as many rows, over the limit of %d rows per record (decode.max_rows_per_record)", end-start, lim))
 		return c.abort()
 	}
-	r.measure = p.lim.MaxBytes > 0 && end-start >= decode.RowBytesEvery
+	sealer, _ := e.(Sealer)
+	if p.lim.SealBytes <= 0 {
+		sealer = nil
+	}
+	r.measure = (p.lim.MaxBytes > 0 || sealer != nil) && end-start >= decode.RowBytesEvery
 	mark, sink := len(r.scratch), r.sink
 	for j := start; j < end; j++ {
-		if r.measure && j > start && (j-start)%decode.RowBytesEvery == 0 && !c.rowBytes(j-start) {
-			return c.abort()
+		if r.measure && j > start && (j-start)%decode.RowBytesEvery == 0 {
+			if !c.rowBytes(j - start) {
+				return c.abort()
+			}
+			if sealer != nil {
+				c.seal(sealer)
+			}
 		}
 		r.at[1] = j
 		r.scratch = r.scratch[:mark]
@@ -215,16 +237,35 @@ func (c *Chain) Run(in *chunk.Chunk, row int, e Emitter) (Result, error) {
 // elements) against the limit.
 func (c *Chain) rowBytes(n int) bool {
 	r, lim := c.r, c.p.lim.MaxBytes
-	size := 0
+	size := r.sealed
 	for _, t := range r.touched {
 		size += t.ch.Measure() - t.size
 	}
-	if size > lim {
+	if lim > 0 && size > lim {
 		r.fail(ReasonTooLarge, c.p.flatPath, fmt.Errorf(
 			"the rows of %d elements take %d bytes, over the limit of %d bytes per record (decode.max_bytes_per_record)", n, size, lim))
 		return false
 	}
 	return true
+}
+
+// seal hands the chunks the flatten appended to that reached
+// lim.SealBytes (as rowBytes just measured them) to s, and goes on in the
+// chunks it returns.
+func (c *Chain) seal(s Sealer) {
+	r := c.r
+	for i := range r.touched {
+		t := &r.touched[i]
+		if t.ch.Size() < c.p.lim.SealBytes || t.ch.Rows == t.rows {
+			continue
+		}
+		next := s.Seal(t.sink, t.shard, t.ch)
+		if next == t.ch {
+			continue
+		}
+		r.sealed += t.ch.Size() - t.size
+		t.ch, t.rows, t.size = next, next.Rows, next.Measure()
+	}
 }
 
 // forgetJSONAbove forgets the cached JSON document when its source string

@@ -2,9 +2,11 @@ package transform
 
 import (
 	"errors"
+	"fmt"
 	"strings"
 	"testing"
 
+	"github.com/etl-project/etl/chunk"
 	"github.com/etl-project/etl/config"
 	"github.com/etl-project/etl/decode"
 )
@@ -75,5 +77,86 @@ func TestFlattenLimits(t *testing.T) {
 	check(4, 0, "the rows of 64 elements take", "limit of 65536 bytes per record")
 	if got := e.chunks[[2]int{0, -1}].Measure(); got != before {
 		t.Fatalf("output chunk size %d after refused records, want %d", got, before)
+	}
+}
+
+// sealingEmitter is an emitter that takes chunks sealed in the middle of
+// a flatten (Sealer), keeping them in order.
+type sealingEmitter struct {
+	*emitter
+	sealed []*chunk.Chunk
+}
+
+func (e *sealingEmitter) Seal(sink, shard int, c *chunk.Chunk) *chunk.Chunk {
+	k := [2]int{sink, shard}
+	if e.chunks[k] != c {
+		e.t.Fatalf("Seal given a chunk that is not the sink's current one")
+	}
+	e.sealed = append(e.sealed, c)
+	delete(e.chunks, k)
+	return e.Chunk(sink, shard)
+}
+
+// TestFlattenSeals: with SealBytes and a Sealer, a flatten's rows go on in
+// a new chunk each time its chunk reaches SealBytes (measured every
+// decode.RowBytesEvery elements); the rows over the sealed chunks and the
+// last are the flatten's rows in order; MaxBytes counts the rows of all
+// of them; a flatten that fails takes back only the rows of the chunk it
+// ended in.
+func TestFlattenSeals(t *testing.T) {
+	outs := []Output{output(t, "o", "item UInt32 <- items", "note String")}
+	steps := []config.Step{flatten("items", 1)}
+	in, err := Inputs(steps, outs, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, err := Compile(steps, in, outs)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c.Limit(decode.RowLimits{MaxRows: 100_000, MaxBytes: 256 << 10, SealBytes: 8 << 10})
+	items := func(n int) []any {
+		out := make([]any, n)
+		for i := range out {
+			out[i] = i
+		}
+		return out
+	}
+	st := mkChunk(t, in)
+	addRow(t, st, map[string]any{"items": items(1000), "note": strings.Repeat("x", 100)})  // about 110 KB
+	addRow(t, st, map[string]any{"items": items(3000), "note": strings.Repeat("x", 100)})  // about 330 KB: too large
+	e := &sealingEmitter{emitter: newEmitter(t, outs)}
+	if res, err := c.Run(st, 0, e); err != nil || res.Out != 1000 {
+		t.Fatalf("1,000 elements: %+v, %v", res, err)
+	}
+	if len(e.sealed) < 5 {
+		t.Fatalf("%d chunks sealed, want a dozen (8 KiB each of about 110 KB)", len(e.sealed))
+	}
+	want := 0
+	for _, k := range append(e.sealed, e.chunks[[2]int{0, -1}]) {
+		if k.Size() > 8<<10+64*(4+8+100+16) {
+			t.Fatalf("a chunk of %d bytes: over SealBytes by more than 64 rows", k.Size())
+		}
+		for i := 0; i < k.Rows; i++ {
+			if got := cell(k.Cols[0], i); fmt.Sprint(got) != fmt.Sprint(want) {
+				t.Fatalf("row %d holds item %v", want, got)
+			}
+			want++
+		}
+	}
+	if want != 1000 {
+		t.Fatalf("%d rows over the chunks, want 1,000", want)
+	}
+	before := len(e.sealed)
+	_, err = c.Run(st, 1, e)
+	var te *Error
+	if !errors.As(err, &te) || te.Reason != ReasonTooLarge || !strings.Contains(err.Error(), "limit of 262144 bytes per record") {
+		t.Fatalf("3,000 elements of about 330 KB against 256 KiB: %v", err)
+	}
+	if len(e.sealed) == before {
+		t.Fatal("no chunk sealed before the flatten failed")
+	}
+	if cur := e.chunks[[2]int{0, -1}]; cur.Rows != 0 {
+		t.Fatalf("the chunk the failed flatten ended in holds %d rows, want 0", cur.Rows)
 	}
 }

@@ -56,6 +56,9 @@ type rt struct {
 	// measure: the flatten of this record is measured against
 	// program.lim.MaxBytes (touched.size is set).
 	measure bool
+	// sealed is the bytes of the flatten's rows in chunks sealed in its
+	// middle (Sealer), counted against lim.MaxBytes with the rest.
+	sealed int
 	// cols[k] is staging column k (the Array's Inner for a flattened
 	// element column), bound at the start of each record.
 	cols []chunk.Column
