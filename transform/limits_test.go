@@ -123,8 +123,8 @@ func TestFlattenSeals(t *testing.T) {
 		return out
 	}
 	st := mkChunk(t, in)
-	addRow(t, st, map[string]any{"items": items(1000), "note": strings.Repeat("x", 100)})  // about 110 KB
-	addRow(t, st, map[string]any{"items": items(3000), "note": strings.Repeat("x", 100)})  // about 330 KB: too large
+	addRow(t, st, map[string]any{"items": items(1000), "note": strings.Repeat("x", 100)}) // about 110 KB
+	addRow(t, st, map[string]any{"items": items(3000), "note": strings.Repeat("x", 100)}) // about 330 KB: too large
 	e := &sealingEmitter{emitter: newEmitter(t, outs)}
 	if res, err := c.Run(st, 0, e); err != nil || res.Out != 1000 {
 		t.Fatalf("1,000 elements: %+v, %v", res, err)
