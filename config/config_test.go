@@ -623,9 +623,9 @@ func TestValidate(t *testing.T) {
 }
 
 // TestReferenceDefaults checks that every default given in
-// README.md equals the value in Defaults().
+// docs/CONFIGURATION.md equals the value in Defaults().
 func TestReferenceDefaults(t *testing.T) {
-	doc, err := os.ReadFile("../README.md")
+	doc, err := os.ReadFile("../docs/CONFIGURATION.md")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -676,9 +676,9 @@ func TestReferenceDefaults(t *testing.T) {
 }
 
 // TestReferenceCoversEveryKey checks that every key of Config has a row in
-// README.md.
+// docs/CONFIGURATION.md.
 func TestReferenceCoversEveryKey(t *testing.T) {
-	doc, err := os.ReadFile("../README.md")
+	doc, err := os.ReadFile("../docs/CONFIGURATION.md")
 	if err != nil {
 		t.Fatal(err)
 	}
