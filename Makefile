@@ -4,8 +4,12 @@ VERSION   ?= $(shell git describe --tags --always --dirty 2>/dev/null || echo de
 LDFLAGS   := -s -w -X main.version=$(VERSION)
 BIN       := bin
 DEMO_DIR  ?= .demo
+# staticcheck at a pinned version, built by go run from the module proxy
+# (or the module cache) outside this module's requirements, so that its own
+# dependencies never raise the versions this module selects.
+STATICCHECK ?= $(GO) run honnef.co/go/tools/cmd/staticcheck@v0.8.2
 
-.PHONY: all build test test-short vet fmt check-deploy sim bench-smoke fuzz demo demo-stop bench bench-compare bench-ab clean
+.PHONY: all build test test-short lint tools vet fmt check-deploy sim bench-smoke fuzz demo demo-stop bench bench-compare bench-ab clean
 
 all: build
 
@@ -13,12 +17,10 @@ build:
 	$(GO) build -ldflags "$(LDFLAGS)" -o $(BIN)/etl ./cmd/etl
 	$(GO) build -o $(BIN)/devbroker ./cmd/devbroker
 
-# Everything: formatting, vet, the deployment files' checks, unit tests and
-# the integration tests against a real ClickHouse and a real broker, with
-# the race detector.
-test: vet check-deploy sim bench-smoke
-	@unformatted=$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go')); \
-	  if [ -n "$$unformatted" ]; then echo "gofmt would change: $$unformatted"; exit 1; fi
+# Everything: the hygiene gates (lint), the deployment files' checks, unit
+# tests and the integration tests against a real ClickHouse and a real
+# broker, with the race detector.
+test: lint check-deploy sim bench-smoke
 	$(GO) test -race -count=1 -timeout 25m ./...
 
 # Every go test benchmark run once (b.N = 1), so that a benchmark broken by
@@ -76,12 +78,30 @@ fuzz:
 	    exit 1; \
 	  done
 
-test-short: vet
+test-short: lint
 	$(GO) test -count=1 -short ./...
+
+# The hygiene gates, each of which must be clean, for this module and for
+# deploy/kubernetes/check (its own module): go.mod and go.sum as go mod tidy
+# leaves them, go vet, gofmt, and staticcheck's default checks.
+lint: vet
+	$(GO) mod tidy -diff
+	cd deploy/kubernetes/check && $(GO) mod tidy -diff
+	@unformatted=$$(gofmt -l $$(git ls-files '*.go' 2>/dev/null || find . -name '*.go')); \
+	  if [ -n "$$unformatted" ]; then echo "gofmt would change: $$unformatted"; exit 1; fi
+	$(STATICCHECK) ./...
+	$(STATICCHECK) -tags etltest ./cmd/etl
+	cd deploy/kubernetes/check && $(STATICCHECK) ./...
+
+# Downloads and builds the Go tools lint runs (staticcheck), so that a
+# missing network shows here rather than in the middle of make test.
+tools:
+	$(STATICCHECK) -version
 
 vet:
 	$(GO) vet ./...
 	$(GO) vet -tags etltest ./cmd/etl
+	cd deploy/kubernetes/check && $(GO) vet ./...
 
 # Alert rules (promtool), the Grafana dashboard and the Kubernetes
 # manifests, offline.

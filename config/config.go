@@ -510,6 +510,12 @@ type Checkpoint struct {
 	MaxOpenBlocks int `yaml:"max_open_blocks"`
 }
 
+// RevokeCommitTimeout bounds the offset commit a revoke makes after its
+// drain (checkpoint.drain_timeout): the two together are how long a revoke
+// may hold the group's rebalance, which source.kafka.rebalance_timeout
+// must cover.
+const RevokeCommitTimeout = 10 * time.Second
+
 // MetricsOff is the value of Metrics.Listen that disables the metrics server.
 const MetricsOff = "off"
 

@@ -189,6 +189,20 @@ func TestParseErrors(t *testing.T) {
 			want: `pipeline.yaml:12:21: sink.clickhouse.batch.linger: must be at most 10m0s, got 20m0s`,
 		},
 		{
+			name: "drain timeout and its commit longer than the rebalance timeout",
+			yaml: base + "checkpoint: {drain_timeout: 55s}\n",
+			want: `pipeline.yaml:12:29: checkpoint.drain_timeout: 55s plus the 10s a revoke's commit may take (1m5s) must fit source.kafka.rebalance_timeout (1m0s): ` +
+				`a member still in its revoke when the rebalance timeout ends is dropped from the group and its commit refused; ` +
+				`lower checkpoint.drain_timeout to at most 50s or raise source.kafka.rebalance_timeout to at least 1m5s`,
+		},
+		{
+			name: "rebalance timeout shorter than a revoke's commit",
+			yaml: strings.Replace(base, "    group_id: g\n", "    group_id: g\n    rebalance_timeout: 6s\n", 1),
+			want: `pipeline.yaml:8:24: checkpoint.drain_timeout: 25s plus the 10s a revoke's commit may take (35s) must fit source.kafka.rebalance_timeout (6s): ` +
+				`a member still in its revoke when the rebalance timeout ends is dropped from the group and its commit refused; ` +
+				`raise source.kafka.rebalance_timeout to at least 35s`,
+		},
+		{
 			name: "duplicate key",
 			yaml: base + "    table: other\n",
 			want: `pipeline.yaml:12:5: sink.clickhouse.table: duplicate key "table" (first defined at line 11)`,
@@ -576,8 +590,27 @@ func TestValidate(t *testing.T) {
 	if err := c.Validate(); err != nil {
 		t.Errorf("Validate() = %v, want nil", err)
 	}
+	// A revoke's drain and commit must fit the rebalance timeout; exactly
+	// fitting is allowed.
+	c.Checkpoint.DrainTimeout = Duration(50 * time.Second)
+	if err := c.Validate(); err != nil {
+		t.Errorf("drain_timeout 50s, rebalance_timeout 60s: Validate() = %v, want nil", err)
+	}
+	c.Checkpoint.DrainTimeout = Duration(51 * time.Second)
+	want := "checkpoint.drain_timeout: 51s plus the 10s a revoke's commit may take (1m1s) must fit source.kafka.rebalance_timeout (1m0s): " +
+		"a member still in its revoke when the rebalance timeout ends is dropped from the group and its commit refused; " +
+		"lower checkpoint.drain_timeout to at most 50s or raise source.kafka.rebalance_timeout to at least 1m1s"
+	if err := c.Validate(); err == nil || err.Error() != want {
+		t.Errorf("Validate() = %v, want %q", err, want)
+	}
+	c.Source.Kafka.RebalanceTimeout = Duration(61 * time.Second)
+	if err := c.Validate(); err != nil {
+		t.Errorf("drain_timeout 51s, rebalance_timeout 61s: Validate() = %v, want nil", err)
+	}
+	c.Checkpoint.DrainTimeout = Duration(25 * time.Second)
+	c.Source.Kafka.RebalanceTimeout = Duration(60 * time.Second)
 	c.Sink.ClickHouse.TLS = &TLS{Enabled: true, CertFile: "client.pem"}
-	want := "sink.clickhouse.tls.key_file: must be set when cert_file is set"
+	want = "sink.clickhouse.tls.key_file: must be set when cert_file is set"
 	if err := c.Validate(); err == nil || err.Error() != want {
 		t.Errorf("Validate() = %v, want %q", err, want)
 	}
@@ -590,9 +623,9 @@ func TestValidate(t *testing.T) {
 }
 
 // TestReferenceDefaults checks that every default given in
-// README.md equals the value in Defaults().
+// docs/CONFIGURATION.md equals the value in Defaults().
 func TestReferenceDefaults(t *testing.T) {
-	doc, err := os.ReadFile("../README.md")
+	doc, err := os.ReadFile("../docs/CONFIGURATION.md")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -643,9 +676,9 @@ func TestReferenceDefaults(t *testing.T) {
 }
 
 // TestReferenceCoversEveryKey checks that every key of Config has a row in
-// README.md.
+// docs/CONFIGURATION.md.
 func TestReferenceCoversEveryKey(t *testing.T) {
-	doc, err := os.ReadFile("../README.md")
+	doc, err := os.ReadFile("../docs/CONFIGURATION.md")
 	if err != nil {
 		t.Fatal(err)
 	}

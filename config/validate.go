@@ -25,6 +25,9 @@ type rule struct {
 	required func(*Config) bool
 	// check returns a description of the problem, or "".
 	check func(*Config) string
+	// at, when the file does not set path, is the key whose position the
+	// problem is reported at if the file sets it.
+	at string
 }
 
 const (
@@ -416,6 +419,13 @@ var rules = []rule{
 	// Draining needs at least a second to flush one batch; an hour exceeds
 	// any orchestrator's shutdown grace period.
 	{path: "checkpoint.drain_timeout", check: func(c *Config) string { return durRange(c.Checkpoint.DrainTimeout, sec, hour) }},
+	// A revoke holds the group's rebalance for its drain, then its commit
+	// (RevokeCommitTimeout). The client must rejoin within the rebalance
+	// timeout: a member still in its revoke then is dropped from the group
+	// and its commit refused, so the next owner reads again what it wrote.
+	{path: "checkpoint.drain_timeout", when: hasKafka, deps: []string{"source.kafka.rebalance_timeout"}, at: "source.kafka.rebalance_timeout", check: func(c *Config) string {
+		return drainFitsRebalance(c.Checkpoint.DrainTimeout, c.Source.Kafka.RebalanceTimeout)
+	}},
 	// Under 10s ordinary insert retries would look like a stall; a day
 	// without progress is never acceptable.
 	{path: "checkpoint.stalled_fail_after", check: func(c *Config) string {
@@ -505,7 +515,11 @@ func validate(c *Config, d *decoder) []*Error {
 			return
 		}
 		if msg := r.check(c); msg != "" {
-			add(d.valMark(path), path, msg)
+			m := d.valMark(path)
+			if d != nil && r.at != "" && !d.present(path) && d.present(rename(r.at)) {
+				m = d.valMark(rename(r.at))
+			}
+			add(m, path, msg)
 		}
 	}
 	same := func(p string) string { return p }
@@ -671,6 +685,23 @@ func (d *decoder) valMark(path string) mark {
 		}
 	}
 	return mark{1, 1}
+}
+
+// drainFitsRebalance checks that a revoke's drain and commit fit the
+// group's rebalance timeout, and says which key to change when they do not.
+func drainFitsRebalance(drain, rebalance Duration) string {
+	commit := Duration(RevokeCommitTimeout)
+	if drain+commit <= rebalance {
+		return ""
+	}
+	msg := fmt.Sprintf("%s plus the %s a revoke's commit may take (%s) must fit source.kafka.rebalance_timeout (%s): "+
+		"a member still in its revoke when the rebalance timeout ends is dropped from the group and its commit refused; ",
+		drain, commit, drain+commit, rebalance)
+	if rebalance-commit >= sec {
+		return msg + fmt.Sprintf("lower checkpoint.drain_timeout to at most %s or raise source.kafka.rebalance_timeout to at least %s",
+			rebalance-commit, drain+commit)
+	}
+	return msg + fmt.Sprintf("raise source.kafka.rebalance_timeout to at least %s", drain+commit)
 }
 
 func intRange(v, lo, hi int) string {

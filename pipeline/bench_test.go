@@ -1,6 +1,7 @@
 package pipeline
 
 import (
+	"context"
 	"testing"
 	"time"
 
@@ -27,7 +28,7 @@ func BenchmarkPipelineNullSink(b *testing.B) {
 	p, dec := newBarePipeline(b, &nopSource{}, 64<<10)
 	p.queue = nullSink{p}
 	h := (*handler)(p)
-	h.Assigned(nil, kafka.Partitions{"events": {0}})
+	h.Assigned(context.Background(), kafka.Partitions{"events": {0}})
 	l := p.lanes[TopicPartition{"events", 0}]
 
 	// A poll's worth of records, reused with advancing offsets.

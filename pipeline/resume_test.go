@@ -1,6 +1,7 @@
 package pipeline
 
 import (
+	"context"
 	"fmt"
 	"io"
 	"log/slog"
@@ -117,7 +118,7 @@ func TestResumePoint(t *testing.T) {
 
 	tp := TopicPartition{"events", 0}
 	h := (*handler)(p)
-	h.Assigned(nil, kafka.Partitions{"events": {0}})
+	h.Assigned(context.Background(), kafka.Partitions{"events": {0}})
 	l := p.lanes[tp]
 
 	const n = 2000
@@ -220,7 +221,7 @@ func TestChunkTargetMeasured(t *testing.T) {
 			q := &gateQueue{allow: 1 << 30}
 			p.queue = q
 			h := (*handler)(p)
-			h.Assigned(nil, kafka.Partitions{"events": {0}})
+			h.Assigned(context.Background(), kafka.Partitions{"events": {0}})
 			l := p.lanes[TopicPartition{"events", 0}]
 			const n = 3000
 			recs := make([]*kgo.Record, n)

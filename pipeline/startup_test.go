@@ -74,7 +74,7 @@ func startConfig(t *testing.T, kb *testenv.Broker, srv *testenv.CH, addr, table 
 func TestNewUnavailable(t *testing.T) {
 	kb, srv := setup(t)
 	nobody := fmt.Sprintf("127.0.0.1:%d", testenv.FreePort(t))
-	newErr := func(cfg *config.Config) (error, time.Duration) {
+	newErr := func(cfg *config.Config) (time.Duration, error) {
 		t.Helper()
 		ctx, cancel := context.WithTimeout(context.Background(), StartTimeout(cfg))
 		defer cancel()
@@ -84,14 +84,14 @@ func TestNewUnavailable(t *testing.T) {
 			p.closeSinks()
 			t.Fatal("New succeeded")
 		}
-		return err, time.Since(begin)
+		return time.Since(begin), err
 	}
 	// Let the servers' and the runtime's own goroutines settle first.
 	time.Sleep(200 * time.Millisecond)
 	before := runtime.NumGoroutine()
 
 	for range 3 {
-		err, took := newErr(startConfig(t, kb, srv, nobody, "events"))
+		took, err := newErr(startConfig(t, kb, srv, nobody, "events"))
 		t.Logf("nothing listening: New gave up after %v", took.Round(time.Millisecond))
 		if !Unavailable(err) || !strings.Contains(err.Error(), "no replica answered") || took > 2*time.Second {
 			t.Fatalf("nothing listening: New took %v: Unavailable=%v: %v", took, Unavailable(err), err)
@@ -106,7 +106,7 @@ func TestNewUnavailable(t *testing.T) {
 		}
 	}()
 	cfg := startConfig(t, kb, srv, srv.TCPAddr(), "events")
-	err, took := newErr(cfg)
+	took, err := newErr(cfg)
 	if !Unavailable(err) || took > StartTimeout(cfg) {
 		t.Fatalf("frozen: New took %v (bound %v): Unavailable=%v: %v", took, StartTimeout(cfg), Unavailable(err), err)
 	}
@@ -114,7 +114,7 @@ func TestNewUnavailable(t *testing.T) {
 	srv.Thaw(t)
 	thawed = true
 
-	err, _ = newErr(startConfig(t, kb, srv, srv.TCPAddr(), "nosuch"))
+	_, err = newErr(startConfig(t, kb, srv, srv.TCPAddr(), "nosuch"))
 	if Unavailable(err) || !strings.Contains(err.Error(), "default.nosuch does not exist") {
 		t.Fatalf("missing table: Unavailable=%v: %v", Unavailable(err), err)
 	}

@@ -6,6 +6,8 @@ import (
 	"sort"
 	"strings"
 	"time"
+
+	"github.com/etl-project/etl/config"
 )
 
 // Stalled is a partition whose records are in flight while its watermark
@@ -139,8 +141,9 @@ func (p *Pipeline) Health() (bool, string) {
 // A group callback adds callbackLimit.
 const pollStaleAfter = 30 * time.Second
 
-// revokeCommitTimeout bounds the commit a revoke makes after its drain.
-const revokeCommitTimeout = 10 * time.Second
+// revokeCommitTimeout bounds the commit a revoke makes after its drain;
+// config checks that the drain and this fit the group's rebalance timeout.
+const revokeCommitTimeout = config.RevokeCommitTimeout
 
 // callbackLimit is the longest a group callback blocks the poll loop: a
 // revoke waits up to checkpoint.drain_timeout for the sink, then commits

@@ -211,6 +211,11 @@ func TestFanOutAndRoute(t *testing.T) {
 	if got := e.rows(2, -1); !reflect.DeepEqual(got, []string{"buy|3"}) {
 		t.Errorf("other %v", got)
 	}
+	for i, r := range res {
+		if r != (Result{Out: 1}) {
+			t.Errorf("route to other: row %d result %+v, want one row out", i, r)
+		}
+	}
 	e, res, _ = run(route("skip"))
 	if res[2] != (Result{Dropped: 1}) || len(e.rows(2, -1)) != 0 {
 		t.Errorf("skip: %+v %v", res[2], e.rows(2, -1))

@@ -123,7 +123,7 @@ func (a *Framed) Decode(value []byte, c *chunk.Chunk) (int, error) {
 		return a.fixed.Decode(value[10:], c)
 	}
 	if len(value) < 5 {
-		return 0, &decode.Error{Reason: decode.ReasonCorrupt, Err: fmt.Errorf("Confluent frame truncated: %d bytes", len(value))}
+		return 0, &decode.Error{Reason: decode.ReasonCorrupt, Err: fmt.Errorf("truncated Confluent frame: %d bytes, want at least 5", len(value))}
 	}
 	if value[0] != 0 {
 		return 0, &decode.Error{Reason: decode.ReasonCorrupt, Err: fmt.Errorf("wrong magic byte %#x, want 0 (Confluent framing)", value[0])}

@@ -767,7 +767,7 @@ func TestDifferentialAvro(t *testing.T) {
 		bigDec("1.2345"), bigDec("-9999999.995"), bigDec("9999999.99"), bigDec("-9999999.99"),
 		bigDec("0.005"), bigDec("-0.005"), bigDec("123.45"), bigDec("99999999.99"), bigDec("-99999999.99"),
 		bigDec("1000000.001"), bigDec("7"), bigDec("-7.77"), bigDec("19.999"), bigDec("19.9900"), bigDec("0.0100")}
-	floats := []any{0.0, -0.0, 1.5, 3.4028234663852886e38, 3.5e38, -3.5e38, 1e-46, 1.7976931348623157e308,
+	floats := []any{0.0, math.Copysign(0, -1), 1.5, 3.4028234663852886e38, 3.5e38, -3.5e38, 1e-46, 1.7976931348623157e308,
 		math.Inf(1), math.Inf(-1), math.NaN(), 5e-324, 0.1, 16777217.0, -1e10, 1e10, 2.5, 1e30, -1e30, 3.4e38, -3.4e38,
 		1e-38, 1e-45, 1.4e-45, 123.456, 1e300, -1e300, 42.0, 7e-10, 9.999e37}
 	day := func(tm time.Time) string { return `"` + tm.UTC().Format(time.DateOnly) + `"` }

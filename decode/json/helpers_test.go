@@ -8,7 +8,6 @@ var (
 	newChunk        = decodetest.NewChunk
 	render          = decodetest.Render
 	dump            = decodetest.Dump
-	lengths         = decodetest.Lengths
 	checkConsistent = decodetest.CheckConsistent
 	renderNew       = decodetest.RenderNew
 )

@@ -31,7 +31,7 @@ func setDecimal(dec chunk.Decimals, t *chunk.Type) setter {
 			return nil
 		}
 		var err error
-		if bytes.IndexAny(n.Text, "eE") < 0 {
+		if !bytes.ContainsAny(n.Text, "eE") {
 			err = dec.AppendText(col, n.Text)
 		} else {
 			d.dec = append(append(d.dec[:0], n.Int...), n.Frac...)

@@ -25,7 +25,7 @@ func TestStalledSink(t *testing.T) {
 	metricsAddr := fmt.Sprintf("127.0.0.1:%d", testenv.FreePort(t))
 	cfg := strings.Replace(readFile(t, e.config("stalled", fmt.Sprintf(`backpressure: {max_inflight_bytes: %d}
 `, budget))), `metrics: {listen: "off"}`, fmt.Sprintf(`metrics: {listen: %q}`, metricsAddr), 1)
-	cfg = strings.Replace(cfg, "session_timeout: 6s", "session_timeout: 6s\n    rebalance_timeout: 6s\n    fetch_max_bytes: 8MiB", 1)
+	cfg = strings.Replace(cfg, "session_timeout: 6s", "session_timeout: 6s\n    rebalance_timeout: 30s\n    fetch_max_bytes: 8MiB", 1)
 	p := startETL(t, writeConfig(t, cfg))
 	produced := e.produceAsync(0, n, 100_000)
 	e.waitRows(100_000, time.Minute, p)

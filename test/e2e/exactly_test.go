@@ -35,8 +35,10 @@ func newReplicatedEnv(t *testing.T) *env {
 func (e *env) eoConfig(group string) string {
 	cfg := readFile(e.t, e.config(group, "delivery: exactly_once\n"))
 	// Killed members leave the group only when the coordinator gives up on
-	// them: keep that short.
-	cfg = strings.Replace(cfg, "session_timeout: 6s", "session_timeout: 6s\n    rebalance_timeout: 6s", 1)
+	// them, at the end of their session: keep that short. The rebalance
+	// timeout covers a revoke's drain (drain_timeout 20s) and its commit
+	// (10s), as etl requires.
+	cfg = strings.Replace(cfg, "session_timeout: 6s", "session_timeout: 6s\n    rebalance_timeout: 30s", 1)
 	cfg = strings.Replace(cfg, "batch: {max_rows: 50000, max_bytes: 16MiB, linger: 200ms}", "batch: {max_rows: 4000, max_bytes: 16MiB, linger: 200ms}", 1)
 	return writeConfig(e.t, cfg)
 }
@@ -333,7 +335,7 @@ func TestExactlyOnceRouted(t *testing.T) {
 	cfg := writeConfig(t, fmt.Sprintf(`pipeline: {name: routed}
 delivery: exactly_once
 source:
-  kafka: {brokers: [%q], topics: [msgs], group_id: eo-routed, session_timeout: 6s, rebalance_timeout: 6s}
+  kafka: {brokers: [%q], topics: [msgs], group_id: eo-routed, session_timeout: 6s, rebalance_timeout: 30s}
 decode:
   fields: {events.seq: UInt32, events.kind: String, events.value: UInt32}
 transform:

@@ -33,7 +33,7 @@ type stormMember struct {
 
 // TestRebalanceStorm: three members of one group share 12 partitions led by
 // three brokers, at_least_once, with short group timeouts (session 6s,
-// rebalance 10s, drain 3s). While 200,000 records are produced at a steady
+// rebalance 13s, drain 3s). While 200,000 records are produced at a steady
 // rate, ClickHouse is frozen and thawed several times (2.5 s to 5 s each)
 // and members are stopped (SIGTERM, about one stop in four SIGKILL) and
 // started again, 30 stop and start events in all, members chosen at random
@@ -84,9 +84,9 @@ func TestRebalanceStorm(t *testing.T) {
 	}()
 
 	// Short group timeouts so that rebalances are quick; the rebalance
-	// timeout leaves room for a revoke's drain (drain_timeout) and commit.
+	// timeout covers a revoke's drain (drain_timeout 3s) and its commit (10s).
 	base := stormReplace(t, readFile(t, e.config(group, "")),
-		"session_timeout: 6s", "session_timeout: 6s\n    rebalance_timeout: 10s",
+		"session_timeout: 6s", "session_timeout: 6s\n    rebalance_timeout: 13s",
 		"drain_timeout: 20s", fmt.Sprintf("drain_timeout: %v", drain),
 		"log: {level: ${ETL_TEST_LOG_LEVEL:-info}, format: text}", "log: {level: debug, format: json}")
 	var slots [members]*stormMember
