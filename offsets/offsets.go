@@ -1,7 +1,7 @@
 // Package offsets shows where a consumer group stands on its topics and
 // moves its committed offsets: what `etl offsets` and `etl offsets reset`
 // run. It reads the exactly-once blocks a pipeline keeps in its commit
-// metadata (pipeline.DecodeBlocks) and clears them when it moves a
+// metadata (checkpoint.DecodeBlocks) and clears them when it moves a
 // partition.
 package offsets
 
@@ -16,7 +16,7 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kadm"
 
-	"github.com/etl-project/etl/pipeline"
+	"github.com/etl-project/etl/checkpoint"
 )
 
 // Partition is where the group stands on one partition.
@@ -113,7 +113,7 @@ func Describe(ctx context.Context, adm *kadm.Client, group string, topics []stri
 		if c, ok := committed.Lookup(e.Topic, e.Partition); ok && c.At >= 0 {
 			p.Committed = c.At
 			p.Lag = max(0, p.End-c.At)
-			blocks, err := pipeline.DecodeBlocks(c.Metadata)
+			blocks, err := checkpoint.DecodeBlocks(c.Metadata)
 			if err == nil {
 				for _, b := range blocks {
 					if b[1] > c.At {

@@ -29,7 +29,7 @@ func BenchmarkPipelineNullSink(b *testing.B) {
 	p.queue = nullSink{p}
 	h := (*handler)(p)
 	h.Assigned(context.Background(), kafka.Partitions{"events": {0}})
-	l := p.lanes[TopicPartition{"events", 0}]
+	l := p.lanes[TopicPartition{Topic: "events", Partition: 0}]
 
 	// A poll's worth of records, reused with advancing offsets.
 	const perPoll = 4096
@@ -60,7 +60,7 @@ func BenchmarkPipelineNullSink(b *testing.B) {
 	el := time.Since(start)
 	b.ReportMetric(float64(offset)/el.Seconds(), "rows/s")
 	b.ReportMetric(float64(el.Nanoseconds())/float64(offset), "ns/row")
-	if st, _ := p.tracker.Status(TopicPartition{"events", 0}); st.Watermark != offset {
+	if st, _ := p.tracker.Status(TopicPartition{Topic: "events", Partition: 0}); st.Watermark != offset {
 		b.Fatalf("watermark %d, want %d", st.Watermark, offset)
 	}
 }

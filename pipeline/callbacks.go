@@ -45,7 +45,7 @@ func (h *handler) Assigned(ctx context.Context, parts kafka.Partitions) {
 	defer p.mu.Unlock()
 	for topic, ps := range parts {
 		for _, part := range ps {
-			tp := TopicPartition{topic, part}
+			tp := TopicPartition{Topic: topic, Partition: part}
 			epoch := p.tracker.Assign(tp)
 			l := newLane(tp, epoch, p.m.lag.WithLabelValues(topic, strconv.Itoa(int(part))), &p.settle)
 			l.readAhead = int64(p.cfg.Backpressure.PartitionReadAhead)
@@ -68,7 +68,7 @@ func (h *handler) Assigned(ctx context.Context, parts kafka.Partitions) {
 
 func (h *handler) Fetched(fp *kgo.FetchTopicPartition) {
 	p := (*Pipeline)(h)
-	tp := TopicPartition{fp.Topic, fp.Partition}
+	tp := TopicPartition{Topic: fp.Topic, Partition: fp.Partition}
 	p.mu.RLock()
 	l := p.lanes[tp]
 	p.mu.RUnlock()
@@ -165,11 +165,11 @@ func (p *Pipeline) revokeEnd(r *revoke) {
 		only[l.tp] = true
 	}
 	p.processAcks()
-	p.commitMu.Lock()
-	defer p.commitMu.Unlock()
+	p.commits.Lock()
+	defer p.commits.Unlock()
 	cctx, cancel := context.WithTimeout(context.Background(), revokeCommitTimeout)
 	defer cancel()
-	if err := p.commitLocked(cctx, only); err != nil {
+	if err := p.commits.CommitLocked(cctx, only); err != nil {
 		p.log.Warn("commit on revoke failed: records since the last commit will be read again by the next owner", "err", err)
 		p.given.note("partitions revoked", p.lanesPending(r.lanes), err)
 	}
@@ -184,8 +184,8 @@ func (h *handler) Lost(_ context.Context, parts kafka.Partitions) {
 	p := (*Pipeline)(h)
 	defer p.callback()()
 	lanes := p.detach(parts)
-	p.commitMu.Lock()
-	defer p.commitMu.Unlock()
+	p.commits.Lock()
+	defer p.commits.Unlock()
 	p.given.note("partitions lost", p.lanesPending(lanes), nil)
 	for _, l := range lanes {
 		p.tracker.Remove(l.tp, l.epoch)
@@ -202,7 +202,7 @@ func (p *Pipeline) detach(parts kafka.Partitions) []*lane {
 	p.mu.Lock()
 	for topic, ps := range parts {
 		for _, part := range ps {
-			tp := TopicPartition{topic, part}
+			tp := TopicPartition{Topic: topic, Partition: part}
 			if l := p.lanes[tp]; l != nil {
 				delete(p.lanes, tp)
 				out = append(out, l)

@@ -9,6 +9,7 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kadm"
 
+	"github.com/etl-project/etl/checkpoint"
 	"github.com/etl-project/etl/config"
 	"github.com/etl-project/etl/dlq"
 	"github.com/etl-project/etl/gen"
@@ -53,7 +54,7 @@ func TestExactlyOnceBlockCutByRetention(t *testing.T) {
 			produceIDs(t, kb, topic, 1000, 3000)
 			offs := kadm.Offsets{}
 			offs.Add(kadm.Offset{Topic: topic, Partition: 0, At: 1000, LeaderEpoch: -1,
-				Metadata: EncodeBlocks([]offsetRange{{1000, 1500}})})
+				Metadata: checkpoint.EncodeBlocks([][2]int64{{1000, 1500}})})
 			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 			resp, err := kadm.NewClient(kb.Client(t)).CommitOffsets(ctx, topic, offs)
 			cancel()
@@ -91,7 +92,7 @@ func TestExactlyOnceBlockCutByRetention(t *testing.T) {
 					t.Fatal(err)
 				}
 				o, _ := fetched.Lookup(topic, 0)
-				blocks, err := DecodeBlocks(o.Metadata)
+				blocks, err := checkpoint.DecodeBlocks(o.Metadata)
 				if o.At != 1200 || err != nil || len(blocks) != 1 || blocks[0] != [2]int64{1000, 1500} {
 					t.Fatalf("committed %d with blocks %v (%v), want 1200 with [1000, 1500)", o.At, blocks, err)
 				}

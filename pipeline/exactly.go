@@ -10,6 +10,7 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kgo"
 
+	"github.com/etl-project/etl/checkpoint"
 	"github.com/etl-project/etl/chunk"
 	"github.com/etl-project/etl/decode"
 	"github.com/etl-project/etl/sink/clickhouse"
@@ -190,7 +191,7 @@ func (p *Pipeline) eoAssigned(ctx context.Context, parts kafka.Partitions) (map[
 	for topic, ps := range parts {
 		for _, part := range ps {
 			c := committed[topic][part]
-			blocks, err := DecodeBlocks(c.Metadata)
+			blocks, err := checkpoint.DecodeBlocks(c.Metadata)
 			if err != nil {
 				p.fail(fmt.Errorf("exactly_once: %s/%d: %w", topic, part, err))
 				return nil, false
@@ -202,7 +203,7 @@ func (p *Pipeline) eoAssigned(ctx context.Context, parts kafka.Partitions) (map[
 				}
 			}
 			if len(keep) > 0 {
-				out[TopicPartition{topic, part}] = keep
+				out[TopicPartition{Topic: topic, Partition: part}] = keep
 				p.log.Info("exactly_once: rebuilding the blocks a previous owner registered",
 					"topic", topic, "partition", part, "committed", c.Offset, "blocks", keep)
 			}
@@ -243,18 +244,7 @@ func (p *Pipeline) releaseDecoded(l *lane, bytes int64) {
 func (p *Pipeline) eoRegister(l *lane, first, next int64) bool {
 	for attempt := 1; ; attempt++ {
 		p.yield(hookRegister, l)
-		p.commitMu.Lock()
-		cm, ok := p.tracker.RegisterBlock(l.tp, l.epoch, first, next)
-		var err error
-		if ok {
-			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-			err = p.src.Commit(ctx, []kafka.Offset{{Topic: cm.Topic, Partition: cm.Partition, Offset: cm.Offset, Metadata: cm.Metadata}})
-			cancel()
-			if err == nil {
-				p.tracker.Committed(cm)
-			}
-		}
-		p.commitMu.Unlock()
+		ok, err := p.commits.Register(l.tp, l.epoch, first, next, 10*time.Second)
 		if !ok {
 			return false
 		}

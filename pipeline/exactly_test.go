@@ -12,6 +12,7 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kgo"
 
+	"github.com/etl-project/etl/checkpoint"
 	"github.com/etl-project/etl/config"
 	"github.com/etl-project/etl/gen"
 	"github.com/etl-project/etl/internal/testenv"
@@ -51,8 +52,9 @@ func TestExactlyOnceCommitKeepsBlocks(t *testing.T) {
 		t.Fatal("no assignment")
 	}
 
-	p := &Pipeline{cfg: &config.Config{Delivery: "exactly_once"}, exactlyOnce: true, log: slog.Default(), src: src, tracker: NewTracker(), m: newMetrics(nil)}
-	tp := TopicPartition{"events", 0}
+	p := &Pipeline{cfg: &config.Config{Delivery: "exactly_once"}, exactlyOnce: true, log: slog.Default(), src: src, tracker: checkpoint.NewTracker(), m: newMetrics(nil)}
+	p.commits = newCommitter(p)
+	tp := TopicPartition{Topic: "events", Partition: 0}
 	l := newLane(tp, p.tracker.Assign(tp), nil, nil)
 	p.tracker.Start(tp, l.epoch, 0)
 	read := func(what string, wantOffset int64, wantMeta string) {
@@ -76,7 +78,7 @@ func TestExactlyOnceCommitKeepsBlocks(t *testing.T) {
 	// The first block is durable: the periodic commit moves the offset
 	// and must keep naming the second, still in flight.
 	p.tracker.Ack(tp, l.epoch, 0, 10)
-	if err := p.commit(context.Background(), nil); err != nil {
+	if err := p.commits.Commit(context.Background(), nil); err != nil {
 		t.Fatal(err)
 	}
 	read("the periodic commit", 10, "etl1:10-20")
@@ -97,7 +99,7 @@ func TestExactlyOnceCommitKeepsBlocks(t *testing.T) {
 
 	// The second block is durable too: the metadata is emptied.
 	p.tracker.Ack(tp, l.epoch, 10, 20)
-	if err := p.commit(context.Background(), nil); err != nil {
+	if err := p.commits.Commit(context.Background(), nil); err != nil {
 		t.Fatal(err)
 	}
 	read("the last block's commit", 20, "etl1:")

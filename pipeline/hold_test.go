@@ -146,7 +146,7 @@ func TestDecodeHoldCannotDeadlock(t *testing.T) {
 	sink := &holdSink{}
 	p.queue = sink
 	h := (*handler)(p)
-	tp := TopicPartition{"events", 0}
+	tp := TopicPartition{Topic: "events", Partition: 0}
 	h.Assigned(context.Background(), kafka.Partitions{tp.Topic: {tp.Partition}})
 	l := p.lanes[tp]
 	const n = 1000

@@ -77,7 +77,7 @@ func TestLagReasons(t *testing.T) {
 	why("waiting for a partition assignment from the group; the last broker connection error: 127.0.0.1:9092: dial tcp: connection refused")
 
 	p.assigned.Store(true)
-	tp := TopicPartition{"events", 0}
+	tp := TopicPartition{Topic: "events", Partition: 0}
 	epoch := p.tracker.Assign(tp)
 	p.lanes[tp] = newLane(tp, epoch, prometheus.NewGauge(prometheus.GaugeOpts{Name: "x"}), &p.settle)
 	why("the log end was not read yet")
@@ -124,7 +124,7 @@ func TestLagReasons(t *testing.T) {
 
 	// A partition the group never committed counts from the log start
 	// (start_offset: earliest).
-	tp1 := TopicPartition{"events", 1}
+	tp1 := TopicPartition{Topic: "events", Partition: 1}
 	p.lanes[tp1] = newLane(tp1, p.tracker.Assign(tp1), prometheus.NewGauge(prometheus.GaugeOpts{Name: "x"}), &p.settle)
 	src.ends = map[string]map[int32]kafka.Listed{"events": {0: {Offset: 160}, 1: {Offset: 70}}}
 	src.committed = map[string]map[int32]kafka.Committed{"events": {1: {Offset: -1}}}
@@ -174,7 +174,7 @@ func TestLagBaseAtLogStart(t *testing.T) {
 	src := &listerSource{}
 	p.src = src
 	p.assigned.Store(true)
-	tp := TopicPartition{"events", 0}
+	tp := TopicPartition{Topic: "events", Partition: 0}
 	epoch := p.tracker.Assign(tp)
 	p.lanes[tp] = newLane(tp, epoch, prometheus.NewGauge(prometheus.GaugeOpts{Name: "x"}), &p.settle)
 	src.ends = map[string]map[int32]kafka.Listed{"events": {0: {Offset: 10_000}}}
@@ -185,7 +185,7 @@ func TestLagBaseAtLogStart(t *testing.T) {
 		t.Fatalf("lag %d (unknown: %q), want 8,000: the records from the log start 2,000 to the end 10,000", n, why)
 	}
 
-	tp1 := TopicPartition{"events", 1}
+	tp1 := TopicPartition{Topic: "events", Partition: 1}
 	epoch1 := p.tracker.Assign(tp1)
 	p.lanes[tp1] = newLane(tp1, epoch1, prometheus.NewGauge(prometheus.GaugeOpts{Name: "y"}), &p.settle)
 	src.ends["events"][1] = kafka.Listed{Offset: 500}

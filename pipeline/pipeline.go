@@ -17,9 +17,11 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/etl-project/etl/backpressure"
+	"github.com/etl-project/etl/checkpoint"
 	"github.com/etl-project/etl/chunk"
 	"github.com/etl-project/etl/config"
 	"github.com/etl-project/etl/dlq"
+	"github.com/etl-project/etl/internal/loglimit"
 	"github.com/etl-project/etl/schemaregistry"
 	"github.com/etl-project/etl/sink/clickhouse"
 	"github.com/etl-project/etl/source/kafka"
@@ -87,7 +89,8 @@ type Pipeline struct {
 	dests   []*clickhouse.Shard // every shard of every sink; chunk.Dest indexes it
 	queue   enqueuer            // routes chunks to dests; a test double in unit tests
 	budget  *backpressure.Budget
-	tracker *Tracker
+	tracker *checkpoint.Tracker
+	commits *checkpoint.Committer // commits the tracker's pending offsets; its lock is the commit lock
 	runq    *runQueue
 	acks    *ackQueue
 	pause   *pauser
@@ -107,17 +110,16 @@ type Pipeline struct {
 	stopWaiters    chan struct{}
 	dlq            *dlq.Writer // when on_error is dlq
 	dlqs           dlqState
-	dlqLog         *logLimiter
-	rejectLog      *logLimiter
+	dlqLog         *loglimit.Limiter
+	rejectLog      *loglimit.Limiter
 	chunks         chunkPool // emptied chunks, reused to keep their columns' capacity
 
 	mu     sync.RWMutex
 	lanes  map[TopicPartition]*lane
 	settle broadcast // a lane may have become idle, or its last chunk was acknowledged
 
-	commitMu sync.Mutex
-	closing  atomic.Bool // shutting down: open exactly-once blocks are sealed at once
-	given    uncommitted // written records whose commit was given up (uncommitted.go)
+	closing atomic.Bool // shutting down: open exactly-once blocks are sealed at once
+	given   uncommitted // written records whose commit was given up (uncommitted.go)
 	// halt is closed when the stop gives up on what is still in flight
 	// (the drain deadline passed): retry loops end (haltChan, haltNow).
 	haltInit, haltClose sync.Once
@@ -180,7 +182,7 @@ const (
 	hookDecoded                      // a worker decoded a step's records
 	hookRegister                     // exactly-once: a block is about to be committed as registered
 	hookBudgetCheck                  // the budget changed state; the pauser does not know yet
-	hookCommitted                    // a commit went through; the tracker does not know yet (commitMu held)
+	hookCommitted                    // a commit went through; the tracker does not know yet (commit lock held)
 	hookReadAhead                    // a lane went over its read-ahead or back under it; the pauser does not know yet
 )
 
@@ -234,7 +236,7 @@ func New(ctx context.Context, o Options) (*Pipeline, error) {
 	p := &Pipeline{
 		cfg:         cfg,
 		log:         log,
-		tracker:     NewTracker(),
+		tracker:     checkpoint.NewTracker(),
 		runq:        newRunQueue(),
 		acks:        newAckQueue(),
 		lanes:       map[TopicPartition]*lane{},
@@ -244,13 +246,14 @@ func New(ctx context.Context, o Options) (*Pipeline, error) {
 		onError:     cfg.Decode.OnError,
 		exactlyOnce: cfg.Delivery == config.ExactlyOnce,
 		stopWaiters: make(chan struct{}),
-		rejectLog:   newLogLimiter(10, 10*time.Second),
-		dlqLog:      newLogLimiter(1, 10*time.Second),
+		rejectLog:   loglimit.New(10, 10*time.Second),
+		dlqLog:      loglimit.New(1, 10*time.Second),
 		m:           newComponentMetrics(components(o.Registerer, cfg.Pipeline.Name)),
 		component:   components(o.Registerer, cfg.Pipeline.Name),
 		describeReq: make(chan struct{}, 1),
 		schemaIDs:   map[int32]chan struct{}{},
 	}
+	p.commits = newCommitter(p)
 	if p.workers <= 0 {
 		p.workers = runtime.GOMAXPROCS(0)
 	}
@@ -573,7 +576,7 @@ func (p *Pipeline) Run(ctx context.Context) error {
 	}
 	p.processAcks()
 	commitCtx2, cancelCommit := context.WithTimeout(context.Background(), revokeCommitTimeout)
-	commitErr := p.commit(commitCtx2, nil)
+	commitErr := p.commits.Commit(commitCtx2, nil)
 	if commitErr != nil {
 		p.log.Error("final commit failed: records since the last commit will be read again", "err", commitErr)
 	}
@@ -719,23 +722,7 @@ func (p *Pipeline) checkBudget(now time.Time) {
 
 // committer applies acknowledgements and commits periodically.
 func (p *Pipeline) committer(ctx context.Context) {
-	t := time.NewTicker(p.cfg.Checkpoint.CommitInterval.D())
-	defer t.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-p.acks.notify:
-			p.processAcks()
-		case <-t.C:
-			p.processAcks()
-			cctx, cancel := context.WithTimeout(ctx, 30*time.Second)
-			if err := p.commit(cctx, nil); err != nil {
-				p.log.Warn("commit failed; will retry", "err", err)
-			}
-			cancel()
-		}
-	}
+	p.commits.Run(ctx, p.cfg.Checkpoint.CommitInterval.D(), p.acks.notify, p.processAcks)
 }
 
 // processAcks moves acknowledged chunks into the tracker and releases their
@@ -747,7 +734,7 @@ func (p *Pipeline) processAcks() {
 			p.m.e2eLatency.Observe(float64(max(now-c.Oldest, 0)) / 1000)
 		}
 		for _, s := range c.Spans {
-			p.tracker.Ack(TopicPartition{s.Topic, s.Partition}, s.Epoch, s.First, s.Next)
+			p.tracker.Ack(TopicPartition{Topic: s.Topic, Partition: s.Partition}, s.Epoch, s.First, s.Next)
 		}
 		if c.Owner != nil {
 			c.Owner.Acked()
@@ -765,36 +752,4 @@ func (p *Pipeline) processAcks() {
 	if p.eo() {
 		p.wakeBlockWaiters()
 	}
-}
-
-// commit commits the watermark of every partition that moved (or only of
-// the given ones).
-func (p *Pipeline) commit(ctx context.Context, only map[TopicPartition]bool) error {
-	p.commitMu.Lock()
-	defer p.commitMu.Unlock()
-	return p.commitLocked(ctx, only)
-}
-
-func (p *Pipeline) commitLocked(ctx context.Context, only map[TopicPartition]bool) error {
-	pending := p.tracker.Pending(only)
-	if len(pending) == 0 {
-		return nil
-	}
-	offs := make([]kafka.Offset, len(pending))
-	for i, c := range pending {
-		// The metadata goes with the offset: with exactly-once it names
-		// the blocks above the watermark that may be in ClickHouse, and a
-		// commit without it would make the next owner forget them.
-		offs[i] = kafka.Offset{Topic: c.Topic, Partition: c.Partition, Offset: c.Offset, Metadata: c.Metadata}
-	}
-	if err := p.src.Commit(ctx, offs); err != nil {
-		return err
-	}
-	p.yield(hookCommitted, nil)
-	for _, c := range pending {
-		p.tracker.Committed(c)
-	}
-	p.m.commits.Inc()
-	p.log.Debug("committed", "offsets", offs)
-	return nil
 }

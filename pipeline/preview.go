@@ -79,7 +79,7 @@ func (v *Preview) Close() { v.p.closeClients() }
 // fetched waits for it (until ctx ends).
 func (v *Preview) Process(ctx context.Context, r *kgo.Record) (*Result, error) {
 	p := v.p
-	tp := TopicPartition{r.Topic, r.Partition}
+	tp := TopicPartition{Topic: r.Topic, Partition: r.Partition}
 	l := v.lanes[tp]
 	if l == nil {
 		l = newLane(tp, 1, nil, &p.settle)

@@ -14,11 +14,13 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/etl-project/etl/backpressure"
+	"github.com/etl-project/etl/checkpoint"
 	"github.com/etl-project/etl/chunk"
 	"github.com/etl-project/etl/config"
 	"github.com/etl-project/etl/decode"
 	"github.com/etl-project/etl/decode/json"
 	"github.com/etl-project/etl/gen"
+	"github.com/etl-project/etl/internal/loglimit"
 	"github.com/etl-project/etl/sink/clickhouse"
 	"github.com/etl-project/etl/source/kafka"
 )
@@ -77,14 +79,14 @@ func newBarePipeline(tb testing.TB, src partitionPauser, chunkTarget int) (*Pipe
 	}
 	p := &Pipeline{
 		cfg:         &config.Config{},
-		tracker:     NewTracker(),
+		tracker:     checkpoint.NewTracker(),
 		runq:        newRunQueue(),
 		acks:        newAckQueue(),
 		lanes:       map[TopicPartition]*lane{},
 		failc:       make(chan error, 1),
 		chunkTarget: chunkTarget,
 		onError:     config.OnErrorFail,
-		rejectLog:   newLogLimiter(10, time.Second),
+		rejectLog:   loglimit.New(10, time.Second),
 		m:           newMetrics(nil),
 		budget:      budget,
 		log:         slog.New(slog.NewTextHandler(io.Discard, nil)),
@@ -116,7 +118,7 @@ func TestResumePoint(t *testing.T) {
 	cd := &countingDecoder{Decoder: jd.Decoder, seen: map[string]int{}}
 	dec := &boundDecoder{Decoder: cd, target: jd.target}
 
-	tp := TopicPartition{"events", 0}
+	tp := TopicPartition{Topic: "events", Partition: 0}
 	h := (*handler)(p)
 	h.Assigned(context.Background(), kafka.Partitions{"events": {0}})
 	l := p.lanes[tp]
@@ -222,7 +224,7 @@ func TestChunkTargetMeasured(t *testing.T) {
 			p.queue = q
 			h := (*handler)(p)
 			h.Assigned(context.Background(), kafka.Partitions{"events": {0}})
-			l := p.lanes[TopicPartition{"events", 0}]
+			l := p.lanes[TopicPartition{Topic: "events", Partition: 0}]
 			const n = 3000
 			recs := make([]*kgo.Record, n)
 			for i := range recs {

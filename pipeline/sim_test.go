@@ -21,9 +21,11 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/etl-project/etl/backpressure"
+	"github.com/etl-project/etl/checkpoint"
 	"github.com/etl-project/etl/chunk"
 	"github.com/etl-project/etl/config"
 	"github.com/etl-project/etl/gen"
+	"github.com/etl-project/etl/internal/loglimit"
 	"github.com/etl-project/etl/sink/clickhouse"
 	"github.com/etl-project/etl/source/kafka"
 )
@@ -157,7 +159,7 @@ func newSimWorld(t testing.TB, seed int64) *simWorld {
 	w.failMode = r.Intn(6) == 0
 	nparts := 2 + r.Intn(4)
 	for i := 0; i < nparts; i++ {
-		w.parts = append(w.parts, TopicPartition{simTopic, int32(i)})
+		w.parts = append(w.parts, TopicPartition{Topic: simTopic, Partition: int32(i)})
 	}
 	w.toMake = 300 + r.Intn(1500)
 	// The direct path (one sink, sharding by partition), or the staged
@@ -220,7 +222,7 @@ func newSimWorld(t testing.TB, seed int64) *simWorld {
 	p := &Pipeline{
 		cfg:         cfg,
 		log:         slog.New(slog.NewTextHandler(io.Discard, nil)),
-		tracker:     NewTracker(),
+		tracker:     checkpoint.NewTracker(),
 		runq:        newRunQueue(),
 		acks:        newAckQueue(),
 		lanes:       map[TopicPartition]*lane{},
@@ -228,12 +230,13 @@ func newSimWorld(t testing.TB, seed int64) *simWorld {
 		chunkTarget: chunkTarget,
 		workers:     1,
 		onError:     config.OnErrorSkip,
-		rejectLog:   newLogLimiter(10, time.Second),
+		rejectLog:   loglimit.New(10, time.Second),
 		m:           newMetrics(nil),
 		budget:      budget,
 		stopWaiters: make(chan struct{}),
 	}
 	p.exactlyOnce = w.eo
+	p.commits = newCommitter(p)
 	if w.failMode {
 		p.onError = config.OnErrorFail
 	}
@@ -349,7 +352,7 @@ func (w *simWorld) stop(failed int) {
 		}
 	}
 	p.processAcks()
-	if err := p.commit(context.Background(), nil); err != nil {
+	if err := p.commits.Commit(context.Background(), nil); err != nil {
 		w.violation("final commit: %v", err)
 	}
 	w.checkStep()
@@ -620,7 +623,7 @@ func (w *simWorld) processAcks() { w.p.processAcks() }
 
 // commit is the committer's periodic commit.
 func (w *simWorld) commit() {
-	if err := w.p.commit(context.Background(), nil); err != nil {
+	if err := w.p.commits.Commit(context.Background(), nil); err != nil {
 		w.tracef("commit failed: %v", err)
 	}
 }
@@ -708,7 +711,7 @@ func (w *simWorld) finishRevoke(force bool) {
 	w.revoking = nil
 	for topic, ps := range r.parts {
 		for _, part := range ps {
-			delete(w.src.owned, TopicPartition{topic, part})
+			delete(w.src.owned, TopicPartition{Topic: topic, Partition: part})
 		}
 	}
 }
@@ -1003,7 +1006,7 @@ type simSource struct {
 func (s *simSource) Pause(p kafka.Partitions) {
 	for topic, ps := range p {
 		for _, part := range ps {
-			s.paused[TopicPartition{topic, part}] = true
+			s.paused[TopicPartition{Topic: topic, Partition: part}] = true
 		}
 	}
 }
@@ -1012,7 +1015,7 @@ func (s *simSource) Resume(p kafka.Partitions) {
 	w := s.w
 	for topic, ps := range p {
 		for _, part := range ps {
-			tp := TopicPartition{topic, part}
+			tp := TopicPartition{Topic: topic, Partition: part}
 			delete(s.paused, tp)
 			// A partition is resumed only when what paused it is gone:
 			// not while its lane's chunk still waits for a full queue.
@@ -1060,12 +1063,12 @@ func (s *simSource) Commit(_ context.Context, offs []kafka.Offset) error {
 		return errSimCommit
 	}
 	for _, o := range offs {
-		tp := TopicPartition{o.Topic, o.Partition}
+		tp := TopicPartition{Topic: o.Topic, Partition: o.Partition}
 		if !s.owned[tp] {
 			w.violation("commit of %v offset %d after the partition was revoked or lost", tp, o.Offset)
 		}
 		simTotals.maxMeta = max(simTotals.maxMeta, len(o.Metadata))
-		if blocks, _ := DecodeBlocks(o.Metadata); len(blocks) > w.p.cfg.Checkpoint.MaxOpenBlocks {
+		if blocks, _ := checkpoint.DecodeBlocks(o.Metadata); len(blocks) > w.p.cfg.Checkpoint.MaxOpenBlocks {
 			w.violation("commit metadata of %v lists %d blocks, more than checkpoint.max_open_blocks %d", tp, len(blocks), w.p.cfg.Checkpoint.MaxOpenBlocks)
 		}
 		if len(o.Metadata) > 4096 {
@@ -1095,7 +1098,7 @@ func (s *simSource) FetchCommitted(_ context.Context, parts kafka.Partitions) (m
 	for topic, ps := range parts {
 		out[topic] = map[int32]kafka.Committed{}
 		for _, part := range ps {
-			c, ok := s.committed[TopicPartition{topic, part}]
+			c, ok := s.committed[TopicPartition{Topic: topic, Partition: part}]
 			if !ok {
 				c = kafka.Committed{Offset: -1}
 			}

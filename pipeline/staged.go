@@ -7,6 +7,7 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kgo"
 
+	"github.com/etl-project/etl/checkpoint"
 	"github.com/etl-project/etl/chunk"
 	"github.com/etl-project/etl/decode"
 	"github.com/etl-project/etl/sink/clickhouse"
@@ -32,7 +33,7 @@ import (
 // output chunks holding their rows that are not yet durable.
 type ackGroup struct {
 	lane    *lane
-	tracker *Tracker
+	tracker *checkpoint.Tracker
 	spans   []chunk.Span
 	pending atomic.Int32
 }
@@ -45,7 +46,7 @@ func (g *ackGroup) Acked() {
 		return
 	}
 	for _, s := range g.spans {
-		g.tracker.Ack(TopicPartition{s.Topic, s.Partition}, s.Epoch, s.First, s.Next)
+		g.tracker.Ack(TopicPartition{Topic: s.Topic, Partition: s.Partition}, s.Epoch, s.First, s.Next)
 	}
 	g.lane.acked()
 }
@@ -520,7 +521,7 @@ func (p *Pipeline) sealOutputs(l *lane) bool {
 	if len(sealed) == 0 {
 		// Every record was filtered out or rejected: done at once.
 		for _, s := range g.spans {
-			p.tracker.Ack(TopicPartition{s.Topic, s.Partition}, s.Epoch, s.First, s.Next)
+			p.tracker.Ack(TopicPartition{Topic: s.Topic, Partition: s.Partition}, s.Epoch, s.First, s.Next)
 		}
 		return p.sendBacklog(l)
 	}

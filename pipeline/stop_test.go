@@ -63,7 +63,7 @@ func TestRunReportsFailedFinalCommit(t *testing.T) {
 	p.queue = nullSink{p}
 	p.dests = nil // no shard workers: the null sink acknowledges
 
-	tp := TopicPartition{simTopic, 0}
+	tp := TopicPartition{Topic: simTopic, Partition: 0}
 	h := (*handler)(p)
 	h.Assigned(context.Background(), kafka.Partitions{tp.Topic: {tp.Partition}})
 	h.Fetched(&kgo.FetchTopicPartition{Topic: tp.Topic, FetchPartition: kgo.FetchPartition{Partition: tp.Partition, Records: simRecords(tp, 100)}})
@@ -105,7 +105,7 @@ func TestExactlyOnceRegisterEndsOnHalt(t *testing.T) {
 	p.pause = newPauser(src, p.pause.gauge)
 	p.queue = nullSink{p}
 
-	tp := TopicPartition{simTopic, 0}
+	tp := TopicPartition{Topic: simTopic, Partition: 0}
 	h := (*handler)(p)
 	// A new partition's blocks are read first; with the broker down that
 	// fails and the pipeline stops: give the lane by hand instead.
@@ -171,7 +171,7 @@ func (s *recSource) Commit(_ context.Context, offs []kafka.Offset) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	for _, o := range offs {
-		s.committed[TopicPartition{o.Topic, o.Partition}] = o.Offset
+		s.committed[TopicPartition{Topic: o.Topic, Partition: o.Partition}] = o.Offset
 	}
 	return nil
 }
@@ -205,7 +205,7 @@ func TestRevokeWhileStoppingWaits(t *testing.T) {
 	sink := &holdSink{}
 	p.queue = sink
 
-	tp := TopicPartition{simTopic, 0}
+	tp := TopicPartition{Topic: simTopic, Partition: 0}
 	h := (*handler)(p)
 	h.Assigned(context.Background(), kafka.Partitions{tp.Topic: {tp.Partition}})
 	h.Fetched(&kgo.FetchTopicPartition{Topic: tp.Topic, FetchPartition: kgo.FetchPartition{Partition: tp.Partition, Records: simRecords(tp, 100)}})

@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"strings"
 	"sync"
+
+	"github.com/etl-project/etl/checkpoint"
 )
 
 // uncommitted remembers written records whose commit was given up: their
@@ -58,8 +60,8 @@ func (u *uncommitted) get() error {
 
 // unsettled is what of some lanes is written and not committed.
 type unsettled struct {
-	pending  []Commit         // the commits pending
-	inFlight []TopicPartition // lanes with chunks not yet acknowledged
+	pending  []checkpoint.Commit // the commits pending
+	inFlight []TopicPartition    // lanes with chunks not yet acknowledged
 }
 
 // finalCommitErr is the final commit's error, or, when it succeeded, the
@@ -77,7 +79,7 @@ func (p *Pipeline) finalCommitErr(commitErr error) error {
 	return err
 }
 
-// lanesPending returns, with commitMu held, the commits pending for the
+// lanesPending returns, with the commit lock held, the commits pending for the
 // partitions of lanes and those of lanes with chunks handed to the sinks
 // and not yet acknowledged.
 func (p *Pipeline) lanesPending(lanes []*lane) unsettled {

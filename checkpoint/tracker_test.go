@@ -1,7 +1,8 @@
-package pipeline
+package checkpoint
 
 import (
 	"math/rand/v2"
+	"strings"
 	"testing"
 )
 
@@ -124,5 +125,69 @@ func TestTrackerRandom(t *testing.T) {
 		if s, _ := tr.Status(tp); s.Ranges != 0 || s.Watermark != n {
 			t.Fatalf("round %d: end state %+v, want watermark %d", round, s, n)
 		}
+	}
+}
+
+// TestTrackerBlocks: registered blocks ride in the commit metadata until
+// the watermark passes them; max_open_blocks bounds the blocks open at
+// once, a block registered already always having room.
+func TestTrackerBlocks(t *testing.T) {
+	tr := NewTracker()
+	tp := TopicPartition{Topic: "t", Partition: 0}
+	e := tr.Assign(tp)
+	tr.Start(tp, e, 0)
+	for _, b := range [][2]int64{{0, 10}, {10, 20}} {
+		if !tr.BlockRoom(tp, e, b[0], b[1], 2) {
+			t.Fatalf("no room for %v with %d blocks open", b, len(tr.Blocks(tp)))
+		}
+		if _, ok := tr.RegisterBlock(tp, e, b[0], b[1]); !ok {
+			t.Fatalf("block %v refused", b)
+		}
+	}
+	if tr.BlockRoom(tp, e, 20, 30, 2) || !tr.BlockRoom(tp, e, 10, 20, 2) || !tr.BlockRoom(tp, e, 20, 30, 0) {
+		t.Fatal("room: want none for a third block under 2, some for a registered one and under no bound")
+	}
+	if p := tr.Pending(nil); len(p) != 1 || p[0].Offset != 0 || p[0].Metadata != "etl1:0-10,10-20" {
+		t.Fatalf("pending = %v; want offset 0 naming both blocks", p)
+	}
+	tr.Ack(tp, e, 0, 10)
+	p := tr.Pending(nil)
+	if len(p) != 1 || p[0].Offset != 10 || p[0].Metadata != "etl1:10-20" {
+		t.Fatalf("pending = %v; want offset 10 naming the second block", p)
+	}
+	tr.Committed(p[0])
+	if !tr.BlockRoom(tp, e, 20, 30, 2) {
+		t.Fatal("no room once the first block is durable")
+	}
+	tr.Ack(tp, e, 10, 20)
+	if p := tr.Pending(nil); len(p) != 1 || p[0].Offset != 20 || p[0].Metadata != "etl1:" {
+		t.Fatalf("pending = %v; want offset 20 with the blocks emptied", p)
+	}
+	if _, ok := tr.RegisterBlock(tp, e+1, 20, 30); ok {
+		t.Fatal("a block registered under a stale epoch")
+	}
+}
+
+// TestBlocksCodec: the metadata format read by a new owner and by etl
+// offsets.
+func TestBlocksCodec(t *testing.T) {
+	for _, c := range []struct {
+		blocks [][2]int64
+		meta   string
+	}{{nil, "etl1:"}, {[][2]int64{{5, 9}}, "etl1:5-9"}, {[][2]int64{{0, 1}, {1, 300}}, "etl1:0-1,1-300"}} {
+		if got := EncodeBlocks(c.blocks); got != c.meta {
+			t.Errorf("EncodeBlocks(%v) = %q, want %q", c.blocks, got, c.meta)
+		}
+		if got, err := DecodeBlocks(c.meta); err != nil || len(got) != len(c.blocks) {
+			t.Errorf("DecodeBlocks(%q) = %v, %v; want %v", c.meta, got, err, c.blocks)
+		}
+	}
+	for _, meta := range []string{"", "other", "etl2:1-2"} {
+		if got, err := DecodeBlocks(meta); got != nil || err != nil {
+			t.Errorf("DecodeBlocks(%q) = %v, %v; want no block", meta, got, err)
+		}
+	}
+	if _, err := DecodeBlocks("etl1:9-5"); err == nil || !strings.Contains(err.Error(), `bad block "9-5"`) {
+		t.Errorf("DecodeBlocks of an empty range: %v", err)
 	}
 }

@@ -1,10 +1,11 @@
-package pipeline
+// Package checkpoint decides what a consumer group commits: the
+// acknowledgement tracker (which offsets are durable, per partition and
+// assignment), the exactly-once block metadata that goes with a commit,
+// and the committer that commits what the tracker has pending.
+package checkpoint
 
 import (
-	"fmt"
 	"sort"
-	"strconv"
-	"strings"
 	"sync"
 	"time"
 )
@@ -268,46 +269,11 @@ func (p *partitionState) metadata() string {
 		return ""
 	}
 	p.pruneBlocks()
-	return EncodeBlocks(p.blocks)
-}
-
-// blocksPrefix starts the commit metadata of exactly-once delivery.
-const blocksPrefix = "etl1:"
-
-// EncodeBlocks is the commit metadata naming insert blocks: "etl1:" and
-// the half-open ranges "first-next" separated by commas ("etl1:" alone
-// when there is none).
-func EncodeBlocks(blocks []offsetRange) string {
 	b := []byte(blocksPrefix)
-	for i, r := range blocks {
-		if i > 0 {
-			b = append(b, ',')
-		}
-		b = strconv.AppendInt(b, r.from, 10)
-		b = append(b, '-')
-		b = strconv.AppendInt(b, r.to, 10)
+	for i, r := range p.blocks {
+		b = appendBlock(b, i, r.from, r.to)
 	}
 	return string(b)
-}
-
-// DecodeBlocks parses commit metadata written by EncodeBlocks. Metadata
-// written by something else (or none) holds no block.
-func DecodeBlocks(meta string) ([][2]int64, error) {
-	rest, ok := strings.CutPrefix(meta, blocksPrefix)
-	if !ok || rest == "" {
-		return nil, nil
-	}
-	var out [][2]int64
-	for _, part := range strings.Split(rest, ",") {
-		a, b, ok := strings.Cut(part, "-")
-		first, err1 := strconv.ParseInt(a, 10, 64)
-		next, err2 := strconv.ParseInt(b, 10, 64)
-		if !ok || err1 != nil || err2 != nil || next <= first {
-			return nil, fmt.Errorf("commit metadata %q: bad block %q", meta, part)
-		}
-		out = append(out, [2]int64{first, next})
-	}
-	return out, nil
 }
 
 // PartitionStatus is a snapshot of one partition's acknowledgement state.
