@@ -32,6 +32,12 @@ type partitionState struct {
 	// that end above the watermark, and the metadata last committed.
 	blocks        []offsetRange
 	committedMeta string
+
+	// resumed: consumption resumed at the watermark, not at the group's
+	// committed offset, which lay outside the log (Resume): the watermark
+	// must be committed even though it did not move. firstPending: no
+	// record came since, and the first one's offset (Start) may raise it.
+	resumed, firstPending bool
 }
 
 // Tracker keeps, per assigned partition, the acknowledged offsets as merged
@@ -76,10 +82,39 @@ func (t *Tracker) Remove(tp TopicPartition, epoch uint64) {
 func (t *Tracker) Start(tp TopicPartition, epoch uint64, offset int64) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	if p := t.parts[tp]; p != nil && p.epoch == epoch && !p.started {
+	p := t.parts[tp]
+	if p == nil || p.epoch != epoch {
+		return
+	}
+	switch {
+	case !p.started:
 		// The group already resumed from offset: nothing to commit until
 		// the watermark moves past it.
 		p.started, p.watermark, p.committed = true, offset, offset
+		p.advance()
+	case p.firstPending:
+		// The first record after a Resume: the offsets before it hold
+		// none (compaction, transaction markers).
+		p.firstPending = false
+		if offset > p.watermark {
+			p.watermark = offset
+			p.advance()
+		}
+	}
+}
+
+// Resume starts an assignment whose consumption resumes at offset rather
+// than at the group's committed offset, which lay outside the log (below
+// its start: retention; above its end: a truncated log). The watermark is
+// offset and is committed at the next commit even if no record comes, so
+// that a restart finds the committed offset inside the log, and the skip
+// is reported once, not at every start. A later Start may raise the
+// watermark to the first record's offset. A no-op once started.
+func (t *Tracker) Resume(tp TopicPartition, epoch uint64, offset int64) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if p := t.parts[tp]; p != nil && p.epoch == epoch && !p.started {
+		p.started, p.watermark, p.committed, p.resumed, p.firstPending = true, offset, offset, true, true
 		p.advance()
 	}
 }
@@ -164,7 +199,7 @@ func (t *Tracker) Pending(only map[TopicPartition]bool) []Commit {
 			continue
 		}
 		meta := p.metadata()
-		if p.watermark > p.committed || meta != p.committedMeta {
+		if p.watermark > p.committed || meta != p.committedMeta || p.resumed {
 			out = append(out, Commit{TopicPartition: tp, Epoch: p.epoch, Offset: p.watermark, Metadata: meta})
 		}
 	}
@@ -182,9 +217,10 @@ func (t *Tracker) Pending(only map[TopicPartition]bool) []Commit {
 func (t *Tracker) Committed(c Commit) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	if p := t.parts[c.TopicPartition]; p != nil && p.epoch == c.Epoch && c.Offset >= p.committed {
+	if p := t.parts[c.TopicPartition]; p != nil && p.epoch == c.Epoch && (c.Offset >= p.committed || p.resumed) {
 		p.committed = c.Offset
 		p.committedMeta = c.Metadata
+		p.resumed = false
 	}
 }
 

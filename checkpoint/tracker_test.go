@@ -191,3 +191,43 @@ func TestBlocksCodec(t *testing.T) {
 		t.Errorf("DecodeBlocks of an empty range: %v", err)
 	}
 }
+
+// TestTrackerResume: a partition resumed outside its committed offset
+// commits the resume point at the next commit, even with no record and
+// when it lies below the committed offset (a truncated log); the first
+// record raises the watermark past offsets that hold none; a Resume once
+// started changes nothing.
+func TestTrackerResume(t *testing.T) {
+	tr := NewTracker()
+	tp := TopicPartition{Topic: "t", Partition: 0}
+	e := tr.Assign(tp)
+	tr.Resume(tp, e, 1000) // the log end, below the committed 5000
+	pending := tr.Pending(nil)
+	if len(pending) != 1 || pending[0].Offset != 1000 {
+		t.Fatalf("pending %+v, want the resume point 1000", pending)
+	}
+	tr.Committed(pending[0])
+	if p := tr.Pending(nil); len(p) != 0 {
+		t.Fatalf("pending %+v after the commit, want none", p)
+	}
+	// The first record is at 1003: 1000-1002 hold none.
+	tr.Start(tp, e, 1003)
+	tr.Ack(tp, e, 1003, 1010)
+	if p := tr.Pending(nil); len(p) != 1 || p[0].Offset != 1010 {
+		t.Fatalf("pending %+v, want 1010", p)
+	}
+	tr.Resume(tp, e, 0)
+	if p := tr.Pending(nil); len(p) != 1 || p[0].Offset != 1010 {
+		t.Fatalf("pending %+v after a late Resume, want 1010 still", p)
+	}
+
+	// Without a Resume, nothing is pending until the watermark moves.
+	tp1 := TopicPartition{Topic: "t", Partition: 1}
+	e1 := tr.Assign(tp1)
+	tr.Start(tp1, e1, 500)
+	for _, c := range tr.Pending(nil) {
+		if c.TopicPartition == tp1 {
+			t.Fatalf("pending %+v for a partition that did not move", c)
+		}
+	}
+}

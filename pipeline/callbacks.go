@@ -66,6 +66,19 @@ func (h *handler) Assigned(ctx context.Context, parts kafka.Partitions) {
 	p.kickLag()
 }
 
+// resumedAt is the source's word that tp resumes at offset, its group's
+// committed offset lying outside the log: the position is committed even
+// before a record comes, so the skip is reported once.
+func (p *Pipeline) resumedAt(topic string, partition int32, offset int64) {
+	tp := TopicPartition{Topic: topic, Partition: partition}
+	p.mu.RLock()
+	l := p.lanes[tp]
+	p.mu.RUnlock()
+	if l != nil {
+		p.tracker.Resume(tp, l.epoch, offset)
+	}
+}
+
 func (h *handler) Fetched(fp *kgo.FetchTopicPartition) {
 	p := (*Pipeline)(h)
 	tp := TopicPartition{Topic: fp.Topic, Partition: fp.Partition}

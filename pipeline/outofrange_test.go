@@ -348,3 +348,55 @@ func TestBrokerLostRecords(t *testing.T) {
 	}
 	t.Logf("%s", line)
 }
+
+// TestSkipReportedOnce: a committed offset outside the log is reported
+// once. After the resume at the log end (committed 5,000, log end 1,000)
+// or at the log start (committed 0, retention deleted all 1,000), the
+// resume point is committed even though no record comes, so a restart
+// finds its committed offset inside the log: no second ERROR, no second
+// count.
+func TestSkipReportedOnce(t *testing.T) {
+	kb := testenv.Kafka(t)
+	ch := testenv.ClickHouse(t)
+	for _, tc := range []struct {
+		name, reason string
+		committed    int64
+		deleteBelow  int64
+		resume       int64
+	}{
+		{"above_end", "truncated", 5000, 0, 1000},
+		{"below_start", "retention", 0, 1000, 1000},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			topic := "oor_once_" + tc.name
+			kb.CreateTopic(t, topic, 1)
+			ch.Exec(t, gen.TableDDL("default", topic))
+			produceIDs(t, kb, topic, 0, 1000)
+			if tc.deleteBelow > 0 {
+				// Retention deleted every record the group had not read.
+				kb.DeleteRecords(t, topic, 0, tc.deleteBelow)
+			}
+			kb.CommitOffset(t, topic, topic, 0, tc.committed)
+			cfg := oorConfig(t, kb, ch, topic, "earliest")
+
+			r := startOOR(t, cfg)
+			waitFor(t, "the ERROR", 30*time.Second, func() bool { return errorLine(r.logs.String(), "records skipped") != "" })
+			waitFor(t, "the resume point committed", 30*time.Second, func() bool {
+				return kb.CommittedOffsets(t, topic, topic)[0] == tc.resume
+			})
+			r.stop(t)
+
+			again := startOOR(t, cfg)
+			// The restart has listed the log and fetched (its lag is
+			// known) before it is asked about the skip.
+			waitFor(t, "the restart's lag", 30*time.Second, func() bool { n, why := again.p.lagNow(); return why == "" && n == 0 })
+			again.stop(t)
+			if line := errorLine(again.logs.String(), "records skipped"); line != "" {
+				t.Fatalf("the restart reported the skip again: %s", line)
+			}
+			if v := skipped(t, again.reg, topic, tc.reason); v != 0 {
+				t.Fatalf("the restart counted %v skipped, want 0", v)
+			}
+		})
+	}
+}

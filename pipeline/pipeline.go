@@ -365,6 +365,7 @@ func New(ctx context.Context, o Options) (*Pipeline, error) {
 		Registerer: p.component("source"), CommitRegisterer: p.component("checkpoint"), Missing: missing,
 		MaxDecompressedBatchBytes: maxDecompressedBatch(cfg, budgetBytes),
 		Room:                      func() int64 { return p.budget.Bytes() - p.budget.Inflight() },
+		Resumed:                   p.resumedAt,
 		SkipRefused:               p.onError == config.OnErrorSkip || p.onError == config.OnErrorDLQ,
 	})
 	if err != nil {

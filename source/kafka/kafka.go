@@ -57,6 +57,12 @@ type Options struct {
 	CommitRegisterer prometheus.Registerer
 	// MaxPollRecords bounds the records one poll returns.
 	MaxPollRecords int
+	// Resumed, when set, is told of a partition whose group's committed
+	// offset lay outside the log and that resumes at offset instead (the
+	// log start or end; outofrange.go), before its records are fetched,
+	// so that the position is committed and a restart does not report the
+	// skip again.
+	Resumed func(topic string, partition int32, offset int64)
 	// HeartbeatInterval is the group heartbeat's period (0: franz-go's
 	// 3 s); tests with short sessions shorten it.
 	HeartbeatInterval time.Duration

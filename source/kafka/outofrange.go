@@ -209,6 +209,9 @@ func (s *Source) bound(ctx context.Context, committed map[string]map[int32]int64
 				moved[t] = map[int32]int64{}
 			}
 			moved[t][part] = to
+			if s.o.Resumed != nil {
+				s.o.Resumed(t, part, to)
+			}
 		}
 	}
 	return moved
