@@ -11,6 +11,7 @@ import (
 
 	"github.com/etl-project/etl/config"
 	"github.com/etl-project/etl/gen"
+	"github.com/etl-project/etl/internal/testenv"
 	"github.com/etl-project/etl/schemaregistry"
 	"github.com/etl-project/etl/schemaregistry/registrytest"
 )
@@ -52,7 +53,7 @@ func TestAvroConfluent(t *testing.T) {
 	cfg.Decode.Avro = config.Avro{Framing: "confluent", Registry: &config.Registry{URL: config.URL(reg.URL())}, NegativeCacheTTL: config.Duration(time.Minute)}
 	cfg.Decode.OnError = "dlq"
 	cfg.Decode.DLQ = &config.DLQ{Topic: "events.dlq"}
-	p, err := New(context.Background(), Options{Config: cfg, Log: testLogger(t), Registerer: prometheus.NewRegistry()})
+	p, err := New(context.Background(), Options{Config: cfg, Log: testenv.Logger(t), Registerer: prometheus.NewRegistry()})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -64,8 +65,8 @@ func TestAvroConfluent(t *testing.T) {
 		t.Fatalf("%d rows written while the registry was down", got)
 	}
 	reg.SetDown(false)
-	waitFor(t, "rows", time.Minute, func() bool { return ch.Count(t, "default.events") >= n-3 })
-	waitFor(t, "commits", 30*time.Second, func() bool {
+	testenv.WaitFor(t, "rows", time.Minute, func() bool { return ch.Count(t, "default.events") >= n-3 })
+	testenv.WaitFor(t, "commits", 30*time.Second, func() bool {
 		c := kb.CommittedOffsets(t, "avro", "events")
 		return c[0]+c[1]+c[2] == n
 	})

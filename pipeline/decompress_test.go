@@ -105,7 +105,7 @@ func TestDecompressionBomb(t *testing.T) {
 		cfg.Decode.DLQ = &config.DLQ{Topic: "events.dlq"}
 		var logs lockedBuffer
 		reg := prometheus.NewRegistry()
-		log := slog.New(slog.NewTextHandler(io.MultiWriter(&logs, &testWriter{t}), &slog.HandlerOptions{Level: slog.LevelWarn}))
+		log := slog.New(slog.NewTextHandler(io.MultiWriter(&logs, testenv.LogWriter(t)), &slog.HandlerOptions{Level: slog.LevelWarn}))
 		p, err := New(context.Background(), Options{Config: cfg, Log: log, Registerer: reg})
 		if err != nil {
 			t.Fatal(err)
@@ -192,7 +192,7 @@ func TestDecompressionBomb(t *testing.T) {
 		cfg.Source.Kafka.MaxDecompressedBatchBytes = bound
 		cfg.Decode.OnError = "fail"
 		var logs lockedBuffer
-		log := slog.New(slog.NewTextHandler(io.MultiWriter(&logs, &testWriter{t}), &slog.HandlerOptions{Level: slog.LevelWarn}))
+		log := slog.New(slog.NewTextHandler(io.MultiWriter(&logs, testenv.LogWriter(t)), &slog.HandlerOptions{Level: slog.LevelWarn}))
 		p, err := New(context.Background(), Options{Config: cfg, Log: log, Registerer: prometheus.NewRegistry()})
 		if err != nil {
 			t.Fatal(err)

@@ -84,7 +84,7 @@ func TestDeadLetterLargeRecords(t *testing.T) {
 	cfg.Decode.OnError = "dlq"
 	cfg.Decode.DLQ = &config.DLQ{Topic: "events.dlq"}
 	cfg.Decode.MaxRecordBytes = 2 * config.MiB
-	p, err := New(context.Background(), Options{Config: cfg, Log: testLogger(t)})
+	p, err := New(context.Background(), Options{Config: cfg, Log: testenv.Logger(t)})
 	if err != nil {
 		t.Fatal(err)
 	}

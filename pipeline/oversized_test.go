@@ -72,7 +72,7 @@ func TestOversizedRecords(t *testing.T) {
 				cfg.Decode.Fields = map[string]string{"items": "Array(UInt32)"}
 				cfg.Decode.MaxBytesPerRecord = config.MiB
 			}
-			p, err := New(context.Background(), Options{Config: cfg, Log: testLogger(t), Registerer: prometheus.NewRegistry()})
+			p, err := New(context.Background(), Options{Config: cfg, Log: testenv.Logger(t), Registerer: prometheus.NewRegistry()})
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"fmt"
-	"log/slog"
 	"os"
 	"strings"
 	"testing"
@@ -40,20 +39,6 @@ metrics: {listen: "off"}
 		t.Fatal(err)
 	}
 	return cfg
-}
-
-func testLogger(t *testing.T) *slog.Logger {
-	if testing.Verbose() {
-		return slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelDebug}))
-	}
-	return slog.New(slog.NewTextHandler(&testWriter{t}, &slog.HandlerOptions{Level: slog.LevelWarn}))
-}
-
-type testWriter struct{ t *testing.T }
-
-func (w *testWriter) Write(b []byte) (int, error) {
-	w.t.Log(strings.TrimSpace(string(b)))
-	return len(b), nil
 }
 
 // produce sends generated records [start, start+n) to topic events with
@@ -92,17 +77,6 @@ func setup(t *testing.T) (*testenv.Broker, *testenv.CH) {
 	return kb, ch
 }
 
-func waitFor(t *testing.T, what string, timeout time.Duration, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(timeout)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
-}
-
 // TestPipelineInProcess runs the whole pipeline in the test process (under
 // the race detector in CI) from two topics into one table: every record
 // arrives once, offsets are committed to the end, and a graceful stop
@@ -113,15 +87,15 @@ func TestPipelineInProcess(t *testing.T) {
 	produce(t, kb, 0, n1, nil)
 	produceTo(t, kb, "events2", n1, n-n1, nil)
 	reg := prometheus.NewPedanticRegistry()
-	p, err := New(context.Background(), Options{Config: testConfig(t, kb, ch, "inproc"), Log: testLogger(t), Registerer: reg})
+	p, err := New(context.Background(), Options{Config: testConfig(t, kb, ch, "inproc"), Log: testenv.Logger(t), Registerer: reg})
 	if err != nil {
 		t.Fatal(err)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() { done <- p.Run(ctx) }()
-	waitFor(t, "all rows", time.Minute, func() bool { return ch.Count(t, "default.events") >= n })
-	waitFor(t, "commits to the end", 30*time.Second, func() bool {
+	testenv.WaitFor(t, "all rows", time.Minute, func() bool { return ch.Count(t, "default.events") >= n })
+	testenv.WaitFor(t, "commits to the end", 30*time.Second, func() bool {
 		c := kb.CommittedOffsets(t, "inproc", "events")
 		c2 := kb.CommittedOffsets(t, "inproc", "events2")
 		return c[0]+c[1]+c[2] == n1 && c2[0]+c2[1]+c2[2] == n-n1
@@ -163,7 +137,7 @@ func TestDecodeFailureStopsSafely(t *testing.T) {
 	const n = 3000
 	const badID = 1500 // partition 0, offset 500
 	produce(t, kb, 0, n, map[uint64][]byte{badID: []byte(`{"id": 1500, "ts": `)})
-	p, err := New(context.Background(), Options{Config: testConfig(t, kb, ch, "decodefail"), Log: testLogger(t)})
+	p, err := New(context.Background(), Options{Config: testConfig(t, kb, ch, "decodefail"), Log: testenv.Logger(t)})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -213,7 +187,7 @@ func TestPermanentInsertError(t *testing.T) {
 	kb, ch := setup(t)
 	const n = 2000
 	produce(t, kb, 0, n, nil)
-	p, err := New(context.Background(), Options{Config: testConfig(t, kb, ch, "permanent"), Log: testLogger(t)})
+	p, err := New(context.Background(), Options{Config: testConfig(t, kb, ch, "permanent"), Log: testenv.Logger(t)})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -272,15 +246,15 @@ func TestDeadLetter(t *testing.T) {
 			cfg.Decode.DLQ = &config.DLQ{Topic: "events.dlq"}
 			cfg.Decode.MaxRecordBytes = 1024
 			reg := prometheus.NewRegistry()
-			p, err := New(context.Background(), Options{Config: cfg, Log: testLogger(t), Registerer: reg})
+			p, err := New(context.Background(), Options{Config: cfg, Log: testenv.Logger(t), Registerer: reg})
 			if err != nil {
 				t.Fatal(err)
 			}
 			ctx, cancel := context.WithCancel(context.Background())
 			done := make(chan error, 1)
 			go func() { done <- p.Run(ctx) }()
-			waitFor(t, "good rows", time.Minute, func() bool { return ch.Count(t, "default.events") >= n-5 })
-			waitFor(t, "commits to the end", 30*time.Second, func() bool {
+			testenv.WaitFor(t, "good rows", time.Minute, func() bool { return ch.Count(t, "default.events") >= n-5 })
+			testenv.WaitFor(t, "commits to the end", 30*time.Second, func() bool {
 				c := kb.CommittedOffsets(t, "dead-"+policy, "events")
 				return c[0]+c[1]+c[2] == n
 			})
@@ -376,15 +350,15 @@ func TestNDJSONRecords(t *testing.T) {
 	cfg := testConfig(t, kb, ch, "ndjson")
 	cfg.Source.Kafka.Topics = []string{"events"}
 	cfg.Decode.JSON.Framing = "ndjson"
-	p, err := New(context.Background(), Options{Config: cfg, Log: testLogger(t)})
+	p, err := New(context.Background(), Options{Config: cfg, Log: testenv.Logger(t)})
 	if err != nil {
 		t.Fatal(err)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() { done <- p.Run(ctx) }()
-	waitFor(t, "rows", time.Minute, func() bool { return ch.Count(t, "default.events") >= records*per })
-	waitFor(t, "commits", 30*time.Second, func() bool {
+	testenv.WaitFor(t, "rows", time.Minute, func() bool { return ch.Count(t, "default.events") >= records*per })
+	testenv.WaitFor(t, "commits", 30*time.Second, func() bool {
 		c := kb.CommittedOffsets(t, "ndjson", "events")
 		return c[0]+c[1]+c[2] == records
 	})

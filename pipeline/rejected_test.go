@@ -95,7 +95,7 @@ metrics: {listen: "off"}
 			if tc.onError == "dlq" {
 				cfg.Decode.DLQ = &config.DLQ{Topic: "events.dlq"}
 			}
-			p, err := New(context.Background(), Options{Config: cfg, Log: testLogger(t)})
+			p, err := New(context.Background(), Options{Config: cfg, Log: testenv.Logger(t)})
 			if err != nil {
 				t.Fatal(err)
 			}

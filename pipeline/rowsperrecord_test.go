@@ -60,7 +60,7 @@ func TestRowsPerRecord(t *testing.T) {
 		return cfg
 	}
 	run := func(t *testing.T, cfg *config.Config) (*Pipeline, context.CancelFunc, chan error) {
-		p, err := New(context.Background(), Options{Config: cfg, Log: testLogger(t), Registerer: prometheus.NewRegistry()})
+		p, err := New(context.Background(), Options{Config: cfg, Log: testenv.Logger(t), Registerer: prometheus.NewRegistry()})
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -79,7 +79,7 @@ func TestNewUnavailable(t *testing.T) {
 		ctx, cancel := context.WithTimeout(context.Background(), StartTimeout(cfg))
 		defer cancel()
 		begin := time.Now()
-		p, err := New(ctx, Options{Config: cfg, Log: testLogger(t), Registerer: prometheus.NewRegistry()})
+		p, err := New(ctx, Options{Config: cfg, Log: testenv.Logger(t), Registerer: prometheus.NewRegistry()})
 		if err == nil {
 			p.closeSinks()
 			t.Fatal("New succeeded")
@@ -120,7 +120,7 @@ func TestNewUnavailable(t *testing.T) {
 	}
 
 	t.Logf("goroutines: %d before, %d now", before, runtime.NumGoroutine())
-	waitFor(t, "the failed attempts' goroutines to end", 10*time.Second, func() bool {
+	testenv.WaitFor(t, "the failed attempts' goroutines to end", 10*time.Second, func() bool {
 		return runtime.NumGoroutine() <= before
 	})
 }
@@ -158,7 +158,7 @@ func TestNewRegistryDown(t *testing.T) {
 		ctx, cancel := context.WithTimeout(context.Background(), StartTimeout(cfg))
 		defer cancel()
 		begin := time.Now()
-		p, err := New(ctx, Options{Config: cfg, Log: testLogger(t), Registerer: prometheus.NewRegistry()})
+		p, err := New(ctx, Options{Config: cfg, Log: testenv.Logger(t), Registerer: prometheus.NewRegistry()})
 		if err != nil {
 			t.Fatalf("New with the registry down: %v", err)
 		}
@@ -185,7 +185,7 @@ func TestNewRegistryDown(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() { done <- p.Run(ctx) }()
-	waitFor(t, "rows", time.Minute, func() bool { return srv.Count(t, "default.events") >= n })
+	testenv.WaitFor(t, "rows", time.Minute, func() bool { return srv.Count(t, "default.events") >= n })
 	cancel()
 	if err := <-done; err != nil {
 		t.Fatalf("Run: %v", err)

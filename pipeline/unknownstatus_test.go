@@ -50,7 +50,7 @@ func unknownStatusCase(t *testing.T, stall bool) {
 	// start runs a pipeline with its own registry.
 	start := func() (reg *prometheus.Registry, done chan error, stop func()) {
 		reg = prometheus.NewRegistry()
-		p, err := New(context.Background(), Options{Config: cfg, Log: testLogger(t), Registerer: reg})
+		p, err := New(context.Background(), Options{Config: cfg, Log: testenv.Logger(t), Registerer: reg})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -72,7 +72,7 @@ func unknownStatusCase(t *testing.T, stall bool) {
 		return rows, ids
 	}
 	produce(t, kb, 0, n1, nil)
-	waitFor(t, "the first rows", time.Minute, func() bool {
+	testenv.WaitFor(t, "the first rows", time.Minute, func() bool {
 		rows, ids := look()
 		if rows != ids {
 			t.Fatalf("before the cut: %d rows for %d distinct ids", rows, ids)
@@ -149,7 +149,7 @@ func unknownStatusCase(t *testing.T, stall bool) {
 	// A restarted pipeline reports the orphans before its first insert.
 	reg2, done, stop := start()
 	produce(t, kb, n, 1, nil)
-	waitFor(t, "the restarted pipeline's insert", time.Minute, func() bool { _, ids := look(); return ids == n+1 })
+	testenv.WaitFor(t, "the restarted pipeline's insert", time.Minute, func() bool { _, ids := look(); return ids == n+1 })
 	if got := counterSum(t, reg2, "etl_sink_orphan_parts_total"); got != orphans {
 		t.Errorf("the restarted pipeline reported %v orphan parts, want %v", got, orphans)
 	}

@@ -2,6 +2,7 @@ package kafka
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"sort"
@@ -197,7 +198,7 @@ func testZombieRejoin(t *testing.T, bLeaves bool) {
 
 	cfg := &config.Kafka{Brokers: kb.Addrs(), Topics: []string{"z"}, GroupID: "zg", StartOffset: "earliest",
 		SessionTimeout: config.Duration(1500 * time.Millisecond), RebalanceTimeout: config.Duration(3 * time.Second)}
-	logger := slog.New(slog.NewTextHandler(testWriter{t}, &slog.HandlerOptions{Level: slog.LevelWarn}))
+	logger := slog.New(slog.NewTextHandler(testenv.LogWriter(t), &slog.HandlerOptions{Level: slog.LevelWarn}))
 	start := func(h *zombieHandler) (*Source, func()) {
 		s, err := New(Options{Config: cfg, Handler: h, Log: logger.With("member", h.name), HeartbeatInterval: 200 * time.Millisecond})
 		if err != nil {
@@ -215,17 +216,16 @@ func testZombieRejoin(t *testing.T, bLeaves bool) {
 	}
 	waitFor := func(what string, d time.Duration, ok func() bool, logs ...*zombieHandler) {
 		t.Helper()
-		deadline := time.Now().Add(d)
-		for !ok() {
-			if time.Now().After(deadline) {
-				var l []string
-				for _, h := range logs {
-					l = append(l, h.log())
-				}
-				t.Fatalf("%s: not within %v\n%s", what, d, strings.Join(l, "\n"))
+		testenv.Eventually(t, what, d, func() error {
+			if ok() {
+				return nil
 			}
-			time.Sleep(20 * time.Millisecond)
-		}
+			var l []string
+			for _, h := range logs {
+				l = append(l, h.log())
+			}
+			return errors.New("\n" + strings.Join(l, "\n"))
+		})
 	}
 	committed := func() map[int32]int64 {
 		o, err := kb.CommittedOffsetsErr("zg", "z")
@@ -360,12 +360,4 @@ func testZombieRejoin(t *testing.T, bLeaves bool) {
 		h.mu.Unlock()
 	}
 	t.Logf("%s\n%s", a.log(), b.log())
-}
-
-// testWriter writes a logger's lines to the test's log.
-type testWriter struct{ t *testing.T }
-
-func (w testWriter) Write(b []byte) (int, error) {
-	w.t.Log(strings.TrimSpace(string(b)))
-	return len(b), nil
 }
