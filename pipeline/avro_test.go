@@ -60,9 +60,17 @@ func TestAvroConfluent(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() { done <- p.Run(ctx) }()
-	time.Sleep(2 * time.Second)
-	if got := ch.Count(t, "default.events"); got != 0 {
-		t.Fatalf("%d rows written while the registry was down", got)
+	// The registry has refused the pipeline's lookups over several
+	// backoffs (100 ms doubling: more than a second), long past the 100 ms
+	// linger of a batch the records would have been in.
+	waitRunning(t, done, "lookups refused by the registry", 30*time.Second, func() error {
+		if n := reg.Requests(); n < 6 {
+			return fmt.Errorf("%d registry requests", n)
+		}
+		return nil
+	})
+	if got, written := ch.Count(t, "default.events"), p.Stats().RowsWritten; got != 0 || written != 0 {
+		t.Fatalf("%d rows in the table, %d written, while the registry was down", got, written)
 	}
 	reg.SetDown(false)
 	testenv.WaitFor(t, "rows", time.Minute, func() bool { return ch.Count(t, "default.events") >= n-3 })

@@ -114,22 +114,12 @@ func TestDecompressionBomb(t *testing.T) {
 		done := make(chan error, 1)
 		go func() { done <- p.Run(ctx) }()
 		start := time.Now()
-		deadline := start.Add(time.Minute)
-		for {
-			c := kb.CommittedOffsets(t, group, "events")
-			if c[0] == end[0] && c[1] == end[1] {
-				break
+		waitRunning(t, done, "commits to the end", time.Minute, func() error {
+			if c := kb.CommittedOffsets(t, group, "events"); c[0] != end[0] || c[1] != end[1] {
+				return fmt.Errorf("committed %v, want the ends %v", c, end)
 			}
-			select {
-			case err := <-done:
-				t.Fatalf("pipeline stopped: %v", err)
-			default:
-			}
-			if time.Now().After(deadline) {
-				t.Fatalf("committed %v, want the ends %v", c, end)
-			}
-			time.Sleep(50 * time.Millisecond)
-		}
+			return nil
+		})
 		t.Logf("committed to the end in %v", time.Since(start).Round(time.Millisecond))
 		stop()
 		if err := <-done; err != nil {

@@ -159,6 +159,8 @@ func TestLagDuringClickHouseOutage(t *testing.T) {
 	last := 0.0
 	for i := uint64(0); i < batches; i++ {
 		produce(t, kb, before+i*per, per, nil)
+		// Pacing: the outage must last while the batches arrive, and
+		// there is no event to wait for while nothing can be written.
 		time.Sleep(250 * time.Millisecond)
 		lag, _ := gaugeSum(t, reg, "etl_source_lag_records")
 		if lag < last {

@@ -3,6 +3,7 @@ package pipeline
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"strings"
@@ -39,6 +40,33 @@ metrics: {listen: "off"}
 		t.Fatal(err)
 	}
 	return cfg
+}
+
+// waitRunning polls check until it returns nil, as testenv.Eventually,
+// and fails t at once when the pipeline stops meanwhile: done receives
+// Run's result and has room for one (the result taken is put back for the
+// test's own receive).
+func waitRunning(t testing.TB, done chan error, what string, timeout time.Duration, check func() error) {
+	t.Helper()
+	testenv.Eventually(t, what, timeout, func() error {
+		select {
+		case err := <-done:
+			done <- err
+			t.Fatalf("pipeline stopped while waiting for %s: %v", what, err)
+		default:
+		}
+		return check()
+	})
+}
+
+// notYet turns a condition into a check for waitRunning.
+func notYet(cond func() bool) func() error {
+	return func() error {
+		if !cond() {
+			return errors.New("the condition does not hold yet")
+		}
+		return nil
+	}
 }
 
 // produce sends generated records [start, start+n) to topic events with

@@ -101,31 +101,23 @@ func unknownStatusCase(t *testing.T, stall bool) {
 		c := kb.CommittedOffsets(t, "eo-319", "events")
 		return c[0] + c[1] + c[2]
 	}
-	deadline := cutAt.Add(3 * time.Minute)
-	for {
+	waitRunning(t, done, "every record committed and an orphan part reported", time.Until(cutAt.Add(3*time.Minute)), func() error {
 		// The commit first: rows only arrive, so a table read after it
 		// holds at least what it covers. (Read the other way round, a
 		// commit landing between the two reads looks like a loss.)
 		c := committed()
+		orphans := counterSum(t, reg1, "etl_sink_orphan_parts_total")
 		if _, ids := look(); uint64(c) > ids {
 			t.Fatalf("committed %d records, the table has %d distinct ids", c, ids)
-		} else if c == n && counterSum(t, reg1, "etl_sink_orphan_parts_total") > 0 {
-			break
+		} else if c == n && orphans > 0 {
+			return nil
 		}
 		if !readonly && ch.Query(t, "SELECT is_readonly FROM system.replicas WHERE database = 'default' AND table = 'events'") == "1" {
 			readonly = true
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("%v after the cut: %d of %d records committed, %v orphan parts reported", time.Since(cutAt).Round(time.Second),
-				committed(), n, counterSum(t, reg1, "etl_sink_orphan_parts_total"))
-		}
-		select {
-		case err := <-done:
-			t.Fatalf("Run returned %v", err)
-		default:
-		}
-		time.Sleep(250 * time.Millisecond)
-	}
+		return fmt.Errorf("%v after the cut: %d of %d records committed, %v orphan parts reported",
+			time.Since(cutAt).Round(time.Second), c, n, orphans)
+	})
 	complete := time.Since(cutAt)
 	if !readonly {
 		t.Error("the table never turned read-only without ZooKeeper")
