@@ -68,15 +68,16 @@ func TestFetchErrorsBackOff(t *testing.T) {
 
 	kb.DeleteTopic(t, "events")
 	testenv.WaitFor(t, "a fetch error", 20*time.Second, func() bool { return testutil.ToFloat64(s.metrics.fetchErrors) > 0 })
+	// Polls that fail back off from 100 ms, doubling: four more errors
+	// take at least 100+200+400+800 ms; without a backoff they come within
+	// milliseconds.
 	before := testutil.ToFloat64(s.metrics.fetchErrors)
-	time.Sleep(5 * time.Second) // the window errors are counted over
-	n := testutil.ToFloat64(s.metrics.fetchErrors) - before
-	t.Logf("%.0f fetch errors in 5 s", n)
-	if n > 20 {
-		t.Fatalf("%.0f fetch errors in 5 s: the poll loop does not back off", n)
-	}
-	if n < 1 {
-		t.Fatalf("no fetch error in 5 s after the topic was deleted")
+	took := testenv.WaitFor(t, "four more fetch errors", 30*time.Second, func() bool {
+		return testutil.ToFloat64(s.metrics.fetchErrors) >= before+4
+	})
+	t.Logf("four more fetch errors in %v", took.Round(time.Millisecond))
+	if took < time.Second {
+		t.Fatalf("four more fetch errors in %v: the poll loop does not back off", took)
 	}
 	f := s.FetchFailing(time.Second)
 	if len(f) != 1 || f[0].Topic != "events" || f[0].Partition != 0 || !strings.Contains(f[0].Err, "UNKNOWN_TOPIC_ID") {

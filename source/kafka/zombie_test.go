@@ -8,6 +8,7 @@ import (
 	"sort"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -40,12 +41,22 @@ type zombieHandler struct {
 	// ticking: the durable watermarks are committed every 50 ms too, as
 	// the pipeline's commit loop does.
 	ticking bool
+	// rounds counts the rounds of tick done: a commit a round started
+	// has returned once the next round is counted.
+	rounds atomic.Int64
 }
 
-// tick commits the durable watermarks while ticking, until ctx ends.
+// tick commits the durable watermarks while ticking, every 50 ms until
+// ctx ends.
 func (h *zombieHandler) tick(ctx context.Context) {
-	for ctx.Err() == nil {
-		time.Sleep(50 * time.Millisecond)
+	every := time.NewTicker(50 * time.Millisecond)
+	defer every.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-every.C:
+		}
 		h.mu.Lock()
 		var offs []Offset
 		if h.ticking {
@@ -61,6 +72,7 @@ func (h *zombieHandler) tick(ctx context.Context) {
 			_ = h.src.Commit(cctx, offs)
 			cancel()
 		}
+		h.rounds.Add(1)
 	}
 }
 
@@ -312,7 +324,10 @@ func testZombieRejoin(t *testing.T, bLeaves bool) {
 		}
 		return true
 	}, a, b)
-	time.Sleep(2 * time.Second) // a late commit of A's old watermark would land by now
+	// A late commit of A's old watermark would come from a round of its
+	// commit loop under way now: two more rounds done, it has returned.
+	roundsA := a.rounds.Load()
+	waitFor("two more rounds of A's commit loop", 20*time.Second, func() bool { return a.rounds.Load() >= roundsA+2 }, a, b)
 	for p, off := range committed() {
 		if off < perPartition {
 			t.Errorf("partition %d: committed offset %d after the zombie's rejoin, want %d (B's): the zombie committed its old watermark\n%s\n%s",
