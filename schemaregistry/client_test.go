@@ -3,6 +3,7 @@ package schemaregistry_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
@@ -421,14 +422,13 @@ func TestCloseStopsBackgroundFetches(t *testing.T) {
 	}
 	c.Close() // idempotent
 
-	deadline := time.Now().Add(5 * time.Second)
-	for n := settle(); n > baseline; n = settle() {
-		if time.Now().After(deadline) {
+	testenv.Eventually(t, "the client's goroutines to end after Close", 5*time.Second, func() error {
+		if n := settle(); n > baseline {
 			buf := make([]byte, 1<<20)
-			t.Fatalf("%d goroutines after Close, %d before:\n%s", n, baseline, buf[:runtime.Stack(buf, true)])
+			return fmt.Errorf("%d goroutines after Close, %d before:\n%s", n, baseline, buf[:runtime.Stack(buf, true)])
 		}
-		time.Sleep(10 * time.Millisecond)
-	}
+		return nil
+	})
 }
 
 // In a synctest bubble, synctest.Test itself fails if Close leaves a
