@@ -24,6 +24,7 @@ func TestBrokerRestarts(t *testing.T) {
 	wait := e.produceAsync(0, n, 10_000)
 	var worst time.Duration
 	for i := 0; i < 5; i++ {
+		// Restarts paced in real time, with records flowing between.
 		time.Sleep(1500 * time.Millisecond)
 		before := sumOffsets(e.kb.CommittedOffsets(t, "restarts", topic))
 		e.kb.Stop(t)

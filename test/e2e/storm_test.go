@@ -266,6 +266,7 @@ func TestRebalanceStorm(t *testing.T) {
 			}
 			nextEvent = time.Now().Add(time.Duration(1500+rng.IntN(2500)) * time.Millisecond)
 		}
+		// The storm's clock: events come at random instants of real time.
 		time.Sleep(50 * time.Millisecond)
 	}
 	stormTook := time.Since(stormStart)

@@ -58,6 +58,7 @@ func TestExactlyOnceZooKeeperOutage(t *testing.T) {
 		if !p.running() {
 			t.Fatalf("etl exited during the ZooKeeper outage:\n%s", p.logText())
 		}
+		// Sampling through an outage of a set length.
 		time.Sleep(250 * time.Millisecond)
 	}
 	if readonly < 0 {
