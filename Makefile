@@ -78,6 +78,9 @@ fuzz:
 	    exit 1; \
 	  done
 
+# The pure-logic tests: under -short, internal/testenv skips every test
+# that would start ClickHouse or ZooKeeper or build a binary (saying so), so
+# this needs no root, no servers and no ClickHouse installed.
 test-short: lint
 	$(GO) test -count=1 -short ./...
 

@@ -4,12 +4,14 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"io"
 	"log/slog"
 	"math/rand/v2"
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -370,12 +372,12 @@ func TestBufferedBytesBounded(t *testing.T) {
 	case <-time.After(10 * time.Second):
 		t.Fatal("write over the bound not done")
 	}
-	// The sixth waits for room, which comes when the brokers answer.
-	go func() {
-		time.Sleep(wait / 4)
-		open()
-	}()
-	if d := writeAsync(); d < wait/5 {
+	// The sixth waits for room, which comes when the brokers answer, a
+	// quarter into its wait.
+	var opened atomic.Bool
+	answer := time.AfterFunc(wait/4, func() { opened.Store(true); open() })
+	defer answer.Stop()
+	if d := writeAsync(); !opened.Load() {
 		t.Fatalf("write over the bound returned after %v, before the brokers answered", d)
 	}
 	for i := range 5 {
@@ -473,17 +475,14 @@ func TestRecreatedTopicWritable(t *testing.T) {
 	}
 	wg.Wait()
 	var errs []string
-	for {
+	testenv.Eventually(t, "a write the recreated topic takes", time.Until(start.Add(30*time.Second)), func() error {
 		err := write(t, w, source(10))
-		if err == nil {
-			break
+		if err != nil {
+			errs = append(errs, err.Error())
+			return fmt.Errorf("%d failures, last %w", len(errs), err)
 		}
-		errs = append(errs, err.Error())
-		if time.Since(start) > 30*time.Second {
-			t.Fatalf("the recreated topic still refuses writes after %v: %d failures, last %v", time.Since(start), len(errs), err)
-		}
-		time.Sleep(200 * time.Millisecond) // the pipeline's first retry backoff
-	}
+		return nil
+	})
 	t.Logf("written to the recreated topic %v after it was created, after %d failed writes: %v", time.Since(start).Round(time.Millisecond), len(errs), errs)
 	if end := kb.EndOffsets(t, "dead")[0]; end < 1 {
 		t.Fatalf("the new topic's end offset is %d after an acknowledged write", end)

@@ -13,6 +13,7 @@ import (
 
 	"github.com/etl-project/etl/config"
 	"github.com/etl-project/etl/gen"
+	"github.com/etl-project/etl/internal/testenv"
 	"github.com/etl-project/etl/schemaregistry"
 	"github.com/etl-project/etl/schemaregistry/registrytest"
 )
@@ -54,14 +55,14 @@ func TestAvroSchemaTypesTheChain(t *testing.T) {
 		{Filter: &config.Expr{Text: "amount > 50.0 && user_id % 2 == 0"}},
 		{Set: []config.Assignment{{Field: "big", Expr: config.Expr{Text: "amount > 75.0 ? 1 : 0"}}}},
 	}
-	p, err := New(context.Background(), Options{Config: cfg, Log: testLogger(t), Registerer: prometheus.NewRegistry()})
+	p, err := New(context.Background(), Options{Config: cfg, Log: testenv.Logger(t), Registerer: prometheus.NewRegistry()})
 	if err != nil {
 		t.Fatal(err)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() { done <- p.Run(ctx) }()
-	waitFor(t, "commits", 30*time.Second, func() bool {
+	testenv.WaitFor(t, "commits", 30*time.Second, func() bool {
 		c := kb.CommittedOffsets(t, "avro-types", "events")
 		return c[0]+c[1]+c[2] == n
 	})
@@ -105,14 +106,14 @@ func TestRegistryTypesTheChain(t *testing.T) {
 	cfg.Decode.Avro = config.Avro{Framing: "confluent", Registry: &config.Registry{URL: config.URL(reg.URL())}, NegativeCacheTTL: config.Duration(time.Minute)}
 	cfg.Decode.OnError = "fail"
 	cfg.Transform = []config.Step{{Filter: &config.Expr{Text: "amount > 50.0"}}}
-	p, err := New(context.Background(), Options{Config: cfg, Log: testLogger(t), Registerer: prometheus.NewRegistry()})
+	p, err := New(context.Background(), Options{Config: cfg, Log: testenv.Logger(t), Registerer: prometheus.NewRegistry()})
 	if err != nil {
 		t.Fatal(err)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() { done <- p.Run(ctx) }()
-	waitFor(t, "commits", 30*time.Second, func() bool {
+	testenv.WaitFor(t, "commits", 30*time.Second, func() bool {
 		c := kb.CommittedOffsets(t, "registry-types", "events")
 		return c[0]+c[1]+c[2] == n
 	})

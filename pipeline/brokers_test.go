@@ -60,7 +60,7 @@ func TestUnreachableBrokerIsLoud(t *testing.T) {
 			if ok, msg := p.Health(); !ok {
 				t.Fatalf("unhealthy at once: %s", msg)
 			}
-			waitFor(t, "a WARN about the broker", 20*time.Second, func() bool {
+			testenv.WaitFor(t, "a WARN about the broker", 20*time.Second, func() bool {
 				return strings.Contains(logs.String(), "cannot reach a Kafka broker")
 			})
 			log := logs.String()
@@ -71,7 +71,7 @@ func TestUnreachableBrokerIsLoud(t *testing.T) {
 			if err != nil || errs == 0 {
 				t.Errorf("etl_source_connection_errors_total not reported: %d series, %v", errs, err)
 			}
-			waitFor(t, "/healthz unhealthy", 20*time.Second, func() bool { ok, _ := p.Health(); return !ok })
+			testenv.WaitFor(t, "/healthz unhealthy", 20*time.Second, func() bool { ok, _ := p.Health(); return !ok })
 			_, msg := p.Health()
 			t.Logf("health: %s", msg)
 			t.Logf("log: %.600s", log[strings.Index(log, "cannot reach"):])
@@ -80,7 +80,7 @@ func TestUnreachableBrokerIsLoud(t *testing.T) {
 			}
 			// The status line does not claim a lag of 0: no assignment
 			// came, and the connection error is named.
-			waitFor(t, "a status line", 10*time.Second, func() bool {
+			testenv.WaitFor(t, "a status line", 10*time.Second, func() bool {
 				return strings.Contains(logs.String(), `lag="unknown (waiting for a partition assignment from the group; the last broker connection error: `)
 			})
 		})

@@ -50,7 +50,7 @@ func TestDistributedCheck(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			newOrRefused(t, Options{Config: cfg, Log: testLogger(t)}, tc.want)
+			newOrRefused(t, Options{Config: cfg, Log: testenv.Logger(t)}, tc.want)
 		})
 	}
 }

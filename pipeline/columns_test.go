@@ -44,7 +44,7 @@ metrics: {listen: "off"}
 		t.Fatal(err)
 	}
 	_, stop := runPipeline(t, cfg)
-	waitFor(t, "all rows", time.Minute, func() bool { return ch.Count(t, "default.partial") >= n })
+	testenv.WaitFor(t, "all rows", time.Minute, func() bool { return ch.Count(t, "default.partial") >= n })
 	stop()
 	got := ch.Query(t, "SELECT count(), uniqExact(id), countIf(src = 'etl'), countIf(toUnixTimestamp(inserted_at) >= "+strconv.FormatInt(start, 10)+") FROM default.partial")
 	if want := fmt.Sprintf("%d\t%d\t%d\t%d", n, n, n, n); got != want {

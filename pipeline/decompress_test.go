@@ -105,7 +105,7 @@ func TestDecompressionBomb(t *testing.T) {
 		cfg.Decode.DLQ = &config.DLQ{Topic: "events.dlq"}
 		var logs lockedBuffer
 		reg := prometheus.NewRegistry()
-		log := slog.New(slog.NewTextHandler(io.MultiWriter(&logs, &testWriter{t}), &slog.HandlerOptions{Level: slog.LevelWarn}))
+		log := slog.New(slog.NewTextHandler(io.MultiWriter(&logs, testenv.LogWriter(t)), &slog.HandlerOptions{Level: slog.LevelWarn}))
 		p, err := New(context.Background(), Options{Config: cfg, Log: log, Registerer: reg})
 		if err != nil {
 			t.Fatal(err)
@@ -114,22 +114,12 @@ func TestDecompressionBomb(t *testing.T) {
 		done := make(chan error, 1)
 		go func() { done <- p.Run(ctx) }()
 		start := time.Now()
-		deadline := start.Add(time.Minute)
-		for {
-			c := kb.CommittedOffsets(t, group, "events")
-			if c[0] == end[0] && c[1] == end[1] {
-				break
+		waitRunning(t, done, "commits to the end", time.Minute, func() error {
+			if c := kb.CommittedOffsets(t, group, "events"); c[0] != end[0] || c[1] != end[1] {
+				return fmt.Errorf("committed %v, want the ends %v", c, end)
 			}
-			select {
-			case err := <-done:
-				t.Fatalf("pipeline stopped: %v", err)
-			default:
-			}
-			if time.Now().After(deadline) {
-				t.Fatalf("committed %v, want the ends %v", c, end)
-			}
-			time.Sleep(50 * time.Millisecond)
-		}
+			return nil
+		})
 		t.Logf("committed to the end in %v", time.Since(start).Round(time.Millisecond))
 		stop()
 		if err := <-done; err != nil {
@@ -192,7 +182,7 @@ func TestDecompressionBomb(t *testing.T) {
 		cfg.Source.Kafka.MaxDecompressedBatchBytes = bound
 		cfg.Decode.OnError = "fail"
 		var logs lockedBuffer
-		log := slog.New(slog.NewTextHandler(io.MultiWriter(&logs, &testWriter{t}), &slog.HandlerOptions{Level: slog.LevelWarn}))
+		log := slog.New(slog.NewTextHandler(io.MultiWriter(&logs, testenv.LogWriter(t)), &slog.HandlerOptions{Level: slog.LevelWarn}))
 		p, err := New(context.Background(), Options{Config: cfg, Log: log, Registerer: prometheus.NewRegistry()})
 		if err != nil {
 			t.Fatal(err)

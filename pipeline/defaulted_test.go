@@ -14,6 +14,7 @@ import (
 	dto "github.com/prometheus/client_model/go"
 
 	"github.com/etl-project/etl/config"
+	"github.com/etl-project/etl/internal/testenv"
 )
 
 // lockedBuffer is a log destination several goroutines write to.
@@ -107,8 +108,8 @@ metrics: {listen: "off"}
 
 	const n1, n2 = 2500, 1500
 	produce(t, kb, 0, n1, nil)
-	waitFor(t, "the first rows", time.Minute, func() bool { return ch.Count(t, "default.dflt") >= n1 })
-	waitFor(t, "the first rows counted", 10*time.Second, func() bool { return defaulted("user_id") >= n1 })
+	testenv.WaitFor(t, "the first rows", time.Minute, func() bool { return ch.Count(t, "default.dflt") >= n1 })
+	testenv.WaitFor(t, "the first rows counted", 10*time.Second, func() bool { return defaulted("user_id") >= n1 })
 	if got := ch.Query(t, "SELECT count(), countIf(user_id = 0), countIf(kind != '') FROM default.dflt"); got != fmt.Sprintf("%d\t%d\t%d", n1, n1, n1) {
 		t.Fatalf("rows, rows with user_id 0, rows with a kind = %s", got)
 	}
@@ -126,7 +127,7 @@ metrics: {listen: "off"}
 	}
 
 	produce(t, kb, n1, n2, nil)
-	waitFor(t, "the later rows counted", time.Minute, func() bool { return defaulted("user_id") >= n1+n2 })
+	testenv.WaitFor(t, "the later rows counted", time.Minute, func() bool { return defaulted("user_id") >= n1+n2 })
 	if got := defaulted("user_id"); got != n1+n2 {
 		t.Fatalf("etl_sink_defaulted_rows_total{column=user_id} = %v after %d rows, want %d", got, n1+n2, n1+n2)
 	}

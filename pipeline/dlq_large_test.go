@@ -84,7 +84,7 @@ func TestDeadLetterLargeRecords(t *testing.T) {
 	cfg.Decode.OnError = "dlq"
 	cfg.Decode.DLQ = &config.DLQ{Topic: "events.dlq"}
 	cfg.Decode.MaxRecordBytes = 2 * config.MiB
-	p, err := New(context.Background(), Options{Config: cfg, Log: testLogger(t)})
+	p, err := New(context.Background(), Options{Config: cfg, Log: testenv.Logger(t)})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -102,22 +102,9 @@ func TestDeadLetterLargeRecords(t *testing.T) {
 			}
 		}
 	}()
-	// wait is waitFor that also fails as soon as the pipeline stops.
 	wait := func(what string, timeout time.Duration, cond func() bool) {
 		t.Helper()
-		deadline := time.Now().Add(timeout)
-		for !cond() {
-			select {
-			case err := <-done:
-				stopped = true
-				t.Fatalf("pipeline stopped while waiting for %s: %v", what, err)
-			default:
-			}
-			if time.Now().After(deadline) {
-				t.Fatalf("timed out waiting for %s", what)
-			}
-			time.Sleep(50 * time.Millisecond)
-		}
+		waitRunning(t, done, what, timeout, notYet(cond))
 	}
 	wait("good rows", 20*time.Second, func() bool { return ch.Count(t, "default.events") >= n-2 })
 	wait("commits to the end", 10*time.Second, func() bool {

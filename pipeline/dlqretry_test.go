@@ -38,7 +38,7 @@ func TestDeadLetterFailure(t *testing.T) {
 	cfg.Decode.OnError = "dlq"
 	cfg.Decode.DLQ = &config.DLQ{Topic: "events.dlq"}
 
-	_, err := New(context.Background(), Options{Config: cfg, Log: testLogger(t)})
+	_, err := New(context.Background(), Options{Config: cfg, Log: testenv.Logger(t)})
 	var ce *ConfigError
 	if !errors.As(err, &ce) || !strings.Contains(err.Error(), `decode.dlq.topic: topic "events.dlq" does not exist`) {
 		t.Fatalf("New with a missing dead-letter topic: %v", err)
@@ -46,7 +46,7 @@ func TestDeadLetterFailure(t *testing.T) {
 
 	kb.CreateTopic(t, "events.dlq", 1)
 	reg := prometheus.NewRegistry()
-	p, err := New(context.Background(), Options{Config: cfg, Log: testLogger(t), Registerer: reg})
+	p, err := New(context.Background(), Options{Config: cfg, Log: testenv.Logger(t), Registerer: reg})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -70,7 +70,7 @@ func TestDeadLetterFailure(t *testing.T) {
 		return m
 	}
 	produceValues(t, kb, 0, values(0))
-	waitFor(t, "the first commits", 30*time.Second, func() bool { return kb.CommittedOffsets(t, "dlqfail", "events")[0] == 100 })
+	testenv.WaitFor(t, "the first commits", 30*time.Second, func() bool { return kb.CommittedOffsets(t, "dlqfail", "events")[0] == 100 })
 
 	// The broker refuses every produce to the dead-letter topic, as a
 	// denied ACL does.
@@ -102,10 +102,10 @@ func TestDeadLetterFailure(t *testing.T) {
 		return resp, nil, true
 	})
 	produceValues(t, kb, 100, values(100))
-	waitFor(t, "failed dead-letter writes", time.Minute, func() bool {
+	testenv.WaitFor(t, "failed dead-letter writes", time.Minute, func() bool {
 		return testutil.ToFloat64(p.dlq.FailedCounter()) > 0
 	})
-	waitFor(t, "/healthz to report them", 30*time.Second, func() bool { ok, _ := p.Health(); return !ok })
+	testenv.WaitFor(t, "/healthz to report them", 30*time.Second, func() bool { ok, _ := p.Health(); return !ok })
 	_, msg := p.Health()
 	t.Logf("health: %s", msg)
 	if !strings.Contains(msg, "dead-letter writes failing") {
@@ -116,9 +116,9 @@ func TestDeadLetterFailure(t *testing.T) {
 	}
 	refuse.Store(false)
 	recovered := time.Now()
-	waitFor(t, "commits to the end", 2*time.Minute, func() bool { return kb.CommittedOffsets(t, "dlqfail", "events")[0] == 200 })
+	testenv.WaitFor(t, "commits to the end", 2*time.Minute, func() bool { return kb.CommittedOffsets(t, "dlqfail", "events")[0] == 200 })
 	t.Logf("recovered %v after the broker accepted the writes again; %v failed writes", time.Since(recovered).Round(time.Millisecond), testutil.ToFloat64(p.dlq.FailedCounter()))
-	waitFor(t, "/healthz ok", 30*time.Second, func() bool { ok, _ := p.Health(); return ok })
+	testenv.WaitFor(t, "/healthz ok", 30*time.Second, func() bool { ok, _ := p.Health(); return ok })
 	dead := readTopic(t, kb, "events.dlq", 20)
 	seen := map[string]bool{}
 	for _, r := range dead {
@@ -181,7 +181,7 @@ func TestDeadLetterWriteDenied(t *testing.T) {
 	}
 	const want = `decode.dlq.topic: topic events.dlq: the brokers do not let this client write to it (its ACLs give this client's principal no WRITE)`
 
-	_, err := New(context.Background(), Options{Config: cfgFor("reader"), Log: testLogger(t)})
+	_, err := New(context.Background(), Options{Config: cfgFor("reader"), Log: testenv.Logger(t)})
 	var ce *ConfigError
 	if !errors.As(err, &ce) || !strings.Contains(err.Error(), want) {
 		t.Fatalf("New without WRITE on the dead-letter topic: %v", err)
@@ -190,7 +190,7 @@ func TestDeadLetterWriteDenied(t *testing.T) {
 		t.Fatalf("validate -connect without WRITE on the dead-letter topic: %v", err)
 	}
 
-	p, err := New(context.Background(), Options{Config: cfgFor("writer"), Log: testLogger(t)})
+	p, err := New(context.Background(), Options{Config: cfgFor("writer"), Log: testenv.Logger(t)})
 	if err != nil {
 		t.Fatalf("New with WRITE on the dead-letter topic: %v", err)
 	}

@@ -45,7 +45,7 @@ func TestExactlyOnceBlockCutByRetention(t *testing.T) {
 			}
 			produceIDs(t, kb, topic, 0, 1000)
 			first := startOOR(t, cfg)
-			waitFor(t, "1,000 rows committed", time.Minute, func() bool { return kb.CommittedOffsets(t, topic, topic)[0] == 1000 })
+			testenv.WaitFor(t, "1,000 rows committed", time.Minute, func() bool { return kb.CommittedOffsets(t, topic, topic)[0] == 1000 })
 			first.stop(t)
 
 			// A previous owner registered [1000, 1500) and stopped before
@@ -98,7 +98,7 @@ func TestExactlyOnceBlockCutByRetention(t *testing.T) {
 				}
 				return
 			}
-			waitFor(t, "the commit at 3,000", time.Minute, func() bool { return kb.CommittedOffsets(t, topic, topic)[0] == 3000 })
+			testenv.WaitFor(t, "the commit at 3,000", time.Minute, func() bool { return kb.CommittedOffsets(t, topic, topic)[0] == 3000 })
 			took := time.Since(began)
 			r.stop(t)
 			if got := ch.Query(t, "SELECT count(), uniqExact(id), countIf(id >= 1000 AND id < 1500), min(id), max(id) FROM default."+topic+" WHERE id >= 1000"); got != "1500\t1500\t0\t1500\t2999" {

@@ -113,7 +113,7 @@ func TestAvroEvolution(t *testing.T) {
 		NegativeCacheTTL: config.Duration(time.Minute), ReaderSchema: evolutionReader}
 	cfg.Decode.ValidateSchema = "full"
 	_, stop := runPipeline(t, cfg)
-	waitFor(t, "rows", time.Minute, func() bool { return ch.Count(t, "default.events") >= n })
+	testenv.WaitFor(t, "rows", time.Minute, func() bool { return ch.Count(t, "default.events") >= n })
 	stop()
 
 	got := ch.Query(t, "SELECT id, toUnixTimestamp(ts), user_id, kind, toInt64(round(amount * 1000)), ifNull(note, '<null>') FROM default.events ORDER BY id")
@@ -156,11 +156,11 @@ func TestAvroNewSchemaReadsTable(t *testing.T) {
 	p, stop := runPipeline(t, cfg)
 
 	produce(t, kb, 0, 500, frames(0, 500, id1, s1))
-	waitFor(t, "v1 rows", time.Minute, func() bool { return ch.Count(t, "default.events") >= 500 })
+	testenv.WaitFor(t, "v1 rows", time.Minute, func() bool { return ch.Count(t, "default.events") >= 500 })
 	ch.Exec(t, "ALTER TABLE default.events ADD COLUMN kind String")
 	id2 := reg.Register("events-value", eventSchema)
 	produce(t, kb, 500, 500, frames(500, 1000, id2, s2))
-	waitFor(t, "v2 rows", time.Minute, func() bool { return ch.Count(t, "default.events") >= 1000 })
+	testenv.WaitFor(t, "v2 rows", time.Minute, func() bool { return ch.Count(t, "default.events") >= 1000 })
 	stop()
 
 	if got := ch.Query(t, "SELECT count(), uniqExact(id) FROM default.events"); got != "1000\t1000" {

@@ -201,10 +201,10 @@ func TestExactlyOnceComputedColumns(t *testing.T) {
 			// Startup: New refuses before the source is built, so before
 			// any record is read.
 			if tc.err == nil {
-				newOrRefused(t, Options{Config: cfg, Log: testLogger(t)}, "")
+				newOrRefused(t, Options{Config: cfg, Log: testenv.Logger(t)}, "")
 				return
 			}
-			_, err = New(context.Background(), Options{Config: cfg, Log: testLogger(t)})
+			_, err = New(context.Background(), Options{Config: cfg, Log: testenv.Logger(t)})
 			if !errors.As(err, &ce) {
 				t.Fatalf("New: error = %v, want a configuration error", err)
 			}

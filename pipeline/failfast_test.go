@@ -11,6 +11,7 @@ import (
 
 	"github.com/etl-project/etl/config"
 	"github.com/etl-project/etl/gen"
+	"github.com/etl-project/etl/internal/testenv"
 	"github.com/etl-project/etl/schemaregistry"
 	"github.com/etl-project/etl/schemaregistry/registrytest"
 )
@@ -67,7 +68,7 @@ func failFastAvro(t *testing.T, bad string) {
 		}
 		cfg.Decode.Avro = config.Avro{Framing: "raw", SchemaFile: f}
 	}
-	p, err := New(context.Background(), Options{Config: cfg, Log: testLogger(t), Registerer: prometheus.NewRegistry()})
+	p, err := New(context.Background(), Options{Config: cfg, Log: testenv.Logger(t), Registerer: prometheus.NewRegistry()})
 	if err != nil {
 		t.Fatal(err)
 	}

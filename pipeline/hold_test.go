@@ -73,7 +73,7 @@ func TestDecodeExpansionHeldToBudget(t *testing.T) {
 	cfg.Backpressure.MaxInflightBytes = 4 * config.MiB
 	cfg.Sink.ClickHouse.Batch.MaxBytes = 512 * config.KiB
 	reg := prometheus.NewRegistry()
-	p, err := New(context.Background(), Options{Config: cfg, Log: testLogger(t), Registerer: reg})
+	p, err := New(context.Background(), Options{Config: cfg, Log: testenv.Logger(t), Registerer: reg})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -94,7 +94,7 @@ func TestDecodeExpansionHeldToBudget(t *testing.T) {
 		int64(cfg.Sink.ClickHouse.Inflight.MaxPerShard)*(batch+rowBytes)
 	// Decoding ends while ClickHouse is frozen: every record decoded, or
 	// the lanes held for the budget (or the count past the bound).
-	waitFor(t, "decoding to stop while ClickHouse is frozen", time.Minute, func() bool {
+	testenv.WaitFor(t, "decoding to stop while ClickHouse is frozen", time.Minute, func() bool {
 		return p.rowsDecoded.Load() == n || counterSum(t, reg, "etl_backpressure_decode_holds_total") > 0 ||
 			p.budget.Peak() > budget+allowance
 	})
@@ -111,7 +111,7 @@ func TestDecodeExpansionHeldToBudget(t *testing.T) {
 
 	start := time.Now()
 	ch.Thaw(t)
-	waitFor(t, "every record committed after the thaw", 2*time.Minute, func() bool {
+	testenv.WaitFor(t, "every record committed after the thaw", 2*time.Minute, func() bool {
 		select {
 		case err := <-done:
 			done <- err
@@ -128,7 +128,7 @@ func TestDecodeExpansionHeldToBudget(t *testing.T) {
 	if peak := p.budget.Peak(); peak > budget+allowance {
 		t.Errorf("etl_backpressure_inflight_bytes peaked at %d, past the budget %d plus %d", peak, budget, allowance)
 	}
-	waitFor(t, "the budget released", 10*time.Second, func() bool { return p.budget.Inflight() == 0 })
+	testenv.WaitFor(t, "the budget released", 10*time.Second, func() bool { return p.budget.Inflight() == 0 })
 }
 
 // TestDecodeHoldCannotDeadlock: a lane holds for the budget only while the

@@ -2,6 +2,7 @@ package pipeline
 
 import (
 	"context"
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -60,7 +61,7 @@ func TestHostileJSONRecords(t *testing.T) {
 	cfg.Sink.ClickHouse.Table = "hostile"
 	cfg.Decode.OnError = "dlq"
 	cfg.Decode.DLQ = &config.DLQ{Topic: "events.dlq"}
-	p, err := New(context.Background(), Options{Config: cfg, Log: testLogger(t)})
+	p, err := New(context.Background(), Options{Config: cfg, Log: testenv.Logger(t)})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -68,18 +69,12 @@ func TestHostileJSONRecords(t *testing.T) {
 	defer stop()
 	done := make(chan error, 1)
 	go func() { done <- p.Run(runCtx) }()
-	deadline := time.Now().Add(30 * time.Second)
-	for kb.CommittedOffsets(t, "hostile", "events")[0] != end[0] {
-		select {
-		case err := <-done:
-			t.Fatalf("pipeline stopped: %v", err)
-		default:
+	waitRunning(t, done, "commits to the end", 30*time.Second, func() error {
+		if c := kb.CommittedOffsets(t, "hostile", "events"); c[0] != end[0] {
+			return fmt.Errorf("committed %v, want %d on partition 0", c, end[0])
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("offsets not committed to %d", end[0])
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
+		return nil
+	})
 	stop()
 	if err := <-done; err != nil {
 		t.Fatalf("Run: %v", err)

@@ -115,7 +115,7 @@ func TestKafkaSecurity(t *testing.T) {
 			if err := Preflight(cfg); err != nil {
 				t.Fatal(err)
 			}
-			p, err := New(context.Background(), Options{Config: cfg, Log: testLogger(t), Registerer: prometheus.NewRegistry()})
+			p, err := New(context.Background(), Options{Config: cfg, Log: testenv.Logger(t), Registerer: prometheus.NewRegistry()})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -123,8 +123,8 @@ func TestKafkaSecurity(t *testing.T) {
 			done := make(chan error, 1)
 			go func() { done <- p.Run(rctx) }()
 			adm := kadm.NewClient(admin)
-			waitFor(t, "good rows", time.Minute, func() bool { return ch.Count(t, "default."+table) >= n-2 })
-			waitFor(t, "commits to the end", 30*time.Second, func() bool {
+			testenv.WaitFor(t, "good rows", time.Minute, func() bool { return ch.Count(t, "default."+table) >= n-2 })
+			testenv.WaitFor(t, "commits to the end", 30*time.Second, func() bool {
 				o, err := adm.FetchOffsets(ctx, "sec-"+m.name)
 				if err != nil {
 					return false
@@ -164,7 +164,7 @@ func TestKafkaSecurity(t *testing.T) {
 			cfg.Source.Kafka.SASL = &config.SASL{Mechanism: mech, Username: "etl", PasswordFile: wrong}
 			cfg.Decode.OnError = "dlq"
 			cfg.Decode.DLQ = &config.DLQ{Topic: "events.dlq"}
-			_, err := New(context.Background(), Options{Config: cfg, Log: testLogger(t), Registerer: prometheus.NewRegistry()})
+			_, err := New(context.Background(), Options{Config: cfg, Log: testenv.Logger(t), Registerer: prometheus.NewRegistry()})
 			var ce *ConfigError
 			if !errors.As(err, &ce) {
 				t.Fatalf("New with a wrong SASL password: %v (%T), want a ConfigError", err, err)
@@ -200,7 +200,7 @@ func TestKafkaSecurity(t *testing.T) {
 			cfg.Source.Kafka.Topics = []string{"events"}
 			cfg.Source.Kafka.SASL = &config.SASL{Mechanism: "PLAIN", Username: "etl", PasswordFile: pwFile}
 			_, cerr := Check(cfg, 15*time.Second) // validate -connect
-			_, nerr := New(context.Background(), Options{Config: cfg, Log: testLogger(t), Registerer: prometheus.NewRegistry()})
+			_, nerr := New(context.Background(), Options{Config: cfg, Log: testenv.Logger(t), Registerer: prometheus.NewRegistry()})
 			for _, err := range []error{cerr, nerr} {
 				var ce *ConfigError
 				if !errors.As(err, &ce) {

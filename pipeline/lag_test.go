@@ -15,6 +15,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/etl-project/etl/config"
+	"github.com/etl-project/etl/internal/testenv"
 )
 
 // gaugeSum is the sum of every series of the gauge name in reg, and
@@ -68,7 +69,7 @@ func lastStatusLag(text string) string {
 func lagLogger(t *testing.T, out *syncBuffer) *slog.Logger {
 	return slog.New(teeHandler{
 		slog.NewTextHandler(out, &slog.HandlerOptions{Level: slog.LevelInfo}),
-		testLogger(t).Handler(),
+		testenv.Logger(t).Handler(),
 	})
 }
 
@@ -143,8 +144,8 @@ func TestLagDuringClickHouseOutage(t *testing.T) {
 
 	const before = 3000
 	produce(t, kb, 0, before, nil)
-	waitFor(t, "the first rows", time.Minute, func() bool { return ch.Count(t, "default.events") == before })
-	waitFor(t, "lag 0 with everything written", 30*time.Second, func() bool {
+	testenv.WaitFor(t, "the first rows", time.Minute, func() bool { return ch.Count(t, "default.events") == before })
+	testenv.WaitFor(t, "lag 0 with everything written", 30*time.Second, func() bool {
 		lag, ok := gaugeSum(t, reg, "etl_source_lag_records")
 		return ok && lag == 0 && lastStatusLag(out.String()) == "0"
 	})
@@ -158,6 +159,8 @@ func TestLagDuringClickHouseOutage(t *testing.T) {
 	last := 0.0
 	for i := uint64(0); i < batches; i++ {
 		produce(t, kb, before+i*per, per, nil)
+		// Pacing: the outage must last while the batches arrive, and
+		// there is no event to wait for while nothing can be written.
 		time.Sleep(250 * time.Millisecond)
 		lag, _ := gaugeSum(t, reg, "etl_source_lag_records")
 		if lag < last {
@@ -170,7 +173,7 @@ func TestLagDuringClickHouseOutage(t *testing.T) {
 	const during = batches * per
 	producedIn := time.Since(outageAt)
 	var gaugeAt, statusAt time.Duration
-	waitFor(t, "etl_source_lag_records to reach the records produced during the outage", 20*time.Second, func() bool {
+	testenv.WaitFor(t, "etl_source_lag_records to reach the records produced during the outage", 20*time.Second, func() bool {
 		lag, _ := gaugeSum(t, reg, "etl_source_lag_records")
 		if lag == during && gaugeAt == 0 {
 			gaugeAt = time.Since(outageAt)
@@ -190,9 +193,9 @@ func TestLagDuringClickHouseOutage(t *testing.T) {
 
 	ch.Start(t)
 	backAt := time.Now()
-	waitFor(t, "every row after the outage", time.Minute, func() bool { return ch.Count(t, "default.events") == before+during })
+	testenv.WaitFor(t, "every row after the outage", time.Minute, func() bool { return ch.Count(t, "default.events") == before+during })
 	rowsIn := time.Since(backAt)
-	waitFor(t, "lag 0 once the rows are in", 30*time.Second, func() bool {
+	testenv.WaitFor(t, "lag 0 once the rows are in", 30*time.Second, func() bool {
 		lag, _ := gaugeSum(t, reg, "etl_source_lag_records")
 		return lag == 0 && lastStatusLag(out.String()) == "0"
 	})
@@ -219,7 +222,7 @@ func TestLagUnknownBeforeAssignment(t *testing.T) {
 	// group forgets it only when its session (6 s) expires.
 	dead := kb.Client(t, kgo.ConsumerGroup(group), kgo.ConsumeTopics("events", "events2"),
 		kgo.SessionTimeout(6*time.Second), kgo.DisableAutoCommit())
-	waitFor(t, "the first member's assignment", 20*time.Second, func() bool {
+	testenv.WaitFor(t, "the first member's assignment", 20*time.Second, func() bool {
 		pctx, pcancel := context.WithTimeout(context.Background(), 200*time.Millisecond)
 		defer pcancel()
 		return dead.PollFetches(pctx).NumRecords() > 0
@@ -255,13 +258,13 @@ func TestLagUnknownBeforeAssignment(t *testing.T) {
 		}
 	}()
 	const waiting = "unknown (waiting for a partition assignment from the group)"
-	waitFor(t, "a status line while waiting", 10*time.Second, func() bool { return lastStatusLag(out.String()) != "" })
+	testenv.WaitFor(t, "a status line while waiting", 10*time.Second, func() bool { return lastStatusLag(out.String()) != "" })
 	if got := lastStatusLag(out.String()); got != waiting {
 		t.Fatalf("status line lag before the assignment = %q, want %q\n%s", got, waiting, out.String())
 	}
-	waitFor(t, "the rows, once the dead member's session expired", time.Minute, func() bool { return ch.Count(t, "default.events") == 300 })
+	testenv.WaitFor(t, "the rows, once the dead member's session expired", time.Minute, func() bool { return ch.Count(t, "default.events") == 300 })
 	assignedAfter := time.Since(start)
-	waitFor(t, "lag 0 in the status line", 20*time.Second, func() bool { return lastStatusLag(out.String()) == "0" })
+	testenv.WaitFor(t, "lag 0 in the status line", 20*time.Second, func() bool { return lastStatusLag(out.String()) == "0" })
 	lags := statusLags(out.String())
 	nWaiting := 0
 	for _, l := range lags {

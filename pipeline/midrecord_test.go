@@ -91,7 +91,7 @@ func TestSealMidRecord(t *testing.T) {
 			cfg.Decode.JSON.Framing = framing
 			cfg.Decode.OnError = config.OnErrorDLQ
 			cfg.Decode.DLQ = &config.DLQ{Topic: topic + ".dlq"}
-			p, err := New(context.Background(), Options{Config: cfg, Log: testLogger(t), Registerer: prometheus.NewRegistry()})
+			p, err := New(context.Background(), Options{Config: cfg, Log: testenv.Logger(t), Registerer: prometheus.NewRegistry()})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -104,7 +104,7 @@ func TestSealMidRecord(t *testing.T) {
 					t.Errorf("Run: %v", err)
 				}
 			}()
-			waitFor(t, "commits to the end", time.Minute, func() bool {
+			testenv.WaitFor(t, "commits to the end", time.Minute, func() bool {
 				return kb.CommittedOffsets(t, cfg.Source.Kafka.GroupID, topic)[0] == 5
 			})
 
@@ -193,7 +193,7 @@ func TestSealMidRecordFlatten(t *testing.T) {
 			Unmatched: "fail",
 		}},
 	}
-	p, err := New(context.Background(), Options{Config: cfg, Log: testLogger(t), Registerer: prometheus.NewRegistry()})
+	p, err := New(context.Background(), Options{Config: cfg, Log: testenv.Logger(t), Registerer: prometheus.NewRegistry()})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -206,7 +206,7 @@ func TestSealMidRecordFlatten(t *testing.T) {
 			t.Errorf("Run: %v", err)
 		}
 	}()
-	waitFor(t, "commits to the end", time.Minute, func() bool {
+	testenv.WaitFor(t, "commits to the end", time.Minute, func() bool {
 		return kb.CommittedOffsets(t, cfg.Source.Kafka.GroupID, topic)[0] == 4
 	})
 	want := fmt.Sprintf("%d\t0\t%d\t%d", 1+2*elems, elems, elems)

@@ -182,7 +182,7 @@ func TestCommittedBelowLogStart(t *testing.T) {
 				kb.CommitOffset(t, topic, topic, 0, 0)
 			}
 			first := startOOR(t, cfg)
-			waitFor(t, "1,000 rows committed", time.Minute, func() bool { return kb.CommittedOffsets(t, topic, topic)[0] == 1000 })
+			testenv.WaitFor(t, "1,000 rows committed", time.Minute, func() bool { return kb.CommittedOffsets(t, topic, topic)[0] == 1000 })
 			first.stop(t)
 			if n := ch.Count(t, table); n != 1000 {
 				t.Fatalf("first run wrote %d rows, want 1000", n)
@@ -198,7 +198,7 @@ func TestCommittedBelowLogStart(t *testing.T) {
 			if v := skipped(t, r.reg, topic, "truncated"); v != 0 {
 				t.Fatalf("etl_source_records_skipped_total{reason=truncated} at the start = %v, want 0 (served from the start)", v)
 			}
-			waitFor(t, "the commit at 10,000", time.Minute, func() bool { return kb.CommittedOffsets(t, topic, topic)[0] == 10000 })
+			testenv.WaitFor(t, "the commit at 10,000", time.Minute, func() bool { return kb.CommittedOffsets(t, topic, topic)[0] == 10000 })
 			took := time.Since(began)
 			r.stop(t)
 			if got := ch.Query(t, "SELECT count(), uniqExact(id), countIf(id >= 2000), min(id), max(id) FROM "+table+" WHERE id >= 1000"); got != "8000\t8000\t8000\t2000\t9999" {
@@ -233,7 +233,7 @@ func TestCommittedAboveLogEnd(t *testing.T) {
 	kb.CommitOffset(t, topic, topic, 0, 5000)
 
 	r := startOOR(t, oorConfig(t, kb, ch, topic, "earliest"))
-	waitFor(t, "the ERROR on the committed offset", 30*time.Second, func() bool {
+	testenv.WaitFor(t, "the ERROR on the committed offset", 30*time.Second, func() bool {
 		return errorLine(r.logs.String(), "records skipped") != ""
 	})
 	line := errorLine(r.logs.String(), "records skipped", "topic="+topic, "partition=0", "committed=5000", "log_start=0", "log_end=1000", "skipped=4000", "reason=truncated")
@@ -241,7 +241,7 @@ func TestCommittedAboveLogEnd(t *testing.T) {
 		t.Fatalf("no ERROR naming partition 0, committed 5000, log start 0, end 1000 and 4000 skipped; log:\n%s", r.logs.String())
 	}
 	produceIDs(t, kb, topic, 1000, 1500)
-	waitFor(t, "the commit at 1,500", time.Minute, func() bool { return kb.CommittedOffsets(t, topic, topic)[0] == 1500 })
+	testenv.WaitFor(t, "the commit at 1,500", time.Minute, func() bool { return kb.CommittedOffsets(t, topic, topic)[0] == 1500 })
 	r.stop(t)
 	if got := ch.Query(t, "SELECT count(), uniqExact(id), min(id), max(id) FROM default."+topic); got != "500\t500\t1000\t1499" {
 		t.Fatalf("rows (count, distinct, min, max) = %s, want the 500 records produced after the resume at the log end", got)
@@ -265,7 +265,7 @@ func TestRetentionWhileConsuming(t *testing.T) {
 	ch.Exec(t, gen.TableDDL("default", topic))
 	produceIDs(t, kb, topic, 0, 1000)
 	r := startOOR(t, oorConfig(t, kb, ch, topic, "earliest"))
-	waitFor(t, "1,000 rows committed", time.Minute, func() bool { return kb.CommittedOffsets(t, topic, topic)[0] == 1000 })
+	testenv.WaitFor(t, "1,000 rows committed", time.Minute, func() bool { return kb.CommittedOffsets(t, topic, topic)[0] == 1000 })
 
 	// Hold the partition's fetches: every fetch of it fails until the
 	// fault is removed. Once one has failed, no fetch that started before
@@ -282,7 +282,7 @@ func TestRetentionWhileConsuming(t *testing.T) {
 	kb.DeleteRecords(t, topic, 0, 2000)
 	h.Remove()
 
-	waitFor(t, "the commit at 3,000", time.Minute, func() bool { return kb.CommittedOffsets(t, topic, topic)[0] == 3000 })
+	testenv.WaitFor(t, "the commit at 3,000", time.Minute, func() bool { return kb.CommittedOffsets(t, topic, topic)[0] == 3000 })
 	r.stop(t)
 	if got := ch.Query(t, "SELECT count(), uniqExact(id), countIf(id < 1000), countIf(id >= 2000) FROM default."+topic); got != "2000\t2000\t1000\t1000" {
 		t.Fatalf("rows (count, distinct, below 1000, from 2000) = %s, want 0..999 and 2000..2999", got)
@@ -313,7 +313,7 @@ func TestBrokerLostRecords(t *testing.T) {
 	ch.Exec(t, gen.TableDDL("default", topic))
 	produceIDs(t, kb, topic, 0, 1000)
 	r := startOOR(t, oorConfig(t, kb, ch, topic, "earliest"))
-	waitFor(t, "1,000 rows committed", time.Minute, func() bool { return kb.CommittedOffsets(t, topic, topic)[0] == 1000 })
+	testenv.WaitFor(t, "1,000 rows committed", time.Minute, func() bool { return kb.CommittedOffsets(t, topic, topic)[0] == 1000 })
 
 	h := kb.Cluster().Fault(kfake.Fault{Keys: []kmsg.Key{kmsg.Fetch}, Topic: topic, Err: kerr.OffsetOutOfRange, Count: 1,
 		When: func(req kmsg.Request) bool {
@@ -332,9 +332,9 @@ func TestBrokerLostRecords(t *testing.T) {
 	if err != nil {
 		t.Fatalf("no fetch at offset 1000 within 30 s: %v", err)
 	}
-	waitFor(t, "the ERROR on the lost records", 30*time.Second, func() bool { return errorLine(r.logs.String(), "records skipped") != "" })
+	testenv.WaitFor(t, "the ERROR on the lost records", 30*time.Second, func() bool { return errorLine(r.logs.String(), "records skipped") != "" })
 	produceIDs(t, kb, topic, 1000, 1500)
-	waitFor(t, "the commit at 1,500", time.Minute, func() bool { return kb.CommittedOffsets(t, topic, topic)[0] == 1500 })
+	testenv.WaitFor(t, "the commit at 1,500", time.Minute, func() bool { return kb.CommittedOffsets(t, topic, topic)[0] == 1500 })
 	r.stop(t)
 	if got := ch.Query(t, "SELECT count(), uniqExact(id), min(id), max(id) FROM default."+topic); got != "1500\t1500\t0\t1499" {
 		t.Fatalf("rows (count, distinct, min, max) = %s, want 0..1499 once each", got)
@@ -380,8 +380,8 @@ func TestSkipReportedOnce(t *testing.T) {
 			cfg := oorConfig(t, kb, ch, topic, "earliest")
 
 			r := startOOR(t, cfg)
-			waitFor(t, "the ERROR", 30*time.Second, func() bool { return errorLine(r.logs.String(), "records skipped") != "" })
-			waitFor(t, "the resume point committed", 30*time.Second, func() bool {
+			testenv.WaitFor(t, "the ERROR", 30*time.Second, func() bool { return errorLine(r.logs.String(), "records skipped") != "" })
+			testenv.WaitFor(t, "the resume point committed", 30*time.Second, func() bool {
 				return kb.CommittedOffsets(t, topic, topic)[0] == tc.resume
 			})
 			r.stop(t)
@@ -389,7 +389,7 @@ func TestSkipReportedOnce(t *testing.T) {
 			again := startOOR(t, cfg)
 			// The restart has listed the log and fetched (its lag is
 			// known) before it is asked about the skip.
-			waitFor(t, "the restart's lag", 30*time.Second, func() bool { n, why := again.p.lagNow(); return why == "" && n == 0 })
+			testenv.WaitFor(t, "the restart's lag", 30*time.Second, func() bool { n, why := again.p.lagNow(); return why == "" && n == 0 })
 			again.stop(t)
 			if line := errorLine(again.logs.String(), "records skipped"); line != "" {
 				t.Fatalf("the restart reported the skip again: %s", line)

@@ -72,7 +72,7 @@ func TestOversizedRecords(t *testing.T) {
 				cfg.Decode.Fields = map[string]string{"items": "Array(UInt32)"}
 				cfg.Decode.MaxBytesPerRecord = config.MiB
 			}
-			p, err := New(context.Background(), Options{Config: cfg, Log: testLogger(t), Registerer: prometheus.NewRegistry()})
+			p, err := New(context.Background(), Options{Config: cfg, Log: testenv.Logger(t), Registerer: prometheus.NewRegistry()})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -80,18 +80,12 @@ func TestOversizedRecords(t *testing.T) {
 			done := make(chan error, 1)
 			go func() { done <- p.Run(rctx) }()
 			start := time.Now()
-			deadline := time.Now().Add(time.Minute)
-			for kb.CommittedOffsets(t, "oversized-"+tc.name, "events")[0] != 4 {
-				select {
-				case err := <-done:
-					t.Fatalf("pipeline stopped: %v", err)
-				default:
+			waitRunning(t, done, "commits to the end", time.Minute, func() error {
+				if c := kb.CommittedOffsets(t, "oversized-"+tc.name, "events"); c[0] != 4 {
+					return fmt.Errorf("committed %v, want 4 on partition 0", c)
 				}
-				if time.Now().After(deadline) {
-					t.Fatalf("not committed to the end within a minute: %v", kb.CommittedOffsets(t, "oversized-"+tc.name, "events"))
-				}
-				time.Sleep(50 * time.Millisecond)
-			}
+				return nil
+			})
 			t.Logf("%s: committed to the end in %v", tc.name, time.Since(start).Round(time.Millisecond))
 			stop()
 			if err := <-done; err != nil {

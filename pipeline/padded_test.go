@@ -51,7 +51,7 @@ func TestFixedStringPaddingCounted(t *testing.T) {
 	cfg.Sink.ClickHouse.Batch.MaxRows = 1_000_000
 	cfg.Sink.ClickHouse.Batch.Linger = config.Duration(time.Second)
 	reg := prometheus.NewRegistry()
-	p, err := New(context.Background(), Options{Config: cfg, Log: testLogger(t), Registerer: reg})
+	p, err := New(context.Background(), Options{Config: cfg, Log: testenv.Logger(t), Registerer: reg})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -80,7 +80,7 @@ func TestFixedStringPaddingCounted(t *testing.T) {
 	const n1 = 5000
 	start := time.Now()
 	produceIDs(0, n1)
-	waitFor(t, "every record committed", time.Minute, committed(n1))
+	testenv.WaitFor(t, "every record committed", time.Minute, committed(n1))
 	t.Logf("%d records committed in %v", n1, time.Since(start).Round(time.Millisecond))
 	if got := ch.Query(t, "SELECT count(), uniqExact(id), countIf(fs = toFixedString('ab', 4096) AND length(fs) = 4096) FROM default.padded"); got != "5000\t5000\t5000" {
 		t.Fatalf("count, distinct ids, padded values = %s, want 5000 5000 5000", got)
@@ -115,17 +115,17 @@ func TestFixedStringPaddingCounted(t *testing.T) {
 	produceIDs(n1, n2)
 	want := float64(n2 * rowBytes)
 	var held float64
-	waitFor(t, "the waiting records' padded size in etl_backpressure_inflight_bytes", 30*time.Second, func() bool {
+	testenv.WaitFor(t, "the waiting records' padded size in etl_backpressure_inflight_bytes", 30*time.Second, func() bool {
 		held, _ = gaugeSum(t, reg, "etl_backpressure_inflight_bytes")
 		return held >= want
 	})
 	t.Logf("ClickHouse frozen, %d records waiting: etl_backpressure_inflight_bytes %.0f (%d bytes a row as sent)", n2, held, rowBytes)
 	ch.Thaw(t)
-	waitFor(t, "every record committed after the thaw", time.Minute, committed(n1+n2))
+	testenv.WaitFor(t, "every record committed after the thaw", time.Minute, committed(n1+n2))
 	if got := ch.Count(t, "default.padded"); got != n1+n2 {
 		t.Fatalf("%d rows, want %d", got, n1+n2)
 	}
-	waitFor(t, "the budget released", 10*time.Second, func() bool {
+	testenv.WaitFor(t, "the budget released", 10*time.Second, func() bool {
 		held, _ = gaugeSum(t, reg, "etl_backpressure_inflight_bytes")
 		return held == 0
 	})

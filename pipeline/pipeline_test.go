@@ -3,8 +3,8 @@ package pipeline
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
-	"log/slog"
 	"os"
 	"strings"
 	"testing"
@@ -42,18 +42,31 @@ metrics: {listen: "off"}
 	return cfg
 }
 
-func testLogger(t *testing.T) *slog.Logger {
-	if testing.Verbose() {
-		return slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelDebug}))
-	}
-	return slog.New(slog.NewTextHandler(&testWriter{t}, &slog.HandlerOptions{Level: slog.LevelWarn}))
+// waitRunning polls check until it returns nil, as testenv.Eventually,
+// and fails t at once when the pipeline stops meanwhile: done receives
+// Run's result and has room for one (the result taken is put back for the
+// test's own receive).
+func waitRunning(t testing.TB, done chan error, what string, timeout time.Duration, check func() error) {
+	t.Helper()
+	testenv.Eventually(t, what, timeout, func() error {
+		select {
+		case err := <-done:
+			done <- err
+			t.Fatalf("pipeline stopped while waiting for %s: %v", what, err)
+		default:
+		}
+		return check()
+	})
 }
 
-type testWriter struct{ t *testing.T }
-
-func (w *testWriter) Write(b []byte) (int, error) {
-	w.t.Log(strings.TrimSpace(string(b)))
-	return len(b), nil
+// notYet turns a condition into a check for waitRunning.
+func notYet(cond func() bool) func() error {
+	return func() error {
+		if !cond() {
+			return errors.New("the condition does not hold yet")
+		}
+		return nil
+	}
 }
 
 // produce sends generated records [start, start+n) to topic events with
@@ -92,17 +105,6 @@ func setup(t *testing.T) (*testenv.Broker, *testenv.CH) {
 	return kb, ch
 }
 
-func waitFor(t *testing.T, what string, timeout time.Duration, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(timeout)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
-}
-
 // TestPipelineInProcess runs the whole pipeline in the test process (under
 // the race detector in CI) from two topics into one table: every record
 // arrives once, offsets are committed to the end, and a graceful stop
@@ -113,15 +115,15 @@ func TestPipelineInProcess(t *testing.T) {
 	produce(t, kb, 0, n1, nil)
 	produceTo(t, kb, "events2", n1, n-n1, nil)
 	reg := prometheus.NewPedanticRegistry()
-	p, err := New(context.Background(), Options{Config: testConfig(t, kb, ch, "inproc"), Log: testLogger(t), Registerer: reg})
+	p, err := New(context.Background(), Options{Config: testConfig(t, kb, ch, "inproc"), Log: testenv.Logger(t), Registerer: reg})
 	if err != nil {
 		t.Fatal(err)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() { done <- p.Run(ctx) }()
-	waitFor(t, "all rows", time.Minute, func() bool { return ch.Count(t, "default.events") >= n })
-	waitFor(t, "commits to the end", 30*time.Second, func() bool {
+	testenv.WaitFor(t, "all rows", time.Minute, func() bool { return ch.Count(t, "default.events") >= n })
+	testenv.WaitFor(t, "commits to the end", 30*time.Second, func() bool {
 		c := kb.CommittedOffsets(t, "inproc", "events")
 		c2 := kb.CommittedOffsets(t, "inproc", "events2")
 		return c[0]+c[1]+c[2] == n1 && c2[0]+c2[1]+c2[2] == n-n1
@@ -163,7 +165,7 @@ func TestDecodeFailureStopsSafely(t *testing.T) {
 	const n = 3000
 	const badID = 1500 // partition 0, offset 500
 	produce(t, kb, 0, n, map[uint64][]byte{badID: []byte(`{"id": 1500, "ts": `)})
-	p, err := New(context.Background(), Options{Config: testConfig(t, kb, ch, "decodefail"), Log: testLogger(t)})
+	p, err := New(context.Background(), Options{Config: testConfig(t, kb, ch, "decodefail"), Log: testenv.Logger(t)})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -213,7 +215,7 @@ func TestPermanentInsertError(t *testing.T) {
 	kb, ch := setup(t)
 	const n = 2000
 	produce(t, kb, 0, n, nil)
-	p, err := New(context.Background(), Options{Config: testConfig(t, kb, ch, "permanent"), Log: testLogger(t)})
+	p, err := New(context.Background(), Options{Config: testConfig(t, kb, ch, "permanent"), Log: testenv.Logger(t)})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -272,15 +274,15 @@ func TestDeadLetter(t *testing.T) {
 			cfg.Decode.DLQ = &config.DLQ{Topic: "events.dlq"}
 			cfg.Decode.MaxRecordBytes = 1024
 			reg := prometheus.NewRegistry()
-			p, err := New(context.Background(), Options{Config: cfg, Log: testLogger(t), Registerer: reg})
+			p, err := New(context.Background(), Options{Config: cfg, Log: testenv.Logger(t), Registerer: reg})
 			if err != nil {
 				t.Fatal(err)
 			}
 			ctx, cancel := context.WithCancel(context.Background())
 			done := make(chan error, 1)
 			go func() { done <- p.Run(ctx) }()
-			waitFor(t, "good rows", time.Minute, func() bool { return ch.Count(t, "default.events") >= n-5 })
-			waitFor(t, "commits to the end", 30*time.Second, func() bool {
+			testenv.WaitFor(t, "good rows", time.Minute, func() bool { return ch.Count(t, "default.events") >= n-5 })
+			testenv.WaitFor(t, "commits to the end", 30*time.Second, func() bool {
 				c := kb.CommittedOffsets(t, "dead-"+policy, "events")
 				return c[0]+c[1]+c[2] == n
 			})
@@ -338,7 +340,7 @@ func TestDeadLetter(t *testing.T) {
 }
 
 // readTopic reads want records from the start of topic (waiting up to 20
-// s), then checks for a moment that no more arrive.
+// s) and checks that the topic holds no more.
 func readTopic(t *testing.T, kb *testenv.Broker, topic string, want int) []*kgo.Record {
 	t.Helper()
 	cl := kb.Client(t, kgo.ConsumeTopics(topic), kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()))
@@ -349,11 +351,18 @@ func readTopic(t *testing.T, kb *testenv.Broker, topic string, want int) []*kgo.
 		out = append(out, cl.PollFetches(ctx).Records()...)
 		cancel()
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 500*time.Millisecond)
-	out = append(out, cl.PollFetches(ctx).Records()...)
-	cancel()
 	if len(out) != want {
-		t.Fatalf("%d records in %s, want %d", len(out), topic, want)
+		t.Fatalf("%d records read from %s, want %d", len(out), topic, want)
+	}
+	// No more than these: the topic's offsets hold exactly the records
+	// read (the dead-letter producer writes no transaction markers).
+	var held int64
+	start := kb.StartOffsets(t, topic)
+	for p, end := range kb.EndOffsets(t, topic) {
+		held += end - start[p]
+	}
+	if held != int64(want) {
+		t.Fatalf("%s holds %d records, want %d", topic, held, want)
 	}
 	return out
 }
@@ -376,15 +385,15 @@ func TestNDJSONRecords(t *testing.T) {
 	cfg := testConfig(t, kb, ch, "ndjson")
 	cfg.Source.Kafka.Topics = []string{"events"}
 	cfg.Decode.JSON.Framing = "ndjson"
-	p, err := New(context.Background(), Options{Config: cfg, Log: testLogger(t)})
+	p, err := New(context.Background(), Options{Config: cfg, Log: testenv.Logger(t)})
 	if err != nil {
 		t.Fatal(err)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() { done <- p.Run(ctx) }()
-	waitFor(t, "rows", time.Minute, func() bool { return ch.Count(t, "default.events") >= records*per })
-	waitFor(t, "commits", 30*time.Second, func() bool {
+	testenv.WaitFor(t, "rows", time.Minute, func() bool { return ch.Count(t, "default.events") >= records*per })
+	testenv.WaitFor(t, "commits", 30*time.Second, func() bool {
 		c := kb.CommittedOffsets(t, "ndjson", "events")
 		return c[0]+c[1]+c[2] == records
 	})

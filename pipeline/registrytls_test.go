@@ -68,14 +68,14 @@ func TestRegistryTLSBasicAuth(t *testing.T) {
 	if err := Preflight(cfg); err != nil {
 		t.Fatal(err)
 	}
-	p, err := New(context.Background(), Options{Config: cfg, Log: testLogger(t), Registerer: prometheus.NewRegistry()})
+	p, err := New(context.Background(), Options{Config: cfg, Log: testenv.Logger(t), Registerer: prometheus.NewRegistry()})
 	if err != nil {
 		t.Fatal(err)
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() { done <- p.Run(ctx) }()
-	waitFor(t, "rows", time.Minute, func() bool { return ch.Count(t, "default.events") >= n })
+	testenv.WaitFor(t, "rows", time.Minute, func() bool { return ch.Count(t, "default.events") >= n })
 
 	// Rotate the password: the registry takes only the new one, and the
 	// file holds it.
@@ -97,8 +97,8 @@ func TestRegistryTLSBasicAuth(t *testing.T) {
 		raw2[i] = schemaregistry.AppendFrame(nil, id2, payload)
 	}
 	produce(t, kb, n, n, raw2)
-	waitFor(t, "rows after the rotation", time.Minute, func() bool { return ch.Count(t, "default.events") >= 2*n })
-	waitFor(t, "commits", 30*time.Second, func() bool {
+	testenv.WaitFor(t, "rows after the rotation", time.Minute, func() bool { return ch.Count(t, "default.events") >= 2*n })
+	testenv.WaitFor(t, "commits", 30*time.Second, func() bool {
 		c := kb.CommittedOffsets(t, "avro-tls", "events")
 		return c[0]+c[1]+c[2] == 2*n
 	})

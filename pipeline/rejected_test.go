@@ -95,7 +95,7 @@ metrics: {listen: "off"}
 			if tc.onError == "dlq" {
 				cfg.Decode.DLQ = &config.DLQ{Topic: "events.dlq"}
 			}
-			p, err := New(context.Background(), Options{Config: cfg, Log: testLogger(t)})
+			p, err := New(context.Background(), Options{Config: cfg, Log: testenv.Logger(t)})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -104,26 +104,17 @@ metrics: {listen: "off"}
 			done := make(chan error, 1)
 			go func() { done <- p.Run(runCtx) }()
 			good := (n - len(bad)) * tc.rowsPerRecord
-			deadline := time.Now().Add(40 * time.Second)
-			for {
+			waitRunning(t, done, "the good rows and commits to the end", 40*time.Second, func() error {
 				c := kb.CommittedOffsets(t, group, "events")
 				at := true
 				for part, off := range end {
 					at = at && c[part] == off
 				}
-				if at && ch.Count(t, "default.rej") >= uint64(good) {
-					break
+				if rows := ch.Count(t, "default.rej"); !at || rows < uint64(good) {
+					return fmt.Errorf("%d rows of %d, committed %v of %v", rows, good, c, end)
 				}
-				select {
-				case err := <-done:
-					t.Fatalf("pipeline stopped: %v", err)
-				default:
-				}
-				if time.Now().After(deadline) {
-					t.Fatalf("timed out: %d rows of %d, committed %v of %v", ch.Count(t, "default.rej"), good, c, end)
-				}
-				time.Sleep(100 * time.Millisecond)
-			}
+				return nil
+			})
 			stop()
 			select {
 			case err := <-done:

@@ -60,7 +60,7 @@ func TestRowsPerRecord(t *testing.T) {
 		return cfg
 	}
 	run := func(t *testing.T, cfg *config.Config) (*Pipeline, context.CancelFunc, chan error) {
-		p, err := New(context.Background(), Options{Config: cfg, Log: testLogger(t), Registerer: prometheus.NewRegistry()})
+		p, err := New(context.Background(), Options{Config: cfg, Log: testenv.Logger(t), Registerer: prometheus.NewRegistry()})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -76,22 +76,9 @@ func TestRowsPerRecord(t *testing.T) {
 		})
 		return p, cancel, done
 	}
-	// wait is waitFor that fails as soon as the pipeline stops.
 	wait := func(t *testing.T, done chan error, what string, timeout time.Duration, cond func() bool) {
 		t.Helper()
-		deadline := time.Now().Add(timeout)
-		for !cond() {
-			select {
-			case err := <-done:
-				done <- err
-				t.Fatalf("pipeline stopped while waiting for %s: %v", what, err)
-			default:
-			}
-			if time.Now().After(deadline) {
-				t.Fatalf("timed out waiting for %s", what)
-			}
-			time.Sleep(50 * time.Millisecond)
-		}
+		waitRunning(t, done, what, timeout, notYet(cond))
 	}
 	deadLetters := 0
 	checkDead := func(t *testing.T, topic string, offset int64, want ...string) {

@@ -36,7 +36,7 @@ func TestServerRefusals(t *testing.T) {
 		cfg.Chunk.TargetBytes = 2 * config.KiB // many small inserts, a part each
 		cfg.Sink.ClickHouse.Breaker.OpenFor = config.Duration(time.Second)
 		reg := prometheus.NewRegistry()
-		p, err := New(context.Background(), Options{Config: cfg, Log: testLogger(t), Registerer: reg})
+		p, err := New(context.Background(), Options{Config: cfg, Log: testenv.Logger(t), Registerer: reg})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -44,7 +44,7 @@ func TestServerRefusals(t *testing.T) {
 		done := make(chan error, 1)
 		go func() { done <- p.Run(ctx) }()
 		produce(t, kb, 0, 600, nil)
-		waitFor(t, "TOO_MANY_PARTS from the server", 30*time.Second, func() bool {
+		testenv.WaitFor(t, "TOO_MANY_PARTS from the server", 30*time.Second, func() bool {
 			n, _ := testutil.GatherAndCount(reg, "etl_sink_errors_total")
 			return n > 0 && sinkErrors(t, reg, "transient") > 0
 		})
@@ -55,11 +55,11 @@ func TestServerRefusals(t *testing.T) {
 		// Merges catch up (on 18.16 the background merges of such tiny
 		// parts are not prompt: OPTIMIZE merges them).
 		ch.Exec(t, "SYSTEM START MERGES default.events")
-		waitFor(t, "every row", 2*time.Minute, func() bool {
+		testenv.WaitFor(t, "every row", 2*time.Minute, func() bool {
 			ch.Exec(t, "OPTIMIZE TABLE default.events")
 			return ch.Count(t, "default.events") >= 600
 		})
-		waitFor(t, "commits to the end", 30*time.Second, func() bool {
+		testenv.WaitFor(t, "commits to the end", 30*time.Second, func() bool {
 			c := kb.CommittedOffsets(t, "parts", "events")
 			return c[0]+c[1]+c[2] == 600
 		})
@@ -86,7 +86,7 @@ func TestServerRefusals(t *testing.T) {
 		cfg.Sink.ClickHouse.Settings = map[string]any{"max_memory_usage": int64(100_000)}
 		cfg.Checkpoint.DrainTimeout = config.Duration(2 * time.Second)
 		reg := prometheus.NewRegistry()
-		p, err := New(context.Background(), Options{Config: cfg, Log: testLogger(t), Registerer: reg})
+		p, err := New(context.Background(), Options{Config: cfg, Log: testenv.Logger(t), Registerer: reg})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -94,7 +94,7 @@ func TestServerRefusals(t *testing.T) {
 		done := make(chan error, 1)
 		go func() { done <- p.Run(ctx) }()
 		produce(t, kb, 0, 1000, nil)
-		waitFor(t, "MEMORY_LIMIT_EXCEEDED retried", 30*time.Second, func() bool { return sinkErrors(t, reg, "transient") >= 3 })
+		testenv.WaitFor(t, "MEMORY_LIMIT_EXCEEDED retried", 30*time.Second, func() bool { return sinkErrors(t, reg, "transient") >= 3 })
 		cancel()
 		select {
 		case err := <-done:
@@ -112,14 +112,14 @@ func TestServerRefusals(t *testing.T) {
 			t.Fatalf("committed %v with no row in ClickHouse", c)
 		}
 		cfg.Sink.ClickHouse.Settings = nil
-		p, err = New(context.Background(), Options{Config: cfg, Log: testLogger(t), Registerer: prometheus.NewRegistry()})
+		p, err = New(context.Background(), Options{Config: cfg, Log: testenv.Logger(t), Registerer: prometheus.NewRegistry()})
 		if err != nil {
 			t.Fatal(err)
 		}
 		ctx, cancel = context.WithCancel(context.Background())
 		defer cancel()
 		go func() { done <- p.Run(ctx) }()
-		waitFor(t, "commits to the end", time.Minute, func() bool {
+		testenv.WaitFor(t, "commits to the end", time.Minute, func() bool {
 			c := kb.CommittedOffsets(t, "memory", "events")
 			return c[0]+c[1]+c[2] == 1000
 		})
@@ -137,7 +137,7 @@ func TestServerRefusals(t *testing.T) {
 	}{
 		{"readonly", "code: 164", nil},
 		{"table-dropped", "code: 60", func(t *testing.T, u *pipelineUnderTest) {
-			waitFor(t, "the first rows", 30*time.Second, func() bool { return u.ch.Count(t, "default.events") >= 1000 })
+			testenv.WaitFor(t, "the first rows", 30*time.Second, func() bool { return u.ch.Count(t, "default.events") >= 1000 })
 			u.ch.Exec(t, "DROP TABLE default.events")
 			produce(t, u.kb, 1000, 1000, nil)
 		}},
@@ -149,7 +149,7 @@ func TestServerRefusals(t *testing.T) {
 			if tc.name == "readonly" {
 				cfg.Sink.ClickHouse.Settings = map[string]any{"readonly": 1}
 			}
-			p, err := New(context.Background(), Options{Config: cfg, Log: testLogger(t), Registerer: prometheus.NewRegistry()})
+			p, err := New(context.Background(), Options{Config: cfg, Log: testenv.Logger(t), Registerer: prometheus.NewRegistry()})
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"sync"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kgo"
@@ -12,6 +13,7 @@ import (
 	"github.com/etl-project/etl/chunk"
 	"github.com/etl-project/etl/config"
 	"github.com/etl-project/etl/gen"
+	"github.com/etl-project/etl/internal/testenv"
 	"github.com/etl-project/etl/source/kafka"
 )
 
@@ -71,13 +73,7 @@ func TestRunReportsFailedFinalCommit(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
 	go func() { done <- p.Run(ctx) }()
-	deadline := time.Now().Add(10 * time.Second)
-	for p.Stats().RowsWritten < 100 {
-		if time.Now().After(deadline) {
-			t.Fatalf("rows written: %d of 100", p.Stats().RowsWritten)
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
+	testenv.WaitFor(t, "100 rows written", 10*time.Second, func() bool { return p.Stats().RowsWritten >= 100 })
 	cancel()
 	select {
 	case err := <-done:
@@ -127,19 +123,11 @@ func TestExactlyOnceRegisterEndsOnHalt(t *testing.T) {
 		p.runLane(l, &dec)
 	}()
 	// The worker retries the registration.
-	deadline := time.Now().Add(10 * time.Second)
-	for {
+	testenv.WaitFor(t, "a second registration attempt", 10*time.Second, func() bool {
 		src.mu.Lock()
-		n := src.commits
-		src.mu.Unlock()
-		if n >= 2 {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("%d registration attempts", n)
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
+		defer src.mu.Unlock()
+		return src.commits >= 2
+	})
 	p.haltNow()
 	select {
 	case <-done:
@@ -194,6 +182,10 @@ func (s *holdSink) TryEnqueue(c *chunk.Chunk) bool {
 // sink and commit them; committing at once left the next owner to write
 // them again, though the drain wrote them.
 func TestRevokeWhileStoppingWaits(t *testing.T) {
+	synctest.Test(t, testRevokeWhileStoppingWaits)
+}
+
+func testRevokeWhileStoppingWaits(t *testing.T) {
 	w := newDirectSimWorld(t, 1)
 	p := w.p
 	p.hook, p.now = nil, nil
@@ -226,7 +218,9 @@ func TestRevokeWhileStoppingWaits(t *testing.T) {
 		defer close(done)
 		h.Revoked(context.Background(), kafka.Partitions{tp.Topic: {tp.Partition}})
 	}()
-	time.Sleep(200 * time.Millisecond)
+	// Every goroutine of the bubble is blocked: the revoke has waited as
+	// far as it will without the chunks' acknowledgement.
+	synctest.Wait()
 	select {
 	case <-done:
 		t.Fatal("the revoke did not wait for the chunks in the sink")

@@ -19,7 +19,7 @@ import (
 // stops it gracefully and fails the test if Run did not return nil.
 func runPipeline(t *testing.T, cfg *config.Config) (*Pipeline, func()) {
 	t.Helper()
-	p, err := New(context.Background(), Options{Config: cfg, Log: testLogger(t), Registerer: prometheus.NewRegistry()})
+	p, err := New(context.Background(), Options{Config: cfg, Log: testenv.Logger(t), Registerer: prometheus.NewRegistry()})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -57,11 +57,11 @@ func TestTableAddColumn(t *testing.T) {
 	p, stop := runPipeline(t, cfg)
 
 	produce(t, kb, 0, 1000, nil)
-	waitFor(t, "the first rows", time.Minute, func() bool { return ch.Count(t, "default.events") >= 1000 })
+	testenv.WaitFor(t, "the first rows", time.Minute, func() bool { return ch.Count(t, "default.events") >= 1000 })
 	ch.Exec(t, "ALTER TABLE default.events ADD COLUMN kind String")
-	waitFor(t, "the change to be seen", 30*time.Second, func() bool { return testutil.ToFloat64(p.m.tableChanges) >= 1 })
+	testenv.WaitFor(t, "the change to be seen", 30*time.Second, func() bool { return testutil.ToFloat64(p.m.tableChanges) >= 1 })
 	produce(t, kb, 1000, 1000, nil)
-	waitFor(t, "the later rows", time.Minute, func() bool { return ch.Count(t, "default.events") >= 2000 })
+	testenv.WaitFor(t, "the later rows", time.Minute, func() bool { return ch.Count(t, "default.events") >= 2000 })
 	stop()
 
 	if got := ch.Query(t, "SELECT count(), uniqExact(id) FROM default.events"); got != "2000\t2000" {
@@ -86,10 +86,10 @@ func TestTableDropColumn(t *testing.T) {
 	p, stop := runPipeline(t, cfg)
 
 	produce(t, kb, 0, 1000, nil)
-	waitFor(t, "the first rows", time.Minute, func() bool { return ch.Count(t, "default.events") >= 1000 })
+	testenv.WaitFor(t, "the first rows", time.Minute, func() bool { return ch.Count(t, "default.events") >= 1000 })
 	ch.Exec(t, "ALTER TABLE default.events DROP COLUMN amount")
 	produce(t, kb, 1000, 1000, nil)
-	waitFor(t, "the later rows", time.Minute, func() bool { return ch.Count(t, "default.events") >= 2000 })
+	testenv.WaitFor(t, "the later rows", time.Minute, func() bool { return ch.Count(t, "default.events") >= 2000 })
 	stop()
 
 	if got := ch.Query(t, "SELECT count(), uniqExact(id) FROM default.events"); got != "2000\t2000" {
@@ -118,10 +118,10 @@ func TestTableModifyColumn(t *testing.T) {
 	_, stop := runPipeline(t, cfg)
 
 	produce(t, kb, 0, 1000, nil)
-	waitFor(t, "the first rows", time.Minute, func() bool { return ch.Count(t, "default.events") >= 1000 })
+	testenv.WaitFor(t, "the first rows", time.Minute, func() bool { return ch.Count(t, "default.events") >= 1000 })
 	ch.Exec(t, "ALTER TABLE default.events MODIFY COLUMN user_id String")
 	produce(t, kb, 1000, 1000, nil)
-	waitFor(t, "the later rows", time.Minute, func() bool { return ch.Count(t, "default.events") >= 2000 })
+	testenv.WaitFor(t, "the later rows", time.Minute, func() bool { return ch.Count(t, "default.events") >= 2000 })
 	stop()
 
 	if got := ch.Query(t, "SELECT count(), uniqExact(id) FROM default.events"); got != "2000\t2000" {

@@ -50,7 +50,7 @@ func TestSchemaOnEveryShard(t *testing.T) {
 
 	produce(t, kb, 0, 400, avroFrames(t, 0, 400, id1, s1))
 	count := func() uint64 { return ch1.Count(t, "default.events") + ch2.Count(t, "default.events") }
-	waitFor(t, "v1 rows", time.Minute, func() bool { return count() >= 400 })
+	testenv.WaitFor(t, "v1 rows", time.Minute, func() bool { return count() >= 400 })
 	for i, ch := range []*testenv.CH{ch1, ch2} {
 		if got := ch.Query(t, "SELECT count() FROM system.columns WHERE database = 'default' AND table = 'events' AND name = 'kind'"); got != "0" {
 			t.Fatalf("shard %d has a kind column before any schema has the field", i)
@@ -58,7 +58,7 @@ func TestSchemaOnEveryShard(t *testing.T) {
 	}
 	id2 := reg.Register("events-value", eventSchema)
 	produce(t, kb, 400, 400, avroFrames(t, 400, 800, id2, s2))
-	waitFor(t, "v2 rows", time.Minute, func() bool { return count() >= 800 })
+	testenv.WaitFor(t, "v2 rows", time.Minute, func() bool { return count() >= 800 })
 	stop()
 
 	var got []string
@@ -175,7 +175,7 @@ func TestSchemaEveryAvroType(t *testing.T) {
 	cfg.Sink.ClickHouse.Schema = config.TableSchema{Create: true, OrderBy: []string{"id"}}
 	_, stop := runPipeline(t, cfg)
 	produce(t, kb, 0, n, recs)
-	waitFor(t, "rows", time.Minute, func() bool {
+	testenv.WaitFor(t, "rows", time.Minute, func() bool {
 		out, err := ch.QueryErr("SELECT count() FROM default.every")
 		return err == nil && out == fmt.Sprint(n)
 	})

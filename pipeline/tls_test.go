@@ -72,15 +72,15 @@ metrics: {listen: "off"}
 			if err := Preflight(cfg); err != nil {
 				t.Fatal(err)
 			}
-			p, err := New(context.Background(), Options{Config: cfg, Log: testLogger(t), Registerer: prometheus.NewRegistry()})
+			p, err := New(context.Background(), Options{Config: cfg, Log: testenv.Logger(t), Registerer: prometheus.NewRegistry()})
 			if err != nil {
 				t.Fatal(err)
 			}
 			ctx, cancel := context.WithCancel(context.Background())
 			done := make(chan error, 1)
 			go func() { done <- p.Run(ctx) }()
-			waitFor(t, "all rows", time.Minute, func() bool { return ch.Count(t, "default."+table) >= n })
-			waitFor(t, "commits to the end", 30*time.Second, func() bool {
+			testenv.WaitFor(t, "all rows", time.Minute, func() bool { return ch.Count(t, "default."+table) >= n })
+			testenv.WaitFor(t, "commits to the end", 30*time.Second, func() bool {
 				c := kb.CommittedOffsets(t, "tls-"+table, "events")
 				return c[0]+c[1]+c[2] == n
 			})
@@ -108,7 +108,7 @@ metrics: {listen: "off"}
 			ch.Exec(t, gen.TableDDL("default", "tls_bad"))
 			cfg := cfgFor(t, "tls_bad", "chgo", c.pwFile, c.caFile)
 			start := time.Now()
-			_, err := New(context.Background(), Options{Config: cfg, Log: testLogger(t), Registerer: prometheus.NewRegistry()})
+			_, err := New(context.Background(), Options{Config: cfg, Log: testenv.Logger(t), Registerer: prometheus.NewRegistry()})
 			var cerr *ConfigError
 			if !errors.As(err, &cerr) {
 				t.Fatalf("New: %v (%T), want a ConfigError", err, err)
@@ -179,7 +179,7 @@ metrics: {listen: "off"}
 				t.Fatal(err)
 			}
 			reg := prometheus.NewRegistry()
-			p, err := New(context.Background(), Options{Config: cfg, Log: testLogger(t), Registerer: reg})
+			p, err := New(context.Background(), Options{Config: cfg, Log: testenv.Logger(t), Registerer: reg})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -187,7 +187,7 @@ metrics: {listen: "off"}
 			defer cancel()
 			done := make(chan error, 1)
 			go func() { done <- p.Run(ctx) }()
-			waitFor(t, "the first half", time.Minute, func() bool { return ch.Count(t, "default."+table) >= n/2 })
+			testenv.WaitFor(t, "the first half", time.Minute, func() bool { return ch.Count(t, "default."+table) >= n/2 })
 
 			// The server's password changes and its connections drop;
 			// the mounted file still holds the old password.
@@ -195,7 +195,7 @@ metrics: {listen: "off"}
 			ch.Kill9(t)
 			ch.Start(t)
 			produceTo(t, kb, topic, n/2, n/2, nil)
-			waitFor(t, "refused inserts retried", time.Minute, func() bool {
+			testenv.WaitFor(t, "refused inserts retried", time.Minute, func() bool {
 				return counterSum(t, reg, "etl_sink_retries_total") >= 3
 			})
 			select {
@@ -208,8 +208,8 @@ metrics: {listen: "off"}
 			}
 
 			setFile(newPw)
-			waitFor(t, "all rows", time.Minute, func() bool { return ch.Count(t, "default."+table) >= n })
-			waitFor(t, "commits to the end", 30*time.Second, func() bool {
+			testenv.WaitFor(t, "all rows", time.Minute, func() bool { return ch.Count(t, "default."+table) >= n })
+			testenv.WaitFor(t, "commits to the end", 30*time.Second, func() bool {
 				c := kb.CommittedOffsets(t, "rot-"+path, topic)
 				return c[0]+c[1]+c[2] == n
 			})

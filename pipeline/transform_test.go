@@ -102,7 +102,7 @@ func TestTransformRouting(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	p, err := New(context.Background(), Options{Config: cfg, Log: testLogger(t), Registerer: prometheus.NewRegistry()})
+	p, err := New(context.Background(), Options{Config: cfg, Log: testenv.Logger(t), Registerer: prometheus.NewRegistry()})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -110,10 +110,10 @@ func TestTransformRouting(t *testing.T) {
 	done := make(chan error, 1)
 	go func() { done <- p.Run(rctx) }()
 	total := uint64(len(want["clicks"]) + len(want["views"]) + len(want["buys"]))
-	waitFor(t, "all rows", time.Minute, func() bool {
+	testenv.WaitFor(t, "all rows", time.Minute, func() bool {
 		return ch.Count(t, "default.clicks")+ch.Count(t, "default.views")+ch.Count(t, "default.buys") >= total
 	})
-	waitFor(t, "commits to the end", 30*time.Second, func() bool {
+	testenv.WaitFor(t, "commits to the end", 30*time.Second, func() bool {
 		c := kb.CommittedOffsets(t, "routed", "msgs")
 		return c[0]+c[1]+c[2] == msgs
 	})
@@ -167,7 +167,7 @@ func TestTransformConfigErrors(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		_, err = New(context.Background(), Options{Config: cfg, Log: testLogger(t)})
+		_, err = New(context.Background(), Options{Config: cfg, Log: testenv.Logger(t)})
 		if err == nil || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("%s: error = %v, want it to contain %q", tc.to, err, tc.want)
 			continue

@@ -13,6 +13,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/etl-project/etl/config"
+	"github.com/etl-project/etl/internal/testenv"
 )
 
 // typesDDL is a table with every type ClickHouse 18.16 has that the
@@ -132,14 +133,14 @@ func TestTypesRoundTrip(t *testing.T) {
 				cfg.Decode.Format = "avro"
 				cfg.Decode.Avro = config.Avro{Framing: "raw", SchemaFile: path, NegativeCacheTTL: config.Duration(time.Minute)}
 			}
-			p, err := New(context.Background(), Options{Config: cfg, Log: testLogger(t), Registerer: prometheus.NewRegistry()})
+			p, err := New(context.Background(), Options{Config: cfg, Log: testenv.Logger(t), Registerer: prometheus.NewRegistry()})
 			if err != nil {
 				t.Fatal(err)
 			}
 			ctx, cancel := context.WithCancel(context.Background())
 			done := make(chan error, 1)
 			go func() { done <- p.Run(ctx) }()
-			waitFor(t, "rows", 30*time.Second, func() bool { return ch.Count(t, "default.types") >= 3 })
+			testenv.WaitFor(t, "rows", 30*time.Second, func() bool { return ch.Count(t, "default.types") >= 3 })
 			cancel()
 			if err := <-done; err != nil {
 				t.Fatalf("Run: %v", err)

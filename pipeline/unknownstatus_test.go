@@ -50,7 +50,7 @@ func unknownStatusCase(t *testing.T, stall bool) {
 	// start runs a pipeline with its own registry.
 	start := func() (reg *prometheus.Registry, done chan error, stop func()) {
 		reg = prometheus.NewRegistry()
-		p, err := New(context.Background(), Options{Config: cfg, Log: testLogger(t), Registerer: reg})
+		p, err := New(context.Background(), Options{Config: cfg, Log: testenv.Logger(t), Registerer: reg})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -72,7 +72,7 @@ func unknownStatusCase(t *testing.T, stall bool) {
 		return rows, ids
 	}
 	produce(t, kb, 0, n1, nil)
-	waitFor(t, "the first rows", time.Minute, func() bool {
+	testenv.WaitFor(t, "the first rows", time.Minute, func() bool {
 		rows, ids := look()
 		if rows != ids {
 			t.Fatalf("before the cut: %d rows for %d distinct ids", rows, ids)
@@ -101,31 +101,23 @@ func unknownStatusCase(t *testing.T, stall bool) {
 		c := kb.CommittedOffsets(t, "eo-319", "events")
 		return c[0] + c[1] + c[2]
 	}
-	deadline := cutAt.Add(3 * time.Minute)
-	for {
+	waitRunning(t, done, "every record committed and an orphan part reported", time.Until(cutAt.Add(3*time.Minute)), func() error {
 		// The commit first: rows only arrive, so a table read after it
 		// holds at least what it covers. (Read the other way round, a
 		// commit landing between the two reads looks like a loss.)
 		c := committed()
+		orphans := counterSum(t, reg1, "etl_sink_orphan_parts_total")
 		if _, ids := look(); uint64(c) > ids {
 			t.Fatalf("committed %d records, the table has %d distinct ids", c, ids)
-		} else if c == n && counterSum(t, reg1, "etl_sink_orphan_parts_total") > 0 {
-			break
+		} else if c == n && orphans > 0 {
+			return nil
 		}
 		if !readonly && ch.Query(t, "SELECT is_readonly FROM system.replicas WHERE database = 'default' AND table = 'events'") == "1" {
 			readonly = true
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("%v after the cut: %d of %d records committed, %v orphan parts reported", time.Since(cutAt).Round(time.Second),
-				committed(), n, counterSum(t, reg1, "etl_sink_orphan_parts_total"))
-		}
-		select {
-		case err := <-done:
-			t.Fatalf("Run returned %v", err)
-		default:
-		}
-		time.Sleep(250 * time.Millisecond)
-	}
+		return fmt.Errorf("%v after the cut: %d of %d records committed, %v orphan parts reported",
+			time.Since(cutAt).Round(time.Second), c, n, orphans)
+	})
 	complete := time.Since(cutAt)
 	if !readonly {
 		t.Error("the table never turned read-only without ZooKeeper")
@@ -149,7 +141,7 @@ func unknownStatusCase(t *testing.T, stall bool) {
 	// A restarted pipeline reports the orphans before its first insert.
 	reg2, done, stop := start()
 	produce(t, kb, n, 1, nil)
-	waitFor(t, "the restarted pipeline's insert", time.Minute, func() bool { _, ids := look(); return ids == n+1 })
+	testenv.WaitFor(t, "the restarted pipeline's insert", time.Minute, func() bool { _, ids := look(); return ids == n+1 })
 	if got := counterSum(t, reg2, "etl_sink_orphan_parts_total"); got != orphans {
 		t.Errorf("the restarted pipeline reported %v orphan parts, want %v", got, orphans)
 	}

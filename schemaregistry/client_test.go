@@ -3,6 +3,7 @@ package schemaregistry_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
@@ -16,6 +17,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/testutil"
 
+	"github.com/etl-project/etl/internal/testenv"
 	"github.com/etl-project/etl/schemaregistry"
 	"github.com/etl-project/etl/schemaregistry/registrytest"
 )
@@ -41,18 +43,6 @@ func waitClosed(t *testing.T, ch <-chan struct{}, d time.Duration, what string) 
 	case <-ch:
 	case <-time.After(d):
 		t.Fatalf("%s: not done after %v", what, d)
-	}
-}
-
-// waitFor polls cond for up to 5s of real time.
-func waitFor(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(5 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(5 * time.Millisecond)
 	}
 }
 
@@ -119,7 +109,7 @@ func TestLookupNeverBlocksAndSharesOneRequest(t *testing.T) {
 			t.Fatalf("Lookup while the request is held: %v, want ErrPending", err)
 		}
 	}
-	waitFor(t, "the held request", func() bool { return srv.Requests() == 1 })
+	testenv.WaitFor(t, "the held request", 5*time.Second, func() bool { return srv.Requests() == 1 })
 	wait := c.Wait(id)
 	select {
 	case <-wait:
@@ -410,7 +400,7 @@ func TestCloseStopsBackgroundFetches(t *testing.T) {
 		}
 		waits = append(waits, c.Wait(id))
 	}
-	waitFor(t, "first attempts", func() bool { return srv.Requests() >= 4 })
+	testenv.WaitFor(t, "first attempts", 5*time.Second, func() bool { return srv.Requests() >= 4 })
 	// One more, with its request held in flight.
 	release := srv.Hold()
 	defer release()
@@ -419,7 +409,7 @@ func TestCloseStopsBackgroundFetches(t *testing.T) {
 		t.Fatalf("Lookup(5) error = %v", err)
 	}
 	waits = append(waits, c.Wait(5))
-	waitFor(t, "the held request", func() bool { return srv.Requests() >= 5 })
+	testenv.WaitFor(t, "the held request", 5*time.Second, func() bool { return srv.Requests() >= 5 })
 
 	closed := make(chan struct{})
 	go func() { c.Close(); close(closed) }()
@@ -432,14 +422,13 @@ func TestCloseStopsBackgroundFetches(t *testing.T) {
 	}
 	c.Close() // idempotent
 
-	deadline := time.Now().Add(5 * time.Second)
-	for n := settle(); n > baseline; n = settle() {
-		if time.Now().After(deadline) {
+	testenv.Eventually(t, "the client's goroutines to end after Close", 5*time.Second, func() error {
+		if n := settle(); n > baseline {
 			buf := make([]byte, 1<<20)
-			t.Fatalf("%d goroutines after Close, %d before:\n%s", n, baseline, buf[:runtime.Stack(buf, true)])
+			return fmt.Errorf("%d goroutines after Close, %d before:\n%s", n, baseline, buf[:runtime.Stack(buf, true)])
 		}
-		time.Sleep(10 * time.Millisecond)
-	}
+		return nil
+	})
 }
 
 // In a synctest bubble, synctest.Test itself fails if Close leaves a

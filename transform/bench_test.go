@@ -6,11 +6,13 @@ import (
 	"testing"
 	"time"
 
+	"github.com/expr-lang/expr"
+	"github.com/expr-lang/expr/vm"
+
 	"github.com/etl-project/etl/chunk"
 	"github.com/etl-project/etl/config"
 	"github.com/etl-project/etl/decode"
-	"github.com/expr-lang/expr"
-	"github.com/expr-lang/expr/vm"
+	"github.com/etl-project/etl/internal/testenv"
 )
 
 // The benchmark of the issue: messages carrying 100 events, flattened,
@@ -122,13 +124,13 @@ func benchChain(b *testing.B, outs []Output) {
 	runtime.LockOSThread()
 	defer runtime.UnlockOSThread()
 	b.ResetTimer()
-	cpu0, cpuOK := threadCPU()
+	cpu0, cpuOK := testenv.ThreadCPU()
 	start := time.Now()
 	for i := 0; i < b.N; i++ {
 		run(i)
 	}
 	elapsed := time.Since(start)
-	cpu1, _ := threadCPU()
+	cpu1, _ := testenv.ThreadCPU()
 	b.StopTimer()
 	runtime.ReadMemStats(&ms1)
 	if rowsOut > 0 {
@@ -211,7 +213,7 @@ func BenchmarkExprVM(b *testing.B) {
 	runtime.LockOSThread()
 	defer runtime.UnlockOSThread()
 	b.ResetTimer()
-	cpu0, cpuOK := threadCPU()
+	cpu0, cpuOK := testenv.ThreadCPU()
 	start := time.Now()
 	for i := 0; i < b.N; i++ {
 		row := i % benchRecords
@@ -241,7 +243,7 @@ func BenchmarkExprVM(b *testing.B) {
 		}
 	}
 	elapsed := time.Since(start)
-	cpu1, _ := threadCPU()
+	cpu1, _ := testenv.ThreadCPU()
 	b.StopTimer()
 	runtime.ReadMemStats(&ms1)
 	_ = sink
@@ -369,13 +371,13 @@ func BenchmarkChainNoFlatten(b *testing.B) {
 	runtime.LockOSThread()
 	defer runtime.UnlockOSThread()
 	b.ResetTimer()
-	cpu0, cpuOK := threadCPU()
+	cpu0, cpuOK := testenv.ThreadCPU()
 	start := time.Now()
 	for i := 0; i < b.N; i++ {
 		run(i)
 	}
 	elapsed := time.Since(start)
-	cpu1, _ := threadCPU()
+	cpu1, _ := testenv.ThreadCPU()
 	b.StopTimer()
 	if rowsOut > 0 {
 		b.ReportMetric(float64(elapsed.Nanoseconds())/float64(rowsOut), "ns/row")

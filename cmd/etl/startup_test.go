@@ -80,18 +80,6 @@ func scrape(h http.Handler) string {
 	return rec.Body.String()
 }
 
-// waitUntil polls cond every 20 ms for up to timeout.
-func waitUntil(t *testing.T, what string, timeout time.Duration, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(timeout)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
-}
-
 type startResult struct {
 	p   *pipeline.Pipeline
 	err error
@@ -132,7 +120,7 @@ func TestStartupWaitsForClickHouse(t *testing.T) {
 		p, err := st.run(context.Background())
 		done <- startResult{p, err}
 	}()
-	waitUntil(t, "three failed attempts", 20*time.Second, func() bool { return st.failures() >= 3 })
+	testenv.WaitFor(t, "three failed attempts", 20*time.Second, func() bool { return st.failures() >= 3 })
 	if ok, msg := st.Health(); !ok || !strings.Contains(msg, "starting: waiting for ClickHouse") {
 		t.Fatalf("healthz while waiting: %v %q", ok, msg)
 	}
@@ -170,11 +158,11 @@ func TestStartupWaitsForClickHouse(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	runDone := make(chan error, 1)
 	go func() { runDone <- r.p.Run(ctx) }()
-	waitUntil(t, "every row", time.Minute, func() bool { return srv.Count(t, "default.events") >= n })
+	testenv.WaitFor(t, "every row", time.Minute, func() bool { return srv.Count(t, "default.events") >= n })
 	if ok, msg := st.Health(); !ok || msg != "ok" {
 		t.Fatalf("healthz once running: %v %q", ok, msg)
 	}
-	waitUntil(t, "readyz 200", 20*time.Second, func() bool { ok, _ := st.Ready(context.Background()); return ok })
+	testenv.WaitFor(t, "readyz 200", 20*time.Second, func() bool { ok, _ := st.Ready(context.Background()); return ok })
 	cancel()
 	if err := <-runDone; err != nil {
 		t.Fatalf("Run: %v", err)
@@ -213,7 +201,7 @@ func TestStartupStop(t *testing.T) {
 		_, err := st.run(ctx)
 		done <- err
 	}()
-	waitUntil(t, "a failed attempt", 10*time.Second, func() bool { return st.failures() >= 1 })
+	testenv.WaitFor(t, "a failed attempt", 10*time.Second, func() bool { return st.failures() >= 1 })
 	cancel()
 	select {
 	case err := <-done:

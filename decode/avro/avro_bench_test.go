@@ -9,6 +9,7 @@ import (
 
 	"github.com/etl-project/etl/chunk"
 	"github.com/etl-project/etl/gen"
+	"github.com/etl-project/etl/internal/testenv"
 )
 
 // bench12Schema is a 12-field record: two nullable unions, an array
@@ -99,7 +100,7 @@ func BenchmarkAvro12(b *testing.B) {
 	defer runtime.UnlockOSThread()
 	var m0, m1 runtime.MemStats
 	runtime.ReadMemStats(&m0)
-	cpu0, cpuOK := threadCPU()
+	cpu0, cpuOK := testenv.ThreadCPU()
 	b.ResetTimer()
 	start := time.Now()
 	for i := 0; i < b.N; i++ {
@@ -117,7 +118,7 @@ func BenchmarkAvro12(b *testing.B) {
 	b.ReportMetric(float64(m1.Mallocs-m0.Mallocs)/float64(b.N), "allocs/record")
 	// On a shared machine ns/op includes time spent waiting for a core;
 	// cpu-ns/op is the decoding goroutine's own CPU time per record.
-	if cpu1, ok := threadCPU(); ok && cpuOK {
+	if cpu1, ok := testenv.ThreadCPU(); ok && cpuOK {
 		per := float64(cpu1-cpu0) / float64(b.N)
 		b.ReportMetric(per, "cpu-ns/op")
 		b.ReportMetric(1e9/per, "records/cpu-s")

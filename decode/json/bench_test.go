@@ -11,6 +11,7 @@ import (
 	"github.com/etl-project/etl/chunk"
 	"github.com/etl-project/etl/decode"
 	"github.com/etl-project/etl/gen"
+	"github.com/etl-project/etl/internal/testenv"
 )
 
 // benchRecords is how many distinct records a benchmark cycles through.
@@ -115,7 +116,7 @@ func benchDecoder(b *testing.B, s *chunk.Schema, o Options, recs [][]byte, set f
 	b.ReportAllocs()
 	runtime.LockOSThread()
 	defer runtime.UnlockOSThread()
-	cpu0, cpuOK := threadCPU()
+	cpu0, cpuOK := testenv.ThreadCPU()
 	b.ResetTimer()
 	for i := 0; i < b.N; i++ {
 		if c.Rows == chunkRows {
@@ -128,7 +129,7 @@ func benchDecoder(b *testing.B, s *chunk.Schema, o Options, recs [][]byte, set f
 	b.StopTimer()
 	// On a shared machine ns/op includes time spent waiting for a core;
 	// cpu-ns/op is the decoding goroutine's own CPU time per record.
-	if cpu1, ok := threadCPU(); ok && cpuOK {
+	if cpu1, ok := testenv.ThreadCPU(); ok && cpuOK {
 		per := float64(cpu1-cpu0) / float64(b.N)
 		b.ReportMetric(per, "cpu-ns/op")
 		b.ReportMetric(1e9/per, "records/cpu-s")
@@ -227,7 +228,7 @@ func BenchmarkNDJSON(b *testing.B) {
 			b.ReportAllocs()
 			runtime.LockOSThread()
 			defer runtime.UnlockOSThread()
-			cpu0, cpuOK := threadCPU()
+			cpu0, cpuOK := testenv.ThreadCPU()
 			b.ResetTimer()
 			for i := 0; i < b.N; i++ {
 				if c.Rows >= 8192 {
@@ -238,7 +239,7 @@ func BenchmarkNDJSON(b *testing.B) {
 				}
 			}
 			b.StopTimer()
-			if cpu1, ok := threadCPU(); ok && cpuOK {
+			if cpu1, ok := testenv.ThreadCPU(); ok && cpuOK {
 				b.ReportMetric(float64(cpu1-cpu0)/float64(100*b.N), "cpu-ns/row")
 			}
 		})

@@ -65,10 +65,12 @@ type CH struct {
 // ClickHouse starts a fresh ClickHouse server in a temporary folder of t on
 // free ports, with scripts/clickhouse.sh, and stops it when t finishes. The
 // script installs clickhouse-server with apt-get when it is missing; when it
-// can be neither found nor installed, ClickHouse fails t (it never skips:
-// CI must run these tests).
+// can be neither found nor installed, ClickHouse fails t (it never skips,
+// CI must run these tests, but under go test -short, which runs only the
+// tests that need no server).
 func ClickHouse(t testing.TB) *CH {
 	t.Helper()
+	skipShort(t, "a ClickHouse server")
 	root, err := repoRoot()
 	if err != nil {
 		t.Fatalf("testenv: start ClickHouse: %v", err)

@@ -91,6 +91,7 @@ var replicaSeq atomic.Int64
 // ENGINE = ReplicatedMergeTree('/clickhouse/tables/{shard}/NAME', '{replica}').
 func ClickHouseWith(t testing.TB, opts CHOptions) *CH {
 	t.Helper()
+	skipShort(t, "a ClickHouse server")
 	root, err := repoRoot()
 	if err != nil {
 		t.Fatalf("testenv: start ClickHouse: %v", err)

@@ -25,6 +25,7 @@ var (
 // hooks the production binary lacks (cmd/etl/testhook_etltest.go).
 func Build(t testing.TB, pkg string) string {
 	t.Helper()
+	skipShort(t, "go build of "+pkg)
 	buildMu.Lock()
 	defer buildMu.Unlock()
 	if p, ok := builtBin[pkg]; ok {

@@ -130,14 +130,12 @@ func TestWatchdog(t *testing.T) {
 	begin := time.Now()
 	_ = owner.Process.Kill()
 	_ = owner.Wait()
-	deadline := begin.Add(20 * time.Second)
-	for zk.alive(zkPID) || srv.alive(chPID) {
-		if time.Now().After(deadline) {
-			t.Fatalf("20 s after the watched process died: ZooKeeper alive %v, ClickHouse alive %v",
-				zk.alive(zkPID), srv.alive(chPID))
+	Eventually(t, "both servers gone after the watched process died", 20*time.Second, func() error {
+		if zkAlive, chAlive := zk.alive(zkPID), srv.alive(chPID); zkAlive || chAlive {
+			return fmt.Errorf("ZooKeeper alive %v, ClickHouse alive %v", zkAlive, chAlive)
 		}
-		time.Sleep(50 * time.Millisecond)
-	}
+		return nil
+	})
 	t.Logf("both servers gone %v after the watched process died", time.Since(begin).Round(time.Millisecond))
 }
 
@@ -552,10 +550,7 @@ func TestReplicatedDedup(t *testing.T) {
 			}
 		}
 		t.Logf("block ids right after 5 blocks with window 3: %d", blockIDs(t, r1, path))
-		deadline := time.Now().Add(30 * time.Second)
-		for blockIDs(t, r1, path) > 3 && time.Now().Before(deadline) {
-			time.Sleep(100 * time.Millisecond)
-		}
+		WaitFor(t, "the cleanup down to the window's 3 block ids", 30*time.Second, func() bool { return blockIDs(t, r1, path) <= 3 })
 		t.Logf("block ids after cleanup: %d", blockIDs(t, r1, path))
 		if err := insertChunks(ctx, c1, "win", first, insertOpts{}); err != nil {
 			t.Fatal(err)
@@ -770,20 +765,14 @@ func TestReplicatedDedup(t *testing.T) {
 		zk.Start(t)
 		begin := time.Now()
 		seen := map[string]bool{}
-		for {
-			err = insertChunks(ctx, c, "rst", block, insertOpts{})
-			if err == nil {
-				break
-			}
-			if !seen[err.Error()] {
+		Eventually(t, "an insert after ZooKeeper restarted", 60*time.Second, func() error {
+			err := insertChunks(ctx, c, "rst", block, insertOpts{})
+			if err != nil && !seen[err.Error()] {
 				seen[err.Error()] = true
 				t.Logf("insert %v after ZooKeeper restarted: %v", time.Since(begin).Round(time.Millisecond), err)
 			}
-			if time.Since(begin) > 60*time.Second {
-				t.Fatalf("insert still failing 60 s after ZooKeeper restarted: %v", err)
-			}
-			time.Sleep(200 * time.Millisecond)
-		}
+			return err
+		})
 		t.Logf("insert succeeded %v after ZooKeeper restarted", time.Since(begin).Round(time.Millisecond))
 		mustCount(t, r1, "rst", 1000, "re-insert after ZooKeeper restart")
 		if n := blockIDs(t, r1, path); n != 1 {

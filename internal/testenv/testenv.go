@@ -6,6 +6,12 @@
 // package of the module can use it. Every server started here is tied to the
 // testing.TB it was started with and is stopped by that test's cleanup.
 //
+// Under go test -short (make test-short) every helper that starts a server
+// process or builds a binary (ClickHouse, ClickHouseWith, ZooKeeper, Build,
+// KafkaProcess, KafkaCluster) skips its test instead, so that the short run
+// is the tests that need no server, no root and no compiler: the in-process
+// Kafka broker of Kafka stays, it is part of the test process.
+//
 // The ClickHouse helpers need Linux (they read /proc) and either an installed
 // /usr/sbin/clickhouse-server or the rights to install it with apt-get.
 package testenv
@@ -60,6 +66,15 @@ func freePort() (int, error) {
 		}
 	}
 	return 0, errors.New("find a free port: every port the kernel offered was already handed out")
+}
+
+// skipShort skips t under go test -short, naming what it would have
+// started.
+func skipShort(t testing.TB, what string) {
+	t.Helper()
+	if testing.Short() {
+		t.Skipf("testenv: skipped under -short: the test needs %s (run it without -short)", what)
+	}
 }
 
 // repoRoot walks up from the working directory to the folder holding go.mod.

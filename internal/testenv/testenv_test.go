@@ -190,10 +190,9 @@ func TestClickHouseRestartPortBriefly(t *testing.T) {
 		// Kill9 returns once the killed server's ports can be bound.
 		t.Fatalf("right after Kill9: %v", err)
 	}
-	go func() {
-		time.Sleep(time.Second)
-		ln.Close()
-	}()
+	// Another process holds the port for a second.
+	release := time.AfterFunc(time.Second, func() { ln.Close() })
+	defer release.Stop()
 	ch.Start(t)
 	if got := ch.Query(t, "EXISTS TABLE default.kept"); got != "1" {
 		t.Fatalf("EXISTS TABLE default.kept = %q after the restart", got)

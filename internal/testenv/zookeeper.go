@@ -47,11 +47,12 @@ type ZK struct {
 // running t's cleanup, a watchdog stops the server within about a second.
 // The script installs Debian's zookeeper package with apt-get when it is
 // missing; when it can be neither found nor installed, ZooKeeper fails t (it
-// never skips: CI must run these tests).
+// never skips, CI must run these tests, but under go test -short).
 //
 // Start-up takes about 1 s (a JVM); give each test its own server.
 func ZooKeeper(t testing.TB) *ZK {
 	t.Helper()
+	skipShort(t, "a ZooKeeper server")
 	root, err := repoRoot()
 	if err != nil {
 		t.Fatalf("testenv: start ZooKeeper: %v", err)

@@ -5,6 +5,7 @@ import (
 	"compress/gzip"
 	"context"
 	"errors"
+	"fmt"
 	"log/slog"
 	"runtime"
 	"sync/atomic"
@@ -236,12 +237,12 @@ func TestSourceHoldsWithinRoom(t *testing.T) {
 		<-done
 		s.Close()
 	}()
-	for h.n.Load() < parts*batches*per {
-		if ctx.Err() != nil {
-			t.Fatalf("%d of %d records handed over", h.n.Load(), parts*batches*per)
+	testenv.Eventually(t, "every record handed over", 30*time.Second, func() error {
+		if got := h.n.Load(); got < parts*batches*per {
+			return fmt.Errorf("%d of %d records handed over", got, parts*batches*per)
 		}
-		time.Sleep(10 * time.Millisecond)
-	}
+		return nil
+	})
 	s.decomp.mu.Lock()
 	peak := s.decomp.peak
 	s.decomp.mu.Unlock()

@@ -3,6 +3,7 @@ package kafka
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"sync"
 	"testing"
 	"time"
@@ -55,19 +56,15 @@ func TestFirstFetchSmall(t *testing.T) {
 
 	h := &sizesHandler{assignedHandler: assignedHandler{assigned: make(chan Partitions, 4)}}
 	runSource(t, kb.Addr(), "sizes", 16<<20, h)
-	deadline := time.Now().Add(30 * time.Second)
-	for {
+	testenv.Eventually(t, "every record read", 30*time.Second, func() error {
 		h.mu.Lock()
 		total := h.total
 		h.mu.Unlock()
-		if total >= n {
-			break
+		if total < n {
+			return fmt.Errorf("read %d of %d records", total, n)
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("read %d of %d records", total, n)
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
+		return nil
+	})
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	// The broker returns whole batches: the first fetch may pass 64 KiB by

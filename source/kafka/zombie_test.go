@@ -2,11 +2,13 @@ package kafka
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"sort"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -39,12 +41,22 @@ type zombieHandler struct {
 	// ticking: the durable watermarks are committed every 50 ms too, as
 	// the pipeline's commit loop does.
 	ticking bool
+	// rounds counts the rounds of tick done: a commit a round started
+	// has returned once the next round is counted.
+	rounds atomic.Int64
 }
 
-// tick commits the durable watermarks while ticking, until ctx ends.
+// tick commits the durable watermarks while ticking, every 50 ms until
+// ctx ends.
 func (h *zombieHandler) tick(ctx context.Context) {
-	for ctx.Err() == nil {
-		time.Sleep(50 * time.Millisecond)
+	every := time.NewTicker(50 * time.Millisecond)
+	defer every.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-every.C:
+		}
 		h.mu.Lock()
 		var offs []Offset
 		if h.ticking {
@@ -60,6 +72,7 @@ func (h *zombieHandler) tick(ctx context.Context) {
 			_ = h.src.Commit(cctx, offs)
 			cancel()
 		}
+		h.rounds.Add(1)
 	}
 }
 
@@ -197,7 +210,7 @@ func testZombieRejoin(t *testing.T, bLeaves bool) {
 
 	cfg := &config.Kafka{Brokers: kb.Addrs(), Topics: []string{"z"}, GroupID: "zg", StartOffset: "earliest",
 		SessionTimeout: config.Duration(1500 * time.Millisecond), RebalanceTimeout: config.Duration(3 * time.Second)}
-	logger := slog.New(slog.NewTextHandler(testWriter{t}, &slog.HandlerOptions{Level: slog.LevelWarn}))
+	logger := slog.New(slog.NewTextHandler(testenv.LogWriter(t), &slog.HandlerOptions{Level: slog.LevelWarn}))
 	start := func(h *zombieHandler) (*Source, func()) {
 		s, err := New(Options{Config: cfg, Handler: h, Log: logger.With("member", h.name), HeartbeatInterval: 200 * time.Millisecond})
 		if err != nil {
@@ -215,17 +228,16 @@ func testZombieRejoin(t *testing.T, bLeaves bool) {
 	}
 	waitFor := func(what string, d time.Duration, ok func() bool, logs ...*zombieHandler) {
 		t.Helper()
-		deadline := time.Now().Add(d)
-		for !ok() {
-			if time.Now().After(deadline) {
-				var l []string
-				for _, h := range logs {
-					l = append(l, h.log())
-				}
-				t.Fatalf("%s: not within %v\n%s", what, d, strings.Join(l, "\n"))
+		testenv.Eventually(t, what, d, func() error {
+			if ok() {
+				return nil
 			}
-			time.Sleep(20 * time.Millisecond)
-		}
+			var l []string
+			for _, h := range logs {
+				l = append(l, h.log())
+			}
+			return errors.New("\n" + strings.Join(l, "\n"))
+		})
 	}
 	committed := func() map[int32]int64 {
 		o, err := kb.CommittedOffsetsErr("zg", "z")
@@ -312,7 +324,10 @@ func testZombieRejoin(t *testing.T, bLeaves bool) {
 		}
 		return true
 	}, a, b)
-	time.Sleep(2 * time.Second) // a late commit of A's old watermark would land by now
+	// A late commit of A's old watermark would come from a round of its
+	// commit loop under way now: two more rounds done, it has returned.
+	roundsA := a.rounds.Load()
+	waitFor("two more rounds of A's commit loop", 20*time.Second, func() bool { return a.rounds.Load() >= roundsA+2 }, a, b)
 	for p, off := range committed() {
 		if off < perPartition {
 			t.Errorf("partition %d: committed offset %d after the zombie's rejoin, want %d (B's): the zombie committed its old watermark\n%s\n%s",
@@ -360,12 +375,4 @@ func testZombieRejoin(t *testing.T, bLeaves bool) {
 		h.mu.Unlock()
 	}
 	t.Logf("%s\n%s", a.log(), b.log())
-}
-
-// testWriter writes a logger's lines to the test's log.
-type testWriter struct{ t *testing.T }
-
-func (w testWriter) Write(b []byte) (int, error) {
-	w.t.Log(strings.TrimSpace(string(b)))
-	return len(b), nil
 }

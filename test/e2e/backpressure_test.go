@@ -44,6 +44,7 @@ func TestStalledSink(t *testing.T) {
 		if m["etl_source_rebalances_total"] != 1 {
 			t.Fatalf("rebalanced while ClickHouse was frozen: etl_source_rebalances_total = %v", m["etl_source_rebalances_total"])
 		}
+		// Sampling the peaks through a freeze of a set length.
 		time.Sleep(100 * time.Millisecond)
 	}
 	e.ch.Thaw(t)
@@ -195,6 +196,8 @@ func TestHysteresis(t *testing.T) {
 	var last float64
 	stalls := 0
 	for {
+		// A stall is progress missing over a span of real time: sample
+		// every 2 s.
 		time.Sleep(2 * time.Second)
 		m := scrape(t, metricsAddr)
 		rows := m["etl_sink_records_total"]

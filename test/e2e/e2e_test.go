@@ -103,8 +103,10 @@ func TestKill9Restart(t *testing.T) {
 	p := startETL(t, cfg)
 	produced := e.produceAsync(0, n, 100_000)
 	e.waitRows(n/4, 2*time.Minute, p)
-	// Let at least one commit happen past the first rows.
-	time.Sleep(700 * time.Millisecond)
+	// At least one commit past the first rows.
+	testenv.WaitFor(t, "a commit", time.Minute, func() bool {
+		return sumOffsets(e.kb.CommittedOffsets(t, "kill9", topic)) > 0
+	})
 	if code := p.stop(t, syscall.SIGKILL, 10*time.Second); code != 128+int(syscall.SIGKILL) {
 		t.Fatalf("exit code %d after SIGKILL", code)
 	}
@@ -156,6 +158,7 @@ func TestClickHouseOutage(t *testing.T) {
 			t.Fatalf("etl exited during the outage: %v", p.err)
 		}
 		last = e.kb.CommittedOffsets(t, "outage", topic)
+		// Sampling through an outage of a set length.
 		time.Sleep(500 * time.Millisecond)
 	}
 	e.ch.Start(t)
@@ -197,6 +200,8 @@ func TestDrainTimeout(t *testing.T) {
 	e.produceAsync(0, n, 50_000)
 	e.waitRows(50_000, time.Minute, p)
 	e.ch.Freeze(t)
+	// Real time for inserts to reach the frozen server and hang there;
+	// etl serves no metrics here that would tell.
 	time.Sleep(300 * time.Millisecond)
 	start := time.Now()
 	code := p.stop(t, syscall.SIGTERM, 30*time.Second)
@@ -214,13 +219,15 @@ func TestDrainTimeout(t *testing.T) {
 	committed := e.kb.CommittedOffsets(t, "drain", topic)
 	// Inserts cut by the freeze may still complete on the server after
 	// the thaw; what counts is that every committed record is there.
-	time.Sleep(time.Second)
-	for part, off := range committed {
-		q := fmt.Sprintf("SELECT count() FROM default.events WHERE id %% %d = %d AND intDiv(id, %d) < %d", partitions, part, partitions, off)
-		if got := e.ch.Query(t, q); got != fmt.Sprint(off) {
-			t.Fatalf("partition %d: committed %d but %s of those records are in ClickHouse", part, off, got)
+	testenv.Eventually(t, "every committed record in ClickHouse", 30*time.Second, func() error {
+		for part, off := range committed {
+			q := fmt.Sprintf("SELECT count() FROM default.events WHERE id %% %d = %d AND intDiv(id, %d) < %d", partitions, part, partitions, off)
+			if got := e.ch.Query(t, q); got != fmt.Sprint(off) {
+				return fmt.Errorf("partition %d: committed %d but %s of those records are in ClickHouse", part, off, got)
+			}
 		}
-	}
+		return nil
+	})
 
 	// A second signal during a stuck drain exits at once. The drain is
 	// stuck only if records are held when the first signal comes: with
@@ -229,28 +236,16 @@ func TestDrainTimeout(t *testing.T) {
 	metricsAddr := fmt.Sprintf("127.0.0.1:%d", testenv.FreePort(t))
 	cfg2 := strings.Replace(cfg, `metrics: {listen: "off"}`, fmt.Sprintf(`metrics: {listen: %q}`, metricsAddr), 1)
 	p2 := startETL(t, writeConfig(t, cfg2))
-	for ready := time.Now().Add(time.Minute); !strings.Contains(p2.logText(), "partitions assigned"); {
-		if !p2.running() || time.Now().After(ready) {
-			t.Fatalf("etl was not assigned partitions within a minute (running %v)", p2.running())
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
+	waitLog(t, p2, "partitions assigned", time.Minute)
 	e.ch.Freeze(t)
 	defer e.ch.Thaw(t)
 	e.produce(n, 20_000)
-	held := time.Now().Add(time.Minute)
-	for {
+	testenv.WaitFor(t, "etl to hold records in flight with ClickHouse frozen", time.Minute, func() bool {
 		if !p2.running() {
 			t.Fatalf("etl exited before the first signal: %v", p2.err)
 		}
-		if m := scrapeIfUp(metricsAddr); m["etl_backpressure_inflight_bytes"] > 0 {
-			break
-		}
-		if time.Now().After(held) {
-			t.Fatal("etl held no records in flight within a minute of ClickHouse freezing")
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
+		return scrapeIfUp(metricsAddr)["etl_backpressure_inflight_bytes"] > 0
+	})
 	if err := p2.cmd.Process.Signal(syscall.SIGTERM); err != nil {
 		t.Fatal(err)
 	}

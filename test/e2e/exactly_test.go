@@ -83,10 +83,9 @@ func TestExactlyOnceKill(t *testing.T) {
 			procs = append(procs, p)
 			// Kill it at a random instant once it works: after its
 			// assignment, while it reads, inserts and commits.
-			deadline := time.Now().Add(30 * time.Second)
-			for !strings.Contains(p.logText(), "partitions assigned") && time.Now().Before(deadline) {
-				time.Sleep(20 * time.Millisecond)
-			}
+			waitLog(t, p, "partitions assigned", 30*time.Second)
+			// The random instant: real time while etl works, there is
+			// no event to wait for.
 			time.Sleep(time.Duration(rng.IntN(1500)) * time.Millisecond)
 			if code := p.stop(t, syscall.SIGKILL, 10*time.Second); code != 128+int(syscall.SIGKILL) && code != 0 {
 				t.Fatalf("run %d: exit code %d", run, code)
@@ -161,6 +160,7 @@ func TestExactlyOnceOutage(t *testing.T) {
 	p := startETL(t, cfg)
 	e.waitRows(40_000, time.Minute, p)
 	e.ch.Stop(t)
+	// An outage of a set length while records keep arriving.
 	time.Sleep(10 * time.Second)
 	e.ch.Start(t)
 	if err := produced(); err != nil {
@@ -359,14 +359,18 @@ metrics: {listen: "off"}
 	}
 	t.Setenv("ETL_TEST_CRASH_AFTER_INSERTS", "")
 	p := startETL(t, cfg)
-	deadline := time.Now().Add(2 * time.Minute)
-	for ch.Count(t, "default.clicks")+ch.Count(t, "default.others") < uint64(want["clicks"]+want["others"]) {
-		if time.Now().After(deadline) || !p.running() {
-			t.Fatalf("rows: clicks %d, others %d; want %v", ch.Count(t, "default.clicks"), ch.Count(t, "default.others"), want)
+	testenv.Eventually(t, "every row", 2*time.Minute, func() error {
+		clicks, others := ch.Count(t, "default.clicks"), ch.Count(t, "default.others")
+		if clicks+others >= uint64(want["clicks"]+want["others"]) {
+			return nil
 		}
-		time.Sleep(100 * time.Millisecond)
-	}
-	time.Sleep(time.Second) // anything extra would arrive now
+		if !p.running() {
+			t.Fatalf("etl exited: rows: clicks %d, others %d; want %v", clicks, others, want)
+		}
+		return fmt.Errorf("rows: clicks %d, others %d; want %v", clicks, others, want)
+	})
+	// The graceful stop writes whatever etl still holds before it exits:
+	// the tables read after it hold anything extra it would write.
 	if code := p.stop(t, syscall.SIGTERM, 30*time.Second); code != 0 {
 		t.Fatalf("exit code %d", code)
 	}

@@ -214,20 +214,16 @@ func (p *proc) logText() string {
 // waitRows waits until the table holds at least n rows.
 func (e *env) waitRows(n uint64, timeout time.Duration, p *proc) {
 	e.t.Helper()
-	deadline := time.Now().Add(timeout)
-	for {
+	testenv.Eventually(e.t, fmt.Sprintf("%d rows", n), timeout, func() error {
 		got := e.ch.Count(e.t, "default.events")
 		if got >= n {
-			return
+			return nil
 		}
 		if p != nil && !p.running() {
 			e.t.Fatalf("etl exited with %v while waiting for %d rows (have %d)", p.err, n, got)
 		}
-		if time.Now().After(deadline) {
-			e.t.Fatalf("timed out waiting for %d rows, have %d", n, got)
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
+		return fmt.Errorf("have %d", got)
+	})
 }
 
 // waitCommitted waits until the group's committed offsets reach the end
@@ -250,26 +246,25 @@ type offsetReader interface {
 // the wait at once.
 func waitCommittedEnd(t testing.TB, kb offsetReader, group, topic string, parts int, timeout time.Duration, alive func() error) map[int32]int64 {
 	t.Helper()
-	deadline := time.Now().Add(timeout)
-	for {
-		end, got := kb.EndOffsets(t, topic), kb.CommittedOffsets(t, group, topic)
+	var got map[int32]int64
+	testenv.Eventually(t, "the commits to reach the end offsets", timeout, func() error {
+		var end map[int32]int64
+		end, got = kb.EndOffsets(t, topic), kb.CommittedOffsets(t, group, topic)
 		ok := len(end) == parts
 		for p, o := range end {
 			ok = ok && got[p] == o
 		}
 		if ok {
-			return got
+			return nil
 		}
 		if alive != nil {
 			if err := alive(); err != nil {
 				t.Fatalf("waiting for the commits to reach the end offsets: %v", err)
 			}
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("committed offsets %v did not reach the end offsets %v", got, end)
-		}
-		time.Sleep(200 * time.Millisecond)
-	}
+		return fmt.Errorf("committed offsets %v, end offsets %v", got, end)
+	})
+	return got
 }
 
 // row is one row read back from ClickHouse.

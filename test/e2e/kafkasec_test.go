@@ -65,17 +65,14 @@ func TestDevbrokerTLSSASL(t *testing.T) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	for {
-		err := cl.ProduceSync(ctx, recs...).FirstErr()
-		if err == nil {
-			break
-		}
-		if ctx.Err() != nil {
+	// The broker is starting: produce until it takes the records.
+	testenv.Eventually(t, "produce over TLS and SCRAM", time.Minute, func() error {
+		if err := cl.ProduceSync(ctx, recs...).FirstErr(); err != nil {
 			b, _ := os.ReadFile(blog.Name())
-			t.Fatalf("produce over TLS and SCRAM: %v\n%s", err, b)
+			return fmt.Errorf("%w\n%s", err, b)
 		}
-		time.Sleep(200 * time.Millisecond) // the broker is starting
-	}
+		return nil
+	})
 
 	ch := testenv.ClickHouse(t)
 	ch.Exec(t, gen.TableDDL("default", "events"))
@@ -101,28 +98,28 @@ checkpoint: {commit_interval: 200ms}
 metrics: {listen: "off"}
 `, addr, caFile, pwFile, ch.TCPAddr()))
 	p := startETL(t, cfg)
-	deadline := time.Now().Add(time.Minute)
-	for ch.Count(t, "default.events") < n-1 {
-		if time.Now().After(deadline) || !p.running() {
-			t.Fatalf("%d rows; log:\n%s", ch.Count(t, "default.events"), tail([]byte(p.logText())))
+	testenv.Eventually(t, "every good row", time.Minute, func() error {
+		got := ch.Count(t, "default.events")
+		if got >= n-1 {
+			return nil
 		}
-		time.Sleep(100 * time.Millisecond)
-	}
+		if !p.running() {
+			t.Fatalf("etl exited with %d rows; log:\n%s", got, tail([]byte(p.logText())))
+		}
+		return fmt.Errorf("%d rows; log:\n%s", got, tail([]byte(p.logText())))
+	})
 	adm := kadm.NewClient(cl)
-	for {
+	testenv.Eventually(t, "commits to the end", time.Minute, func() error {
 		o, err := adm.FetchOffsets(ctx, "devbroker-sec")
 		sum := int64(0)
 		if err == nil {
 			o.Each(func(r kadm.OffsetResponse) { sum += r.At })
 		}
-		if sum == n {
-			break
+		if sum != n {
+			return fmt.Errorf("committed %d of %d: %v", sum, n, err)
 		}
-		if ctx.Err() != nil {
-			t.Fatalf("committed %d of %d: %v", sum, n, err)
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
+		return nil
+	})
 	if code := p.stop(t, syscall.SIGTERM, 30*time.Second); code != 0 {
 		t.Fatalf("etl exited with %d", code)
 	}

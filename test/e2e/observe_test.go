@@ -91,18 +91,14 @@ func TestMetricsAgainstReality(t *testing.T) {
 
 	base := "http://" + addr
 	var m map[string]float64
-	deadline := time.Now().Add(30 * time.Second)
-	for {
+	testenv.Eventually(t, "the metrics to settle", 30*time.Second, func() error {
 		m = scrape(t, addr)
 		if m["etl_source_lag_records"] == 0 && m["etl_sink_records_total"] == n && m["etl_dlq_records_total"] == 2 {
-			break
+			return nil
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("metrics did not settle: lag %v, sink records %v, dlq %v",
-				m["etl_source_lag_records"], m["etl_sink_records_total"], m["etl_dlq_records_total"])
-		}
-		time.Sleep(200 * time.Millisecond)
-	}
+		return fmt.Errorf("lag %v, sink records %v, dlq %v",
+			m["etl_source_lag_records"], m["etl_sink_records_total"], m["etl_dlq_records_total"])
+	})
 	if got := ch.Count(t, "default.events"); float64(got) != m["etl_sink_records_total"] {
 		t.Errorf("etl_sink_records_total %v, rows in ClickHouse %d", m["etl_sink_records_total"], got)
 	}

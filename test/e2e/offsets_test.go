@@ -42,6 +42,8 @@ func TestOffsetsAndResetByTime(t *testing.T) {
 	e := newEnv(t)
 	const half = 3000 // per partition: offsets 0..499 before the time, 500..999 after
 	e.produce(0, half)
+	// Record timestamps are the broker's wall clock: real time apart on
+	// either side of the reset time.
 	time.Sleep(500 * time.Millisecond)
 	at := time.Now().UTC()
 	time.Sleep(500 * time.Millisecond)

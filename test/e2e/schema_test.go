@@ -95,24 +95,23 @@ log: {level: info, format: text}
 // waitCount waits until table holds n rows.
 func (e *schemaEnv) waitCount(table string, n uint64, p *proc) {
 	e.t.Helper()
-	deadline := time.Now().Add(2 * time.Minute)
-	for {
+	testenv.Eventually(e.t, fmt.Sprintf("%d rows in %s", n, table), 2*time.Minute, func() error {
 		// The table may not exist yet (schema.create makes it).
 		var got uint64
 		if out, err := e.ch.QueryErr("SELECT count() FROM " + table); err == nil {
 			fmt.Sscan(out, &got)
 		}
 		if got == n {
-			return
+			return nil
 		}
 		if got > n {
 			e.t.Fatalf("%s holds %d rows, want %d", table, got, n)
 		}
-		if !p.running() || time.Now().After(deadline) {
-			e.t.Fatalf("%s holds %d of %d rows (etl running: %v)\n%s", table, got, n, p.running(), tailLog(p))
+		if !p.running() {
+			e.t.Fatalf("%s holds %d of %d rows and etl exited\n%s", table, got, n, tailLog(p))
 		}
-		time.Sleep(200 * time.Millisecond)
-	}
+		return fmt.Errorf("%s holds %d rows\n%s", table, got, tailLog(p))
+	})
 }
 
 func tailLog(p *proc) string {

@@ -125,16 +125,18 @@ log: {level: debug, format: text}
 			t.Logf("etl log:\n%s", b)
 		}
 	}()
-	time.Sleep(2 * time.Second)
+	testenv.WaitFor(t, "etl to log the registry unreachable", time.Minute, func() bool {
+		b, _ := os.ReadFile(logf.Name())
+		return strings.Contains(string(b), "schema registry unreachable")
+	})
 	reg.SetDown(false)
-	deadline := time.Now().Add(time.Minute)
-	for ch.Count(t, "default.events") < n-1 {
-		if time.Now().After(deadline) {
+	testenv.Eventually(t, "every good row", time.Minute, func() error {
+		if got := ch.Count(t, "default.events"); got < n-1 {
 			b, _ := os.ReadFile(logf.Name())
-			t.Fatalf("%d rows after a minute; log:\n%s", ch.Count(t, "default.events"), tail(b))
+			return fmt.Errorf("%d rows; log:\n%s", got, tail(b))
 		}
-		time.Sleep(100 * time.Millisecond)
-	}
+		return nil
+	})
 	resp, err := http.Get("http://" + metrics + "/metrics")
 	if err != nil {
 		t.Fatal(err)

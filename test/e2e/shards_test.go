@@ -113,16 +113,16 @@ func TestShardsAndReplicas(t *testing.T) {
 
 	waitTotal := func(want uint64, timeout time.Duration) {
 		t.Helper()
-		deadline := time.Now().Add(timeout)
-		for c.rows(t, 0)+c.rows(t, 1) < want {
+		testenv.Eventually(t, fmt.Sprintf("%d rows", want), timeout, func() error {
+			r0, r1 := c.rows(t, 0), c.rows(t, 1)
+			if r0+r1 >= want {
+				return nil
+			}
 			if !p.running() {
 				t.Fatalf("etl exited: %v", p.err)
 			}
-			if time.Now().After(deadline) {
-				t.Fatalf("timed out waiting for %d rows (shard 0: %d, shard 1: %d)", want, c.rows(t, 0), c.rows(t, 1))
-			}
-			time.Sleep(100 * time.Millisecond)
-		}
+			return fmt.Errorf("shard 0: %d, shard 1: %d", r0, r1)
+		})
 	}
 	waitTotal(30_000, time.Minute)
 	c[0][0].Kill9(t)
@@ -132,17 +132,19 @@ func TestShardsAndReplicas(t *testing.T) {
 	c[1][0].Kill9(t)
 	c[1][1].Kill9(t)
 	stoppedAt := c.rows(t, 0)
-	time.Sleep(8 * time.Second)
-	m := scrape(t, addr)
-	if m["etl_backpressure_paused"] == 0 && m["etl_queue_full_events_total"] == 0 {
-		t.Errorf("no backpressure while shard 1 was down: paused %v, queue full events %v", m["etl_backpressure_paused"], m["etl_queue_full_events_total"])
-	}
-	if m["etl_sink_breaker_opens_total"] < 2 {
-		t.Errorf("etl_sink_breaker_opens_total = %v, want the breakers of the killed and the stopped replicas opened", m["etl_sink_breaker_opens_total"])
-	}
-	if got := c.rows(t, 0); got <= stoppedAt {
-		t.Errorf("shard 0 took no rows while shard 1 was down (%d before, %d after)", stoppedAt, got)
-	}
+	testenv.Eventually(t, "backpressure, both breakers open and rows on shard 0 while shard 1 is down", 30*time.Second, func() error {
+		m := scrape(t, addr)
+		if m["etl_backpressure_paused"] == 0 && m["etl_queue_full_events_total"] == 0 {
+			return fmt.Errorf("no backpressure: paused %v, queue full events %v", m["etl_backpressure_paused"], m["etl_queue_full_events_total"])
+		}
+		if m["etl_sink_breaker_opens_total"] < 2 {
+			return fmt.Errorf("etl_sink_breaker_opens_total = %v, want the breakers of the killed and the stopped replicas opened", m["etl_sink_breaker_opens_total"])
+		}
+		if got := c.rows(t, 0); got <= stoppedAt {
+			return fmt.Errorf("shard 0 took no rows (%d before, %d now)", stoppedAt, got)
+		}
+		return nil
+	})
 	c[1][0].Start(t)
 	c[1][1].Start(t)
 	if err := produced(); err != nil {

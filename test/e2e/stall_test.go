@@ -41,18 +41,14 @@ func TestStallWatchdog(t *testing.T) {
 				}
 			} else {
 				var body string
-				deadline := time.Now().Add(time.Minute)
-				for {
+				testenv.Eventually(t, "/healthz 503 after the freeze", time.Minute, func() error {
 					code, b := getStatus(addr + "/healthz")
 					if code == http.StatusServiceUnavailable {
 						body = b
-						break
+						return nil
 					}
-					if time.Now().After(deadline) {
-						t.Fatalf("/healthz still %d %q a minute after the freeze", code, b)
-					}
-					time.Sleep(200 * time.Millisecond)
-				}
+					return fmt.Errorf("/healthz %d %q", code, b)
+				})
 				t.Logf("/healthz 503 after %v frozen: %s", time.Since(frozen).Round(time.Millisecond), body)
 				if !regexp.MustCompile(`stalled: .*events/\d`).MatchString(body) {
 					t.Fatalf("/healthz does not name the stuck partitions: %q", body)

@@ -47,16 +47,15 @@ func probe(url string) (int, string, error) {
 // waitLog waits until etl's log holds s.
 func waitLog(t *testing.T, p *proc, s string, timeout time.Duration) {
 	t.Helper()
-	deadline := time.Now().Add(timeout)
-	for !strings.Contains(p.logText(), s) {
+	testenv.WaitFor(t, fmt.Sprintf("etl to log %q", s), timeout, func() bool {
+		if strings.Contains(p.logText(), s) {
+			return true
+		}
 		if !p.running() {
 			t.Fatalf("etl exited (%v) before logging %q", p.err, s)
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("etl did not log %q within %v", s, timeout)
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
+		return false
+	})
 }
 
 // checkWaiting checks what the probes and /metrics answer while etl waits
@@ -78,17 +77,13 @@ func checkWaiting(t *testing.T, url string) {
 // waitReady waits until /readyz answers 200.
 func waitReady(t *testing.T, url string, timeout time.Duration) {
 	t.Helper()
-	deadline := time.Now().Add(timeout)
-	for {
+	testenv.Eventually(t, "/readyz 200", timeout, func() error {
 		code, body, err := probe(url + "/readyz")
 		if err == nil && code == http.StatusOK {
-			return
+			return nil
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("/readyz not 200 within %v: %d %q %v", timeout, code, body, err)
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
+		return fmt.Errorf("%d %q %v", code, body, err)
+	})
 }
 
 // checkEachOnce checks that every record [0, n) is in the table exactly

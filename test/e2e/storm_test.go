@@ -266,6 +266,7 @@ func TestRebalanceStorm(t *testing.T) {
 			}
 			nextEvent = time.Now().Add(time.Duration(1500+rng.IntN(2500)) * time.Millisecond)
 		}
+		// The storm's clock: events come at random instants of real time.
 		time.Sleep(50 * time.Millisecond)
 	}
 	stormTook := time.Since(stormStart)
@@ -283,22 +284,18 @@ func TestRebalanceStorm(t *testing.T) {
 	}
 	t.Logf("all %d records produced after %v", n, time.Since(begin).Round(100*time.Millisecond))
 	waitFrom := time.Now()
-	deadline := time.Now().Add(2 * time.Minute)
-	for {
+	testenv.Eventually(t, "every id in ClickHouse after the storm", 2*time.Minute, func() error {
 		got := ch.Query(t, fmt.Sprintf("SELECT uniqExact(id) FROM default.events WHERE id < %d", n))
 		if got == strconv.Itoa(n) {
-			break
+			return nil
 		}
 		for i, m := range slots {
 			if !m.p.running() {
 				t.Fatalf("member %d exited (%v) while waiting for every id; log %s", i, m.p.err, m.p.log)
 			}
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("%s of %d distinct ids in ClickHouse 2 minutes after the storm", got, n)
-		}
-		time.Sleep(250 * time.Millisecond)
-	}
+		return fmt.Errorf("%s of %d distinct ids", got, n)
+	})
 	t.Logf("every id in ClickHouse %v after the storm", time.Since(waitFrom).Round(100*time.Millisecond))
 	counts, outside := e.idCounts(n)
 	dupIDs, extraRows := 0, 0
@@ -337,8 +334,7 @@ func TestRebalanceStorm(t *testing.T) {
 		dupIDs, extraRows, kills, drainUnfinished, strings.Join(byPart, "\n"))
 
 	// The group settles with every member assigned a share.
-	deadline = time.Now().Add(time.Minute)
-	for {
+	testenv.Eventually(t, "every member assigned a share", time.Minute, func() error {
 		var assigned []float64
 		sum, each := 0.0, true
 		for _, m := range slots {
@@ -349,30 +345,23 @@ func TestRebalanceStorm(t *testing.T) {
 		}
 		if sum == parts && each {
 			t.Logf("partitions assigned per member: %v", assigned)
-			break
+			return nil
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("partitions assigned per member %v a minute after every id arrived; want all %d shared by the %d members", assigned, parts, members)
-		}
-		time.Sleep(250 * time.Millisecond)
-	}
+		return fmt.Errorf("partitions assigned per member %v; want all %d shared by the %d members", assigned, parts, members)
+	})
 
 	// Back-pressure state settles at nothing in flight, nothing paused.
 	for i, m := range slots {
-		deadline := time.Now().Add(20 * time.Second)
-		for {
+		testenv.Eventually(t, fmt.Sprintf("member %d: nothing in flight, nothing paused", i), 20*time.Second, func() error {
 			mm := scrape(t, m.metrics)
 			inflight, paused := mm["etl_backpressure_inflight_bytes"], mm["etl_backpressure_paused"]
 			if inflight == 0 && paused == 0 {
 				t.Logf("member %d: in-flight 0 bytes, 0 partitions paused, %v assigned, %v rebalances",
 					i, mm["etl_source_assigned_partitions"], mm["etl_source_rebalances_total"])
-				break
+				return nil
 			}
-			if time.Now().After(deadline) {
-				t.Fatalf("member %d: etl_backpressure_inflight_bytes %v, etl_backpressure_paused %v 20s after every id arrived", i, inflight, paused)
-			}
-			time.Sleep(250 * time.Millisecond)
-		}
+			return fmt.Errorf("etl_backpressure_inflight_bytes %v, etl_backpressure_paused %v", inflight, paused)
+		})
 	}
 
 	// Committed offsets reach the end of every partition.

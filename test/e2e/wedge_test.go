@@ -103,19 +103,15 @@ func TestDeletedTopicUnhealthy(t *testing.T) {
 	waitLog(t, p, `msg="fetch error" topic=events`, 60*time.Second)
 	firstErr := time.Since(deleted)
 	before := fetchErrors(t, url)
-	deadline := time.Now().Add(60 * time.Second)
 	var body string
-	for {
+	testenv.Eventually(t, "/healthz 503 after the first fetch error", 60*time.Second, func() error {
 		code, b, err := probe(url + "/healthz")
 		if err == nil && code == http.StatusServiceUnavailable {
 			body = b
-			break
+			return nil
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("/healthz still %d %q %v 60 s after the first fetch error", code, b, err)
-		}
-		time.Sleep(200 * time.Millisecond)
-	}
+		return fmt.Errorf("/healthz %d %q %v", code, b, err)
+	})
 	unhealthy := time.Since(deleted)
 	errs := fetchErrors(t, url) - before
 	window := unhealthy - firstErr
@@ -161,20 +157,16 @@ func TestMissingTopicAtStartup(t *testing.T) {
 	if !strings.Contains(p.logText(), "topics=[orders]") {
 		t.Fatalf("the WARN does not name the topic:\n%s", p.logText())
 	}
-	deadline := time.Now().Add(30 * time.Second)
-	for {
+	testenv.Eventually(t, "/readyz 503 naming wait_for_topics", 30*time.Second, func() error {
 		code, body, err := probe(url + "/readyz")
 		if err == nil && code == http.StatusServiceUnavailable && strings.Contains(body, "wait_for_topics") {
 			if !strings.Contains(body, "orders") {
 				t.Fatalf("/readyz says %q: want the topic named", body)
 			}
-			break
+			return nil
 		}
-		if time.Now().After(deadline) {
-			t.Fatalf("/readyz while the topic is missing: %d %q %v", code, body, err)
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
+		return fmt.Errorf("/readyz while the topic is missing: %d %q %v", code, body, err)
+	})
 	if code, body, err := probe(url + "/healthz"); err != nil || code != http.StatusOK {
 		t.Fatalf("/healthz while waiting for the topic: %d %q %v", code, body, err)
 	}

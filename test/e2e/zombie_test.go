@@ -74,11 +74,14 @@ func testZombieMember(t *testing.T, delivery string) {
 	}()
 
 	e.waitRows(20_000, time.Minute, a)
+	assignedB := strings.Count(b.logText(), "partitions assigned")
 	if err := a.cmd.Process.Signal(syscall.SIGSTOP); err != nil {
 		t.Fatal(err)
 	}
 	// session_timeout is 6 s: the group moves A's partitions to B.
-	time.Sleep(12 * time.Second)
+	testenv.WaitFor(t, "B to be assigned the frozen member's partitions", time.Minute, func() bool {
+		return strings.Count(b.logText(), "partitions assigned") > assignedB
+	})
 	// The log's length while the member is frozen: what it logs from the
 	// thaw on comes after it.
 	atThaw := len(readFile(t, a.log))

@@ -1,8 +1,0 @@
-//go:build !linux
-
-package avro
-
-import "time"
-
-// threadCPU is not available off Linux.
-func threadCPU() (time.Duration, bool) { return 0, false }
