@@ -67,6 +67,7 @@ func TestMain(m *testing.M) {
 	code := m.Run()
 	if *simSummary {
 		fmt.Printf("sim: longest commit metadata %d bytes, %d lanes held for the budget\n", simTotals.maxMeta, simTotals.holds)
+		fmt.Printf("sim: shards:%s\n", simShardSummary())
 		fmt.Printf("sim: %d seeds, %d steps, %d violations\n", simTotals.seeds, simTotals.steps, simTotals.violations)
 		if simTotals.violations > 0 && code == 0 {
 			code = 1
@@ -93,18 +94,25 @@ func TestSim(t *testing.T) {
 		// Each seed in a bubble of its own: the shards' goroutines run
 		// there, and synctest.Wait is how the simulation knows they have
 		// nothing more to do.
+		// (A failure is reported outside the bubble: synctest.Test
+		// ends the test on one, and the other seeds must still run.)
+		var report string
 		synctest.Test(t, func(t *testing.T) {
 			w := newSimWorld(t, seed)
 			steps, errs := w.run()
 			simTotals.seeds++
 			simTotals.steps += steps
 			simTotals.holds += int(testutil.ToFloat64(w.p.m.budgetHolds))
+			w.sink.addTotals()
 			if len(errs) > 0 {
 				simTotals.violations += len(errs)
-				t.Errorf("sim seed %d (%s): %d violations, first at step %d: %s\n\treplay: go test ./pipeline -run '^TestSim$' -sim.seed=%d -v",
+				report = fmt.Sprintf("sim seed %d (%s): %d violations, first at step %d: %s\n\treplay: go test ./pipeline -run '^TestSim$' -sim.seed=%d -v",
 					seed, w.desc, len(errs), w.firstBad, errs[0], seed)
 			}
 		})
+		if report != "" {
+			t.Error(report)
+		}
 	}
 }
 

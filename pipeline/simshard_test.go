@@ -75,6 +75,7 @@ type simShard struct {
 	maxBytes  int
 	eo        bool
 	inflight  prometheus.Gauge // the shard's etl_sink_inflight_batches
+	reg       *simRegistry
 	budget    *simBudget
 	replicas  []*simReplica
 
@@ -128,13 +129,57 @@ func (b *simBudget) Release(n int64)   { b.n.Add(-n); b.b.Release(n) }
 
 // simRegistry keeps the collectors a shard's metrics register, so the
 // simulation reads the shard's in-flight batch count.
-type simRegistry struct{ cs []prometheus.Collector }
-
-func (r *simRegistry) Register(c prometheus.Collector) error { r.cs = append(r.cs, c); return nil }
-func (r *simRegistry) MustRegister(cs ...prometheus.Collector) {
-	r.cs = append(r.cs, cs...)
+type simRegistry struct {
+	*prometheus.Registry
+	cs []prometheus.Collector
 }
-func (r *simRegistry) Unregister(prometheus.Collector) bool { return false }
+
+func (r *simRegistry) Register(c prometheus.Collector) error {
+	r.cs = append(r.cs, c)
+	return r.Registry.Register(c)
+}
+
+// simShardTotals is what the shards did over every seed, for the summary.
+var simShardTotals = map[string]float64{}
+
+// addTotals adds the shards' counters of interest to simShardTotals.
+func (s *simSink) addTotals() {
+	for _, ss := range s.shards {
+		mfs, err := ss.reg.Gather()
+		if err != nil {
+			continue
+		}
+		for _, mf := range mfs {
+			for _, m := range mf.GetMetric() {
+				name := strings.TrimPrefix(mf.GetName(), "etl_sink_")
+				if mf.GetName() == "etl_sink_flushes_total" {
+					for _, l := range m.GetLabel() {
+						if l.GetName() == "reason" {
+							name += "{" + l.GetValue() + "}"
+						}
+					}
+				}
+				if c := m.GetCounter(); c != nil && c.GetValue() > 0 {
+					simShardTotals[name] += c.GetValue()
+				}
+			}
+		}
+	}
+}
+
+// simShardSummary is the summary line of simShardTotals.
+func simShardSummary() string {
+	var names []string
+	for n := range simShardTotals {
+		names = append(names, n)
+	}
+	slices.Sort(names)
+	var b strings.Builder
+	for _, n := range names {
+		fmt.Fprintf(&b, " %s=%d", n, int64(simShardTotals[n]))
+	}
+	return b.String()
+}
 
 func (r *simRegistry) gaugeVec(name string) *prometheus.GaugeVec {
 	for _, c := range r.cs {
@@ -195,11 +240,11 @@ func (w *simWorld) newSimSink(queueCap, maxInflight, nreps int, batch config.Bat
 		sk.dest0 = len(p.dests)
 		for i := range sk.weights {
 			d := len(p.dests)
-			reg := &simRegistry{}
+			reg := &simRegistry{Registry: prometheus.NewRegistry()}
 			metrics := clickhouse.NewMetrics(reg, nil)
 			ss := &simShard{idx: d, sink: si, cap: queueCap, maxRows: maxRows, maxBytes: maxBytes, eo: w.eo,
 				budget: &simBudget{b: p.budget}, ledger: map[*chunk.Chunk]int64{}, bisecting: map[*chunk.Chunk]bool{},
-				res: make(chan error, 1)}
+				res: make(chan error, 1), reg: reg}
 			var reps []clickhouse.Inserter
 			for k := range nreps {
 				rp := &simReplica{s: s, shard: d, idx: k}
