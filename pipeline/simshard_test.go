@@ -82,6 +82,11 @@ type simShard struct {
 	// ledger: the chunks TryEnqueue took and the shard did not
 	// acknowledge yet, with their hand-over order.
 	ledger map[*chunk.Chunk]int64
+	// untaken: the chunks in the shard's queue, oldest first; takenAt:
+	// when the batching loop took each chunk of the ledger from it.
+	untaken []*chunk.Chunk
+	takenAt map[*chunk.Chunk]time.Time
+	linger  time.Duration
 	// bisecting: the first chunk of each batch the table refused for
 	// some of its rows, until the batch is acknowledged.
 	bisecting map[*chunk.Chunk]bool
@@ -243,7 +248,7 @@ func (w *simWorld) newSimSink(queueCap, maxInflight, nreps int, batch config.Bat
 			reg := &simRegistry{Registry: prometheus.NewRegistry()}
 			metrics := clickhouse.NewMetrics(reg, nil)
 			ss := &simShard{idx: d, sink: si, cap: queueCap, maxRows: maxRows, maxBytes: maxBytes, eo: w.eo,
-				budget: &simBudget{b: p.budget}, ledger: map[*chunk.Chunk]int64{}, bisecting: map[*chunk.Chunk]bool{},
+				budget: &simBudget{b: p.budget}, ledger: map[*chunk.Chunk]int64{}, takenAt: map[*chunk.Chunk]time.Time{}, linger: linger, bisecting: map[*chunk.Chunk]bool{},
 				res: make(chan error, 1), reg: reg}
 			var reps []clickhouse.Inserter
 			for k := range nreps {
@@ -313,6 +318,11 @@ func (s *simSink) settle() {
 	s.mu.Lock()
 	errs := s.errs
 	s.errs = nil
+	for _, ss := range s.shards {
+		for n := ss.sh.QueueLen(); len(ss.untaken) > n; ss.untaken = ss.untaken[1:] {
+			ss.takenAt[ss.untaken[0]] = s.w.now
+		}
+	}
 	s.mu.Unlock()
 	for _, e := range errs {
 		s.w.violation("%s", e)
@@ -347,11 +357,13 @@ func (s *simSink) TryEnqueue(c *chunk.Chunk) bool {
 	ss.ledger[c] = s.seq
 	s.mu.Unlock()
 	ok := ss.sh.TryEnqueue(c)
-	if !ok {
-		s.mu.Lock()
+	s.mu.Lock()
+	if ok {
+		ss.untaken = append(ss.untaken, c)
+	} else {
 		delete(ss.ledger, c)
-		s.mu.Unlock()
 	}
+	s.mu.Unlock()
 	s.settle()
 	return ok
 }
@@ -371,6 +383,7 @@ func (s *simSink) onDone(d int, chunks []*chunk.Chunk) {
 			continue
 		}
 		delete(ss.ledger, c)
+		delete(ss.takenAt, c)
 		for _, id := range simIDs(c) {
 			if s.rows[ss.sink][id] == 0 && !s.rejected[id] {
 				s.errorf("shard %d acknowledged a chunk whose row id %d is not in table %d", d, id, ss.sink)
@@ -658,9 +671,24 @@ func (w *simWorld) checkShards() {
 		if len(ss.bisecting) > 0 && got < want {
 			w.violation("shard %d counts %d bytes in the budget while bisecting, its %d waiting inserts hold %d", ss.idx, got, n, want)
 		}
-		if ss.inflight != nil {
-			if f := int(testutil.ToFloat64(ss.inflight)); f < n {
-				w.violation("shard %d has %d inserts waiting but counts %d batches in flight", ss.idx, n, f)
+		if ss.inflight == nil {
+			continue
+		}
+		f := int(testutil.ToFloat64(ss.inflight))
+		if f < n {
+			w.violation("shard %d has %d inserts waiting but counts %d batches in flight", ss.idx, n, f)
+		}
+		// With no batch in flight, the chunks the loop took are its
+		// batch: it goes at its linger.
+		if f == 0 && ss.linger > 0 && !ss.dead {
+			var oldest *chunk.Chunk
+			for c := range ss.takenAt {
+				if oldest == nil || ss.ledger[c] < ss.ledger[oldest] {
+					oldest = c
+				}
+			}
+			if oldest != nil && w.now.Sub(ss.takenAt[oldest]) >= ss.linger {
+				w.violation("shard %d holds a batch begun %s ago with every insert slot free: its linger is %s", ss.idx, w.now.Sub(ss.takenAt[oldest]), ss.linger)
 			}
 		}
 	}
