@@ -5,7 +5,6 @@ import (
 	"errors"
 	"flag"
 	"fmt"
-	"hash/fnv"
 	"io"
 	"log/slog"
 	"math/rand"
@@ -14,6 +13,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -69,6 +69,7 @@ func TestMain(m *testing.M) {
 	code := m.Run()
 	if *simSummary {
 		fmt.Printf("sim: longest commit metadata %d bytes, %d lanes held for the budget\n", simTotals.maxMeta, simTotals.holds)
+		fmt.Printf("sim: shards:%s\n", simShardSummary())
 		fmt.Printf("sim: %d seeds, %d steps, %d violations\n", simTotals.seeds, simTotals.steps, simTotals.violations)
 		if simTotals.violations > 0 && code == 0 {
 			code = 1
@@ -92,15 +93,27 @@ func TestSim(t *testing.T) {
 		first, n = *simSeed, 1
 	}
 	for seed := first; seed < first+int64(n); seed++ {
-		w := newSimWorld(t, seed)
-		steps, errs := w.run()
-		simTotals.seeds++
-		simTotals.steps += steps
-		simTotals.holds += int(testutil.ToFloat64(w.p.m.budgetHolds))
-		if len(errs) > 0 {
-			simTotals.violations += len(errs)
-			t.Errorf("sim seed %d (%s): %d violations, first at step %d: %s\n\treplay: go test ./pipeline -run '^TestSim$' -sim.seed=%d -v",
-				seed, w.desc, len(errs), w.firstBad, errs[0], seed)
+		// Each seed in a bubble of its own: the shards' goroutines run
+		// there, and synctest.Wait is how the simulation knows they have
+		// nothing more to do.
+		// (A failure is reported outside the bubble: synctest.Test
+		// ends the test on one, and the other seeds must still run.)
+		var report string
+		synctest.Test(t, func(t *testing.T) {
+			w := newSimWorld(t, seed)
+			steps, errs := w.run()
+			simTotals.seeds++
+			simTotals.steps += steps
+			simTotals.holds += int(testutil.ToFloat64(w.p.m.budgetHolds))
+			w.sink.addTotals()
+			if len(errs) > 0 {
+				simTotals.violations += len(errs)
+				report = fmt.Sprintf("sim seed %d (%s): %d violations, first at step %d: %s\n\treplay: go test ./pipeline -run '^TestSim$' -sim.seed=%d -v",
+					seed, w.desc, len(errs), w.firstBad, errs[0], seed)
+			}
+		})
+		if report != "" {
+			t.Error(report)
 		}
 	}
 }
@@ -134,6 +147,7 @@ type simWorld struct {
 	failMode bool   // decode.on_error fail: a bad record stops the pipeline
 	failed   bool   // ... and it did
 	ndjson   bool   // records of many rows (decode.json.framing ndjson), sealed in their middle
+	poison   bool   // some records' rows are refused by the table (bisected out)
 	mode     string // direct, two-sinks or by-key
 
 	errs     []string
@@ -147,6 +161,9 @@ type simRec struct {
 	id   uint64
 	rows int
 	bad  bool // not decodable: skipped by on_error skip
+	// poison: decodable, but the table refuses its rows: the shard
+	// bisects it out and hands it to on_error.
+	poison bool
 }
 
 const simTopic = "events"
@@ -249,7 +266,6 @@ func newSimWorld(t testing.TB, seed int64) *simWorld {
 		sk := &sinkState{name: fmt.Sprintf("s%d", si), cfg: chc, dest0: len(p.dests)}
 		for i := 0; i < ndest; i++ {
 			sk.weights = append(sk.weights, 1)
-			p.dests = append(p.dests, nil) // only counted: the fake sink takes the chunks
 		}
 		sk.target.Store(&clickhouse.Target{Schema: schema, Fields: schema.Names})
 		p.sinks = append(p.sinks, sk)
@@ -259,13 +275,11 @@ func newSimWorld(t testing.TB, seed int64) *simWorld {
 		pos: map[TopicPartition]int64{}, start: map[TopicPartition]int64{}, committed: map[TopicPartition]kafka.Committed{}}
 	p.src = w.src
 	p.pause = newPauser(w.src, prometheus.NewGauge(prometheus.GaugeOpts{Name: "etl_sim_paused"}))
-	w.sink = &simSink{w: w, maxInflight: maxInflight, blocks: map[string]bool{}}
-	for si := 0; si < nsinks; si++ {
-		w.sink.rows = append(w.sink.rows, map[uint64]int{})
-		for i := 0; i < ndest; i++ {
-			w.sink.queues = append(w.sink.queues, &simQueue{cap: queueCap, sink: si})
-		}
-	}
+	w.p = p
+	w.newSimSink(queueCap, maxInflight, 1+r.Intn(3), batch)
+	// Some seeds have records whose rows the table refuses, where
+	// on_error lets the shard bisect them out.
+	w.poison = p.onRejected() != nil && r.Intn(2) == 0
 	p.queue = w.sink
 	p.hook = w.hook
 	w.p, w.h = p, (*handler)(p)
@@ -300,6 +314,8 @@ func (w *simWorld) violation(format string, args ...any) {
 
 // run plays the seed: random steps, then a quiesce, then the final checks.
 func (w *simWorld) run() (int, []string) {
+	w.sink.start()
+	defer w.sink.end()
 	// The group's first assignment.
 	w.assign(w.parts)
 	for w.step = 1; w.step <= *simSteps && len(w.errs) == 0 && !w.failed; w.step++ {
@@ -315,7 +331,7 @@ func (w *simWorld) run() (int, []string) {
 		case k == 0:
 			w.stop(-1)
 		case k == 1:
-			w.stop(w.rng.Intn(len(w.sink.queues)))
+			w.stop(w.rng.Intn(len(w.sink.shards)))
 		default:
 			w.quiesce()
 		}
@@ -336,9 +352,9 @@ func (w *simWorld) stop(failed int) {
 	w.finishRevoke(true)
 	w.calm = true
 	w.stopping = true
-	for i, q := range w.sink.queues {
-		q.frozen = false
-		q.dead = i == failed
+	for i, ss := range w.sink.shards {
+		ss.frozen = false
+		ss.dead = i == failed
 	}
 	p.closing.Store(true)
 	w.tracef("stop (failed shard %d)", failed)
@@ -347,6 +363,11 @@ func (w *simWorld) stop(failed int) {
 	}
 	for i := 0; i < 5000 && len(w.errs) == 0; i++ {
 		w.calmRound()
+		if w.lanesIdle() {
+			// Run closes the shards once the lanes handed everything
+			// over: they drain what they hold.
+			w.sink.closeShards()
+		}
 		if w.drained() {
 			break
 		}
@@ -419,17 +440,17 @@ func (w *simWorld) laneStates() string {
 // drained reports whether every lane is idle and the live shards hold
 // nothing.
 func (w *simWorld) drained() bool {
+	return w.lanesIdle() && w.sink.drainedShards() && len(w.p.acks.items) == 0
+}
+
+// lanesIdle reports whether every lane is idle.
+func (w *simWorld) lanesIdle() bool {
 	for _, l := range w.p.lanes {
 		if !l.idle() {
 			return false
 		}
 	}
-	for _, q := range w.sink.queues {
-		if !q.dead && (len(q.q) > 0 || len(q.inflight) > 0 || len(q.building) > 0) {
-			return false
-		}
-	}
-	return len(w.p.acks.items) == 0
+	return true
 }
 
 // randomStep runs one event chosen at random, as a goroutine of the real
@@ -460,7 +481,7 @@ func (w *simWorld) randomStep() {
 	case k < 96:
 		w.sink.freezeToggle()
 	default:
-		w.now = w.now.Add(time.Duration(r.Intn(300)) * time.Millisecond)
+		w.advance(time.Duration(r.Intn(300)) * time.Millisecond)
 	}
 }
 
@@ -563,6 +584,12 @@ func (w *simWorld) produce(n int) {
 		default:
 			v = gen.Make(1, id).AppendJSON(nil)
 		}
+		if w.poison && !rec.bad && w.rng.Intn(60) == 0 {
+			rec.poison = true
+			for j := range rec.rows {
+				w.sink.poison[id+uint64(j)] = true
+			}
+		}
 		rec.rec = &kgo.Record{Topic: tp.Topic, Partition: tp.Partition, Offset: off, Value: v, Timestamp: w.now}
 		w.log[tp] = append(w.log[tp], rec)
 	}
@@ -630,7 +657,7 @@ func (w *simWorld) commit() {
 
 // controller advances the clock and runs the controller's tick.
 func (w *simWorld) controller(d time.Duration) {
-	w.now = w.now.Add(d)
+	w.advance(d)
 	w.p.checkBudget(w.now)
 	if w.p.eo() {
 		w.p.eoFlushLingered(w.now)
@@ -743,71 +770,6 @@ func (w *simWorld) loseParts(tps []TopicPartition) {
 	w.h.Lost(context.Background(), parts)
 }
 
-// sinkStep moves the fake sink: a shard takes chunks from its queue into
-// an insert, or an insert finishes (durable, or failed and retried later).
-func (w *simWorld) sinkStep(calm bool) {
-	s := w.sink
-	d := w.rng.Intn(len(s.queues))
-	q := s.queues[d]
-	if (q.frozen && !calm) || q.dead {
-		return
-	}
-	full := len(q.inflight) >= s.maxInflight
-	if len(q.inflight) > 0 && (w.rng.Intn(2) == 0 || (len(q.q) == 0 && (full || len(q.building) == 0))) {
-		i := w.rng.Intn(len(q.inflight))
-		b := q.inflight[i]
-		if !calm && (w.rng.Intn(6) == 0 || w.step < b.notBefore) {
-			w.tracef("shard %d: insert failed, retried later", d)
-			return
-		}
-		q.inflight = slices.Delete(q.inflight, i, i+1)
-		s.insert(b.chunks)
-		w.tracef("shard %d: insert of %d chunks durable", d, len(b.chunks))
-		w.p.acks.push(b.chunks)
-		return
-	}
-	if full {
-		// Every slot busy: the next batch is built from the queue, up
-		// to a size (a whole block under exactly-once).
-		limit := 1 + w.rng.Intn(8)
-		if w.eo {
-			limit = 1
-		}
-		if len(q.q) == 0 || len(q.building) >= limit {
-			return
-		}
-		n := 1 + w.rng.Intn(min(len(q.q), limit-len(q.building)))
-		q.building = append(q.building, q.q[:n]...)
-		q.q = slices.Delete(q.q, 0, n)
-		w.tracef("shard %d: %d chunks into the next batch", d, n)
-	} else {
-		if len(q.q) == 0 && len(q.building) == 0 {
-			return
-		}
-		chunks := q.building
-		q.building = nil
-		if len(chunks) == 0 || (!w.eo && len(q.q) > 0 && w.rng.Intn(2) == 0) {
-			n := 1 + w.rng.Intn(len(q.q))
-			if w.eo || len(chunks) > 0 {
-				n = min(n, 1) // a chunk is a whole insert block
-			}
-			chunks = append(chunks, q.q[:n]...)
-			q.q = slices.Delete(q.q, 0, n)
-		}
-		b := &simBatch{chunks: slices.Clone(chunks)}
-		if w.rng.Intn(20) == 0 {
-			// An insert that keeps failing for a while.
-			b.notBefore = w.step + w.rng.Intn(1500)
-		}
-		q.inflight = append(q.inflight, b)
-	}
-	if q.refused && len(q.q) <= q.cap/2 {
-		q.refused = false
-		w.tracef("shard %d: space", d)
-		w.p.wakeBlocked(d)
-	}
-}
-
 // checkStep checks the invariants that hold between any two steps.
 func (w *simWorld) checkStep() {
 	p := w.p
@@ -861,6 +823,7 @@ func (w *simWorld) checkStep() {
 		w.violation("the budget is paused=%v but the pauser holds the source paused=%v", bp, pb)
 	}
 	w.checkPaused()
+	w.checkShards()
 }
 
 // checkPaused checks each owned partition's pause against what should
@@ -912,8 +875,8 @@ func (w *simWorld) quiesce() {
 	w.toMake = 0
 	w.calm = true
 	w.finishRevoke(true)
-	for _, q := range w.sink.queues {
-		q.frozen = false
+	for _, ss := range w.sink.shards {
+		ss.frozen = false
 	}
 	var free []TopicPartition
 	for _, tp := range w.parts {
@@ -957,6 +920,9 @@ func (w *simWorld) quiesce() {
 					switch {
 					case sr.bad && got != 0:
 						w.violation("bad record %v@%d (id %d) is in table %d", tp, sr.rec.Offset, id, si)
+					case sr.poison && (got != 0 || !w.sink.hasRec(sr)):
+						w.violation("record %v@%d (id %d), whose rows the table refuses, is in table %d %d times, handed to on_error %v", tp, sr.rec.Offset, id, si, got, w.sink.hasRec(sr))
+					case sr.poison:
 					case !sr.bad && got == 0:
 						w.violation("record %v@%d (id %d) never reached table %d", tp, sr.rec.Offset, id, si)
 					case !sr.bad && w.eo && got != 1:
@@ -1038,7 +1004,7 @@ func (s *simSource) Resume(p kafka.Partitions) {
 				c = l.backlog[0]
 			}
 			if c != nil {
-				if q := w.sink.queues[c.Dest]; len(q.q) >= q.cap {
+				if ss := w.sink.shards[c.Dest]; ss.sh.QueueLen() >= ss.cap {
 					w.violation("partition %v resumed while the queue of shard %d its chunk waits for is still full", tp, c.Dest)
 					if *simTrace {
 						w.t.Logf("%s", debug.Stack())
@@ -1106,129 +1072,4 @@ func (s *simSource) FetchCommitted(_ context.Context, parts kafka.Partitions) (m
 		}
 	}
 	return out, nil
-}
-
-// simSink is the fake ClickHouse: a bounded queue and inserts in flight
-// per shard, and a table.
-type simSink struct {
-	w           *simWorld
-	queues      []*simQueue
-	maxInflight int
-	rows        []map[uint64]int // per sink's table: id → rows
-	blocks      map[string]bool
-}
-
-// simBatch is an insert in flight: it fails until the step notBefore.
-type simBatch struct {
-	chunks    []*chunk.Chunk
-	notBefore int
-}
-
-type simQueue struct {
-	sink     int // the sink (table) the shard writes to
-	cap      int
-	q        []*chunk.Chunk
-	inflight []*simBatch
-	// building: chunks taken from the queue while every insert slot was
-	// busy, the next batch (sink/clickhouse's batcher builds it during the
-	// inserts); they go first into the next insert.
-	building []*chunk.Chunk
-	refused  bool // a send was refused since the last OnSpace
-	frozen   bool
-	dead     bool // failed for good: takes chunks, never writes them
-}
-
-func (s *simSink) TryEnqueue(c *chunk.Chunk) bool {
-	q := s.queues[c.Dest]
-	if len(q.q) >= q.cap {
-		q.refused = true
-		return false
-	}
-	q.q = append(q.q, c)
-	return true
-}
-
-func (s *simSink) freezeToggle() {
-	q := s.queues[s.w.rng.Intn(len(s.queues))]
-	q.frozen = !q.frozen
-}
-
-// held is the budget bytes of the chunks in the sink's queues and inserts.
-func (s *simSink) held() int64 {
-	var n int64
-	for _, q := range s.queues {
-		for _, c := range q.q {
-			n += int64(c.Size())
-		}
-		for _, b := range q.inflight {
-			for _, c := range b.chunks {
-				n += int64(c.Size())
-			}
-		}
-		for _, c := range q.building {
-			n += int64(c.Size())
-		}
-	}
-	return n
-}
-
-// chunks is the number of chunks the sink holds: queued, being batched or
-// in inserts.
-func (s *simSink) chunks() int {
-	n := 0
-	for _, q := range s.queues {
-		n += len(q.q) + len(q.building)
-		for _, b := range q.inflight {
-			n += len(b.chunks)
-		}
-	}
-	return n
-}
-
-// insert applies a durable insert to the table. Under exactly-once a block
-// identical to one the table has is dropped, as a ReplicatedMergeTree does.
-func (s *simSink) insert(b []*chunk.Chunk) {
-	for _, c := range b {
-		table := s.queues[c.Dest].sink
-		ids := c.Cols[0].(*chunk.Fixed[uint64]).Data[:c.Rows]
-		if s.w.eo {
-			h := fnv.New64a()
-			for _, id := range ids {
-				fmt.Fprintf(h, "%d,", id)
-			}
-			key := fmt.Sprintf("%d/%x", table, h.Sum64())
-			if s.blocks[key] {
-				continue // the table drops a block it has
-			}
-			s.blocks[key] = true
-		}
-		for _, id := range ids {
-			s.rows[table][id]++
-		}
-	}
-}
-
-// hasRec reports whether every row of sr is in every table: the record is
-// durable. A bad record (under on_error fail, where it stops the
-// pipeline) is never durable.
-func (s *simSink) hasRec(sr simRec) bool {
-	if sr.bad {
-		return false
-	}
-	for id := sr.id; id < sr.id+uint64(sr.rows); id++ {
-		if !s.has(id) {
-			return false
-		}
-	}
-	return true
-}
-
-// has reports whether the row of id is in every table.
-func (s *simSink) has(id uint64) bool {
-	for _, rows := range s.rows {
-		if rows[id] == 0 {
-			return false
-		}
-	}
-	return true
 }
