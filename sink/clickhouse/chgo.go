@@ -19,10 +19,11 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/etl-project/etl/chunk"
+	"github.com/etl-project/etl/sink/clickhouse/native"
 )
 
 // The chgo insert path: INSERT blocks are encoded straight from the chunks'
-// column buffers (NativeEncoder) and sent with ch-go, the
+// column buffers (native.Encoder) and sent with ch-go, the
 // native-protocol library clickhouse-go is built on, instead of being copied
 // value by value into the driver's columns and encoded from there. One
 // INSERT is one Native block, or, for a batch larger than PieceBytes, a
@@ -178,7 +179,7 @@ func (p *chgoPool) plan(t *Target) *chgoPlan {
 	var pl *chgoPlan
 	reason := ""
 	for i, typ := range t.Schema.Types {
-		if _, err := NewNativeEncoder(typ); err != nil {
+		if _, err := native.NewEncoder(typ); err != nil {
 			reason = fmt.Sprintf("column %s (%s): %v", t.Schema.Names[i], typ.Name, err)
 			break
 		}
@@ -315,7 +316,7 @@ func (cn *chgoConn) block(t *Target) (*chgoBlock, error) {
 	}
 	b := &chgoBlock{cols: make([]chgoColumn, len(t.Schema.Types))}
 	for i, typ := range t.Schema.Types {
-		enc, err := NewNativeEncoder(typ)
+		enc, err := native.NewEncoder(typ)
 		if err != nil {
 			return nil, err
 		}
@@ -345,7 +346,7 @@ func (b *chgoBlock) prepare(t *Target, chunks []*chunk.Chunk) error {
 		}
 		if err := b.cols[i].enc.Prepare(b.tmp); err != nil {
 			spans := ""
-			var ve *NativeValueError
+			var ve *native.ValueError
 			if errors.As(err, &ve) && ve.Chunk >= 0 && ve.Chunk < len(chunks) {
 				spans, err = spansString(chunks[ve.Chunk].Spans), ve.Err
 			}
@@ -389,7 +390,7 @@ func (b *chgoBlock) release() {
 type chgoColumn struct {
 	name string
 	typ  proto.ColumnType
-	enc  *NativeEncoder
+	enc  *native.Encoder
 }
 
 // Infer implements proto.Inferable: ch-go calls it, before sending any
