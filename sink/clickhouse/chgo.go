@@ -35,12 +35,12 @@ import (
 // is one connection, used by one insert at a time); Ping uses it too.
 // Connect's queries and Describe stay on clickhouse-go, and so do the
 // inserts the chgo path hands over: a target with a column it cannot
-// encode (decided once per target), a target whose column types on the
-// server are no longer the planned ones (seen in the INSERT's header block
-// before any data is sent; the driver converts the values to the server's
-// types or refuses them naming the column, as it always has), and servers
-// of protocol revisions 54420 to 54428 when settings are configured
-// (chgo_compat.go).
+// encode (decided once per target) and servers of protocol revisions
+// 54420 to 54428 when settings are configured (chgo_compat.go). A target
+// whose column types on the server are no longer the planned ones (seen
+// in the INSERT's header block before any data is sent) fails with a
+// permanent error naming the column, which the shard recovers from by
+// converting the batch to the new types.
 //
 // Errors are those of the driver path: a server exception becomes the
 // driver's *ch.Exception (same code, name and message), so Permanent and
@@ -395,9 +395,10 @@ type chgoColumn struct {
 
 // Infer implements proto.Inferable: ch-go calls it, before sending any
 // data, with the column's type in the server's INSERT header. A type
-// other than the planned one means the table changed under the plan; the
-// insert is then handed to the driver path, which converts the values to
-// the server's type as it always has, or refuses them naming the column.
+// other than the planned one means the table changed under the plan: the
+// insert fails, having sent no data, with a permanent *chgoTypeDrift, and
+// the shard's recovery (recoverable) converts the batch to the table's
+// new types.
 func (c *chgoColumn) Infer(t proto.ColumnType) error {
 	if t != c.typ {
 		return &chgoTypeDrift{column: c.name, planned: string(c.typ), server: string(t)}
@@ -406,11 +407,11 @@ func (c *chgoColumn) Infer(t proto.ColumnType) error {
 }
 
 // chgoTypeDrift is a column whose type on the server is not the planned
-// one.
+// one (its *InsertError names the column).
 type chgoTypeDrift struct{ column, planned, server string }
 
 func (e *chgoTypeDrift) Error() string {
-	return fmt.Sprintf("column %s is %s on the server, planned as %s", e.column, e.server, e.planned)
+	return fmt.Sprintf("the column is %s on the server, planned as %s", e.server, e.planned)
 }
 
 func (c *chgoColumn) Type() proto.ColumnType { return c.typ }
@@ -507,13 +508,10 @@ func (c *Client) insertChgo(ctx context.Context, t *Target, chunks []*chunk.Chun
 	var drift *chgoTypeDrift
 	if errors.As(err, &drift) && ctx.Err() == nil {
 		// Nothing was sent but the query, and the connection is closed:
-		// the server dropped the INSERT. This target keeps to the driver
-		// path; the table's next description makes a new one.
-		p.log.Info("a column's type changed under the insert plan: inserting this table through the driver's column API",
-			slog.String("table", t.Name()), slog.String("column", drift.column),
-			slog.String("planned", drift.planned), slog.String("server", drift.server))
-		p.plans.Store(t, (*chgoPlan)(nil))
-		return false, nil
+		// the server dropped the INSERT. The error is permanent for this
+		// plan; the shard reads the table again and converts the batch to
+		// the new types (Options.Reshape).
+		return true, &InsertError{Table: t.Name(), Column: drift.column, Type: drift.planned, Err: drift}
 	}
 	if err != nil {
 		return true, &InsertError{Table: t.Name(), Err: chgoError(err)}
