@@ -220,7 +220,7 @@ func insertBlocks(c *Client, tg *Target, batch []*chunk.Chunk) error {
 	if err := cn.armCompat("blocks"); err != nil {
 		return err
 	}
-	err = cn.cl.Do(ctx, chgo.Query{Body: c.chgo.plan(tg).query, Input: blk.input, OnInput: feed, QueryID: "blocks"})
+	err = cn.cl.Do(ctx, chgo.Query{Body: tg.Query + " VALUES", Input: blk.input, OnInput: feed, QueryID: "blocks"})
 	cn.nc.disarm()
 	blk.release()
 	c.chgo.put(cn, err)
