@@ -56,7 +56,7 @@ sim:
 # target's testdata/fuzz/<target> is reported as that and is not a finding.
 FUZZTIME ?= 1m
 FUZZ_TARGETS = transform:FuzzExpression decode/json:FuzzFastPath decode/json:FuzzJSON decode/avro:FuzzAvro \
-  schemaregistry:FuzzParseFrame sink/clickhouse:FuzzNativeEncoder config:FuzzConfig checkpoint:FuzzDecodeBlocks \
+  schemaregistry:FuzzParseFrame sink/clickhouse/native:FuzzNativeEncoder config:FuzzConfig checkpoint:FuzzDecodeBlocks \
   decode/avro:FuzzServerJSON decode/avro:FuzzServerAvro
 fuzz:
 	@if ! echo "$(FUZZTIME)" | grep -Eq '^[0-9]+(\.[0-9]+)?[smh]$$'; then \

@@ -10,7 +10,7 @@
 #              decompression, CRC checks, record parsing
 #   decode     decode/... and the schema registry client
 #   transform  transform
-#   encode     the Native encoder (sink/clickhouse NativeEncoder, the
+#   encode     the Native encoder (sink/clickhouse/native Encoder, the
 #              column nodes' encode, the driver column adapters)
 #   insert     the rest of sink/clickhouse and the ClickHouse client (ch-go,
 #              clickhouse-go): block compression, network writes, retries
@@ -35,7 +35,7 @@ function unit(v) {
 function stage(f) {
 	if (f ~ /etl\/decode\// || f ~ /etl\/schemaregistry/) return "decode"
 	if (f ~ /etl\/transform/) return "transform"
-	if (f ~ /etl\/sink\/clickhouse\.\(\*NativeEncoder\)|etl\/sink\/clickhouse\.\(\*[A-Za-z]+Node\)\.encode|etl\/sink\/clickhouse\.\(\*chgoColumn\)\.(EncodeColumn|WriteColumn)/) return "encode"
+	if (f ~ /etl\/sink\/clickhouse\/native\.\(\*Encoder\)|etl\/sink\/clickhouse\/native\.\(\*[A-Za-z]+Node\)\.encode|etl\/sink\/clickhouse\.\(\*chgoColumn\)\.(EncodeColumn|WriteColumn)/) return "encode"
 	if (f ~ /etl\/sink\// || f ~ /ClickHouse\/ch-go/ || f ~ /ClickHouse\/clickhouse-go/) return "insert"
 	if (f ~ /franz-go\/pkg\/kgo/ || f ~ /etl\/source\//) return "fetch"
 	if (f ~ /etl\/pipeline/ || f ~ /etl\/backpressure/ || f ~ /etl\/dlq/) return "pipeline"

@@ -9,7 +9,7 @@ import (
 
 	"github.com/etl-project/etl/chunk"
 	"github.com/etl-project/etl/decode"
-	"github.com/etl-project/etl/sink/clickhouse"
+	"github.com/etl-project/etl/sink/clickhouse/native"
 )
 
 // decimalCases: the range of a Decimal holds whatever the form of the
@@ -249,7 +249,7 @@ func TestDecimalAcceptedEncodes(t *testing.T) {
 			t.Errorf("%s %s: %v", tc.typ, tc.json, err)
 			continue
 		}
-		enc, err := clickhouse.NewNativeEncoder(s.Types[0])
+		enc, err := native.NewEncoder(s.Types[0])
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -19,10 +19,11 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/etl-project/etl/chunk"
+	"github.com/etl-project/etl/sink/clickhouse/native"
 )
 
 // The chgo insert path: INSERT blocks are encoded straight from the chunks'
-// column buffers (NativeEncoder) and sent with ch-go, the
+// column buffers (native.Encoder) and sent with ch-go, the
 // native-protocol library clickhouse-go is built on, instead of being copied
 // value by value into the driver's columns and encoded from there. One
 // INSERT is one Native block, or, for a batch larger than PieceBytes, a
@@ -33,13 +34,14 @@ import (
 // Each Client keeps its own small pool of ch-go connections (ch-go's Client
 // is one connection, used by one insert at a time); Ping uses it too.
 // Connect's queries and Describe stay on clickhouse-go, and so do the
-// inserts the chgo path hands over: a target with a column it cannot
-// encode (decided once per target), a target whose column types on the
-// server are no longer the planned ones (seen in the INSERT's header block
-// before any data is sent; the driver converts the values to the server's
-// types or refuses them naming the column, as it always has), and servers
-// of protocol revisions 54420 to 54428 when settings are configured
-// (chgo_compat.go).
+// inserts to servers of protocol revisions 54420 to 54428 when settings
+// are configured (chgo_compat.go). A column type the encoder cannot write
+// (none that a chunk column is built for, on a little-endian machine) is a
+// permanent error. A target
+// whose column types on the server are no longer the planned ones (seen
+// in the INSERT's header block before any data is sent) fails with a
+// permanent error naming the column, which the shard recovers from by
+// converting the batch to the new types.
 //
 // Errors are those of the driver path: a server exception becomes the
 // driver's *ch.Exception (same code, name and message), so Permanent and
@@ -77,7 +79,7 @@ const (
 	chgoDriverConnLifetime = time.Second
 )
 
-// chgoPool is a Client's ch-go connections and the per-target plans.
+// chgoPool is a Client's ch-go connections.
 type chgoPool struct {
 	log     *slog.Logger
 	addr    string
@@ -93,15 +95,9 @@ type chgoPool struct {
 	idle   []*chgoConn
 	closed bool
 
-	plans      sync.Map     // *Target -> *chgoPlan (nil plan: the driver path)
 	pieces     atomic.Int64 // blocks sent as pieces of a batch
 	driverOnly atomic.Bool  // the server cannot take this path with these settings
 	warned     sync.Once
-}
-
-// chgoPlan is what the chgo path needs of a target, worked out once.
-type chgoPlan struct {
-	query string // t.Query + " VALUES"
 }
 
 // chgoConn is one ch-go connection and its encoders.
@@ -166,31 +162,6 @@ func newChgoPool(o Options, database string, settings ch.Settings, sec *secret, 
 		p.opts.Settings = append(p.opts.Settings, chgo.Setting{Key: k, Value: fmt.Sprint(v), Important: true})
 	}
 	return p, nil
-}
-
-// plan returns the chgo plan of t, or nil when a column's type cannot be
-// encoded from chunks (the target then goes through the driver). The
-// decision is made once per target.
-func (p *chgoPool) plan(t *Target) *chgoPlan {
-	if v, ok := p.plans.Load(t); ok {
-		return v.(*chgoPlan)
-	}
-	var pl *chgoPlan
-	reason := ""
-	for i, typ := range t.Schema.Types {
-		if _, err := NewNativeEncoder(typ); err != nil {
-			reason = fmt.Sprintf("column %s (%s): %v", t.Schema.Names[i], typ.Name, err)
-			break
-		}
-	}
-	if reason == "" {
-		pl = &chgoPlan{query: t.Query + " VALUES"}
-	} else {
-		p.log.Info("inserting this table through the driver's column API: the chgo path cannot encode a column",
-			slog.String("table", t.Name()), slog.String("reason", reason))
-	}
-	v, _ := p.plans.LoadOrStore(t, pl)
-	return v.(*chgoPlan)
 }
 
 // get returns an idle connection that still answers, or a new one.
@@ -315,9 +286,11 @@ func (cn *chgoConn) block(t *Target) (*chgoBlock, error) {
 	}
 	b := &chgoBlock{cols: make([]chgoColumn, len(t.Schema.Types))}
 	for i, typ := range t.Schema.Types {
-		enc, err := NewNativeEncoder(typ)
+		enc, err := native.NewEncoder(typ)
 		if err != nil {
-			return nil, err
+			// Every type a chunk column is built for is encodable on a
+			// little-endian machine: this is a plan no insert can serve.
+			return nil, &InsertError{Table: t.Name(), Column: t.Schema.Names[i], Type: typ.Name, Err: &mismatchError{err.Error()}}
 		}
 		b.cols[i] = chgoColumn{name: t.Schema.Names[i], typ: proto.ColumnType(typ.Name), enc: enc}
 		b.input = append(b.input, proto.InputColumn{Name: t.Schema.Names[i], Data: &b.cols[i]})
@@ -345,7 +318,7 @@ func (b *chgoBlock) prepare(t *Target, chunks []*chunk.Chunk) error {
 		}
 		if err := b.cols[i].enc.Prepare(b.tmp); err != nil {
 			spans := ""
-			var ve *NativeValueError
+			var ve *native.ValueError
 			if errors.As(err, &ve) && ve.Chunk >= 0 && ve.Chunk < len(chunks) {
 				spans, err = spansString(chunks[ve.Chunk].Spans), ve.Err
 			}
@@ -389,14 +362,15 @@ func (b *chgoBlock) release() {
 type chgoColumn struct {
 	name string
 	typ  proto.ColumnType
-	enc  *NativeEncoder
+	enc  *native.Encoder
 }
 
 // Infer implements proto.Inferable: ch-go calls it, before sending any
 // data, with the column's type in the server's INSERT header. A type
-// other than the planned one means the table changed under the plan; the
-// insert is then handed to the driver path, which converts the values to
-// the server's type as it always has, or refuses them naming the column.
+// other than the planned one means the table changed under the plan: the
+// insert fails, having sent no data, with a permanent *chgoTypeDrift, and
+// the shard's recovery (recoverable) converts the batch to the table's
+// new types.
 func (c *chgoColumn) Infer(t proto.ColumnType) error {
 	if t != c.typ {
 		return &chgoTypeDrift{column: c.name, planned: string(c.typ), server: string(t)}
@@ -405,11 +379,11 @@ func (c *chgoColumn) Infer(t proto.ColumnType) error {
 }
 
 // chgoTypeDrift is a column whose type on the server is not the planned
-// one.
+// one (its *InsertError names the column).
 type chgoTypeDrift struct{ column, planned, server string }
 
 func (e *chgoTypeDrift) Error() string {
-	return fmt.Sprintf("column %s is %s on the server, planned as %s", e.column, e.server, e.planned)
+	return fmt.Sprintf("the column is %s on the server, planned as %s", e.server, e.planned)
 }
 
 func (c *chgoColumn) Type() proto.ColumnType { return c.typ }
@@ -426,17 +400,14 @@ var (
 )
 
 // insertChgo inserts chunks with the chgo path. handled is false when the
-// target or the server needs the driver path instead (nothing was sent).
+// server needs the driver path instead (chgo_compat.go; nothing was sent).
 // ctx is the insert attempt's context (Options.InsertTimeout).
 func (c *Client) insertChgo(ctx context.Context, t *Target, chunks []*chunk.Chunk) (handled bool, err error) {
 	p := c.chgo
 	if p.driverOnly.Load() {
 		return false, nil
 	}
-	pl := p.plan(t)
-	if pl == nil {
-		return false, nil
-	}
+	query := t.Query + " VALUES"
 	cn, err := p.get(ctx)
 	if err != nil {
 		return true, &InsertError{Table: t.Name(), Err: chgoError(err)}
@@ -448,7 +419,7 @@ func (c *Client) insertChgo(ctx context.Context, t *Target, chunks []*chunk.Chun
 	b, err := cn.block(t)
 	if err != nil {
 		p.put(cn, nil)
-		return true, &InsertError{Table: t.Name(), Err: err}
+		return true, err
 	}
 	// A large batch goes in pieces when the server squashes them back
 	// into one block (pieces.go); otherwise as one block.
@@ -474,7 +445,7 @@ func (c *Client) insertChgo(ctx context.Context, t *Target, chunks []*chunk.Chun
 	held.set(b.scratch())
 	// The block is encoded into the connection's buffer (and compressed
 	// from there): grow it once, not by doubling, on a fresh connection.
-	cn.buf.Buf = slices.Grow(cn.buf.Buf, b.sizeHint()+len(pl.query)+1024)
+	cn.buf.Buf = slices.Grow(cn.buf.Buf, b.sizeHint()+len(query)+1024)
 	var next func(context.Context) error
 	var perr error // a value of a later piece the encoder refused
 	if len(groups) > 1 {
@@ -497,7 +468,7 @@ func (c *Client) insertChgo(ctx context.Context, t *Target, chunks []*chunk.Chun
 			return nil
 		}
 	}
-	err = cn.insert(ctx, pl.query, b.input, next)
+	err = cn.insert(ctx, query, b.input, next)
 	b.release()
 	p.put(cn, err)
 	if perr != nil {
@@ -506,13 +477,10 @@ func (c *Client) insertChgo(ctx context.Context, t *Target, chunks []*chunk.Chun
 	var drift *chgoTypeDrift
 	if errors.As(err, &drift) && ctx.Err() == nil {
 		// Nothing was sent but the query, and the connection is closed:
-		// the server dropped the INSERT. This target keeps to the driver
-		// path; the table's next description makes a new one.
-		p.log.Info("a column's type changed under the insert plan: inserting this table through the driver's column API",
-			slog.String("table", t.Name()), slog.String("column", drift.column),
-			slog.String("planned", drift.planned), slog.String("server", drift.server))
-		p.plans.Store(t, (*chgoPlan)(nil))
-		return false, nil
+		// the server dropped the INSERT. The error is permanent for this
+		// plan; the shard reads the table again and converts the batch to
+		// the new types (Options.Reshape).
+		return true, &InsertError{Table: t.Name(), Column: drift.column, Type: drift.planned, Err: drift}
 	}
 	if err != nil {
 		return true, &InsertError{Table: t.Name(), Err: chgoError(err)}

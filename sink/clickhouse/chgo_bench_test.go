@@ -74,7 +74,7 @@ func benchChunks(t testing.TB, tg *Target, rows, chunkRows int) []*chunk.Chunk {
 // as a Native block, both ways and without the network: the driver path
 // (the driver's columns built from the chunks' driver values, as
 // Client.Insert appends them, then the driver's encoder) and the chgo path
-// (NativeEncoder over the chunks). The batch is one chunk, or 100
+// (native.Encoder over the chunks). The batch is one chunk, or 100
 // chunks of 1,000 rows as the pipeline builds them.
 func BenchmarkChgoEncode(b *testing.B) {
 	tg, err := Plan("default", "events", benchCols, Mapping{})
@@ -220,7 +220,7 @@ func insertBlocks(c *Client, tg *Target, batch []*chunk.Chunk) error {
 	if err := cn.armCompat("blocks"); err != nil {
 		return err
 	}
-	err = cn.cl.Do(ctx, chgo.Query{Body: c.chgo.plan(tg).query, Input: blk.input, OnInput: feed, QueryID: "blocks"})
+	err = cn.cl.Do(ctx, chgo.Query{Body: tg.Query + " VALUES", Input: blk.input, OnInput: feed, QueryID: "blocks"})
 	cn.nc.disarm()
 	blk.release()
 	c.chgo.put(cn, err)

@@ -150,6 +150,10 @@ func Permanent(err error) bool {
 	if errors.As(err, &mismatch) {
 		return true
 	}
+	var drift *chgoTypeDrift
+	if errors.As(err, &drift) {
+		return true // the batch fits the plan, not the table as it is now
+	}
 	if code, ok := exceptionCode(err); ok {
 		_, perm := permanentCodes[code]
 		return perm

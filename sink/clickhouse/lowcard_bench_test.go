@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/etl-project/etl/chunk"
+	"github.com/etl-project/etl/sink/clickhouse/native"
 )
 
 // BenchmarkLowCardinalityPrepare is the dictionary building of a
@@ -40,7 +41,7 @@ func BenchmarkLowCardinalityPrepare(b *testing.B) {
 				}
 				cols = append(cols, c)
 			}
-			e, err := NewNativeEncoder(ty)
+			e, err := native.NewEncoder(ty)
 			if err != nil {
 				b.Fatal(err)
 			}

@@ -100,65 +100,40 @@ func (s *Shard) insert(ctx context.Context, b *batch) error {
 	return ie
 }
 
-// attempt inserts chunks (rows rows, bytes bytes), retrying transient
-// errors on the next healthy replica at once and, once every replica has
-// failed them, after a backoff. It returns nil, ctx.Err() when ctx ends,
-// or the *InsertError of a permanent failure or of MaxAttempts transient
-// ones. While every replica's breaker is open it probes the replica whose
-// breaker reopens first, at the retry backoff (the breakers steer inserts
-// away from a failing replica while another one takes them; they do not
-// hold a shard that is down for longer than its retries would): the queue
-// fills meanwhile and the producers see backpressure.
+// attempt inserts chunks (rows rows, bytes bytes): it is the retry
+// policy. Transient errors are retried on the next healthy replica at once
+// and, once every replica has failed them, after a backoff; what a failed
+// attempt means (the table changed, the data does not fit, the replica or
+// network failed) is recoverable's decision. It returns nil, ctx.Err()
+// when ctx ends, or the *InsertError of a permanent failure or of
+// MaxAttempts transient ones. While every replica's breaker is open it
+// probes the replica whose breaker reopens first, at the retry backoff
+// (the breakers steer inserts away from a failing replica while another
+// one takes them; they do not hold a shard that is down for longer than
+// its retries would): the queue fills meanwhile and the producers see
+// backpressure.
 func (s *Shard) attempt(ctx context.Context, chunks []*chunk.Chunk, rows, bytes int) error {
 	if s.o.ReportOrphans && !s.checkFirst(ctx) {
 		return ctx.Err()
 	}
+	b := &batchSend{chunks: chunks, rows: rows, bytes: bytes}
 	var unknownOn *replica // the last replica where the insert's status was left unknown
-	reprojected, retyped := false, false
-	tried := 0 // replicas that failed this batch since the last backoff
+	tried := 0             // replicas that failed this batch since the last backoff
 	waitedOpen := false
 	backedOff := false // the last failure was followed by the retry backoff
 	for attempt := 1; ; attempt++ {
 		r := s.pick()
 		if r == nil {
-			reopen, next := s.reopens()
-			wait := min(reopen, s.backoff(attempt))
-			if backedOff {
-				wait = 0 // this attempt's backoff has passed already
-			}
-			if !waitedOpen {
-				s.log.Warn("every replica's circuit breaker is open: probing at the retry backoff", slog.Duration("breaker_reopens", reopen), slog.Int("rows", rows))
-				waitedOpen = true
-			}
-			attempt--
-			if wait > 0 && !s.sleep(ctx, wait) {
+			if !s.waitOpen(ctx, attempt, backedOff, &waitedOpen, rows) {
 				return ctx.Err()
 			}
+			attempt--
 			backedOff = false
-			if next != nil && s.pick() == nil {
-				next.br.probe()
-			}
 			continue
 		}
 		backedOff = false
-		start := s.clock.Now()
-		// The insert's encoded copy of the batch is in flight while it
-		// runs: the whole batch, or a piece when it goes in pieces.
-		encoded := int64(r.c.EncodedCopy(rows, bytes))
-		if s.o.Budget != nil {
-			s.o.Budget.Add(encoded)
-		}
-		target := s.targetFor(chunks[0].Schema)
-		err := r.c.Insert(withHeld(ctx, s.o.Budget), target, chunks)
-		if s.o.Budget != nil {
-			s.o.Budget.Release(encoded)
-		}
-		elapsed := s.clock.Now().Sub(start).Seconds()
+		target, err := s.send(ctx, r, b)
 		if err == nil {
-			r.durOK.Observe(elapsed)
-			r.br.success()
-			s.m.records.Add(float64(rows))
-			s.m.bytes.Add(float64(bytes))
 			if attempt > 1 {
 				s.log.Info("insert succeeded after retries", slog.Int("attempt", attempt), slog.String("replica", r.name), slog.Int("rows", rows))
 			}
@@ -170,37 +145,14 @@ func (s *Shard) attempt(ctx context.Context, chunks []*chunk.Chunk, rows, bytes 
 		if ctx.Err() != nil {
 			return ctx.Err()
 		}
-		r.durErr.Observe(elapsed)
 		var ie *InsertError
 		if !errors.As(err, &ie) {
 			ie = &InsertError{Table: target.Name(), Err: err}
 		}
-		if missingColumn(err) && !reprojected && s.reproject(ctx, target) {
-			reprojected = true
+		switch s.recoverable(ctx, b, target, err, ie) {
+		case recoverAgain:
 			continue
-		}
-		if Permanent(err) && !retyped && s.o.Reshape != nil && s.o.Refresh != nil {
-			if live, changed := s.retyped(ctx, target); len(changed) > 0 {
-				retyped = true
-				conv, cerr := s.o.Reshape(chunks, live)
-				if cerr != nil {
-					ie.Err = fmt.Errorf("the types of columns %v changed under the running pipeline, and the batch built for the old ones cannot be converted: %w (the insert was refused with: %w)", changed, cerr, ie.Err)
-					ie.Attempts = attempt
-					return ie
-				}
-				s.log.Warn("the types of some columns changed under the running pipeline: converting the batch built for the old ones",
-					slog.Any("columns", changed), slog.Int("rows", rows))
-				s.AddTarget(live)
-				chunks, bytes = conv, 0
-				for _, c := range conv {
-					bytes += c.Size()
-				}
-				continue
-			}
-		}
-		if Permanent(err) {
-			// The data does not fit the table: no replica would take it,
-			// and it says nothing about the replica's health.
+		case recoverNever:
 			ie.Attempts = attempt
 			return ie
 		}
@@ -234,6 +186,123 @@ func (s *Shard) attempt(ctx context.Context, chunks []*chunk.Chunk, rows, bytes 
 		}
 		backedOff = true
 	}
+}
+
+// waitOpen waits, while every replica's breaker is open, until the first
+// breaker reopens or the retry backoff of attempt has passed (at once when
+// the last failure was followed by that backoff already), then lets the
+// replica whose breaker reopens first take a probe. It logs once per batch
+// (*warned) and reports false when ctx ended.
+func (s *Shard) waitOpen(ctx context.Context, attempt int, backedOff bool, warned *bool, rows int) bool {
+	reopen, next := s.reopens()
+	wait := min(reopen, s.backoff(attempt))
+	if backedOff {
+		wait = 0 // this attempt's backoff has passed already
+	}
+	if !*warned {
+		s.log.Warn("every replica's circuit breaker is open: probing at the retry backoff", slog.Duration("breaker_reopens", reopen), slog.Int("rows", rows))
+		*warned = true
+	}
+	if wait > 0 && !s.sleep(ctx, wait) {
+		return false
+	}
+	if next != nil && s.pick() == nil {
+		next.br.probe()
+	}
+	return true
+}
+
+// batchSend is one batch across its attempts: its chunks (which a
+// conversion to the table's new types replaces), their size, and the
+// recoveries already tried, each at most once per batch.
+type batchSend struct {
+	chunks      []*chunk.Chunk
+	rows, bytes int
+	reprojected bool // the target was re-projected after a missing column
+	retyped     bool // the batch was converted to the table's new column types
+}
+
+// send makes one attempt of b on replica r, counting the insert's encoded
+// copy in the budget while it runs, and records its duration, the
+// replica's breaker success and the inserted rows and bytes. It returns
+// the target the batch was inserted for.
+func (s *Shard) send(ctx context.Context, r *replica, b *batchSend) (*Target, error) {
+	start := s.clock.Now()
+	// The insert's encoded copy of the batch is in flight while it
+	// runs: the whole batch, or a piece when it goes in pieces.
+	encoded := int64(r.c.EncodedCopy(b.rows, b.bytes))
+	if s.o.Budget != nil {
+		s.o.Budget.Add(encoded)
+	}
+	target := s.targetFor(b.chunks[0].Schema)
+	err := r.c.Insert(withHeld(ctx, s.o.Budget), target, b.chunks)
+	if s.o.Budget != nil {
+		s.o.Budget.Release(encoded)
+	}
+	elapsed := s.clock.Now().Sub(start).Seconds()
+	switch {
+	case err == nil:
+		r.durOK.Observe(elapsed)
+		r.br.success()
+		s.m.records.Add(float64(b.rows))
+		s.m.bytes.Add(float64(b.bytes))
+	case ctx.Err() == nil:
+		r.durErr.Observe(elapsed)
+	}
+	return target, err
+}
+
+// recovery is recoverable's decision on a failed attempt.
+type recovery int
+
+const (
+	// recoverRetry: the error is transient; the retry policy decides
+	// where and when the batch goes next.
+	recoverRetry recovery = iota
+	// recoverAgain: the batch was made to fit the table as it is now
+	// (the target re-projected, or the batch converted to the new column
+	// types): the next attempt goes at once, and the failure says nothing
+	// about the replica.
+	recoverAgain
+	// recoverNever: no replica would take the batch; ie is the error.
+	recoverNever
+)
+
+// recoverable decides what the failed attempt of b for target (err, and
+// ie, the *InsertError returned for it) means. A missing column
+// re-projects the target, once per batch; a permanent error after the
+// table's column types changed converts the batch to the new types with
+// Options.Reshape, once per batch (when that fails, ie says why and the
+// batch cannot go); another permanent error means the data does not fit
+// the table, and says nothing about the replica's health; anything else is
+// transient.
+func (s *Shard) recoverable(ctx context.Context, b *batchSend, target *Target, err error, ie *InsertError) recovery {
+	if missingColumn(err) && !b.reprojected && s.reproject(ctx, target) {
+		b.reprojected = true
+		return recoverAgain
+	}
+	if Permanent(err) && !b.retyped && s.o.Reshape != nil && s.o.Refresh != nil {
+		if live, changed := s.retyped(ctx, target); len(changed) > 0 {
+			b.retyped = true
+			conv, cerr := s.o.Reshape(b.chunks, live)
+			if cerr != nil {
+				ie.Err = fmt.Errorf("the types of columns %v changed under the running pipeline, and the batch built for the old ones cannot be converted: %w (the insert was refused with: %w)", changed, cerr, ie.Err)
+				return recoverNever
+			}
+			s.log.Warn("the types of some columns changed under the running pipeline: converting the batch built for the old ones",
+				slog.Any("columns", changed), slog.Int("rows", b.rows))
+			s.AddTarget(live)
+			b.chunks, b.bytes = conv, 0
+			for _, c := range conv {
+				b.bytes += c.Size()
+			}
+			return recoverAgain
+		}
+	}
+	if Permanent(err) {
+		return recoverNever
+	}
+	return recoverRetry
 }
 
 // sleep waits d on the shard's clock or until ctx ends; it reports

@@ -1,4 +1,4 @@
-package clickhouse
+package native
 
 import (
 	"encoding/binary"
@@ -155,7 +155,7 @@ func (n *lowCardinalityNode) prepare(cols []chunk.Column, _ [][]uint8) error {
 	d.source(nil)
 	n.dcols[0], n.dnulls[0] = d.column(), n.dictNull
 	if err := n.dictNode.prepare(n.dcols[:], n.dnulls[:]); err != nil {
-		var ve *NativeValueError
+		var ve *ValueError
 		if errors.As(err, &ve) && ve.row >= 0 && ve.row < len(n.origin) {
 			ve.Chunk = n.origin[ve.row]
 		}

@@ -1,4 +1,4 @@
-package clickhouse
+package native
 
 import (
 	"encoding/binary"

@@ -1,4 +1,4 @@
-package clickhouse
+package native
 
 import (
 	"encoding/binary"
@@ -29,34 +29,34 @@ import (
 // same rules as the driver's column Append, so a value the driver would
 // refuse is refused here too, naming the chunk. Encoding itself cannot fail.
 
-// NativeEncoder writes one column of a Native block from the column of that
+// Encoder writes one column of a Native block from the column of that
 // type of each chunk of the block. It keeps scratch buffers between uses
 // and is not safe for concurrent use.
-type NativeEncoder struct {
+type Encoder struct {
 	root nativeNode
 	rows int
 	cols []chunk.Column
 }
 
-// NativeValueError is a value the encoder cannot write, in the column of
+// ValueError is a value the encoder cannot write, in the column of
 // chunk Chunk (an index into the columns given to Prepare).
-type NativeValueError struct {
+type ValueError struct {
 	Chunk int
 	Err   error
 	row   int // the row in the failing node's column (for LowCardinality)
 }
 
-func (e *NativeValueError) Error() string { return e.Err.Error() }
+func (e *ValueError) Error() string { return e.Err.Error() }
 
-func (e *NativeValueError) Unwrap() error { return e.Err }
+func (e *ValueError) Unwrap() error { return e.Err }
 
 // littleEndian: the memory layout of fixed-width values is the wire layout.
 var littleEndian = binary.NativeEndian.Uint16([]byte{1, 0}) == 1
 
-// NewNativeEncoder returns an encoder for columns of type t (built by
+// NewEncoder returns an encoder for columns of type t (built by
 // chunk.NewColumn(t)), or an error when it cannot encode t; the caller then
 // uses the driver's column API (driverValue, insert.go) instead.
-func NewNativeEncoder(t *chunk.Type) (*NativeEncoder, error) {
+func NewEncoder(t *chunk.Type) (*Encoder, error) {
 	if !littleEndian {
 		return nil, errors.New("native encoding needs a little-endian machine")
 	}
@@ -64,15 +64,15 @@ func NewNativeEncoder(t *chunk.Type) (*NativeEncoder, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &NativeEncoder{root: n}, nil
+	return &Encoder{root: n}, nil
 }
 
 // Prepare points the encoder at cols, the column of each chunk of the
 // block in order, converts and checks the values whose wire form is
 // computed (Decimal, UUID, Enum, FixedString, LowCardinality dictionaries),
-// and returns a *NativeValueError for the first value it cannot write. The
+// and returns a *ValueError for the first value it cannot write. The
 // columns must not change until Release.
-func (e *NativeEncoder) Prepare(cols []chunk.Column) error {
+func (e *Encoder) Prepare(cols []chunk.Column) error {
 	e.cols = append(e.cols[:0], cols...)
 	e.rows = 0
 	for _, c := range cols {
@@ -82,29 +82,29 @@ func (e *NativeEncoder) Prepare(cols []chunk.Column) error {
 }
 
 // Rows is the number of rows of the prepared columns.
-func (e *NativeEncoder) Rows() int { return e.rows }
+func (e *Encoder) Rows() int { return e.rows }
 
 // AppendNative appends the column's state prefix (LowCardinality's key
 // serialization version, at any depth) and its data, as a Native block
 // carries them, to b.
-func (e *NativeEncoder) AppendNative(b []byte) []byte {
+func (e *Encoder) AppendNative(b []byte) []byte {
 	b = e.root.prefix(b)
 	return e.root.encode(b)
 }
 
 // SizeHint is about the number of bytes AppendNative writes for the
 // prepared columns (a bound to grow a buffer by once).
-func (e *NativeEncoder) SizeHint() int { return 8 + e.root.size() }
+func (e *Encoder) SizeHint() int { return 8 + e.root.size() }
 
 // Scratch is about the bytes of working memory Prepare built for the
 // prepared columns and holds until Release: the LowCardinality
 // dictionaries (values, index and keys) and the converted values of
 // Decimal, UUID and Enum columns.
-func (e *NativeEncoder) Scratch() int { return e.root.scratch() }
+func (e *Encoder) Scratch() int { return e.root.scratch() }
 
 // Release drops the references to the prepared columns, keeping the
 // scratch buffers for the next Prepare.
-func (e *NativeEncoder) Release() {
+func (e *Encoder) Release() {
 	clear(e.cols)
 	e.cols = e.cols[:0]
 	e.rows = 0
@@ -258,9 +258,9 @@ func colsLen(cols []chunk.Column) int {
 	return n
 }
 
-// valueError is a *NativeValueError for row of chunk k.
+// valueError is a *ValueError for row of chunk k.
 func valueError(k, row int, err error) error {
-	return &NativeValueError{Chunk: k, row: row, Err: err}
+	return &ValueError{Chunk: k, row: row, Err: err}
 }
 
 // isNull reports whether row i is NULL under nulls (nil: no null map).

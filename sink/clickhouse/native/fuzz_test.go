@@ -1,4 +1,4 @@
-package clickhouse
+package native
 
 import (
 	"bytes"
@@ -22,12 +22,12 @@ import (
 
 // FuzzNativeEncoder: the fuzz input picks a column type (its first byte),
 // a number of chunks and of rows, and every value; the values are appended
-// to the chunks' columns, the columns encoded with a NativeEncoder and the
+// to the chunks' columns, the columns encoded with a Encoder and the
 // bytes decoded with ch-go's column readers (proto), which must use every
 // byte and give back each value appended. A value the encoder must refuse
 // (a FixedString too long, a Decimal that does not parse or overflows, a
 // UUID or Enum name that does not parse) makes Prepare return a
-// *NativeValueError naming a chunk that holds such a value; any other
+// *ValueError naming a chunk that holds such a value; any other
 // value must be accepted.
 //
 // The expected value of a row is computed from what was appended, by the
@@ -54,9 +54,9 @@ func FuzzNativeEncoder(f *testing.F) {
 		if err != nil {
 			t.Fatalf("ParseType(%s): %v", typ, err)
 		}
-		enc, err := NewNativeEncoder(ty)
+		enc, err := NewEncoder(ty)
 		if err != nil {
-			t.Fatalf("NewNativeEncoder(%s): %v", typ, err)
+			t.Fatalf("NewEncoder(%s): %v", typ, err)
 		}
 		r := newFuzzBytes(data[1:])
 
@@ -90,7 +90,7 @@ func FuzzNativeEncoder(f *testing.F) {
 
 		err = enc.Prepare(cols)
 		if len(bad) > 0 {
-			var ve *NativeValueError
+			var ve *ValueError
 			if !errors.As(err, &ve) {
 				t.Fatalf("%s: Prepare accepted a value to refuse (chunks %v), error %v", typ, bad, err)
 			}

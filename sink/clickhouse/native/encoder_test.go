@@ -1,4 +1,4 @@
-package clickhouse
+package native
 
 import (
 	"bytes"
@@ -17,7 +17,7 @@ import (
 	"github.com/etl-project/etl/chunk"
 )
 
-// nativeTypes are the types NativeEncoder must write exactly as the
+// nativeTypes are the types Encoder must write exactly as the
 // driver's column encoder does: every element type of the composite tests,
 // and more nullable, LowCardinality and nested shapes.
 var nativeTypes = append(slices.Clone(elemTypes),
@@ -100,16 +100,16 @@ func driverDecode(t *testing.T, typ string, data []byte, rows int) []any {
 	return out
 }
 
-// nativeOf encodes cols with a NativeEncoder for typ.
+// nativeOf encodes cols with a Encoder for typ.
 func nativeOf(t *testing.T, typ string, cols []chunk.Column) []byte {
 	t.Helper()
 	ty, err := chunk.ParseType(typ)
 	if err != nil {
 		t.Fatal(err)
 	}
-	e, err := NewNativeEncoder(ty)
+	e, err := NewEncoder(ty)
 	if err != nil {
-		t.Fatalf("NewNativeEncoder(%s): %v", typ, err)
+		t.Fatalf("NewEncoder(%s): %v", typ, err)
 	}
 	if err := e.Prepare(cols); err != nil {
 		t.Fatalf("%s: Prepare: %v", typ, err)
@@ -241,7 +241,7 @@ func TestNativeDecimals(t *testing.T) {
 		for _, v := range values {
 			c := &chunk.Strings{}
 			c.AppendString(v)
-			e, _ := NewNativeEncoder(ty)
+			e, _ := NewEncoder(ty)
 			err := e.Prepare([]chunk.Column{c})
 			dc, _ := column.Type(typ).Column("c", &column.ServerContext{Timezone: time.UTC})
 			_, derr := dc.Append([]string{v})
@@ -250,9 +250,9 @@ func TestNativeDecimals(t *testing.T) {
 				continue
 			}
 			if err != nil {
-				var ve *NativeValueError
+				var ve *ValueError
 				if !errors.As(err, &ve) || ve.Chunk != 0 {
-					t.Errorf("%s %q: error %v is not a NativeValueError of chunk 0", typ, v, err)
+					t.Errorf("%s %q: error %v is not a ValueError of chunk 0", typ, v, err)
 				}
 				continue
 			}
@@ -292,14 +292,14 @@ func TestNativeRefusals(t *testing.T) {
 			putText(t, ty, c, v)
 			cols = append(cols, c)
 		}
-		e, err := NewNativeEncoder(ty)
+		e, err := NewEncoder(ty)
 		if err != nil {
 			t.Fatal(err)
 		}
 		err = e.Prepare(cols)
-		var ve *NativeValueError
+		var ve *ValueError
 		if !errors.As(err, &ve) || ve.Chunk != 2 {
-			t.Errorf("%s %q: Prepare = %v, want a NativeValueError of chunk 2", tc.typ, tc.bad, err)
+			t.Errorf("%s %q: Prepare = %v, want a ValueError of chunk 2", tc.typ, tc.bad, err)
 			continue
 		}
 		dc, _ := column.Type(tc.typ).Column("c", &column.ServerContext{Timezone: time.UTC})
@@ -348,7 +348,7 @@ func putText(t *testing.T, ty *chunk.Type, col chunk.Column, v string) {
 func TestNativeReuse(t *testing.T) {
 	for _, typ := range []string{"LowCardinality(Nullable(String))", "Map(String, Array(Nullable(Decimal(18, 4))))", "Tuple(UUID, FixedString(3))"} {
 		ty, _ := chunk.ParseType(typ)
-		e, err := NewNativeEncoder(ty)
+		e, err := NewEncoder(ty)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -376,7 +376,7 @@ func TestNativeLowCardinalityRecent(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		enc, err := NewNativeEncoder(ty)
+		enc, err := NewEncoder(ty)
 		if err != nil {
 			t.Fatal(err)
 		}
