@@ -629,12 +629,7 @@ func (p *Pipeline) fail(err error) {
 // drainLanes schedules every lane and waits until all of them are idle,
 // with everything decoded and handed to the sink.
 func (p *Pipeline) drainLanes(ctx context.Context) bool {
-	p.mu.RLock()
-	lanes := make([]*lane, 0, len(p.lanes))
-	for _, l := range p.lanes {
-		lanes = append(lanes, l)
-	}
-	p.mu.RUnlock()
+	lanes := p.lanesSorted()
 	for _, l := range lanes {
 		p.schedule(l)
 	}
@@ -741,7 +736,7 @@ func (p *Pipeline) committer(ctx context.Context) {
 // processAcks moves acknowledged chunks into the tracker and releases their
 // budget.
 func (p *Pipeline) processAcks() {
-	now := time.Now().UnixMilli()
+	now := p.clock().UnixMilli()
 	for _, c := range p.acks.take() {
 		if c.Oldest > 0 && c.Rows > 0 {
 			p.m.e2eLatency.Observe(float64(max(now-c.Oldest, 0)) / 1000)

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"hash"
 	"hash/fnv"
 	"io"
 	"log/slog"
@@ -53,13 +54,16 @@ var (
 	simSteps   = flag.Int("sim.steps", 1500, "random steps per seed before the quiesce")
 	simSummary = flag.Bool("sim.summary", false, "print the simulation's summary line after the tests")
 	simTrace   = flag.Bool("sim.trace", false, "log every step of TestSim")
+	simReplay  = flag.Int("sim.replay", 10, "run every Nth seed of TestSim twice and check both runs agree (0: none)")
 )
 
 // simTotals is what TestSim ran, for the summary line.
 var simTotals struct {
 	seeds, steps, violations int
-	maxMeta                  int // the longest commit metadata seen
-	holds                    int // lanes held for the budget (etl_backpressure_decode_holds_total)
+	replayed                 int    // seeds run twice to check they replay
+	hash                     uint64 // of every seed's trace hash, in seed order
+	maxMeta                  int    // the longest commit metadata seen
+	holds                    int    // lanes held for the budget (etl_backpressure_decode_holds_total)
 }
 
 func TestMain(m *testing.M) {
@@ -67,7 +71,8 @@ func TestMain(m *testing.M) {
 	code := m.Run()
 	if *simSummary {
 		fmt.Printf("sim: longest commit metadata %d bytes, %d lanes held for the budget\n", simTotals.maxMeta, simTotals.holds)
-		fmt.Printf("sim: %d seeds, %d steps, %d violations\n", simTotals.seeds, simTotals.steps, simTotals.violations)
+		fmt.Printf("sim: %d seeds, %d steps, %d violations, %d replayed, trace %016x\n",
+			simTotals.seeds, simTotals.steps, simTotals.violations, simTotals.replayed, simTotals.hash)
 		if simTotals.violations > 0 && code == 0 {
 			code = 1
 		}
@@ -89,11 +94,25 @@ func TestSim(t *testing.T) {
 	if *simSeed != 0 {
 		first, n = *simSeed, 1
 	}
+	sum := fnv.New64a()
 	for seed := first; seed < first+int64(n); seed++ {
 		w := newSimWorld(t, seed)
 		steps, errs := w.run()
 		simTotals.seeds++
 		simTotals.steps += steps
+		h := w.trace.Sum64()
+		fmt.Fprintf(sum, "%d:%d:%x;", seed, steps, h)
+		if *simReplay > 0 && seed%int64(*simReplay) == 0 {
+			// The same seed again must take the same steps.
+			w2 := newSimWorld(t, seed)
+			steps2, _ := w2.run()
+			simTotals.replayed++
+			if h2 := w2.trace.Sum64(); steps2 != steps || h2 != h {
+				simTotals.violations++
+				t.Errorf("sim seed %d does not replay: %d steps, trace %016x, then %d steps, trace %016x",
+					seed, steps, h, steps2, h2)
+			}
+		}
 		simTotals.holds += int(testutil.ToFloat64(w.p.m.budgetHolds))
 		if len(errs) > 0 {
 			simTotals.violations += len(errs)
@@ -101,6 +120,7 @@ func TestSim(t *testing.T) {
 				seed, w.desc, len(errs), w.firstBad, errs[0], seed)
 		}
 	}
+	simTotals.hash = sum.Sum64()
 }
 
 // simWorld is one seed's run.
@@ -136,6 +156,8 @@ type simWorld struct {
 
 	errs     []string
 	firstBad int
+	trace    hash.Hash64 // every tracef line, traced or not: a seed's replay must match
+	ledger   *simLedger  // the bytes in flight as the simulation counts them
 }
 
 // simRec is a produced record and what the table must end up with: the
@@ -151,7 +173,7 @@ const simTopic = "events"
 
 func newSimWorld(t testing.TB, seed int64) *simWorld {
 	w := &simWorld{t: t, seed: seed, rng: rand.New(rand.NewSource(seed)), now: time.Unix(1_700_000_000, 0),
-		log: map[TopicPartition][]simRec{}}
+		log: map[TopicPartition][]simRec{}, trace: fnv.New64a(), ledger: newSimLedger()}
 	r := w.rng
 	w.eo = r.Intn(3) == 0
 	w.failMode = r.Intn(6) == 0
@@ -280,6 +302,8 @@ func newDirectSimWorld(t testing.TB, seed int64) *simWorld {
 }
 
 func (w *simWorld) tracef(format string, args ...any) {
+	fmt.Fprintf(w.trace, "%d/%d:", w.step, w.depth)
+	fmt.Fprintf(w.trace, format, args...)
 	if *simTrace {
 		w.t.Logf("step %d (depth %d): %s", w.step, w.depth, fmt.Sprintf(format, args...))
 	}
@@ -339,7 +363,7 @@ func (w *simWorld) stop(failed int) {
 	}
 	p.closing.Store(true)
 	w.tracef("stop (failed shard %d)", failed)
-	for _, l := range p.lanes {
+	for _, l := range p.lanesSorted() {
 		p.schedule(l)
 	}
 	for i := 0; i < 5000 && len(w.errs) == 0; i++ {
@@ -400,7 +424,7 @@ func (w *simWorld) calmRound() {
 // laneStates describes the lanes that are not idle.
 func (w *simWorld) laneStates() string {
 	var b strings.Builder
-	for _, l := range w.p.lanes {
+	for _, l := range w.p.lanesSorted() {
 		if l.idle() {
 			continue
 		}
@@ -594,6 +618,16 @@ func (w *simWorld) fetch() {
 	}
 	w.src.pos[tp] = max(w.src.pos[tp], to)
 	w.tracef("fetch %v [%d, %d)", tp, from, to)
+	if l := w.p.lanes[tp]; l != nil {
+		offs, bytes := make([]int64, len(recs)), make([]int64, len(recs))
+		for i, r := range recs {
+			offs[i], bytes[i] = r.Offset, recordBytes(r)
+		}
+		w.p.pause.mu.Lock()
+		exempt := w.p.pause.replaying[tp]
+		w.p.pause.mu.Unlock()
+		w.ledger.fetched(l, offs, bytes, exempt)
+	}
 	w.inPoll = true
 	defer func() { w.inPoll = false }()
 	w.h.Fetched(&kgo.FetchTopicPartition{Topic: tp.Topic, FetchPartition: kgo.FetchPartition{Partition: tp.Partition, Records: recs}})
@@ -824,7 +858,7 @@ func (w *simWorld) checkStep() {
 	for _, l := range w.lanes {
 		b := l.held()
 		l.mu.Lock()
-		gone := l.closed && l.state == laneIdle
+		gone := l.state == laneClosed
 		l.mu.Unlock()
 		if gone && b != 0 {
 			w.violation("lane %v epoch %d was closed but still holds %d budget bytes", l.tp, l.epoch, b)
@@ -838,6 +872,7 @@ func (w *simWorld) checkStep() {
 	if got := p.budget.Inflight(); got != held {
 		w.violation("budget counts %d bytes in flight, the lanes, queues, inserts and acknowledgements hold %d", got, held)
 	}
+	w.checkLedger()
 	// The sink's chunks are counted from the hand-over to the
 	// acknowledgement, and a lane is held for the budget only while there
 	// are some: their acknowledgements wake it.
@@ -1142,6 +1177,7 @@ func (s *simSink) TryEnqueue(c *chunk.Chunk) bool {
 		return false
 	}
 	q.q = append(q.q, c)
+	s.w.ledger.enqueued(c)
 	return true
 }
 
