@@ -202,7 +202,8 @@ func compareTP(a, b TopicPartition) int {
 // budget's state, read under the pauser's lock: whatever the order in
 // which callers get here, the last one leaves the pauser as the budget is.
 // Lock order: pauser.mu, then the budget's.
-func (ps *pauser) followBudget(b *backpressure.Budget) {
+func (ps *pauser) followBudget(b *backpressure.Budget, yield func(hookPoint, *lane)) {
+	yield(hookFollowBudget, nil)
 	ps.mu.Lock()
 	defer ps.mu.Unlock()
 	paused := b.Paused()

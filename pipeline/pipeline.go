@@ -175,13 +175,17 @@ type Pipeline struct {
 type hookPoint int
 
 const (
-	hookRefused     hookPoint = iota // a shard queue refused a chunk; the lane is not blocked yet
-	hookBlocked                      // the lane is blocked (its partition paused if the pauser says so); the send is not retried yet
-	hookDecoded                      // a worker decoded a step's records
-	hookRegister                     // exactly-once: a block is about to be committed as registered
-	hookBudgetCheck                  // the budget changed state; the pauser does not know yet
-	hookCommitted                    // a commit went through; the tracker does not know yet (commitMu held)
-	hookReadAhead                    // a lane went over its read-ahead or back under it; the pauser does not know yet
+	hookRefused      hookPoint = iota // a shard queue refused a chunk; the lane is not blocked yet
+	hookBlocked                       // the lane is blocked (its partition paused if the pauser says so); the send is not retried yet
+	hookDecoded                       // a worker decoded a step's records
+	hookRegister                      // exactly-once: a block is about to be committed as registered
+	hookBudgetCheck                   // the budget changed state; the pauser does not know yet
+	hookCommitted                     // a commit went through; the tracker does not know yet (commitMu held)
+	hookReadAhead                     // a lane went over its read-ahead or back under it; the pauser does not know yet
+	hookFollowBudget                  // the pauser is about to follow the budget and has not taken its lock
+	hookRetryFailed                   // a blocked lane's retried send failed; its worker has not finished it yet
+	hookFinished                      // a worker finished a lane; what the lane dropped is not released yet
+	hookAcked                         // acknowledgements were applied; the held and blocked lanes are not woken yet
 )
 
 // yield calls the simulation's hook, if any.
@@ -709,7 +713,7 @@ func (p *Pipeline) checkBudget(now time.Time) {
 	}
 	p.yield(hookBudgetCheck, nil)
 	p.log.Debug("in-flight byte budget crossed a watermark", "action", a, "inflight", p.budget.Inflight())
-	p.pause.followBudget(p.budget)
+	p.pause.followBudget(p.budget, p.yield)
 }
 
 // committer applies acknowledgements and commits periodically.
@@ -737,7 +741,8 @@ func (p *Pipeline) committer(ctx context.Context) {
 // budget.
 func (p *Pipeline) processAcks() {
 	now := p.clock().UnixMilli()
-	for _, c := range p.acks.take() {
+	acked := p.acks.take()
+	for _, c := range acked {
 		if c.Oldest > 0 && c.Rows > 0 {
 			p.m.e2eLatency.Observe(float64(max(now-c.Oldest, 0)) / 1000)
 		}
@@ -752,6 +757,9 @@ func (p *Pipeline) processAcks() {
 		p.rowsWritten.Add(int64(c.Rows))
 		c.Reset()
 		p.chunks.put(c)
+	}
+	if len(acked) > 0 {
+		p.yield(hookAcked, nil)
 	}
 	p.wakeHeld(false)
 	if p.rowsWritten.Load() > 0 && p.firstLogged.CompareAndSwap(false, true) {

@@ -135,24 +135,25 @@ type simWorld struct {
 	src  *simSource
 	sink *simSink
 
-	now      time.Time
-	step     int
-	depth    int // nested hook actions
-	parts    []TopicPartition
-	log      map[TopicPartition][]simRec
-	nextID   uint64
-	toMake   int // records still to produce
-	lanes    []*lane
-	revoking *revoke
-	revokeAt time.Time
-	eo       bool
-	calm     bool   // quiescing or stopping: no more faults
-	stopping bool   // the source stopped: no fetches, no rebalances
-	inPoll   bool   // inside Fetched: no group callback can run (BlockRebalanceOnPoll)
-	failMode bool   // decode.on_error fail: a bad record stops the pipeline
-	failed   bool   // ... and it did
-	ndjson   bool   // records of many rows (decode.json.framing ndjson), sealed in their middle
-	mode     string // direct, two-sinks or by-key
+	now        time.Time
+	step       int
+	depth      int // nested hook actions
+	parts      []TopicPartition
+	log        map[TopicPartition][]simRec
+	nextID     uint64
+	toMake     int // records still to produce
+	lanes      []*lane
+	revoking   *revoke
+	revokeAt   time.Time
+	eo         bool
+	calm       bool   // quiescing or stopping: no more faults
+	stopping   bool   // the source stopped: no fetches, no rebalances
+	inPoll     bool   // inside Fetched: no group callback can run (BlockRebalanceOnPoll)
+	committing bool   // inside a commit's hook: the commit lock is held
+	failMode   bool   // decode.on_error fail: a bad record stops the pipeline
+	failed     bool   // ... and it did
+	ndjson     bool   // records of many rows (decode.json.framing ndjson), sealed in their middle
+	mode       string // direct, two-sinks or by-key
 
 	errs     []string
 	firstBad int
@@ -488,14 +489,21 @@ func (w *simWorld) randomStep() {
 // hook runs, at a point where the real code may lose control, what
 // another goroutine could do at that moment.
 func (w *simWorld) hook(at hookPoint, l *lane) {
+	w.checkHook(at, l)
 	if w.depth >= 2 || w.rng.Intn(100) >= 40 {
 		return
 	}
 	w.depth++
 	defer func() { w.depth-- }()
 	r := w.rng
+	if at >= hookFollowBudget {
+		w.raceHook(at, l)
+		return
+	}
 	if at == hookCommitted {
 		// Inside a commit, under the commit lock: what does not take it.
+		w.committing = true
+		defer func() { w.committing = false }()
 		switch k := r.Intn(100); {
 		case k < 30 && !w.calm && w.revoking == nil:
 			var owned []TopicPartition
@@ -541,7 +549,7 @@ func (w *simWorld) hook(at hookPoint, l *lane) {
 		// The controller, after the acknowledgements that came in.
 		w.processAcks()
 		w.controller(time.Duration(r.Intn(400)) * time.Millisecond)
-	case k < 90:
+	case k < 90 && !w.committing:
 		w.commit()
 	case k < 95 && !w.inPoll:
 		// The poll loop hands records over meanwhile (to this very
@@ -893,6 +901,15 @@ func (w *simWorld) checkStep() {
 		w.violation("the budget is paused=%v but the pauser holds the source paused=%v", bp, pb)
 	}
 	w.checkPaused()
+	// A lane left idle holds no work: what it waited for woke it (a wake
+	// that lands while its worker runs makes it run again).
+	for _, l := range w.lanes {
+		l.mu.Lock()
+		if l.state == laneIdle && !l.closed && !l.failed && (l.parked != nil || len(l.backlog) > 0 || l.head < len(l.recs)) {
+			w.violation("lane %v epoch %d is idle with work: parked %v, backlog %d, %d records undecoded", l.tp, l.epoch, l.parked != nil, len(l.backlog), len(l.recs)-l.head)
+		}
+		l.mu.Unlock()
+	}
 }
 
 // checkPaused checks each owned partition's pause against what should
