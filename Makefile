@@ -32,7 +32,7 @@ bench-smoke:
 # The deterministic simulation of the flow-control core (pipeline/sim_test.go):
 # SEEDS seeds from 1, each replayable alone with
 # go test ./pipeline -run '^TestSim$$' -sim.seed=N -v. Its last line is
-# "sim: N seeds, S steps, V violations".
+# "sim: N seeds, S steps, V violations, R replayed, trace H" (every 10th seed runs twice and must replay: the same steps and trace hash).
 SEEDS ?= 1000
 sim:
 	$(GO) test -c -o $(BIN)/pipeline.test ./pipeline

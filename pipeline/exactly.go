@@ -288,6 +288,8 @@ func (p *Pipeline) eoFlushLingered(now time.Time) {
 		}
 	}
 	p.mu.RUnlock()
+	// Scheduled in partition order, not the map's.
+	slices.SortFunc(due, func(a, b *lane) int { return compareTP(a.tp, b.tp) })
 	for _, l := range due {
 		p.schedule(l)
 	}

@@ -62,6 +62,13 @@ func (p *Pipeline) holdForBudget(l *lane, out outputs) bool {
 	if p.budget.Inflight() <= p.budget.Bytes() || !p.overBudget() {
 		return false
 	}
+	if p.eo() && l.eo.replaying() {
+		// A lane rebuilding a previous owner's blocks is not held: its
+		// partition is exempt from the budget's pause until the blocks
+		// are rebuilt, so held it would keep fetching without bound; its
+		// decoding is what ends the exemption.
+		return false
+	}
 	if !p.eo() && !out.seal() {
 		return true // a queue refused the chunk: the lane is blocked
 	}

@@ -1,6 +1,7 @@
 package pipeline
 
 import (
+	"slices"
 	"sync"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -161,28 +162,48 @@ func (ps *pauser) takeBlocked(dest int) []*lane {
 }
 
 // takeBlockedIf unblocks the lanes blocked on dest for which ok holds
-// (called with the pauser's lock held) and returns them.
+// (called with the pauser's lock held) and returns them in topic and
+// partition order: the order in which they are woken, and so run, does
+// not depend on the map's iteration order (a simulated seed replays).
 func (ps *pauser) takeBlockedIf(dest int, ok func(*lane) bool) []*lane {
 	ps.mu.Lock()
 	defer ps.mu.Unlock()
 	var out []*lane
-	var tps []TopicPartition
 	for tp, b := range ps.blocked {
 		if b.dest == dest && ok(b.l) {
 			out = append(out, b.l)
-			tps = append(tps, tp)
 			delete(ps.blocked, tp)
 		}
 	}
+	if len(out) == 0 {
+		return nil
+	}
+	slices.SortFunc(out, func(a, b *lane) int { return compareTP(a.tp, b.tp) })
+	tps := make([]TopicPartition, len(out))
+	for i, l := range out {
+		tps[i] = l.tp
+	}
 	ps.apply(tps...)
 	return out
+}
+
+// compareTP orders partitions by topic, then partition.
+func compareTP(a, b TopicPartition) int {
+	if a.Topic != b.Topic {
+		if a.Topic < b.Topic {
+			return -1
+		}
+		return 1
+	}
+	return int(a.Partition) - int(b.Partition)
 }
 
 // followBudget pauses or resumes every assigned partition to match the
 // budget's state, read under the pauser's lock: whatever the order in
 // which callers get here, the last one leaves the pauser as the budget is.
 // Lock order: pauser.mu, then the budget's.
-func (ps *pauser) followBudget(b *backpressure.Budget) {
+func (ps *pauser) followBudget(b *backpressure.Budget, yield func(hookPoint, *lane)) {
+	yield(hookFollowBudget, nil)
 	ps.mu.Lock()
 	defer ps.mu.Unlock()
 	paused := b.Paused()
@@ -194,6 +215,7 @@ func (ps *pauser) followBudget(b *backpressure.Budget) {
 	for tp := range ps.assigned {
 		tps = append(tps, tp)
 	}
+	slices.SortFunc(tps, compareTP)
 	ps.apply(tps...)
 }
 

@@ -177,13 +177,17 @@ type Pipeline struct {
 type hookPoint int
 
 const (
-	hookRefused     hookPoint = iota // a shard queue refused a chunk; the lane is not blocked yet
-	hookBlocked                      // the lane is blocked (its partition paused if the pauser says so); the send is not retried yet
-	hookDecoded                      // a worker decoded a step's records
-	hookRegister                     // exactly-once: a block is about to be committed as registered
-	hookBudgetCheck                  // the budget changed state; the pauser does not know yet
-	hookCommitted                    // a commit went through; the tracker does not know yet (commit lock held)
-	hookReadAhead                    // a lane went over its read-ahead or back under it; the pauser does not know yet
+	hookRefused      hookPoint = iota // a shard queue refused a chunk; the lane is not blocked yet
+	hookBlocked                       // the lane is blocked (its partition paused if the pauser says so); the send is not retried yet
+	hookDecoded                       // a worker decoded a step's records
+	hookRegister                      // exactly-once: a block is about to be committed as registered
+	hookBudgetCheck                   // the budget changed state; the pauser does not know yet
+	hookCommitted                     // a commit went through; the tracker does not know yet (commit lock held)
+	hookReadAhead                     // a lane went over its read-ahead or back under it; the pauser does not know yet
+	hookFollowBudget                  // the pauser is about to follow the budget and has not taken its lock
+	hookRetryFailed                   // a blocked lane's retried send failed; its worker has not finished it yet
+	hookFinished                      // a worker finished a lane; what the lane dropped is not released yet
+	hookAcked                         // acknowledgements were applied; the held and blocked lanes are not woken yet
 )
 
 // yield calls the simulation's hook, if any.
@@ -633,12 +637,7 @@ func (p *Pipeline) fail(err error) {
 // drainLanes schedules every lane and waits until all of them are idle,
 // with everything decoded and handed to the sink.
 func (p *Pipeline) drainLanes(ctx context.Context) bool {
-	p.mu.RLock()
-	lanes := make([]*lane, 0, len(p.lanes))
-	for _, l := range p.lanes {
-		lanes = append(lanes, l)
-	}
-	p.mu.RUnlock()
+	lanes := p.lanesSorted()
 	for _, l := range lanes {
 		p.schedule(l)
 	}
@@ -718,7 +717,7 @@ func (p *Pipeline) checkBudget(now time.Time) {
 	}
 	p.yield(hookBudgetCheck, nil)
 	p.log.Debug("in-flight byte budget crossed a watermark", "action", a, "inflight", p.budget.Inflight())
-	p.pause.followBudget(p.budget)
+	p.pause.followBudget(p.budget, p.yield)
 }
 
 // committer applies acknowledgements and commits periodically.
@@ -729,8 +728,9 @@ func (p *Pipeline) committer(ctx context.Context) {
 // processAcks moves acknowledged chunks into the tracker and releases their
 // budget.
 func (p *Pipeline) processAcks() {
-	now := time.Now().UnixMilli()
-	for _, c := range p.acks.take() {
+	now := p.clock().UnixMilli()
+	acked := p.acks.take()
+	for _, c := range acked {
 		if c.Oldest > 0 && c.Rows > 0 {
 			p.m.e2eLatency.Observe(float64(max(now-c.Oldest, 0)) / 1000)
 		}
@@ -745,6 +745,9 @@ func (p *Pipeline) processAcks() {
 		p.rowsWritten.Add(int64(c.Rows))
 		c.Reset()
 		p.chunks.put(c)
+	}
+	if len(acked) > 0 {
+		p.yield(hookAcked, nil)
 	}
 	p.wakeHeld(false)
 	if p.rowsWritten.Load() > 0 && p.firstLogged.CompareAndSwap(false, true) {

@@ -5,6 +5,8 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"hash"
+	"hash/fnv"
 	"io"
 	"log/slog"
 	"math/rand"
@@ -55,13 +57,16 @@ var (
 	simSteps   = flag.Int("sim.steps", 1500, "random steps per seed before the quiesce")
 	simSummary = flag.Bool("sim.summary", false, "print the simulation's summary line after the tests")
 	simTrace   = flag.Bool("sim.trace", false, "log every step of TestSim")
+	simReplay  = flag.Int("sim.replay", 10, "run every Nth seed of TestSim twice and check both runs agree (0: none)")
 )
 
 // simTotals is what TestSim ran, for the summary line.
 var simTotals struct {
 	seeds, steps, violations int
-	maxMeta                  int // the longest commit metadata seen
-	holds                    int // lanes held for the budget (etl_backpressure_decode_holds_total)
+	replayed                 int    // seeds run twice to check they replay
+	hash                     uint64 // of every seed's trace hash, in seed order
+	maxMeta                  int    // the longest commit metadata seen
+	holds                    int    // lanes held for the budget (etl_backpressure_decode_holds_total)
 }
 
 func TestMain(m *testing.M) {
@@ -70,7 +75,8 @@ func TestMain(m *testing.M) {
 	if *simSummary {
 		fmt.Printf("sim: longest commit metadata %d bytes, %d lanes held for the budget\n", simTotals.maxMeta, simTotals.holds)
 		fmt.Printf("sim: shards:%s\n", simShardSummary())
-		fmt.Printf("sim: %d seeds, %d steps, %d violations\n", simTotals.seeds, simTotals.steps, simTotals.violations)
+		fmt.Printf("sim: %d seeds, %d steps, %d violations, %d replayed, trace %016x\n",
+			simTotals.seeds, simTotals.steps, simTotals.violations, simTotals.replayed, simTotals.hash)
 		if simTotals.violations > 0 && code == 0 {
 			code = 1
 		}
@@ -92,6 +98,7 @@ func TestSim(t *testing.T) {
 	if *simSeed != 0 {
 		first, n = *simSeed, 1
 	}
+	sum := fnv.New64a()
 	for seed := first; seed < first+int64(n); seed++ {
 		// Each seed in a bubble of its own: the shards' goroutines run
 		// there, and synctest.Wait is how the simulation knows they have
@@ -99,9 +106,13 @@ func TestSim(t *testing.T) {
 		// (A failure is reported outside the bubble: synctest.Test
 		// ends the test on one, and the other seeds must still run.)
 		var report string
+		var steps int
+		var h uint64
 		synctest.Test(t, func(t *testing.T) {
 			w := newSimWorld(t, seed)
-			steps, errs := w.run()
+			var errs []string
+			steps, errs = w.run()
+			h = w.trace.Sum64()
 			simTotals.seeds++
 			simTotals.steps += steps
 			simTotals.holds += int(testutil.ToFloat64(w.p.m.budgetHolds))
@@ -112,10 +123,28 @@ func TestSim(t *testing.T) {
 					seed, w.desc, len(errs), w.firstBad, errs[0], seed)
 			}
 		})
+		fmt.Fprintf(sum, "%d:%d:%x;", seed, steps, h)
+		if *simReplay > 0 && seed%int64(*simReplay) == 0 {
+			// The same seed again must take the same steps.
+			var steps2 int
+			var h2 uint64
+			synctest.Test(t, func(t *testing.T) {
+				w2 := newSimWorld(t, seed)
+				steps2, _ = w2.run()
+				h2 = w2.trace.Sum64()
+			})
+			simTotals.replayed++
+			if steps2 != steps || h2 != h {
+				simTotals.violations++
+				t.Errorf("sim seed %d does not replay: %d steps, trace %016x, then %d steps, trace %016x",
+					seed, steps, h, steps2, h2)
+			}
+		}
 		if report != "" {
 			t.Error(report)
 		}
 	}
+	simTotals.hash = sum.Sum64()
 }
 
 // simWorld is one seed's run.
@@ -130,28 +159,31 @@ type simWorld struct {
 	src  *simSource
 	sink *simSink
 
-	now      time.Time
-	step     int
-	depth    int // nested hook actions
-	parts    []TopicPartition
-	log      map[TopicPartition][]simRec
-	nextID   uint64
-	toMake   int // records still to produce
-	lanes    []*lane
-	revoking *revoke
-	revokeAt time.Time
-	eo       bool
-	calm     bool   // quiescing or stopping: no more faults
-	stopping bool   // the source stopped: no fetches, no rebalances
-	inPoll   bool   // inside Fetched: no group callback can run (BlockRebalanceOnPoll)
-	failMode bool   // decode.on_error fail: a bad record stops the pipeline
-	failed   bool   // ... and it did
-	ndjson   bool   // records of many rows (decode.json.framing ndjson), sealed in their middle
-	poison   bool   // some records' rows are refused by the table (bisected out)
-	mode     string // direct, two-sinks or by-key
+	now        time.Time
+	step       int
+	depth      int // nested hook actions
+	parts      []TopicPartition
+	log        map[TopicPartition][]simRec
+	nextID     uint64
+	toMake     int // records still to produce
+	lanes      []*lane
+	revoking   *revoke
+	revokeAt   time.Time
+	eo         bool
+	calm       bool   // quiescing or stopping: no more faults
+	stopping   bool   // the source stopped: no fetches, no rebalances
+	inPoll     bool   // inside Fetched: no group callback can run (BlockRebalanceOnPoll)
+	committing bool   // inside a commit's hook: the commit lock is held
+	failMode   bool   // decode.on_error fail: a bad record stops the pipeline
+	failed     bool   // ... and it did
+	ndjson     bool   // records of many rows (decode.json.framing ndjson), sealed in their middle
+	poison     bool   // some records' rows are refused by the table (bisected out)
+	mode       string // direct, two-sinks or by-key
 
 	errs     []string
 	firstBad int
+	trace    hash.Hash64 // every tracef line, traced or not: a seed's replay must match
+	ledger   *simLedger  // the bytes in flight as the simulation counts them
 }
 
 // simRec is a produced record and what the table must end up with: the
@@ -170,7 +202,7 @@ const simTopic = "events"
 
 func newSimWorld(t testing.TB, seed int64) *simWorld {
 	w := &simWorld{t: t, seed: seed, rng: rand.New(rand.NewSource(seed)), now: time.Unix(1_700_000_000, 0),
-		log: map[TopicPartition][]simRec{}}
+		log: map[TopicPartition][]simRec{}, trace: fnv.New64a(), ledger: newSimLedger()}
 	r := w.rng
 	w.eo = r.Intn(3) == 0
 	w.failMode = r.Intn(6) == 0
@@ -297,6 +329,8 @@ func newDirectSimWorld(t testing.TB, seed int64) *simWorld {
 }
 
 func (w *simWorld) tracef(format string, args ...any) {
+	fmt.Fprintf(w.trace, "%d/%d:", w.step, w.depth)
+	fmt.Fprintf(w.trace, format, args...)
 	if *simTrace {
 		w.t.Logf("step %d (depth %d): %s", w.step, w.depth, fmt.Sprintf(format, args...))
 	}
@@ -358,7 +392,7 @@ func (w *simWorld) stop(failed int) {
 	}
 	p.closing.Store(true)
 	w.tracef("stop (failed shard %d)", failed)
-	for _, l := range p.lanes {
+	for _, l := range p.lanesSorted() {
 		p.schedule(l)
 	}
 	for i := 0; i < 5000 && len(w.errs) == 0; i++ {
@@ -424,7 +458,7 @@ func (w *simWorld) calmRound() {
 // laneStates describes the lanes that are not idle.
 func (w *simWorld) laneStates() string {
 	var b strings.Builder
-	for _, l := range w.p.lanes {
+	for _, l := range w.p.lanesSorted() {
 		if l.idle() {
 			continue
 		}
@@ -488,14 +522,21 @@ func (w *simWorld) randomStep() {
 // hook runs, at a point where the real code may lose control, what
 // another goroutine could do at that moment.
 func (w *simWorld) hook(at hookPoint, l *lane) {
+	w.checkHook(at, l)
 	if w.depth >= 2 || w.rng.Intn(100) >= 40 {
 		return
 	}
 	w.depth++
 	defer func() { w.depth-- }()
 	r := w.rng
+	if at >= hookFollowBudget {
+		w.raceHook(at, l)
+		return
+	}
 	if at == hookCommitted {
 		// Inside a commit, under the commit lock: what does not take it.
+		w.committing = true
+		defer func() { w.committing = false }()
 		switch k := r.Intn(100); {
 		case k < 30 && !w.calm && w.revoking == nil:
 			var owned []TopicPartition
@@ -541,7 +582,7 @@ func (w *simWorld) hook(at hookPoint, l *lane) {
 		// The controller, after the acknowledgements that came in.
 		w.processAcks()
 		w.controller(time.Duration(r.Intn(400)) * time.Millisecond)
-	case k < 90:
+	case k < 90 && !w.committing:
 		w.commit()
 	case k < 95 && !w.inPoll:
 		// The poll loop hands records over meanwhile (to this very
@@ -624,6 +665,16 @@ func (w *simWorld) fetch() {
 	}
 	w.src.pos[tp] = max(w.src.pos[tp], to)
 	w.tracef("fetch %v [%d, %d)", tp, from, to)
+	if l := w.p.lanes[tp]; l != nil {
+		offs, bytes := make([]int64, len(recs)), make([]int64, len(recs))
+		for i, r := range recs {
+			offs[i], bytes[i] = r.Offset, recordBytes(r)
+		}
+		w.p.pause.mu.Lock()
+		exempt := w.p.pause.replaying[tp]
+		w.p.pause.mu.Unlock()
+		w.ledger.fetched(l, offs, bytes, exempt)
+	}
 	w.inPoll = true
 	defer func() { w.inPoll = false }()
 	w.h.Fetched(&kgo.FetchTopicPartition{Topic: tp.Topic, FetchPartition: kgo.FetchPartition{Partition: tp.Partition, Records: recs}})
@@ -789,7 +840,7 @@ func (w *simWorld) checkStep() {
 	for _, l := range w.lanes {
 		b := l.held()
 		l.mu.Lock()
-		gone := l.closed && l.state == laneIdle
+		gone := l.state == laneClosed
 		l.mu.Unlock()
 		if gone && b != 0 {
 			w.violation("lane %v epoch %d was closed but still holds %d budget bytes", l.tp, l.epoch, b)
@@ -803,6 +854,7 @@ func (w *simWorld) checkStep() {
 	if got := p.budget.Inflight(); got != held {
 		w.violation("budget counts %d bytes in flight, the lanes, queues, inserts and acknowledgements hold %d", got, held)
 	}
+	w.checkLedger()
 	// The sink's chunks are counted from the hand-over to the
 	// acknowledgement, and a lane is held for the budget only while there
 	// are some: their acknowledgements wake it.
@@ -824,6 +876,15 @@ func (w *simWorld) checkStep() {
 	}
 	w.checkPaused()
 	w.checkShards()
+	// A lane left idle holds no work: what it waited for woke it (a wake
+	// that lands while its worker runs makes it run again).
+	for _, l := range w.lanes {
+		l.mu.Lock()
+		if l.state == laneIdle && !l.closed && !l.failed && (l.parked != nil || len(l.backlog) > 0 || l.head < len(l.recs)) {
+			w.violation("lane %v epoch %d is idle with work: parked %v, backlog %d, %d records undecoded", l.tp, l.epoch, l.parked != nil, len(l.backlog), len(l.recs)-l.head)
+		}
+		l.mu.Unlock()
+	}
 }
 
 // checkPaused checks each owned partition's pause against what should

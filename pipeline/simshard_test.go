@@ -364,6 +364,9 @@ func (s *simSink) TryEnqueue(c *chunk.Chunk) bool {
 		delete(ss.ledger, c)
 	}
 	s.mu.Unlock()
+	if ok {
+		s.w.ledger.enqueued(c)
+	}
 	s.settle()
 	return ok
 }

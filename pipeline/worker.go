@@ -66,6 +66,7 @@ func (p *Pipeline) runLane(l *lane, dec **boundDecoder) bool {
 	*dec = d
 	p.process(l, d)
 	push, release := l.finish()
+	p.yield(hookFinished, l)
 	p.budget.Release(release)
 	if push {
 		p.runq.push(l)
@@ -629,6 +630,7 @@ func (p *Pipeline) blockOn(l *lane, dest int, retry func() bool) bool {
 	p.pause.block(l, dest)
 	p.yield(hookBlocked, l)
 	if !retry() {
+		p.yield(hookRetryFailed, l)
 		return false
 	}
 	l.unblock()
