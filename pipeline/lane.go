@@ -204,6 +204,12 @@ func (l *lane) finish() (push bool, release int64) {
 		// Also a failed lane: the rows before its bad record wait in the
 		// parked chunk, and go out when the queue has room.
 		l.state = laneBlocked
+	case l.failed && rerun && (l.parked != nil || len(l.backlog) > 0):
+		// A failed lane whose queue had room again while it ran (the
+		// wake found it running): the rows before its bad record go out
+		// in another run.
+		l.state = laneQueued
+		return true, 0
 	case l.failed:
 		// Nothing at or past the bad record is decoded: its records leave
 		// the budget.
