@@ -152,24 +152,28 @@ func TestLagDuringClickHouseOutage(t *testing.T) {
 
 	ch.Stop(t)
 	outageAt := time.Now()
-	// Records keep arriving during the outage: 20 batches of 1,000, one
-	// every 250 ms. The lag never falls while nothing can be written.
+	// Records keep arriving during the outage: 20 batches of 1,000, each
+	// produced once the gauge counts the one before, whether its
+	// partitions still fetch (the fetches' high watermarks) or are paused
+	// with the budget full (the listings of the log ends). The lag never
+	// falls while nothing can be written.
 	const batches, per = 20, 1000
 	var seen []string
 	last := 0.0
 	for i := uint64(0); i < batches; i++ {
 		produce(t, kb, before+i*per, per, nil)
-		// Pacing: the outage must last while the batches arrive, and
-		// there is no event to wait for while nothing can be written.
-		time.Sleep(250 * time.Millisecond)
-		lag, _ := gaugeSum(t, reg, "etl_source_lag_records")
-		if lag < last {
-			t.Errorf("etl_source_lag_records fell from %v to %v during the outage", last, lag)
-		}
-		last = lag
-		seen = append(seen, fmt.Sprintf("%v:%v/%s", time.Since(outageAt).Round(100*time.Millisecond), lag, lastStatusLag(out.String())))
+		want := float64((i + 1) * per)
+		testenv.WaitFor(t, fmt.Sprintf("etl_source_lag_records to count batch %d of the outage", i+1), 20*time.Second, func() bool {
+			lag, _ := gaugeSum(t, reg, "etl_source_lag_records")
+			if lag < last {
+				t.Errorf("etl_source_lag_records fell from %v to %v during the outage", last, lag)
+			}
+			last = lag
+			return lag == want
+		})
+		seen = append(seen, fmt.Sprintf("%v:%v/%s", time.Since(outageAt).Round(100*time.Millisecond), last, lastStatusLag(out.String())))
 	}
-	t.Logf("during the outage (time: gauge/status line, produced %d every 250 ms): %s", per, strings.Join(seen, " "))
+	t.Logf("during the outage (time: gauge/status line, %d produced once the gauge counted the batch before): %s", per, strings.Join(seen, " "))
 	const during = batches * per
 	producedIn := time.Since(outageAt)
 	var gaugeAt, statusAt time.Duration

@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"io"
 	"net"
-	"runtime"
 	"strings"
 	"syscall"
 	"testing"
@@ -86,12 +85,10 @@ func TestNewUnavailable(t *testing.T) {
 		}
 		return time.Since(begin), err
 	}
-	// Let the servers' and the runtime's own goroutines settle first: a
-	// goroutine still on its way out would raise the baseline, and so
-	// weaken the leak check at the end (it cannot make it fail). There is
-	// no event that says the process has settled.
-	time.Sleep(200 * time.Millisecond)
-	before := runtime.NumGoroutine()
+	// The leak check at the end compares goroutine ids, not counts: a
+	// goroutine of the servers still on its way out now cannot hide one
+	// that a failed New leaves behind.
+	before := testenv.Goroutines()
 
 	for range 3 {
 		took, err := newErr(startConfig(t, kb, srv, nobody, "events"))
@@ -122,9 +119,11 @@ func TestNewUnavailable(t *testing.T) {
 		t.Fatalf("missing table: Unavailable=%v: %v", Unavailable(err), err)
 	}
 
-	t.Logf("goroutines: %d before, %d now", before, runtime.NumGoroutine())
-	testenv.WaitFor(t, "the failed attempts' goroutines to end", 10*time.Second, func() bool {
-		return runtime.NumGoroutine() <= before
+	testenv.Eventually(t, "the failed attempts' goroutines to end", 10*time.Second, func() error {
+		if left := testenv.GoroutinesSince(before); len(left) > 0 {
+			return fmt.Errorf("%d goroutines started by the attempts are still running:\n%s", len(left), strings.Join(left, "\n\n"))
+		}
+		return nil
 	})
 }
 

@@ -313,8 +313,7 @@ func TestChgoCancel(t *testing.T) {
 	if err := c.Insert(context.Background(), tg, []*chunk.Chunk{idChunk(t, tg, 0, 10)}); err != nil {
 		t.Fatal(err)
 	}
-	thaw := freeze(t, srv)
-	time.Sleep(200 * time.Millisecond) // let every server thread stop
+	thaw := freeze(t, srv) // returns once every server thread has stopped
 	ctx, cancel := context.WithCancel(context.Background())
 	time.AfterFunc(300*time.Millisecond, cancel)
 	start := time.Now()
@@ -373,8 +372,7 @@ func TestChgoPoolRecovers(t *testing.T) {
 	if err := c.Insert(context.Background(), tg, []*chunk.Chunk{idChunk(t, tg, 40, 10)}); err != nil {
 		t.Errorf("insert on a pinged connection: %v", err)
 	}
-	srv.Freeze(t)
-	time.Sleep(200 * time.Millisecond)
+	srv.Freeze(t) // returns once every server thread has stopped
 	c.chgo.mu.Lock()
 	for _, cn := range c.chgo.idle {
 		cn.used = time.Now().Add(-time.Minute)

@@ -313,8 +313,7 @@ func TestInsertTimeoutIsTransient(t *testing.T) {
 	srv.Exec(t, "CREATE TABLE default.slow (id UInt64, msg String) ENGINE = Memory")
 	c := connect(t, srv, "slow", func(o *Options) { o.InsertTimeout = 500 * time.Millisecond })
 	tg := plan(t, c)
-	thaw := freeze(t, srv)
-	time.Sleep(200 * time.Millisecond) // let every server thread stop
+	thaw := freeze(t, srv) // returns once every server thread has stopped
 	start := time.Now()
 	err := c.Insert(context.Background(), tg, []*chunk.Chunk{idChunk(t, tg, 0, 10)})
 	elapsed := time.Since(start)

@@ -176,14 +176,8 @@ func freeze(t *testing.T, srv *testenv.CH) (thaw func()) {
 	}
 }
 
-// eventually polls cond until it holds or d passes.
+// eventually polls cond until it holds, and fails t once d passes first.
 func eventually(t testing.TB, d time.Duration, what string, cond func() bool) {
 	t.Helper()
-	deadline := time.Now().Add(d)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out after %v waiting for %s", d, what)
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
+	testenv.WaitFor(t, what, d, cond)
 }

@@ -23,12 +23,21 @@ func TestBrokerRestarts(t *testing.T) {
 	p := startETL(t, e.config("restarts", ""))
 	wait := e.produceAsync(0, n, 10_000)
 	var worst time.Duration
+	const between = 10_000 // records committed between two restarts: a second of production
 	for i := 0; i < 5; i++ {
-		// Restarts paced in real time, with records flowing between.
-		time.Sleep(1500 * time.Millisecond)
+		// Records flow between the restarts: the commits move by
+		// between records, or reach the end of all n records.
+		from := sumOffsets(e.kb.CommittedOffsets(t, "restarts", topic))
+		testenv.WaitFor(t, fmt.Sprintf("%d records committed before restart %d", between, i+1), time.Minute, func() bool {
+			if !p.running() {
+				t.Fatalf("etl exited before restart %d:\n%s", i+1, p.logText())
+			}
+			c := sumOffsets(e.kb.CommittedOffsets(t, "restarts", topic))
+			return c >= from+between || c == n
+		})
 		before := sumOffsets(e.kb.CommittedOffsets(t, "restarts", topic))
 		e.kb.Stop(t)
-		time.Sleep(500 * time.Millisecond)
+		time.Sleep(500 * time.Millisecond) // an outage of a set length
 		e.kb.Start(t)
 		back := time.Now()
 		testenv.WaitFor(t, fmt.Sprintf("a commit after restart %d", i+1), time.Minute, func() bool {

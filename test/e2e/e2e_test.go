@@ -195,14 +195,19 @@ func TestDrainTimeout(t *testing.T) {
 	e := newEnv(t)
 	cfg := e.config("drain", "")
 	cfg = strings.Replace(readFile(t, cfg), "drain_timeout: 20s", "drain_timeout: 3s", 1)
-	path := writeConfig(t, cfg)
-	p := startETL(t, path)
+	firstMetrics := fmt.Sprintf("127.0.0.1:%d", testenv.FreePort(t))
+	p := startETL(t, writeConfig(t, strings.Replace(cfg, `metrics: {listen: "off"}`, fmt.Sprintf(`metrics: {listen: %q}`, firstMetrics), 1)))
 	e.produceAsync(0, n, 50_000)
 	e.waitRows(50_000, time.Minute, p)
 	e.ch.Freeze(t)
-	// Real time for inserts to reach the frozen server and hang there;
-	// etl serves no metrics here that would tell.
-	time.Sleep(300 * time.Millisecond)
+	// The drain cannot end while etl holds records that the frozen server
+	// cannot take.
+	testenv.WaitFor(t, "etl to hold records in flight with ClickHouse frozen", time.Minute, func() bool {
+		if !p.running() {
+			t.Fatalf("etl exited before the signal: %v", p.err)
+		}
+		return scrapeIfUp(firstMetrics)["etl_backpressure_inflight_bytes"] > 0
+	})
 	start := time.Now()
 	code := p.stop(t, syscall.SIGTERM, 30*time.Second)
 	took := time.Since(start)

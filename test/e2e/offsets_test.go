@@ -42,11 +42,12 @@ func TestOffsetsAndResetByTime(t *testing.T) {
 	e := newEnv(t)
 	const half = 3000 // per partition: offsets 0..499 before the time, 500..999 after
 	e.produce(0, half)
-	// Record timestamps are the broker's wall clock: real time apart on
-	// either side of the reset time.
-	time.Sleep(500 * time.Millisecond)
-	at := time.Now().UTC()
-	time.Sleep(500 * time.Millisecond)
+	// Record timestamps are whole milliseconds of this machine's clock,
+	// taken when each record is produced: the reset time is the first
+	// millisecond after the first half was acknowledged, and the second
+	// half is produced once the clock has reached it.
+	at := time.Now().UTC().Truncate(time.Millisecond).Add(time.Millisecond)
+	testenv.WaitFor(t, "the clock to reach the reset time", time.Second, func() bool { return !time.Now().Before(at) })
 	e.produce(half, half)
 	const group = "offsets"
 	cfg := e.config(group, "")

@@ -93,7 +93,7 @@ func testZombieMember(t *testing.T, delivery string) {
 	thawed := time.Now()
 	noticed, rejoined := time.Duration(-1), time.Duration(-1)
 	how := ""
-	for time.Since(thawed) < time.Minute && rejoined < 0 {
+	testenv.WaitFor(t, "the thawed member to give its partitions up and be assigned again", time.Minute, func() bool {
 		log := readFile(t, a.log)[atThaw:]
 		i := -1
 		for _, m := range []string{"partitions lost", "partitions revoked"} {
@@ -101,16 +101,18 @@ func testZombieMember(t *testing.T, delivery string) {
 				i, how = j, m
 			}
 		}
-		if i >= 0 {
-			if noticed < 0 {
-				noticed = time.Since(thawed)
-			}
-			if strings.Contains(log[i:], "partitions assigned") {
-				rejoined = time.Since(thawed)
-			}
+		if i < 0 {
+			return false
 		}
-		time.Sleep(20 * time.Millisecond)
-	}
+		if noticed < 0 {
+			noticed = time.Since(thawed)
+		}
+		if strings.Contains(log[i:], "partitions assigned") {
+			rejoined = time.Since(thawed)
+			return true
+		}
+		return false
+	})
 	if err := <-produced; err != nil {
 		t.Fatal(err)
 	}
@@ -133,9 +135,6 @@ func testZombieMember(t *testing.T, delivery string) {
 		e.checkOnce(n)
 	} else {
 		dups = e.checkAllPresent(n)
-	}
-	if noticed < 0 {
-		t.Errorf("the thawed member did not give up its partitions (no partitions lost or revoked in its log after the thaw)")
 	}
 	for i, p := range []*proc{a, b} {
 		commits, err := commitsOnlyOwned(p.log)
