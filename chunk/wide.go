@@ -8,9 +8,10 @@ import (
 // DateTime64 is a DateTime64(P) column: ticks of 10^-P seconds since the
 // epoch, UTC.
 //
-// The ClickHouse driver carries every value through nanoseconds since the
-// epoch, so only 1677-09-21T00:12:43.145224192Z..2262-04-11T23:47:16.854775807Z
-// can be sent; decoders keep to that.
+// The decoders, the transform and Time carry every value through
+// nanoseconds since the epoch (an int64), so only
+// 1677-09-21T00:12:43.145224192Z..2262-04-11T23:47:16.854775807Z is taken;
+// decoders keep to that.
 type DateTime64 struct {
 	Fixed[int64]
 	// Precision is P, 0 to 9.

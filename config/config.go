@@ -330,8 +330,9 @@ type ClickHouse struct {
 	DescribeInterval Duration `yaml:"describe_interval"`
 	Retry            Retry    `yaml:"retry"`
 	Compression      string   `yaml:"compression"` // auto | none | lz4 | zstd
-	// InsertPath is chgo (INSERT blocks encoded straight from the chunks,
-	// sent with ch-go) or driver (clickhouse-go's column API).
+	// InsertPath names the insert path; chgo (INSERT blocks encoded
+	// straight from the chunks, sent with ch-go) is the only one, and the
+	// key is kept so that configurations naming it still load.
 	InsertPath string `yaml:"insert_path"`
 	// Shards lists the cluster's shards, each with its replicas; Addr is
 	// shorthand for one shard whose replicas are the addresses.

@@ -159,6 +159,16 @@ func TestParseErrors(t *testing.T) {
 			want: `pipeline.yaml:12:18: decode.format: must be one of json, avro; got "protobuf"`,
 		},
 		{
+			name: "removed insert path",
+			yaml: base + "    insert_path: driver\n",
+			want: `pipeline.yaml:12:18: sink.clickhouse.insert_path: "driver" was removed: every insert is encoded in the Native format and sent with ch-go; set "chgo" or delete the key`,
+		},
+		{
+			name: "unknown insert path",
+			yaml: base + "    insert_path: http\n",
+			want: `pipeline.yaml:12:18: sink.clickhouse.insert_path: must be one of chgo; got "http"`,
+		},
+		{
 			name: "avro confluent without a registry",
 			yaml: base + "decode: {format: avro}\n",
 			want: `pipeline.yaml:12:1: decode.avro.registry.url: required key is missing`,

@@ -209,7 +209,14 @@ var rules = []rule{
 		return ""
 	}},
 	{path: "sink.clickhouse.insert_path", when: hasClickHouse, check: func(c *Config) string {
-		return oneOf(c.Sink.ClickHouse.InsertPath, "chgo", "driver")
+		switch p := c.Sink.ClickHouse.InsertPath; p {
+		case "chgo":
+			return ""
+		case "driver":
+			return `"driver" was removed: every insert is encoded in the Native format and sent with ch-go; set "chgo" or delete the key`
+		default:
+			return oneOf(p, "chgo")
+		}
 	}},
 	{path: "sink.clickhouse.sharding.by", when: hasClickHouse, check: func(c *Config) string {
 		return oneOf(c.Sink.ClickHouse.Sharding.By, "partition", "key")

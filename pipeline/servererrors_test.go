@@ -135,8 +135,8 @@ func TestServerRefusals(t *testing.T) {
 		name, code string
 		setup      func(t *testing.T, p *pipelineUnderTest)
 	}{
-		{"readonly", "code: 164", nil},
-		{"table-dropped", "code: 60", func(t *testing.T, u *pipelineUnderTest) {
+		{"readonly", "READONLY (164)", nil},
+		{"table-dropped", "UNKNOWN_TABLE (60)", func(t *testing.T, u *pipelineUnderTest) {
 			testenv.WaitFor(t, "the first rows", 30*time.Second, func() bool { return u.ch.Count(t, "default.events") >= 1000 })
 			u.ch.Exec(t, "DROP TABLE default.events")
 			produce(t, u.kb, 1000, 1000, nil)

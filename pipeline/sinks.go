@@ -71,7 +71,7 @@ func (p *Pipeline) openSinks(ctx context.Context) error {
 				c, err := clickhouse.Connect(ctx, clickhouse.Options{
 					Addr: []string{addr}, Database: chc.Database, Table: chc.Table, User: chc.User, Password: password, PasswordFunc: rereadSecret(chc.PasswordFile, chc.Secret), TLS: tlsCfg,
 					DialTimeout: chc.DialTimeout.D(), InsertTimeout: chc.InsertTimeout.D(), Settings: chc.Settings,
-					Compression: chc.Compression, Columns: chc.Columns, Exclude: chc.ExcludeColumns, Lazy: true, Insert: chc.InsertPath,
+					Compression: chc.Compression, Columns: chc.Columns, Exclude: chc.ExcludeColumns, Lazy: true,
 					MaxOpenConns: chc.Inflight.MaxPerShard + 2, WholeBlocks: p.exactlyOnce,
 				}, p.log.With("sink", s.name, "shard", i))
 				if err != nil {

@@ -20,7 +20,8 @@ import (
 // TestClickHouseTLSAndPassword: a pipeline writes into a ClickHouse that
 // takes native connections only on its TLS port, as a user with a
 // password, with sink.clickhouse.tls.ca_file and password_file: every row
-// lands, over both insert paths. A wrong password, and a CA that did not
+// lands (the configuration names insert_path: chgo, which still loads). A
+// wrong password, and a CA that did not
 // sign the server's certificate, stop New at once with a ConfigError
 // (exit 2) naming the problem, without retrying.
 func TestClickHouseTLSAndPassword(t *testing.T) {
@@ -64,7 +65,7 @@ metrics: {listen: "off"}
 		return cfg
 	}
 
-	for _, path := range []string{"chgo", "driver"} {
+	for _, path := range []string{"chgo"} {
 		t.Run("rows/"+path, func(t *testing.T) {
 			table := "tls_" + path
 			ch.Exec(t, gen.TableDDL("default", table))
@@ -131,8 +132,8 @@ metrics: {listen: "off"}
 // for every new connection. The server's password changes first and every
 // connection drops (the server is killed and started again): inserts are refused and retried, not
 // given up, until the mounted file holds the new
-// password; then every row lands, on both insert paths, and the pipeline
-// stops cleanly.
+// password; then every row lands, and the pipeline stops cleanly. The
+// password rotates twice, each time in a pipeline of its own.
 func TestClickHousePasswordRotation(t *testing.T) {
 	passwords := []string{"rot-pass-a1", "rot-pass-b2", "rot-pass-c3"}
 	ch := testenv.ClickHouseWith(t, testenv.CHOptions{Users: map[string]string{"etl": passwords[0]}})
@@ -152,7 +153,7 @@ func TestClickHousePasswordRotation(t *testing.T) {
 	}
 	setFile(passwords[0])
 	const n = 6000
-	for i, path := range []string{"chgo", "driver"} {
+	for i, path := range []string{"first", "second"} {
 		t.Run(path, func(t *testing.T) {
 			newPw := passwords[i+1] // the file holds passwords[i]
 			topic, table := "rot-"+path, "rot_"+path
@@ -168,12 +169,11 @@ sink:
     table: %s
     user: etl
     password_file: %s
-    insert_path: %s
     batch: {max_rows: 1000, max_bytes: 4MiB, linger: 50ms}
     retry: {initial_backoff: 50ms, max_backoff: 300ms}
 checkpoint: {commit_interval: 200ms, drain_timeout: 20s}
 metrics: {listen: "off"}
-`, kb.Addr(), topic, path, ch.TCPAddr(), table, pwFile, path)
+`, kb.Addr(), topic, path, ch.TCPAddr(), table, pwFile)
 			cfg, err := config.Parse([]byte(y), "rot.yaml", func(string) (string, bool) { return "", false })
 			if err != nil {
 				t.Fatal(err)

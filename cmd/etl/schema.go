@@ -131,7 +131,7 @@ func serverVersion(ctx context.Context, ch *config.ClickHouse) (string, error) {
 	var errs []string
 	for _, sh := range ch.ShardList() {
 		for _, addr := range sh.Replicas {
-			o := clickhouse.Options{Addr: []string{addr}, Database: ch.Database, Table: ch.Table, User: ch.User, Password: password, DialTimeout: ch.DialTimeout.D(), Insert: ch.InsertPath}
+			o := clickhouse.Options{Addr: []string{addr}, Database: ch.Database, Table: ch.Table, User: ch.User, Password: password, DialTimeout: ch.DialTimeout.D()}
 			if ch.TLS != nil && ch.TLS.Enabled {
 				if o.TLS, err = ch.TLS.Config("sink.clickhouse.tls"); err != nil {
 					return "", err

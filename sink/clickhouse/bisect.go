@@ -70,8 +70,8 @@ var rowRejectedCodes = map[int32]bool{
 
 // RowRejected reports whether err, a permanent insert error, was caused by
 // the values of some rows rather than by the statement, the table or the
-// user: a server code of rowRejectedCodes, or a value the encoder or the
-// driver could not write.
+// user: a server code of rowRejectedCodes, or a value the encoder could not
+// write.
 func RowRejected(err error) bool {
 	if code, ok := exceptionCode(err); ok {
 		return rowRejectedCodes[code]

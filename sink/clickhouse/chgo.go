@@ -22,38 +22,30 @@ import (
 	"github.com/etl-project/etl/sink/clickhouse/native"
 )
 
-// The chgo insert path: INSERT blocks are encoded straight from the chunks'
-// column buffers (native.Encoder) and sent with ch-go, the
-// native-protocol library clickhouse-go is built on, instead of being copied
-// value by value into the driver's columns and encoded from there. One
-// INSERT is one Native block, or, for a batch larger than PieceBytes, a
-// few blocks the server squashes back into one before the table sees them
-// (pieces.go); then the end of data. Either way a failed insert inserted
-// nothing, as with the driver path.
+// The insert path: INSERT blocks are encoded straight from the chunks'
+// column buffers (native.Encoder) and sent with ch-go, the native-protocol
+// library clickhouse-go is built on. One INSERT is one Native block, or,
+// for a batch larger than PieceBytes, a few blocks the server squashes back
+// into one before the table sees them (pieces.go); then the end of data.
+// Either way a failed insert inserted nothing.
 //
 // Each Client keeps its own small pool of ch-go connections (ch-go's Client
 // is one connection, used by one insert at a time); Ping uses it too.
-// Connect's queries and Describe stay on clickhouse-go, and so do the
-// inserts to servers of protocol revisions 54420 to 54428 when settings
-// are configured (chgo_compat.go). A column type the encoder cannot write
-// (none that a chunk column is built for, on a little-endian machine) is a
-// permanent error. A target
+// Connect's queries, Describe and DDL stay on clickhouse-go. Servers older
+// than ch-go's own protocol support get their Query packets completed by
+// chgo_compat.go; servers older than protocol revision 54032 are refused.
+// A column type the encoder cannot write (none that a chunk column is
+// built for, on a little-endian machine) is a permanent error. A target
 // whose column types on the server are no longer the planned ones (seen
 // in the INSERT's header block before any data is sent) fails with a
 // permanent error naming the column, which the shard recovers from by
 // converting the batch to the new types.
 //
-// Errors are those of the driver path: a server exception becomes the
-// driver's *ch.Exception (same code, name and message), so Permanent and
-// missingColumn classify it unchanged; a value the encoder refuses is an
-// appendError naming the column and the chunk's source spans; network
-// errors and timeouts are transient.
-
-// Insert paths (Options.Insert).
-const (
-	InsertChgo   = "chgo"
-	InsertDriver = "driver"
-)
+// A server exception stays ch-go's *chgo.Exception in the error's chain:
+// exceptionCode reads its code as it reads clickhouse-go's from queries,
+// so Permanent and missingColumn classify both. A value the encoder
+// refuses is an appendError naming the column and the chunk's source
+// spans; network errors and timeouts are transient.
 
 const (
 	// chgoIdleCheck: a pooled connection idle longer than this is pinged
@@ -72,11 +64,11 @@ const (
 	// chgoDefaultIdle is how many idle connections a pool keeps when
 	// Options.MaxOpenConns is not set.
 	chgoDefaultIdle = 4
-	// chgoDriverConnLifetime is the lifetime of the driver's connections
-	// when the chgo path inserts: they serve Describe (and the inserts
-	// handed over), and an idle connection holds a server's graceful
-	// shutdown for seconds (18.16 checks idle connections every 10 s).
-	chgoDriverConnLifetime = time.Second
+	// driverConnLifetime is the lifetime of clickhouse-go's connections:
+	// they serve Describe and the other queries, and an idle connection
+	// holds a server's graceful shutdown for seconds (18.16 checks idle
+	// connections every 10 s).
+	driverConnLifetime = time.Second
 )
 
 // chgoPool is a Client's ch-go connections.
@@ -95,9 +87,7 @@ type chgoPool struct {
 	idle   []*chgoConn
 	closed bool
 
-	pieces     atomic.Int64 // blocks sent as pieces of a batch
-	driverOnly atomic.Bool  // the server cannot take this path with these settings
-	warned     sync.Once
+	pieces atomic.Int64 // blocks sent as pieces of a batch
 }
 
 // chgoConn is one ch-go connection and its encoders.
@@ -207,7 +197,7 @@ func (p *chgoPool) ping(ctx context.Context) error {
 		p.put(cn, err)
 	}
 	if err != nil {
-		return addrError(p.addr, chgoError(err))
+		return addrError(p.addr, err)
 	}
 	return nil
 }
@@ -399,27 +389,19 @@ var (
 	_ proto.Inferable = (*chgoColumn)(nil)
 )
 
-// insertChgo inserts chunks with the chgo path. handled is false when the
-// server needs the driver path instead (chgo_compat.go; nothing was sent).
-// ctx is the insert attempt's context (Options.InsertTimeout).
-func (c *Client) insertChgo(ctx context.Context, t *Target, chunks []*chunk.Chunk) (handled bool, err error) {
+// insertChgo inserts chunks through the pool's connections. ctx is the
+// insert attempt's context (Options.InsertTimeout).
+func (c *Client) insertChgo(ctx context.Context, t *Target, chunks []*chunk.Chunk) error {
 	p := c.chgo
-	if p.driverOnly.Load() {
-		return false, nil
-	}
 	query := t.Query + " VALUES"
 	cn, err := p.get(ctx)
 	if err != nil {
-		return true, &InsertError{Table: t.Name(), Err: chgoError(err)}
-	}
-	if p.driverOnly.Load() {
-		p.put(cn, nil)
-		return false, nil
+		return &InsertError{Table: t.Name(), Err: err}
 	}
 	b, err := cn.block(t)
 	if err != nil {
 		p.put(cn, nil)
-		return true, err
+		return err
 	}
 	// A large batch goes in pieces when the server squashes them back
 	// into one block (pieces.go); otherwise as one block.
@@ -440,7 +422,7 @@ func (c *Client) insertChgo(ctx context.Context, t *Target, chunks []*chunk.Chun
 	if err := b.prepare(t, groups[0]); err != nil {
 		b.release()
 		p.put(cn, nil)
-		return true, err
+		return err
 	}
 	held.set(b.scratch())
 	// The block is encoded into the connection's buffer (and compressed
@@ -472,7 +454,7 @@ func (c *Client) insertChgo(ctx context.Context, t *Target, chunks []*chunk.Chun
 	b.release()
 	p.put(cn, err)
 	if perr != nil {
-		return true, perr
+		return perr
 	}
 	var drift *chgoTypeDrift
 	if errors.As(err, &drift) && ctx.Err() == nil {
@@ -480,12 +462,17 @@ func (c *Client) insertChgo(ctx context.Context, t *Target, chunks []*chunk.Chun
 		// the server dropped the INSERT. The error is permanent for this
 		// plan; the shard reads the table again and converts the batch to
 		// the new types (Options.Reshape).
-		return true, &InsertError{Table: t.Name(), Column: drift.column, Type: drift.planned, Err: drift}
+		return &InsertError{Table: t.Name(), Column: drift.column, Type: drift.planned, Err: drift}
+	}
+	if ex, ok := errors.AsType[*chgo.Exception](err); ok {
+		// The server's exception is the error: ch-go's wrapping names
+		// only the step of its own loop that read it.
+		err = ex
 	}
 	if err != nil {
-		return true, &InsertError{Table: t.Name(), Err: chgoError(err)}
+		return &InsertError{Table: t.Name(), Err: err}
 	}
-	return true, nil
+	return nil
 }
 
 // insert sends one INSERT of the block in. When ctx ends, the connection's
@@ -509,18 +496,4 @@ func (cn *chgoConn) ping(ctx context.Context) error {
 	stop := context.AfterFunc(ctx, cn.nc.abort)
 	defer stop()
 	return cn.cl.Ping(ctx)
-}
-
-// chgoError makes a server exception in err's chain the driver's
-// *ch.Exception, so that the sink's classification (Permanent,
-// missingColumn) and messages are those of the driver path; other errors
-// are returned as they are.
-func chgoError(err error) error {
-	var ex *chgo.Exception
-	if !errors.As(err, &ex) {
-		return err
-	}
-	// The message as clickhouse-go decodes it: without the leading name.
-	msg := strings.TrimSpace(strings.TrimPrefix(ex.Message, ex.Name+":"))
-	return &ch.Exception{Code: int32(ex.Code), Name: ex.Name, Message: msg, StackTrace: ex.Stack}
 }

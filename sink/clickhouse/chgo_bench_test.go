@@ -15,7 +15,6 @@ import (
 
 	chgo "github.com/ClickHouse/ch-go"
 	"github.com/ClickHouse/ch-go/proto"
-	"github.com/ClickHouse/clickhouse-go/v2/lib/column"
 
 	"github.com/etl-project/etl/chunk"
 	"github.com/etl-project/etl/gen"
@@ -71,11 +70,9 @@ func benchChunks(t testing.TB, tg *Target, rows, chunkRows int) []*chunk.Chunk {
 }
 
 // BenchmarkChgoEncode encodes a 100k-row batch of the benchmark's 6 columns
-// as a Native block, both ways and without the network: the driver path
-// (the driver's columns built from the chunks' driver values, as
-// Client.Insert appends them, then the driver's encoder) and the chgo path
-// (native.Encoder over the chunks). The batch is one chunk, or 100
-// chunks of 1,000 rows as the pipeline builds them.
+// as a Native block (native.Encoder over the chunks), without the network.
+// The batch is one chunk, or 100 chunks of 1,000 rows as the pipeline
+// builds them.
 func BenchmarkChgoEncode(b *testing.B) {
 	tg, err := Plan("default", "events", benchCols, Mapping{})
 	if err != nil {
@@ -84,28 +81,6 @@ func BenchmarkChgoEncode(b *testing.B) {
 	const rows = 100_000
 	for _, chunkRows := range []int{100_000, 1_000} {
 		chunks := benchChunks(b, tg, rows, chunkRows)
-		b.Run(fmt.Sprintf("driver/chunk=%d", chunkRows), func(b *testing.B) {
-			var buf proto.Buffer
-			sc := &column.ServerContext{Timezone: time.UTC}
-			b.ReportAllocs()
-			for b.Loop() {
-				buf.Reset()
-				hintStrings(tg, chunks)
-				for i, name := range tg.Schema.Names {
-					dc, err := column.Type(tg.Schema.Types[i].Name).Column(name, sc)
-					if err != nil {
-						b.Fatal(err)
-					}
-					for _, c := range chunks {
-						if _, err := dc.Append(driverValue(c.Cols[i])); err != nil {
-							b.Fatal(err)
-						}
-					}
-					dc.Encode(&buf)
-				}
-			}
-			b.ReportMetric(float64(b.Elapsed().Nanoseconds())/float64(rows*b.N), "ns/row")
-		})
 		b.Run(fmt.Sprintf("chgo/chunk=%d", chunkRows), func(b *testing.B) {
 			var buf proto.Buffer
 			cn := &chgoConn{}
@@ -130,8 +105,7 @@ func BenchmarkChgoEncode(b *testing.B) {
 }
 
 // BenchmarkChgoInsert inserts 100k-row batches of the benchmark's 6
-// columns into a real server with lz4 (the default), through both paths,
-// into a Null table (the server decodes the block and drops it) and a
+// columns into a real server with lz4, into a Null table (the server decodes the block and drops it) and a
 // MergeTree one, from one chunk or 100 chunks of 1,000 rows. It reports
 // rows/s, the client's CPU per row (this process) and the server's CPU per
 // row (its /proc/PID/stat). "chgo-blocks" is the chgo path sending one
@@ -149,16 +123,12 @@ func BenchmarkChgoInsert(b *testing.B) {
 		srv.Exec(b, "CREATE TABLE default."+table+" ("+
 			"id UInt64, ts DateTime, user_id UInt32, kind String, amount Float64, note Nullable(String)) ENGINE = "+engine)
 		for _, chunkRows := range []int{100_000, 1_000} {
-			for _, path := range []string{InsertDriver, InsertChgo, "chgo-blocks"} {
+			for _, path := range []string{"chgo", "chgo-blocks"} {
 				if path == "chgo-blocks" && chunkRows == 100_000 {
 					continue
 				}
 				b.Run(fmt.Sprintf("%s/chunk=%d/%s", ename, chunkRows, path), func(b *testing.B) {
-					p := path
-					if p == "chgo-blocks" {
-						p = InsertChgo
-					}
-					c := connect(b, srv, table, func(o *Options) { o.Settings, o.Compression, o.Insert = nil, "lz4", p })
+					c := connect(b, srv, table, func(o *Options) { o.Settings, o.Compression = nil, "lz4" })
 					tg := plan(b, c)
 					const rows = 100_000
 					batch := benchChunks(b, tg, rows, chunkRows)

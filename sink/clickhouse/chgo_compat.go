@@ -6,16 +6,18 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
-	"log/slog"
+	"maps"
 	"net"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
 
 	"github.com/ClickHouse/ch-go/proto"
+	ch "github.com/ClickHouse/clickhouse-go/v2"
 )
 
-// ch-go and servers older than ClickHouse 19.9.
+// ch-go and servers older than ClickHouse 19.x's protocol revision 54429.
 //
 // ch-go (v0.75) writes the client info block of a Query packet only when
 // the negotiated protocol revision is 54420 (CLIENT_WRITE_INFO, ClickHouse
@@ -28,23 +30,49 @@ import (
 // For those servers the connection completes the Query packet itself: the
 // first write of an insert starts with the Query packet (ch-go encodes it,
 // and the empty block ending external data, into its buffer and then
-// flushes), and the connection inserts, right after the query id, the
-// client info ch-go would write for that revision and the settings in the
-// binary form clickhouse-go sends them in (a varint; only int and bool
-// values, as with the driver). Nothing else differs for those revisions:
-// the rest of the protocol ch-go speaks there was checked against 18.16
-// (handshake, ping, data blocks with lz4, zstd and no compression,
-// exceptions, progress and profile packets).
-// Servers from 19.9 on go through untouched; between revisions 54420 and
-// 54429 (19.9 to 19.x) ch-go would drop the settings, so a client with
-// settings uses the driver path there.
+// flushes), and the connection inserts what ch-go left out where the
+// server reads it: below revision 54420, right after the query id, the
+// client info ch-go would write for that revision, then the settings;
+// from 54420 to 54428, after the client info ch-go wrote, the settings.
+// Settings go in the binary form clickhouse-go sends them in (a varint;
+// only int and bool values). Nothing else differs for those revisions: the
+// rest of the protocol ch-go speaks was checked against 18.16 (handshake,
+// ping, data blocks with lz4, zstd and no compression, exceptions,
+// progress and profile packets). Servers from 54429 on go through
+// untouched. Servers older than 54032 read no client info at all, and
+// are refused (oldServerError).
 const (
 	chgoRevClientInfo       = 54420 // ch-go writes client info from here
 	chgoRevStringSettings   = 54429 // settings sent as strings from here
-	chgoRevMinClientInfo    = 54032 // servers read client info from here
+	chgoRevMinClientInfo    = 54032 // servers read client info from here: the oldest served
 	chgoRevQuotaKeyInfo     = 54060
 	chgoRevVersionPatchInfo = 54401
 )
+
+// oldServerError is a server whose protocol revision is older than the
+// oldest the insert path speaks.
+type oldServerError struct {
+	addr    string
+	version string // "" when only the revision is known
+	rev     int
+}
+
+func (e *oldServerError) Error() string {
+	v := ""
+	if e.version != "" {
+		v = " (ClickHouse " + e.version + ")"
+	}
+	return fmt.Sprintf("clickhouse %s: the server speaks native protocol revision %d%s; the oldest supported is %d (ClickHouse 1.1.%d): upgrade the server",
+		e.addr, e.rev, v, chgoRevMinClientInfo, chgoRevMinClientInfo)
+}
+
+// checkRevision refuses a server older than the oldest revision served.
+func checkRevision(addr, version string, rev int) error {
+	if rev < chgoRevMinClientInfo {
+		return &oldServerError{addr: addr, version: version, rev: rev}
+	}
+	return nil
+}
 
 // chgoDialer dials the connection a ch-go client uses and keeps it.
 type chgoDialer struct {
@@ -97,7 +125,10 @@ type chgoNetConn struct {
 	dead atomic.Bool
 
 	mu    sync.Mutex
-	patch []byte // inserted after the query id of the next Query packet
+	patch []byte // inserted into the next Query packet
+	// afterInfo: the patch goes after the client info ch-go wrote (else
+	// right after the query id).
+	afterInfo bool
 }
 
 func (c *chgoNetConn) abort() {
@@ -119,7 +150,7 @@ func (c *chgoNetConn) Write(p []byte) (int, error) {
 		return 0, errChgoAborted
 	}
 	c.mu.Lock()
-	patch := c.patch
+	patch, afterInfo := c.patch, c.afterInfo
 	c.patch = nil
 	c.mu.Unlock()
 	if patch == nil {
@@ -129,10 +160,12 @@ func (c *chgoNetConn) Write(p []byte) (int, error) {
 	if len(p) == 0 || p[0] != byte(proto.ClientCodeQuery) {
 		return 0, errors.New("clickhouse: chgo compatibility: the insert's first write is not a Query packet")
 	}
-	idLen, n := binary.Uvarint(p[1:])
-	at := 1 + n + int(idLen)
-	if n <= 0 || at > len(p) {
-		return 0, errors.New("clickhouse: chgo compatibility: cannot read the Query packet's id")
+	at, ok := skipString(p, 1)
+	if ok && afterInfo {
+		at, ok = skipClientInfo(p, at)
+	}
+	if !ok {
+		return 0, errors.New("clickhouse: chgo compatibility: cannot read the Query packet's header")
 	}
 	out := make([]byte, 0, len(p)+len(patch))
 	out = append(out, p[:at]...)
@@ -144,67 +177,87 @@ func (c *chgoNetConn) Write(p []byte) (int, error) {
 	return len(p), nil
 }
 
-func (c *chgoNetConn) arm(patch []byte) {
+func (c *chgoNetConn) arm(patch []byte, afterInfo bool) {
 	c.mu.Lock()
-	c.patch = patch
+	c.patch, c.afterInfo = patch, afterInfo
 	c.mu.Unlock()
 }
 
-func (c *chgoNetConn) disarm() { c.arm(nil) }
+func (c *chgoNetConn) disarm() { c.arm(nil, false) }
 
-// compat decides, once the server's revision is known, whether the pool
-// can serve it, and checks the settings the shim would send.
-func (p *chgoPool) compat(cn *chgoConn) error {
-	switch {
-	case cn.rev >= chgoRevStringSettings:
-	case cn.rev >= chgoRevClientInfo:
-		if len(p.settings) > 0 {
-			p.driverOnly.Store(true)
-			p.warned.Do(func() {
-				p.log.Warn("this server's protocol revision makes ch-go drop per-query settings: inserting through the driver's column API",
-					slog.Int("revision", cn.rev))
-			})
-		}
-	case cn.rev < chgoRevMinClientInfo:
-		p.driverOnly.Store(true)
-		p.warned.Do(func() {
-			p.log.Warn("server too old for the chgo insert path: inserting through the driver's column API", slog.Int("revision", cn.rev))
-		})
+// skipString returns the end of the string (a varint length, then the
+// bytes) at p[at:].
+func skipString(p []byte, at int) (int, bool) {
+	n, k := binary.Uvarint(p[min(at, len(p)):])
+	if k <= 0 || n > uint64(len(p)) {
+		return 0, false
 	}
-	return nil
+	end := at + k + int(n)
+	return end, end <= len(p)
+}
+
+// skipVarint returns the end of the varint at p[at:].
+func skipVarint(p []byte, at int) (int, bool) {
+	_, k := binary.Uvarint(p[min(at, len(p)):])
+	return at + k, k > 0
+}
+
+// skipClientInfo returns the end of the client info at p[at:], as ch-go
+// writes it for revisions 54420 to 54428 over TCP: the query kind, the
+// initial user, query id and address, the interface, the OS user, client
+// host and name, the version (major, minor, revision), the quota key and
+// the version patch.
+func skipClientInfo(p []byte, at int) (int, bool) {
+	ok := true
+	skip := func(f func([]byte, int) (int, bool), n int) {
+		for ; ok && n > 0; n-- {
+			at, ok = f(p, at)
+		}
+	}
+	byte1 := func(p []byte, at int) (int, bool) { return at + 1, at < len(p) }
+	skip(byte1, 1)      // query kind
+	skip(skipString, 3) // initial user, query id, address
+	skip(byte1, 1)      // interface
+	skip(skipString, 3) // OS user, client hostname, client name
+	skip(skipVarint, 3) // major, minor, revision
+	skip(skipString, 1) // quota key
+	skip(skipVarint, 1) // version patch
+	return at, ok
+}
+
+// compat refuses a server older than the oldest revision served.
+func (p *chgoPool) compat(cn *chgoConn) error {
+	return checkRevision(p.addr, "", cn.rev)
 }
 
 // armCompat prepares the connection to complete the Query packet of query
 // qid when the server needs it.
 func (cn *chgoConn) armCompat(qid string) error {
-	if cn.rev >= chgoRevClientInfo {
+	if cn.rev >= chgoRevStringSettings || cn.rev >= chgoRevClientInfo && len(cn.settings) == 0 {
 		return nil
 	}
-	var b proto.Buffer
-	// The client info, as ch-go's proto.ClientInfo writes it for this
-	// revision (quota key from 54060, version patch from 54401).
-	b.PutByte(byte(proto.ClientQueryInitial))
-	b.PutString("")  // initial user
-	b.PutString(qid) // initial query id
-	b.PutString(cn.nc.LocalAddr().String())
-	b.PutByte(byte(proto.InterfaceTCP))
-	b.PutString("") // OS user
-	b.PutString("") // client hostname
-	b.PutString(proto.Name + " etl")
-	b.PutInt(1) // client version major
-	b.PutInt(0) // minor
-	b.PutInt(cn.rev)
-	if cn.rev >= chgoRevQuotaKeyInfo {
-		b.PutString("")
+	b, err := compatPatch(cn.rev, qid, cn.nc.LocalAddr().String(), cn.settings)
+	if err != nil {
+		return err
 	}
-	if cn.rev >= chgoRevVersionPatchInfo {
-		b.PutInt(0)
+	cn.nc.arm(b, cn.rev >= chgoRevClientInfo)
+	return nil
+}
+
+// compatPatch is what ch-go leaves out of a Query packet for revision rev:
+// below 54420 the client info (local is the client's address) and the
+// settings, from 54420 to 54428 the settings.
+func compatPatch(rev int, qid, local string, settings ch.Settings) ([]byte, error) {
+	var b proto.Buffer
+	if rev < chgoRevClientInfo {
+		putClientInfo(&b, rev, qid, local)
 	}
 	// The settings, as clickhouse-go writes them below revision 54429:
-	// name, then the value as a varint; ch-go writes the terminator.
-	for k, v := range cn.settings {
+	// name, then the value as a varint; ch-go writes the terminator. In
+	// name order, so a packet's bytes do not depend on map order.
+	for _, k := range slices.Sorted(maps.Keys(settings)) {
 		var u uint64
-		switch v := v.(type) {
+		switch v := settings[k].(type) {
 		case int:
 			u = uint64(v)
 		case bool:
@@ -212,11 +265,45 @@ func (cn *chgoConn) armCompat(qid string) error {
 				u = 1
 			}
 		default:
-			return fmt.Errorf("query setting %s has unsupported data type", k)
+			return nil, &settingError{name: k, value: v, rev: rev}
 		}
 		b.PutString(k)
 		b.PutUVarInt(u)
 	}
-	cn.nc.arm(b.Buf)
-	return nil
+	return b.Buf, nil
+}
+
+// settingError is a setting whose value a server below revision 54429
+// cannot receive (it takes integers and booleans only).
+type settingError struct {
+	name  string
+	value any
+	rev   int
+}
+
+func (e *settingError) Error() string {
+	return fmt.Sprintf("query setting %s = %v: a server of protocol revision %d takes only integer and boolean settings (unsupported data type)", e.name, e.value, e.rev)
+}
+
+// putClientInfo writes the client info, as ch-go's proto.ClientInfo
+// writes it for revision rev (quota key from 54060, version patch from
+// 54401).
+func putClientInfo(b *proto.Buffer, rev int, qid, local string) {
+	b.PutByte(byte(proto.ClientQueryInitial))
+	b.PutString("")  // initial user
+	b.PutString(qid) // initial query id
+	b.PutString(local)
+	b.PutByte(byte(proto.InterfaceTCP))
+	b.PutString("") // OS user
+	b.PutString("") // client hostname
+	b.PutString(proto.Name + " etl")
+	b.PutInt(1) // client version major
+	b.PutInt(0) // minor
+	b.PutInt(rev)
+	if rev >= chgoRevQuotaKeyInfo {
+		b.PutString("")
+	}
+	if rev >= chgoRevVersionPatchInfo {
+		b.PutInt(0)
+	}
 }

@@ -1,6 +1,7 @@
 // Package clickhouse is the ClickHouse sink: it plans the INSERT for a target
-// table from the table's own description, inserts chunks through the native
-// protocol's column API, classifies insert errors as permanent or transient,
+// table from the table's own description, inserts chunks as Native blocks
+// encoded straight from their column buffers (sent with ch-go; queries and
+// DDL go through clickhouse-go), classifies insert errors as permanent or transient,
 // and runs one worker per shard that batches queued chunks, retries transient
 // failures and reports durably written chunks back to the source.
 //
@@ -44,7 +45,7 @@ type Options struct {
 	// retried (the file may be about to change) rather than permanent.
 	PasswordFunc func() (string, error)
 	// TLS, when not nil, connects over TLS (the server's secure native
-	// port, tcp_port_secure), on both insert paths.
+	// port, tcp_port_secure), for inserts and queries alike.
 	TLS *tls.Config
 	// DialTimeout bounds opening one connection (and the initial ping).
 	// Zero means the driver's default (30 s).
@@ -75,12 +76,6 @@ type Options struct {
 	// Size it to at least the sum of MaxInflight over the shards using this
 	// client plus one.
 	MaxOpenConns int
-	// Insert selects how chunks are inserted: InsertChgo ("chgo", the
-	// default when empty) encodes INSERT blocks straight from the chunks
-	// and sends them with ch-go (chgo.go); InsertDriver ("driver") copies
-	// them into clickhouse-go's columns. A target with a column the chgo
-	// path cannot encode uses the driver path either way.
-	Insert string
 	// WholeBlocks sends every insert as one Native block, never in pieces
 	// (pieces.go). Set under exactly-once delivery, where a block's part
 	// is its identity for the server's deduplication, so a replayed block
@@ -101,10 +96,10 @@ type Client struct {
 	version  string
 	timezone string // the server's timezone(), from its hello
 	settings ch.Settings
-	// chgo is the chgo insert path's connection pool; nil: the driver path.
+	// chgo is the insert path's connection pool (chgo.go).
 	chgo *chgoPool
 	// squashed: the server's squashing of an INSERT's blocks, read on
-	// the first insert of the chgo path (pieces.go).
+	// the first insert (pieces.go).
 	squashed atomic.Pointer[squashLimits]
 	// secret gives each new connection's password.
 	secret *secret
@@ -187,18 +182,13 @@ func Connect(ctx context.Context, o Options, log *slog.Logger) (*Client, error) 
 		// The driver's default idle pool (5) must not exceed the open cap.
 		opts.MaxIdleConns = o.MaxOpenConns
 	}
-	if insertPathOf(o) == InsertChgo {
-		// The chgo path inserts and pings on its own connections: the
-		// driver's serve Describe, and must not sit idle (an idle
-		// connection holds a server's graceful shutdown for seconds).
-		opts.ConnMaxLifetime = chgoDriverConnLifetime
-	}
+	// Inserts and pings go through the pool of ch-go connections: the
+	// driver's serve Describe and the other queries, and must not sit idle
+	// (an idle connection holds a server's graceful shutdown for seconds).
+	opts.ConnMaxLifetime = driverConnLifetime
 	if method != ch.CompressionNone {
 		opts.Compression = &ch.Compression{Method: method}
 	}
-	// Before the client's first use of the driver: every goroutine
-	// using a Client then sees the provider installed (colstr.go).
-	installColStr()
 	conn, err := ch.Open(opts)
 	if err != nil {
 		return nil, fmt.Errorf("clickhouse %v: open: %w", o.Addr, err)
@@ -211,7 +201,7 @@ func Connect(ctx context.Context, o Options, log *slog.Logger) (*Client, error) 
 		if _, isServer := exceptionCode(err); o.Lazy && o.Database != "" && !isServer {
 			log.Warn("clickhouse does not answer yet", slog.Any("addr", o.Addr), slog.Any("error", err))
 			c.db = o.Database
-			if err := c.setInsertPath(); err != nil {
+			if err := c.openPool(); err != nil {
 				_ = conn.Close()
 				return nil, err
 			}
@@ -232,6 +222,10 @@ func Connect(ctx context.Context, o Options, log *slog.Logger) (*Client, error) 
 		return nil, fmt.Errorf("clickhouse %v: read server version: %w", o.Addr, err)
 	}
 	c.version = sv.Version.String()
+	if err := checkRevision(strings.Join(o.Addr, ","), c.version, int(sv.Revision)); err != nil {
+		_ = conn.Close()
+		return nil, err
+	}
 	if sv.Timezone != nil {
 		// The server's timezone(), from its hello: the zone of its
 		// DateTime columns without one of their own.
@@ -244,65 +238,31 @@ func Connect(ctx context.Context, o Options, log *slog.Logger) (*Client, error) 
 			return nil, fmt.Errorf("clickhouse %v: read current database: %w", o.Addr, err)
 		}
 	}
-	if err := c.setInsertPath(); err != nil {
+	if err := c.openPool(); err != nil {
 		_ = conn.Close()
 		return nil, err
 	}
 	log.Info("connected to clickhouse",
 		slog.Any("addr", o.Addr), slog.String("server_version", c.version),
-		slog.String("table", c.TableName()), slog.String("compression", method.String()),
-		slog.String("insert_path", c.insertPath()))
+		slog.String("table", c.TableName()), slog.String("compression", method.String()))
 	return c, nil
 }
 
-// insertPathOf is the insert path o selects: Options.Insert; empty means
-// InsertChgo.
-func insertPathOf(o Options) string {
-	path := o.Insert
-	if path == "" {
-		return InsertChgo
+// openPool opens the insert path's pool of ch-go connections.
+func (c *Client) openPool() error {
+	p, err := newChgoPool(c.opts, c.db, c.settings, c.secret, c.log)
+	if err != nil {
+		return err
 	}
-	return path
-}
-
-// setInsertPath opens the chgo path's pool unless the options select the
-// driver path.
-func (c *Client) setInsertPath() error {
-	switch path := insertPathOf(c.opts); path {
-	case InsertChgo:
-		p, err := newChgoPool(c.opts, c.db, c.settings, c.secret, c.log)
-		if err != nil {
-			return err
-		}
-		c.chgo = p
-	case InsertDriver:
-	default:
-		return fmt.Errorf("clickhouse: insert path %q: want %s or %s", path, InsertChgo, InsertDriver)
-	}
+	c.chgo = p
 	return nil
-}
-
-// insertPath names the insert path in use.
-func (c *Client) insertPath() string {
-	if c.chgo != nil {
-		return InsertChgo
-	}
-	return InsertDriver
 }
 
 // Addr names the client's server(s), for logs and metric labels.
 func (c *Client) Addr() string { return strings.Join(c.opts.Addr, ",") }
 
 // Ping checks that the server answers (on the insert path's connections).
-func (c *Client) Ping(ctx context.Context) error {
-	if c.chgo != nil {
-		return c.chgo.ping(ctx)
-	}
-	if err := c.conn.Ping(ctx); err != nil {
-		return addrError(strings.Join(c.opts.Addr, ","), err)
-	}
-	return nil
-}
+func (c *Client) Ping(ctx context.Context) error { return c.chgo.ping(ctx) }
 
 // ServerVersion is the server's version as major.minor.patch.
 func (c *Client) ServerVersion() string { return c.version }

@@ -19,13 +19,12 @@ type stringer string
 
 func (s stringer) String() string { return string(s) }
 
-// show formats the driver value of every row of col, one string per row:
-// pointers followed (nil is NULL), times in UTC, map rows as {k:v ...}.
+// show formats every row of col (its Row), one string per row: pointers
+// followed (nil is NULL), times in UTC, map rows as {k:v ...}.
 func show(col chunk.Column) []string {
-	rv := reflect.ValueOf(driverValue(col))
-	out := make([]string, rv.Len())
+	out := make([]string, col.Len())
 	for i := range out {
-		out[i] = showValue(rv.Index(i))
+		out[i] = showValue(reflect.ValueOf(col.Row(i)))
 	}
 	return out
 }
@@ -37,10 +36,10 @@ func showValue(v reflect.Value) string {
 	switch x := v.Interface().(type) {
 	case time.Time:
 		return x.UTC().Format(time.RFC3339Nano)
-	case *mapRow:
+	case [][2]any: // a Map's row
 		var parts []string
-		for it := x.Iterator(); it.Next(); {
-			parts = append(parts, showValue(reflect.ValueOf(it.Key()))+":"+showValue(reflect.ValueOf(it.Value())))
+		for _, kv := range x {
+			parts = append(parts, showValue(reflect.ValueOf(kv[0]))+":"+showValue(reflect.ValueOf(kv[1])))
 		}
 		return "{" + strings.Join(parts, " ") + "}"
 	case big.Int:
@@ -96,7 +95,7 @@ func TestSetDefault(t *testing.T) {
 		{"Date32", time.Date(1900, 1, 1, 0, 0, 0, 0, time.UTC), "1900-01-01T00:00:00Z"},
 		{"DateTime", time.Date(2020, 1, 2, 3, 4, 5, 0, plus3), "1577923445"},
 		{"DateTime('UTC')", time.Unix(7, 0), "7"},
-		{"DateTime64(3)", time.Date(2020, 1, 2, 3, 4, 5, 678900000, time.UTC), "1577934245678"},
+		{"DateTime64(3)", time.Date(2020, 1, 2, 3, 4, 5, 678900000, time.UTC), "2020-01-02T03:04:05.678Z"},
 		{"DateTime64(6, 'UTC')", time.Date(2020, 1, 2, 3, 4, 5, 678900000, time.UTC), "2020-01-02T03:04:05.6789Z"},
 		{"IPv4", net.ParseIP("1.2.3.4"), "16909060"},
 		{"IPv4", uint32(16909060), "16909060"},

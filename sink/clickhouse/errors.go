@@ -8,8 +8,8 @@ import (
 	"fmt"
 	"strings"
 
+	chgo "github.com/ClickHouse/ch-go"
 	ch "github.com/ClickHouse/clickhouse-go/v2"
-	"github.com/ClickHouse/clickhouse-go/v2/lib/column"
 )
 
 // ClickHouse server error codes the sink refers to by name.
@@ -125,8 +125,9 @@ func missingColumn(err error) bool {
 
 // Permanent reports whether err means the batch can never be inserted as it
 // is, so retrying is pointless: a server exception whose code is in
-// permanentCodes, a value the driver cannot convert to the column's type, a
-// setting the driver cannot send, or a chunk that does not match the target.
+// permanentCodes, a value the encoder refuses, a setting the server cannot
+// receive, a server too old to serve, a table whose column types changed
+// under the plan, or a chunk that does not match the target.
 //
 // Everything else is transient and worth retrying: connection refused, EOF,
 // resets, dial and insert timeouts, and server codes such as 159
@@ -142,68 +143,48 @@ func Permanent(err error) bool {
 	if err == nil || errors.Is(err, context.Canceled) {
 		return false
 	}
-	var refused *loginRefused
-	if errors.As(err, &refused) {
+	if _, ok := errors.AsType[*loginRefused](err); ok {
 		return false
-	}
-	var mismatch *mismatchError
-	if errors.As(err, &mismatch) {
-		return true
-	}
-	var drift *chgoTypeDrift
-	if errors.As(err, &drift) {
-		return true // the batch fits the plan, not the table as it is now
 	}
 	if code, ok := exceptionCode(err); ok {
 		_, perm := permanentCodes[code]
 		return perm
 	}
-	var conv *column.ColumnConverterError
-	if errors.As(err, &conv) {
+	if _, ok := errors.AsType[*mismatchError](err); ok {
 		return true
 	}
-	var unsupported *column.UnsupportedColumnTypeError
-	if errors.As(err, &unsupported) {
-		return true
+	if _, ok := errors.AsType[*chgoTypeDrift](err); ok {
+		return true // the batch fits the plan, not the table as it is now
 	}
-	var colErr *column.Error
-	if errors.As(err, &colErr) {
-		return true
-	}
-	if errors.Is(err, ch.ErrBatchInvalid) {
-		return true
-	}
-	var ae *appendError
-	if errors.As(err, &ae) {
-		// The driver's column Append does no I/O: whatever it rejects, it
-		// rejects for the values themselves (an unknown enum name, a bad
+	if _, ok := errors.AsType[*appendError](err); ok {
+		// The encoder's Prepare does no I/O: whatever it refuses, it
+		// refuses for the values themselves (an unknown enum name, a bad
 		// decimal or UUID string, a FixedString too long).
 		return true
 	}
-	msg := err.Error()
-	for _, s := range []string{
-		"unsupported data type",  // a setting the server revision cannot receive
-		"block cannot be sorted", // the server's insert block lacks a planned column
-		"requested column order is incorrect length",
-	} {
-		if strings.Contains(msg, s) {
-			return true
-		}
+	if _, ok := errors.AsType[*settingError](err); ok {
+		return true
 	}
-	return false
+	_, old := errors.AsType[*oldServerError](err)
+	return old
 }
 
-// exceptionCode returns the code of the server exception in err's chain.
+// exceptionCode returns the code of the server exception in err's chain:
+// ch-go's *chgo.Exception (inserts) or clickhouse-go's *ch.Exception
+// (queries and DDL).
 func exceptionCode(err error) (int32, bool) {
-	var ex *ch.Exception
-	if errors.As(err, &ex) {
+	if ex, ok := errors.AsType[*chgo.Exception](err); ok {
+		return int32(ex.Code), true
+	}
+	if ex, ok := errors.AsType[*ch.Exception](err); ok {
 		return ex.Code, true
 	}
 	return 0, false
 }
 
 // InsertError is a failed insert into Table. Column and Type name the column
-// when the failure is tied to one (a value the driver could not convert);
+// when the failure is tied to one (a value the encoder refuses, a type
+// changed under the plan);
 // server exceptions name the column and value in their own message.
 type InsertError struct {
 	Table  string // db.table
@@ -230,7 +211,7 @@ func (e *InsertError) Error() string {
 
 func (e *InsertError) Unwrap() error { return e.Err }
 
-// appendError marks an error returned by the driver's column Append.
+// appendError is a value the encoder refuses (native.Encoder's Prepare).
 type appendError struct {
 	spans string // the source spans of the chunk holding the value
 	err   error

@@ -12,24 +12,18 @@ import (
 	"github.com/etl-project/etl/chunk"
 )
 
-// Insert inserts chunks, built for t.Schema, as one INSERT of t.Query. The
-// chgo path (chgo.go, the default) sends one Native block encoded straight
-// from the chunks. The driver path (Options.Insert "driver", and the inserts
-// the chgo path hands over) uses the driver's column API: each column of
-// each chunk is appended whole, so rows are never materialised.
+// Insert inserts chunks, built for t.Schema, as one INSERT of t.Query:
+// one Native block encoded straight from the chunks' column buffers and
+// sent with ch-go (chgo.go), or, for a batch larger than PieceBytes, a few
+// blocks the server squashes back into one (pieces.go).
 //
-// The connection is held from PrepareBatch to Send (no
-// driver.WithReleaseConnection): the columns are appended in memory right
-// after the server sent the insert's header block, so releasing the
-// connection in between would only cost a second round trip to reopen the
-// INSERT at Send.
-//
-// A failed insert inserted nothing: the batch is aborted (its connection is
-// closed, so the server drops the unfinished INSERT) before any data block is
-// sent, and Send sends the whole block at once. Errors are *InsertError,
-// except that when ctx itself is cancelled or past its deadline, ctx.Err()
-// is returned as is. Options.InsertTimeout running out is a transient
-// *InsertError. Use Permanent to tell whether retrying can help.
+// A failed insert inserted nothing: the block is sent whole before the end
+// of data, and an INSERT left unfinished (a value the encoder refuses in a
+// later piece, a connection cut, the context ending) is dropped by the
+// server with its connection. Errors are *InsertError, except that when
+// ctx itself is cancelled or past its deadline, ctx.Err() is returned as
+// is. Options.InsertTimeout running out is a transient *InsertError. Use
+// Permanent to tell whether retrying can help.
 func (c *Client) Insert(ctx context.Context, t *Target, chunks []*chunk.Chunk) (err error) {
 	name := t.Name()
 	if err := checkChunks(t, chunks); err != nil {
@@ -65,7 +59,7 @@ func (c *Client) Insert(ctx context.Context, t *Target, chunks []*chunk.Chunk) (
 			// the next connection reads the file again.
 			ie.Err = &loginRefused{user: c.opts.User, err: ie.Err}
 		}
-		// The driver's socket deadline comes from ictx and may fire a
+		// The connection's deadline comes from ictx and may fire a
 		// moment before ictx reports its own expiry. Another socket
 		// timeout (a connection's handshake, after dial_timeout) is not
 		// the insert's: it keeps its own message.
@@ -73,39 +67,7 @@ func (c *Client) Insert(ctx context.Context, t *Target, chunks []*chunk.Chunk) (
 			ie.Err = fmt.Errorf("insert timeout %s exceeded: %w", c.opts.InsertTimeout, errors.Join(ictx.Err(), ie.Err))
 		}
 	}()
-
-	if c.chgo != nil {
-		// The chgo path (chgo.go); it hands over, having inserted
-		// nothing, the targets and servers it cannot serve.
-		if handled, err := c.insertChgo(ictx, t, chunks); handled {
-			return err
-		}
-	}
-
-	hintStrings(t, chunks)
-	batch, err := c.conn.PrepareBatch(ictx, t.Query)
-	if err != nil {
-		return &InsertError{Table: name, Err: err}
-	}
-	for i, col := range t.Schema.Names {
-		bc := batch.Column(i)
-		for _, ch := range chunks {
-			if ch.Rows == 0 {
-				continue
-			}
-			if err := bc.Append(driverValue(ch.Cols[t.col(i)])); err != nil {
-				_ = batch.Abort()
-				return &InsertError{
-					Table: name, Column: col, Type: t.Schema.Types[i].Name,
-					Err: &appendError{spans: spansString(ch.Spans), err: err},
-				}
-			}
-		}
-	}
-	if err := batch.Send(); err != nil {
-		return &InsertError{Table: name, Err: err}
-	}
-	return nil
+	return c.insertChgo(ictx, t, chunks)
 }
 
 // checkChunks makes sure every chunk was built for t's schema, so a mix-up

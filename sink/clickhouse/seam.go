@@ -15,7 +15,8 @@ type Inserter interface {
 	// Insert writes chunks, all built for target, as one INSERT. It
 	// returns nil once the server took them, or an error the shard
 	// classifies with Permanent, RowRejected, missingColumn and
-	// unknownStatus (a *ch.Exception carries the server's code).
+	// unknownStatus (a server exception, ch-go's or clickhouse-go's,
+	// carries its code: exceptionCode).
 	Insert(ctx context.Context, target *Target, chunks []*chunk.Chunk) error
 	// EncodedCopy is about the bytes an insert of a batch of rows rows
 	// and bytes chunk bytes holds in encoded form while it runs; the

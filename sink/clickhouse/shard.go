@@ -96,8 +96,8 @@ type ShardOptions struct {
 	Log     *slog.Logger
 	// Metrics are shared by all shards (NewMetrics); nil: unregistered.
 	Metrics *Metrics
-	// Budget, when set, counts the bytes the driver holds while an insert
-	// attempt runs (its encoded copy of the batch) as in flight.
+	// Budget, when set, counts the bytes an insert attempt holds while it
+	// runs (its encoded copy of the batch) as in flight.
 	Budget Budget
 	// Refresh, when set, reads the table's columns again and returns the
 	// current target. The shard calls it when an insert names a column the
@@ -113,8 +113,8 @@ type ShardOptions struct {
 	ReportOrphans bool
 }
 
-// Budget is the in-flight byte counter the shard reports the driver's
-// copies to.
+// Budget is the in-flight byte counter the shard reports the inserts'
+// encoded copies to.
 type Budget interface {
 	Add(n int64) int64
 	Release(n int64)

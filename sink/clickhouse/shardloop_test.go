@@ -11,7 +11,8 @@ import (
 	"testing/synctest"
 	"time"
 
-	ch "github.com/ClickHouse/clickhouse-go/v2"
+	chgo "github.com/ClickHouse/ch-go"
+	"github.com/ClickHouse/ch-go/proto"
 	"github.com/prometheus/client_golang/prometheus/testutil"
 
 	"github.com/etl-project/etl/chunk"
@@ -114,7 +115,7 @@ func idTarget(t *testing.T, table string) *Target {
 }
 
 // transient is an error the shard retries: too many parts.
-var transient = &ch.Exception{Code: 252, Name: "DB::Exception", Message: "Too many parts (300). Merges are processing significantly slower than inserts"}
+var transient = &chgo.Exception{Code: proto.ErrTooManyParts, Name: "DB::Exception", Message: "Too many parts (300). Merges are processing significantly slower than inserts"}
 
 // loopShard makes a shard over replicas for tg with o's settings and
 // starts its Run; the cleanup cancels Run and waits for it.
@@ -554,7 +555,7 @@ func TestShardBisectIsolatesRefusedRows(t *testing.T) {
 		f.answer = func(_ context.Context, _ int, c fakeCall) error {
 			for _, id := range c.ids {
 				if bad[id] {
-					return &ch.Exception{Code: 38, Name: "DB::Exception", Message: fmt.Sprintf("Cannot parse date: value bad of id %d", id)}
+					return &chgo.Exception{Code: proto.ErrCannotParseDate, Name: "DB::Exception", Message: fmt.Sprintf("Cannot parse date: value bad of id %d", id)}
 				}
 			}
 			mu.Lock()
@@ -609,9 +610,9 @@ func TestShardBisectIsolatesRefusedRows(t *testing.T) {
 		}
 		slices.Sort(rejected)
 		want := []string{
-			"p0@107 [7]: insert into default.bisect: code: 38, message: Cannot parse date: value bad of id 7",
-			"p0@131 [31]: insert into default.bisect: code: 38, message: Cannot parse date: value bad of id 31",
-			"p1@512 [1024 1025]: insert into default.bisect: code: 38, message: Cannot parse date: value bad of id 1025",
+			"p0@107 [7]: insert into default.bisect: CANNOT_PARSE_DATE (38): DB::Exception: Cannot parse date: value bad of id 7",
+			"p0@131 [31]: insert into default.bisect: CANNOT_PARSE_DATE (38): DB::Exception: Cannot parse date: value bad of id 31",
+			"p1@512 [1024 1025]: insert into default.bisect: CANNOT_PARSE_DATE (38): DB::Exception: Cannot parse date: value bad of id 1025",
 		}
 		if len(rejected) != len(want) {
 			t.Fatalf("rejected %q, want %q", rejected, want)

@@ -9,8 +9,9 @@ import (
 	"testing"
 	"time"
 
+	chgo "github.com/ClickHouse/ch-go"
+	"github.com/ClickHouse/ch-go/proto"
 	ch "github.com/ClickHouse/clickhouse-go/v2"
-	"github.com/ClickHouse/clickhouse-go/v2/lib/column"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/testutil"
 )
@@ -119,42 +120,61 @@ func TestConvertSettings(t *testing.T) {
 // raised by the 18.16 server in a test (the test is named), or is taken
 // from ClickHouse's src/Common/ErrorCodes.cpp with the meaning documented
 // there (source "ErrorCodes.cpp", for codes newer servers raise or that
-// need a fault these tests cannot make, such as a full disk).
+// need a fault these tests cannot make, such as a full disk). Each code is
+// classified alike from ch-go's exception (inserts) and clickhouse-go's
+// (queries).
 func TestPermanentClassification(t *testing.T) {
 	wrap := func(err error) error { return &InsertError{Table: "db.t", Err: err} }
+	type exc int32 // a server exception of this code, of either type
 	for _, tc := range []struct {
 		name   string
 		source string // the test that saw the code from the server, or its documentation
-		err    error
+		err    any    // an error, or an exc
 		want   bool
 	}{
-		{"no such column", "pipeline TestTableDropColumn", &ch.Exception{Code: 16, Message: "No such column x in table db.t"}, true},
-		{"cannot parse date", "sink/clickhouse TestShardBisectsRefusedRows", &ch.Exception{Code: 38}, true},
-		{"readonly", "pipeline TestServerRefusals/readonly", &ch.Exception{Code: 164}, true},
-		{"wrong password", "sink/clickhouse TestChgoErrorsMatchDriver", &ch.Exception{Code: 193}, true},
-		{"unknown table", "pipeline TestServerRefusals/table-dropped", &ch.Exception{Code: 60}, true},
-		{"memory limit", "pipeline TestServerRefusals/memory-limit", &ch.Exception{Code: 241}, false},
-		{"table read only", "e2e TestExactlyOnceZooKeeperOutage", &ch.Exception{Code: 242}, false},
-		{"too many parts", "pipeline TestServerRefusals/too-many-parts", &ch.Exception{Code: 252}, false},
-		{"unknown status of insert", "pipeline TestExactlyOnceUnknownInsertStatus", &ch.Exception{Code: 319}, false},
-		{"keeper", "e2e TestExactlyOnceZooKeeperOutage", &ch.Exception{Code: 999}, false},
-		{"type mismatch", "ErrorCodes.cpp TYPE_MISMATCH", &ch.Exception{Code: 53}, true},
-		{"cannot parse", "ErrorCodes.cpp CANNOT_PARSE_TEXT", &ch.Exception{Code: 27}, true},
-		{"access denied", "ErrorCodes.cpp ACCESS_DENIED (20.x and later)", &ch.Exception{Code: 497}, true},
-		{"auth failed", "ErrorCodes.cpp AUTHENTICATION_FAILED (20.x and later)", &ch.Exception{Code: 516}, true},
-		{"not enough space", "ErrorCodes.cpp NOT_ENOUGH_SPACE (a disk reservation that fails)", &ch.Exception{Code: 243}, false},
-		{"no zookeeper", "ErrorCodes.cpp NO_ZOOKEEPER (a server with no ZooKeeper configured)", &ch.Exception{Code: 225}, false},
-		{"timeout exceeded", "ErrorCodes.cpp TIMEOUT_EXCEEDED", &ch.Exception{Code: 159}, false},
-		{"converter", "", &column.ColumnConverterError{Op: "Append", To: "Int64", From: "[]string"}, true},
+		{"no such column", "pipeline TestTableDropColumn", exc(16), true},
+		{"cannot parse date", "sink/clickhouse TestShardBisectsRefusedRows", exc(38), true},
+		{"readonly", "pipeline TestServerRefusals/readonly", exc(164), true},
+		{"wrong password", "sink/clickhouse TestChgoErrors", exc(193), true},
+		{"unknown table", "pipeline TestServerRefusals/table-dropped", exc(60), true},
+		{"memory limit", "pipeline TestServerRefusals/memory-limit", exc(241), false},
+		{"table read only", "e2e TestExactlyOnceZooKeeperOutage", exc(242), false},
+		{"too many parts", "pipeline TestServerRefusals/too-many-parts", exc(252), false},
+		{"unknown status of insert", "pipeline TestExactlyOnceUnknownInsertStatus", exc(319), false},
+		{"keeper", "e2e TestExactlyOnceZooKeeperOutage", exc(999), false},
+		{"type mismatch", "ErrorCodes.cpp TYPE_MISMATCH", exc(53), true},
+		{"cannot parse", "ErrorCodes.cpp CANNOT_PARSE_TEXT", exc(27), true},
+		{"access denied", "ErrorCodes.cpp ACCESS_DENIED (20.x and later)", exc(497), true},
+		{"auth failed", "ErrorCodes.cpp AUTHENTICATION_FAILED (20.x and later)", exc(516), true},
+		{"not enough space", "ErrorCodes.cpp NOT_ENOUGH_SPACE (a disk reservation that fails)", exc(243), false},
+		{"no zookeeper", "ErrorCodes.cpp NO_ZOOKEEPER (a server with no ZooKeeper configured)", exc(225), false},
+		{"timeout exceeded", "ErrorCodes.cpp TIMEOUT_EXCEEDED", exc(159), false},
 		{"append error", "", &appendError{err: errors.New(`could not convert "abc" to decimal`)}, true},
-		{"setting type", "", errors.New("query setting max_block_size has unsupported data type"), true},
+		{"setting type", "", &settingError{name: "max_block_size", value: "1", rev: 54412}, true},
+		{"old server", "", &oldServerError{addr: "x:9000", rev: 54000}, true},
+		{"type changed", "", &chgoTypeDrift{column: "n", planned: "UInt8", server: "Date"}, true},
+		{"login refused, password file", "", &loginRefused{user: "u", err: &chgo.Exception{Code: 193}}, false},
 		{"eof", "", io.EOF, false},
 		{"deadline", "", context.DeadlineExceeded, false},
 		{"canceled", "", context.Canceled, false},
 		{"mismatch", "", &mismatchError{"chunk 0 has 2 columns"}, true},
 	} {
-		if got := Permanent(wrap(tc.err)); got != tc.want {
-			t.Errorf("%s (%s): Permanent = %v, want %v", tc.name, tc.source, got, tc.want)
+		errs := []error{}
+		switch e := tc.err.(type) {
+		case exc:
+			errs = append(errs, &chgo.Exception{Code: proto.Error(e), Name: "X", Message: "X: m"}, &ch.Exception{Code: int32(e), Message: "m"})
+		case error:
+			errs = append(errs, e)
+		}
+		for _, err := range errs {
+			if got := Permanent(wrap(err)); got != tc.want {
+				t.Errorf("%s (%s): Permanent(%T) = %v, want %v", tc.name, tc.source, err, got, tc.want)
+			}
+			if e, isExc := tc.err.(exc); isExc {
+				if code, ok := exceptionCode(wrap(err)); !ok || code != int32(e) {
+					t.Errorf("%s: exceptionCode(%T) = %d, %v; want %d", tc.name, err, code, ok, e)
+				}
+			}
 		}
 	}
 	if Permanent(nil) {

@@ -98,7 +98,7 @@ func TestExactlyOnceZooKeeperOutage(t *testing.T) {
 	}
 	log := p.logText()
 	for _, line := range strings.Split(log, "\n") {
-		if strings.Contains(line, "code: 319") || strings.Contains(line, "breaker") || strings.Contains(line, "never registered") {
+		if strings.Contains(line, "UNKNOWN_STATUS_OF_INSERT (319)") || strings.Contains(line, "breaker") || strings.Contains(line, "never registered") {
 			t.Log(line)
 		}
 	}
@@ -114,7 +114,7 @@ func TestExactlyOnceZooKeeperOutage(t *testing.T) {
 	switch {
 	case orphans > 0 && reported == 0:
 		t.Fatalf("%d rows in parts ZooKeeper does not know, and etl reported no orphan part", orphans)
-	case reported > 0 && !strings.Contains(log, "code: 319"):
+	case reported > 0 && !strings.Contains(log, "UNKNOWN_STATUS_OF_INSERT (319)"):
 		t.Fatalf("%v orphan parts reported, but no insert ended with UNKNOWN_STATUS_OF_INSERT (319)", reported)
 	case orphans > 0:
 		t.Logf("%v orphan part(s) reported, %d rows read twice: restarting ClickHouse", reported, orphans)

@@ -10,7 +10,10 @@ import (
 	"github.com/etl-project/etl/chunk"
 )
 
-// The driver path (insert.go) appends each column of each chunk whole to
+// The reference the encoder's tests hold it to (TestNativeMatchesDriver,
+// TestGolden, FuzzNativeEncoder) is clickhouse-go's own column encoder, an
+// implementation of the Native format independent of this package. This
+// file hands it a chunk column: each column of each chunk goes whole to
 // the driver's column of its type, as a slice in a shape the driver's
 // column Append accepts: driverValue. It reads the chunk's column buffers
 // (chunk's exported fields and read accessors) and copies no value it can
