@@ -2,137 +2,36 @@ package pipeline
 
 import (
 	"context"
-	"crypto/tls"
 	"errors"
 	"fmt"
-	"os"
-	"strings"
-	"time"
 
 	"github.com/etl-project/etl/chunk"
 	"github.com/etl-project/etl/decode"
 	"github.com/etl-project/etl/decode/avro"
+	"github.com/etl-project/etl/fields"
 	"github.com/etl-project/etl/schemaregistry"
 	"github.com/etl-project/etl/sink/clickhouse"
 )
 
-// prewarmTimeout bounds the fetch of decode.avro.prewarm_subjects at
-// startup: a registry that is down or does not answer delays the start by
-// at most this much, and never stops it.
-const prewarmTimeout = 10 * time.Second
-
-// setupAvro prepares what the Avro decoders share: the registry client
-// (confluent framing, with the configured subjects fetched at startup) or
-// the writer schema from schema_file.
+// setupAvro loads what the Avro decoders share (fields.LoadSchemas): the
+// registry client (confluent framing, with the configured subjects
+// fetched at startup) or the writer schema from schema_file.
 func (p *Pipeline) setupAvro(ctx context.Context) error {
-	a := p.cfg.Decode.Avro
-	if rs := a.ReaderSchema; rs != "" {
-		if strings.HasPrefix(strings.TrimSpace(rs), "{") {
-			p.readerSchema = rs
-		} else {
-			b, err := os.ReadFile(rs)
-			if err != nil {
-				return fmt.Errorf("decode.avro.reader_schema: %w", err)
-			}
-			p.readerSchema = string(b)
-		}
-	}
-	if a.Framing != avro.FramingConfluent {
-		b, err := os.ReadFile(a.SchemaFile)
-		if err != nil {
-			return fmt.Errorf("decode.avro.schema_file: %w", err)
-		}
-		p.avroSchema = string(b)
-	}
-	// The fields' types for the transform chain: those of the reader
-	// schema, which every record is resolved to, or else of the one
-	// writer schema.
-	if known := p.readerSchema; known != "" || p.avroSchema != "" {
-		if known == "" {
-			known = p.avroSchema
-		}
-		types, err := avro.FieldTypes(known)
-		if err != nil {
-			return fmt.Errorf("decode.avro: %w", err)
-		}
-		p.avroFieldTypes = types
-	}
-	if a.Framing != avro.FramingConfluent {
-		return nil
-	}
-	r := a.Registry
-	var tc *tls.Config
-	if r.TLS != nil && r.TLS.Enabled {
-		var err error
-		if tc, err = r.TLS.Config("decode.avro.registry.tls"); err != nil {
-			return err
-		}
-	}
-	password, err := r.Secret()
+	s, err := fields.LoadSchemas(ctx, fields.Options{Config: p.cfg, Log: p.log, Registerer: p.component("decode")})
 	if err != nil {
-		return fmt.Errorf("decode.avro.registry.password_file: %w", err)
+		return err
 	}
-	reg, err := schemaregistry.New(schemaregistry.Options{
-		URL: r.URL.Value(), Username: r.Username, Password: password, TLS: tc, PasswordFunc: rereadSecret(r.PasswordFile, r.Secret),
-		NegativeCacheTTL: a.NegativeCacheTTL.D(), Registerer: p.component("decode"), Log: p.log,
-	})
-	if err != nil {
-		return fmt.Errorf("decode.avro.registry: %w", err)
-	}
-	p.registry = reg
-	if len(a.PrewarmSubjects) > 0 {
-		pctx, cancel := context.WithTimeout(ctx, prewarmTimeout)
-		defer cancel()
-		if err := reg.Prewarm(pctx, a.PrewarmSubjects); err != nil {
-			// Not fatal: the schemas are fetched when records need them.
-			p.log.Warn("could not fetch every prewarm subject; their schemas will be fetched on demand", "err", err)
-		}
-	}
-	if p.avroFieldTypes == nil && len(p.cfg.Transform) > 0 {
-		p.avroFieldTypes = p.registryFieldTypes(ctx)
+	p.schemas = s
+	if s.Registry != nil {
+		p.lookup = registrySource{c: s.Registry, p: p}
 	}
 	return nil
 }
 
-// registryFieldTypes types the fields the transform chain reads from the
-// latest schema of each prewarm subject (or of each topic's "<topic>-value"
-// subject): a field takes the type the first subject gives it. Subjects
-// the registry does not have, or a registry that does not answer within
-// prewarmTimeout, type nothing: those fields must then be declared in
-// decode.fields, and the error saying so names the registry's failure.
-func (p *Pipeline) registryFieldTypes(ctx context.Context) map[string]string {
-	subjects := p.subjects()
-	ctx, cancel := context.WithTimeout(ctx, prewarmTimeout)
-	defer cancel()
-	types := map[string]string{}
-	for _, subject := range subjects {
-		s, err := p.registry.Latest(ctx, subject)
-		if err != nil {
-			p.log.Warn("cannot type the transform's fields from the registry", "subject", subject, "err", err)
-			continue
-		}
-		ft, err := avro.FieldTypes(s.Text)
-		if err != nil {
-			p.log.Warn("cannot type the transform's fields from the registry", "subject", subject, "id", s.ID, "err", err)
-			continue
-		}
-		for f, t := range ft {
-			if _, ok := types[f]; !ok {
-				types[f] = t
-			}
-		}
-	}
-	return types
-}
-
 // newAvroDecoder returns one worker's Avro decoder for target t.
 func (p *Pipeline) newAvroDecoder(t *clickhouse.Target) (decode.Decoder, error) {
-	var src avro.SchemaSource
-	if p.registry != nil {
-		src = registrySource{p.registry, p}
-	}
-	d, err := avro.NewFramed(p.cfg.Decode.Avro.Framing, p.avroSchema, src, t.Schema,
-		avro.Options{Fields: t.Fields, MaxRecordBytes: int(p.cfg.Decode.MaxRecordBytes), ReaderSchema: p.readerSchema,
+	d, err := avro.NewFramed(p.cfg.Decode.Avro.Framing, p.schemas.Writer, p.lookup, t.Schema,
+		avro.Options{Fields: t.Fields, MaxRecordBytes: int(p.cfg.Decode.MaxRecordBytes), ReaderSchema: p.schemas.Reader,
 			Validate: p.cfg.Decode.ValidateSchema, Ranges: p.serverRanges()})
 	if err != nil {
 		return nil, fmt.Errorf("decode: %w", err)
@@ -163,10 +62,12 @@ func (p *Pipeline) serverRanges() chunk.ServerRanges {
 }
 
 // registrySource adapts the registry client to the decoder's SchemaSource.
-// The first time a schema id is served, the table's columns are read again
-// before any record of it is decoded, so a column added for a new field
-// (ALTER TABLE ... ADD COLUMN before the producers moved on) is filled from
-// the first record that carries it.
+// In a run (p set), the first time a schema id is served the table's
+// columns are read again before any record of it is decoded, so a column
+// added for a new field (ALTER TABLE ... ADD COLUMN before the producers
+// moved on) is filled from the first record that carries it. Without p
+// (Parts: the tables are read once, at the start) a schema is served as
+// soon as the registry has it.
 type registrySource struct {
 	c *schemaregistry.Client
 	p *Pipeline
@@ -176,7 +77,7 @@ func (r registrySource) Lookup(id int32) (string, error) {
 	s, err := r.c.Lookup(id)
 	switch {
 	case err == nil:
-		if !r.p.schemaSeen(id) {
+		if r.p != nil && !r.p.schemaSeen(id) {
 			return "", fmt.Errorf("%w: schema id %d is new: reading the table's columns again", avro.ErrSchemaPending, id)
 		}
 		return s.Text, nil
@@ -188,8 +89,10 @@ func (r registrySource) Lookup(id int32) (string, error) {
 }
 
 func (r registrySource) Wait(id int32) <-chan struct{} {
-	if ch := r.p.schemaDescribed(id); ch != nil {
-		return ch
+	if r.p != nil {
+		if ch := r.p.schemaDescribed(id); ch != nil {
+			return ch
+		}
 	}
 	return r.c.Wait(id)
 }
@@ -210,14 +113,4 @@ func (p *Pipeline) waitSchema(l *lane, ready <-chan struct{}) {
 			p.runq.push(l)
 		}
 	}()
-}
-
-// rereadSecret returns read when a password_file is set (file), so the
-// client reads the file again where it logs in anew and a rotated secret
-// is picked up; nil when the password is given in the configuration.
-func rereadSecret(file string, read func() (string, error)) func() (string, error) {
-	if file == "" {
-		return nil
-	}
-	return read
 }

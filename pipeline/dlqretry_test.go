@@ -13,7 +13,6 @@ import (
 	"github.com/prometheus/client_golang/prometheus/testutil"
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kerr"
-	"github.com/twmb/franz-go/pkg/kfake"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
 
@@ -151,51 +150,5 @@ func produceValues(t *testing.T, kb *testenv.Broker, start int, values map[uint6
 	defer cancel()
 	if err := cl.ProduceSync(ctx, recs...).FirstErr(); err != nil {
 		t.Fatal(err)
-	}
-}
-
-// TestDeadLetterWriteDenied: a principal whose ACLs let it read the topics
-// but not write to the dead-letter topic is refused at startup, and by
-// validate -connect, with an error naming the topic and the missing WRITE;
-// the same configuration with WRITE granted starts.
-func TestDeadLetterWriteDenied(t *testing.T) {
-	read := func(topic string, op kmsg.ACLOperation) kfake.ACL {
-		return kfake.ACL{Resource: kmsg.ACLResourceTypeTopic, Name: topic, Pattern: kmsg.ACLResourcePatternTypeLiteral, Operation: op, Allow: true}
-	}
-	group := kfake.ACL{Resource: kmsg.ACLResourceTypeGroup, Name: "dlqacl", Pattern: kmsg.ACLResourcePatternTypeLiteral, Operation: kmsg.ACLOperationRead, Allow: true}
-	kb := testenv.Kafka(t, kfake.EnableSASL(), kfake.EnableACLs(), kfake.Superuser("PLAIN", "admin", "admin"),
-		kfake.SeedTopics(1, "events", "events.dlq"),
-		kfake.User("PLAIN", "reader", "pw", read("events", kmsg.ACLOperationRead), read("events", kmsg.ACLOperationDescribe), group,
-			read("events.dlq", kmsg.ACLOperationDescribe)),
-		kfake.User("PLAIN", "writer", "pw", read("events", kmsg.ACLOperationRead), read("events", kmsg.ACLOperationDescribe), group,
-			read("events.dlq", kmsg.ACLOperationWrite)))
-	ch := testenv.ClickHouse(t)
-	ch.Exec(t, "CREATE TABLE default.events (id UInt64) ENGINE = MergeTree ORDER BY id")
-	cfgFor := func(user string) *config.Config {
-		cfg := testConfig(t, kb, ch, "dlqacl")
-		cfg.Source.Kafka.Topics = []string{"events"}
-		cfg.Source.Kafka.SASL = &config.SASL{Mechanism: "PLAIN", Username: user, Password: "pw"}
-		cfg.Decode.OnError = "dlq"
-		cfg.Decode.DLQ = &config.DLQ{Topic: "events.dlq"}
-		return cfg
-	}
-	const want = `decode.dlq.topic: topic events.dlq: the brokers do not let this client write to it (its ACLs give this client's principal no WRITE)`
-
-	_, err := New(context.Background(), Options{Config: cfgFor("reader"), Log: testenv.Logger(t)})
-	var ce *ConfigError
-	if !errors.As(err, &ce) || !strings.Contains(err.Error(), want) {
-		t.Fatalf("New without WRITE on the dead-letter topic: %v", err)
-	}
-	if _, err := Check(cfgFor("reader"), 10*time.Second); err == nil || !strings.Contains(err.Error(), want) {
-		t.Fatalf("validate -connect without WRITE on the dead-letter topic: %v", err)
-	}
-
-	p, err := New(context.Background(), Options{Config: cfgFor("writer"), Log: testenv.Logger(t)})
-	if err != nil {
-		t.Fatalf("New with WRITE on the dead-letter topic: %v", err)
-	}
-	p.closeClients()
-	if _, err := Check(cfgFor("writer"), 10*time.Second); err != nil {
-		t.Fatalf("validate -connect with WRITE on the dead-letter topic: %v", err)
 	}
 }

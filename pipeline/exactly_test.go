@@ -3,7 +3,6 @@ package pipeline
 import (
 	"bytes"
 	"context"
-	"errors"
 	"fmt"
 	"log/slog"
 	"strings"
@@ -141,77 +140,6 @@ func TestExactlyOnceTableCheck(t *testing.T) {
 			}
 			if !strings.Contains(logs.String(), tc.log) {
 				t.Errorf("log lacks %q:\n%s", tc.log, logs.String())
-			}
-		})
-	}
-}
-
-// TestExactlyOnceComputedColumns: exactly_once refuses, at startup and in
-// validate -connect (Check), a ReplicatedMergeTree table that computes a
-// stored column with a function whose value differs when a block is
-// inserted again (MATERIALIZED now(); DEFAULT now() left to the server by
-// exclude_columns), naming the table, the column and its expression; it
-// accepts a column computed from the inserted ones (cityHash64(id)), and a
-// DEFAULT now() that etl inserts (a record without the field gets the
-// type's zero value, the same at every replay).
-func TestExactlyOnceComputedColumns(t *testing.T) {
-	kb := testenv.Kafka(t)
-	kb.CreateTopic(t, "events", 3)
-	kb.CreateTopic(t, "events2", 3)
-	zk := testenv.ZooKeeper(t)
-	ch := testenv.ClickHouseWith(t, testenv.CHOptions{ZooKeeper: zk.Addr()})
-	for i, tc := range []struct {
-		name, column string
-		exclude      []string
-		err          []string // what the refusal says; nil: accepted
-	}{
-		{"materialized now", "ingested DateTime MATERIALIZED now()", nil,
-			[]string{"table default.events (sink default)", "column ingested MATERIALIZED now() calls now() (the time of the insert)", "delivery: at_least_once"}},
-		{"default now excluded", "ingested DateTime DEFAULT now()", []string{"ingested"},
-			[]string{"table default.events (sink default)", "column ingested DEFAULT now() calls now()", "exclude_columns"}},
-		{"materialized rand via alias", "r UInt32 ALIAS rand(), picked UInt32 MATERIALIZED r % 10", nil,
-			[]string{"column picked MATERIALIZED ", "refers to column r, which calls rand() (a random value)"}},
-		{"materialized hash", "h UInt64 MATERIALIZED cityHash64(id)", nil, nil},
-		{"default now inserted", "ingested DateTime DEFAULT now()", nil, nil},
-		{"literal", "note2 String DEFAULT 'now()'", []string{"note2"}, nil},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			ch.Exec(t, "DROP TABLE IF EXISTS default.events")
-			ddl := strings.Replace(gen.TableDDL("default", "events"), ") ENGINE = MergeTree",
-				fmt.Sprintf(", %s) ENGINE = ReplicatedMergeTree('/clickhouse/tables/{shard}/computed_%d', '{replica}')", tc.column, i), 1)
-			ch.Exec(t, ddl+" SETTINGS replicated_deduplication_window = 1000")
-			cfg := testConfig(t, kb, ch, "eo-computed")
-			cfg.Delivery = "exactly_once"
-			cfg.Sink.ClickHouse.ExcludeColumns = tc.exclude
-			// validate -connect.
-			_, err := Check(cfg, 20*time.Second)
-			var ce *ConfigError
-			if tc.err == nil {
-				if err != nil {
-					t.Fatalf("Check: %v", err)
-				}
-			} else if err == nil || !errors.As(err, &ce) {
-				t.Fatalf("Check: error = %v, want a configuration error", err)
-			}
-			for _, want := range tc.err {
-				if !strings.Contains(err.Error(), want) {
-					t.Errorf("Check: error lacks %q:\n%v", want, err)
-				}
-			}
-			// Startup: New refuses before the source is built, so before
-			// any record is read.
-			if tc.err == nil {
-				newOrRefused(t, Options{Config: cfg, Log: testenv.Logger(t)}, "")
-				return
-			}
-			_, err = New(context.Background(), Options{Config: cfg, Log: testenv.Logger(t)})
-			if !errors.As(err, &ce) {
-				t.Fatalf("New: error = %v, want a configuration error", err)
-			}
-			for _, want := range tc.err {
-				if !strings.Contains(err.Error(), want) {
-					t.Errorf("New: error lacks %q:\n%v", want, err)
-				}
 			}
 		})
 	}

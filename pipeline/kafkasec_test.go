@@ -16,7 +16,6 @@ import (
 	"github.com/twmb/franz-go/pkg/kadm"
 	"github.com/twmb/franz-go/pkg/kfake"
 	"github.com/twmb/franz-go/pkg/kgo"
-	"github.com/twmb/franz-go/pkg/kmsg"
 	"github.com/twmb/franz-go/pkg/sasl/plain"
 	"github.com/twmb/franz-go/pkg/sasl/scram"
 
@@ -29,9 +28,8 @@ import (
 // (verified with a test CA), mutual TLS, SASL PLAIN over TLS, and
 // SCRAM-SHA-256 and -512: in each, it consumes, writes every good record,
 // dead-letters the bad ones and commits to the end. A wrong SASL password
-// stops New with a ConfigError (exit 2) that says so, and a principal
-// without READ on the group or the topic gets an error naming the resource
-// and the operation.
+// stops New with a ConfigError (exit 2) that says so (a principal without
+// READ on the group or the topic: inspect's TestKafkaACLs).
 func TestKafkaSecurity(t *testing.T) {
 	ca := testenv.NewCA(t, "etl kafka CA")
 	serverPEM, serverKey := ca.Issue(t, "broker", "127.0.0.1", "localhost")
@@ -173,46 +171,6 @@ func TestKafkaSecurity(t *testing.T) {
 				t.Fatalf("New with a wrong SASL password: %v", err)
 			}
 			t.Log(err)
-		})
-	}
-
-	acl := func(res kmsg.ACLResourceType, name string, op kmsg.ACLOperation) kfake.ACL {
-		return kfake.ACL{Resource: res, Name: name, Pattern: kmsg.ACLResourcePatternTypeLiteral, Operation: op, Allow: true}
-	}
-	for _, c := range []struct {
-		name string
-		acls []kfake.ACL
-		want []string
-	}{
-		{"no READ on the group", []kfake.ACL{acl(kmsg.ACLResourceTypeTopic, "events", kmsg.ACLOperationRead),
-			acl(kmsg.ACLResourceTypeTopic, "events", kmsg.ACLOperationDescribe)}, []string{"group", "sec-acl-group", "READ"}},
-		{"no READ on the topic", []kfake.ACL{acl(kmsg.ACLResourceTypeTopic, "events", kmsg.ACLOperationDescribe),
-			acl(kmsg.ACLResourceTypeGroup, "sec-acl-topic", kmsg.ACLOperationRead)}, []string{"topic", "events", "READ"}},
-	} {
-		t.Run(c.name, func(t *testing.T) {
-			group := "sec-acl-group"
-			if strings.Contains(c.name, "topic") {
-				group = "sec-acl-topic"
-			}
-			kb := testenv.Kafka(t, kfake.EnableSASL(), kfake.EnableACLs(), kfake.Superuser("PLAIN", "admin", "admin"),
-				kfake.User("PLAIN", "etl", password, c.acls...), topics)
-			cfg := testConfig(t, kb, ch, group)
-			cfg.Source.Kafka.Topics = []string{"events"}
-			cfg.Source.Kafka.SASL = &config.SASL{Mechanism: "PLAIN", Username: "etl", PasswordFile: pwFile}
-			_, cerr := Check(cfg, 15*time.Second) // validate -connect
-			_, nerr := New(context.Background(), Options{Config: cfg, Log: testenv.Logger(t), Registerer: prometheus.NewRegistry()})
-			for _, err := range []error{cerr, nerr} {
-				var ce *ConfigError
-				if !errors.As(err, &ce) {
-					t.Fatalf("%v (%T), want a ConfigError", err, err)
-				}
-				for _, w := range c.want {
-					if !strings.Contains(err.Error(), w) {
-						t.Errorf("error %q does not name %q", err, w)
-					}
-				}
-			}
-			t.Log(nerr)
 		})
 	}
 }

@@ -8,21 +8,20 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"runtime"
 	"sync"
 	"sync/atomic"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
-	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/etl-project/etl/backpressure"
 	"github.com/etl-project/etl/checkpoint"
 	"github.com/etl-project/etl/chunk"
 	"github.com/etl-project/etl/config"
+	"github.com/etl-project/etl/decode/avro"
 	"github.com/etl-project/etl/dlq"
+	"github.com/etl-project/etl/fields"
 	"github.com/etl-project/etl/internal/loglimit"
-	"github.com/etl-project/etl/schemaregistry"
 	"github.com/etl-project/etl/sink/clickhouse"
 	"github.com/etl-project/etl/source/kafka"
 )
@@ -49,20 +48,9 @@ type Options struct {
 	// processes the acknowledgement. The exactly-once tests use it to kill
 	// the process at that instant (cmd/etl's etltest build).
 	WrapAck func(next func([]*chunk.Chunk)) func([]*chunk.Chunk)
-	// checkOnly makes New stop once everything but the consumer is built
-	// (Check): nothing joins the consumer group.
-	checkOnly bool
 	// Started is when the process started; the log line of the first
 	// rows written gives the time since (since New when zero).
 	Started time.Time
-	// preview makes New build only the decoders and the chain against the
-	// sinks' tables (NewPreview): no dead-letter producer, no access or
-	// exactly-once checks, no consumer.
-	preview bool
-	// Offline, with preview, plans each sink against the table derived
-	// from the data and the chain (see Derivable) instead of reading it
-	// from ClickHouse.
-	Offline bool
 }
 
 // source is what the pipeline needs of the Kafka source: *kafka.Source, or
@@ -97,22 +85,20 @@ type Pipeline struct {
 	hold    holder // lanes held for the budget (hold.go)
 	m       *metrics
 
-	chunkTarget    int
-	workers        int
-	onError        config.OnError                          // decode.on_error
-	exactlyOnce    bool                                    // delivery: exactly_once (the block policy, exactly.go)
-	component      func(name string) prometheus.Registerer // the registerer of each component (metrics.go)
-	registry       *schemaregistry.Client                  // Avro with confluent framing
-	avroSchema     string                                  // Avro raw and single_object: the writer schema
-	avroFieldTypes map[string]string                       // field -> ClickHouse type, from the reader or the writer schema (transform inputs)
-	readerSchema   string                                  // Avro: the reader schema, if any
-	waiters        sync.WaitGroup                          // lanes waiting for a schema
-	stopWaiters    chan struct{}
-	dlq            *dlq.Writer // when on_error is dlq
-	dlqs           dlqState
-	dlqLog         *loglimit.Limiter
-	rejectLog      *loglimit.Limiter
-	chunks         chunkPool // emptied chunks, reused to keep their columns' capacity
+	chunkTarget int
+	workers     int
+	onError     config.OnError                          // decode.on_error
+	exactlyOnce bool                                    // delivery: exactly_once (the block policy, exactly.go)
+	component   func(name string) prometheus.Registerer // the registerer of each component (metrics.go)
+	schemas     *fields.Schemas                         // the Avro schemas and registry client (empty for JSON)
+	lookup      avro.SchemaSource                       // the decoders' writer schemas by id (registrySource), nil without a registry
+	waiters     sync.WaitGroup                          // lanes waiting for a schema
+	stopWaiters chan struct{}
+	dlq         *dlq.Writer // when on_error is dlq
+	dlqs        dlqState
+	dlqLog      *loglimit.Limiter
+	rejectLog   *loglimit.Limiter
+	chunks      chunkPool // emptied chunks, reused to keep their columns' capacity
 
 	mu     sync.RWMutex
 	lanes  map[TopicPartition]*lane
@@ -148,8 +134,6 @@ type Pipeline struct {
 	started       time.Time               // Options.Started
 	firstLogged   atomic.Bool             // the first rows written were logged
 	tables        tableManager            // sink.clickhouse.schema: writer schemas awaiting their columns
-	offline       bool                    // Options.Offline: sinks planned against derived tables, no ClickHouse
-	dryRun        bool                    // validate -connect or tail: sink.clickhouse.schema changes nothing
 
 	state    atomic.Value // string: the base state (starting, running, draining, stopped)
 	assigned atomic.Bool  // an assignment was received from the group
@@ -205,92 +189,20 @@ func (p *Pipeline) clock() time.Time {
 	return time.Now()
 }
 
-// kafkaAccessTimeout bounds New's question to the brokers about the
-// source's credentials and ACLs (kafka.CheckAccess).
-const kafkaAccessTimeout = 5 * time.Second
-
-// checkKafkaAccess asks the brokers whether the source may consume
-// (kafka.CheckAccess): a ConfigError when they say no, nil when they say
-// yes or cannot be asked within kafkaAccessTimeout (logged).
-func checkKafkaAccess(ctx context.Context, cfg *config.Config, log *slog.Logger) error {
-	actx, cancel := context.WithTimeout(ctx, kafkaAccessTimeout)
-	err := kafka.CheckAccess(actx, cfg.Source.Kafka)
-	cancel()
-	switch {
-	case errors.Is(err, kafka.ErrAccess):
-		return &ConfigError{Errs: []error{err}}
-	case err != nil:
-		log.Warn("kafka access not checked: the brokers did not answer", "err", err)
-	}
-	return nil
-}
-
 // New connects to ClickHouse, reads the target table and builds the source.
 // The consumer joins its group right away, but partitions are taken on only
 // once Run starts.
 func New(ctx context.Context, o Options) (*Pipeline, error) {
-	cfg := o.Config
-	log := o.Log
-	if log == nil {
-		log = slog.Default()
-	}
-	if err := Preflight(cfg); err != nil {
+	p, err := newBase(o.Config, o.Log, o.Registerer)
+	if err != nil {
 		return nil, err
 	}
-	p := &Pipeline{
-		cfg:         cfg,
-		log:         log,
-		tracker:     checkpoint.NewTracker(),
-		runq:        newRunQueue(),
-		acks:        newAckQueue(),
-		lanes:       map[TopicPartition]*lane{},
-		failc:       make(chan error, 1),
-		chunkTarget: int(cfg.Chunk.TargetBytes),
-		workers:     cfg.Pipeline.Workers,
-		onError:     cfg.Decode.OnError,
-		exactlyOnce: cfg.Delivery == config.ExactlyOnce,
-		stopWaiters: make(chan struct{}),
-		rejectLog:   loglimit.New(10, 10*time.Second),
-		dlqLog:      loglimit.New(1, 10*time.Second),
-		m:           newComponentMetrics(components(o.Registerer, cfg.Pipeline.Name)),
-		component:   components(o.Registerer, cfg.Pipeline.Name),
-		describeReq: make(chan struct{}, 1),
-		schemaIDs:   map[int32]chan struct{}{},
-	}
-	p.commits = newCommitter(p)
-	if p.workers <= 0 {
-		p.workers = runtime.GOMAXPROCS(0)
-	}
-	budgetBytes := int64(cfg.Backpressure.MaxInflightBytes)
-	sizings, minimum := budgetSizing(cfg)
-	if budgetBytes == 0 {
-		budgetBytes = minimum
-		log.Info("in-flight byte budget derived from the sizing rule", "max_inflight_bytes", budgetBytes)
-	} else if budgetBytes < minimum {
-		args := []any{"max_inflight_bytes", budgetBytes, "minimum", minimum, "low_ratio", cfg.Backpressure.LowRatio}
-		for _, sz := range sizings {
-			args = append(args, slog.Group("sink."+sz.name, "shards", sz.Shards, "inflight.max_per_shard", sz.MaxInflightPerShard,
-				"batch.max_bytes", sz.BatchMaxBytes, "queue_capacity", sz.QueueCapacity, "minimum", sz.MinBudget()))
-		}
-		log.Warn("backpressure.max_inflight_bytes is below the sizing rule: a saturated pipeline will spend its time paused", args...)
-	}
-	var err error
-	p.budget, err = backpressure.New(backpressure.Options{
-		Bytes: budgetBytes, HighRatio: cfg.Backpressure.HighRatio, LowRatio: cfg.Backpressure.LowRatio,
-		MinPause: cfg.Backpressure.MinPause.D(), Registerer: p.component("backpressure"),
-	})
-	if err != nil {
-		return nil, fmt.Errorf("backpressure: %w", err)
-	}
-	p.chunks.max = freeChunks(budgetBytes, int64(cfg.Chunk.TargetBytes))
-
+	cfg, log := p.cfg, p.log
 	p.wrapAck = o.WrapAck
 	p.started = o.Started
 	if p.started.IsZero() {
 		p.started = time.Now()
 	}
-	p.offline = o.preview && o.Offline
-	p.dryRun = o.preview || o.checkOnly
 	// A failed New closes what it opened (the startup retries call New
 	// again).
 	built := false
@@ -299,71 +211,34 @@ func New(ctx context.Context, o Options) (*Pipeline, error) {
 			p.closeClients()
 		}
 	}()
-	// The Avro schemas first: sink.clickhouse.schema derives the tables
-	// from them.
-	if cfg.Decode.Format == config.FormatAvro {
-		if err := p.setupAvro(ctx); err != nil {
-			return nil, err
-		}
-	}
-	if err := p.openSinks(ctx); err != nil {
+	if err := p.openParts(ctx, sinkPlan{}); err != nil {
 		return nil, err
 	}
-	if p.eo() && !o.preview {
+	if p.eo() {
 		if err := p.eoCheckTables(ctx); err != nil {
 			return nil, err
 		}
 	}
-	// Check once that the decoder (and the chain) can fill every column.
-	if _, err := p.bind(nil); err != nil {
-		// The configuration does not fit the tables: a mistake to fix,
-		// not an outage to wait out.
-		return nil, &ConfigError{Errs: []error{err}}
+	if err := p.checkBind(); err != nil {
+		return nil, err
 	}
-
 	// Credentials the brokers refuse, or ACLs that keep this principal
 	// from the topics or the group, are mistakes to fix (exit 2). Brokers
 	// that cannot be asked now are left to the source's own handling.
-	// validate -connect (Check) asks on its own, once it has reported on
-	// the sinks.
-	if !o.checkOnly && !o.preview {
-		if err := checkKafkaAccess(ctx, cfg, log); err != nil {
-			return nil, err
-		}
-	}
-
-	if o.preview {
-		built = true
-		return p, nil
+	if err := CheckKafkaAccess(ctx, cfg, log); err != nil {
+		return nil, err
 	}
 	if p.onError == config.OnErrorDLQ {
-		kopts, err := kafka.ClientOpts(cfg.Source.Kafka)
-		if err != nil {
+		if err := p.openDeadLetters(); err != nil {
 			return nil, err
-		}
-		if b := cfg.Decode.DLQ.Brokers; len(b) > 0 {
-			kopts = append(kopts, kgo.SeedBrokers(b...))
-		}
-		p.dlq, err = dlq.New(dlq.Options{Topic: cfg.Decode.DLQ.Topic, Pipeline: cfg.Pipeline.Name, Opts: kopts, Registerer: p.component("dlq"), Log: log})
-		if err != nil {
-			return nil, err
-		}
-		if p.dlq.TopicMissing() {
-			return nil, &ConfigError{Errs: []error{fmt.Errorf("decode.dlq.topic: topic %q does not exist: create it (etl does not rely on the brokers creating topics)", cfg.Decode.DLQ.Topic)}}
-		}
-		if err := p.dlq.WriteDenied(); err != nil {
-			return nil, &ConfigError{Errs: []error{fmt.Errorf("decode.dlq.topic: %w: grant the principal etl connects as WRITE on it (records bound for it would otherwise hold the commits)", err)}}
 		}
 	}
 
-	if o.checkOnly {
-		built = true
-		return p, nil
-	}
 	missing, err := checkSourceTopics(ctx, cfg, log) // a missing topic is an error unless waited for
 	if err != nil {
 		return nil, err
 	}
+	budgetBytes := p.budget.Bytes()
 	ks, err := kafka.New(kafka.Options{
 		Config: cfg.Source.Kafka, Pipeline: cfg.Pipeline.Name, Handler: (*handler)(p), Log: log,
 		Registerer: p.component("source"), CommitRegisterer: p.component("checkpoint"), Missing: missing,
@@ -552,9 +427,7 @@ func (p *Pipeline) Run(ctx context.Context) error {
 	p.runq.close()
 	p.haltNow() // nothing is left to wait for: a worker still retrying gives up
 	workers.Wait()
-	if p.registry != nil {
-		defer p.registry.Close()
-	}
+	defer p.schemas.Close()
 	stopController()
 	stopWatchdog()
 	stopDescriber()
@@ -673,9 +546,7 @@ func (p *Pipeline) schedule(l *lane) {
 // schema registry client and the dead-letter producer.
 func (p *Pipeline) closeClients() {
 	p.closeSinks()
-	if p.registry != nil {
-		p.registry.Close()
-	}
+	p.schemas.Close()
 	if p.dlq != nil {
 		p.dlq.Close()
 	}

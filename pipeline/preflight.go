@@ -11,6 +11,7 @@ import (
 
 	"github.com/etl-project/etl/config"
 	"github.com/etl-project/etl/decode/avro"
+	"github.com/etl-project/etl/fields"
 	"github.com/etl-project/etl/transform"
 )
 
@@ -113,12 +114,12 @@ func Preflight(cfg *config.Config) error {
 		// The fields the configuration lists (an Avro schema, the reader
 		// schema, decode.fields): a column mapped to a field none of them
 		// is, or an expression reading one, is refused here.
-		r, err := offlineRecordFields(cfg)
+		r, err := fields.Offline(cfg)
 		if err != nil {
 			errs = append(errs, err)
 		}
-		errs = append(errs, checkMappedFields(cfg, r)...)
-		if err := checkExprFields(cfg, r); err != nil {
+		errs = append(errs, fields.CheckMapped(cfg, r)...)
+		if err := fields.CheckExpr(cfg, r); err != nil {
 			var ce transform.CompileErrors
 			if errors.As(err, &ce) {
 				for _, e := range ce {
@@ -133,10 +134,4 @@ func Preflight(cfg *config.Config) error {
 		return &ConfigError{Errs: errs}
 	}
 	return nil
-}
-
-// readFile is the content of the file at path.
-func readFile(path string) (string, error) {
-	b, err := os.ReadFile(path)
-	return string(b), err
 }

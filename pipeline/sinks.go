@@ -12,6 +12,7 @@ import (
 
 	"github.com/etl-project/etl/chunk"
 	"github.com/etl-project/etl/config"
+	"github.com/etl-project/etl/fields"
 	"github.com/etl-project/etl/sink/clickhouse"
 )
 
@@ -30,15 +31,26 @@ type sinkState struct {
 	derived bool
 }
 
+// sinkPlan says how openSinks opens the sinks: a run's (zero value), or
+// the operator commands' (Parts).
+type sinkPlan struct {
+	// dryRun changes no table: sink.clickhouse.schema creates and adds
+	// nothing, and a missing table it would create is planned as derived.
+	dryRun bool
+	// offline reaches no server: every sink is planned against the table
+	// derived from the data and the chain.
+	offline bool
+}
+
 // openSinks connects to every replica of every sink (a replica that does
 // not answer yet is kept: its breaker deals with it), reads each table from
 // the first replica that answers and builds the shard workers.
-func (p *Pipeline) openSinks(ctx context.Context) error {
+func (p *Pipeline) openSinks(ctx context.Context, plan sinkPlan) error {
 	for _, ns := range p.cfg.SinkList() {
 		chc := ns.ClickHouse
 		s := &sinkState{name: ns.Name, cfg: chc}
 		p.sinks = append(p.sinks, s)
-		if p.offline {
+		if plan.offline {
 			// etl tail with every type given: the table derived from
 			// the data and the chain stands in for the live one.
 			t, err := p.derivedTarget(ctx, s)
@@ -69,7 +81,7 @@ func (p *Pipeline) openSinks(ctx context.Context) error {
 			var cs []*clickhouse.Client
 			for _, addr := range sh.Replicas {
 				c, err := clickhouse.Connect(ctx, clickhouse.Options{
-					Addr: []string{addr}, Database: chc.Database, Table: chc.Table, User: chc.User, Password: password, PasswordFunc: rereadSecret(chc.PasswordFile, chc.Secret), TLS: tlsCfg,
+					Addr: []string{addr}, Database: chc.Database, Table: chc.Table, User: chc.User, Password: password, PasswordFunc: fields.RereadSecret(chc.PasswordFile, chc.Secret), TLS: tlsCfg,
 					DialTimeout: chc.DialTimeout.D(), InsertTimeout: chc.InsertTimeout.D(), Settings: chc.Settings,
 					Compression: chc.Compression, Columns: chc.Columns, Exclude: chc.ExcludeColumns, Lazy: true,
 					MaxOpenConns: chc.Inflight.MaxPerShard + 2, WholeBlocks: p.exactlyOnce,
@@ -85,7 +97,7 @@ func (p *Pipeline) openSinks(ctx context.Context) error {
 			}
 			s.clients = append(s.clients, cs)
 		}
-		derived, err := p.prepareTable(ctx, s)
+		derived, err := p.prepareTable(ctx, s, plan.dryRun)
 		if err != nil {
 			return err
 		}

@@ -146,7 +146,7 @@ func (p *Pipeline) stagedLayoutFor(targets []*clickhouse.Target) (*stagedShared,
 		}
 		outs[i] = o
 	}
-	stage, err := transform.InputsKnown(p.cfg.Transform, outs, p.cfg.Decode.Fields, p.avroFieldTypes)
+	stage, err := transform.InputsKnown(p.cfg.Transform, outs, p.cfg.Decode.Fields, p.schemas.Types())
 	if err != nil {
 		return nil, err
 	}

@@ -7,6 +7,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/etl-project/etl/config"
+	"github.com/etl-project/etl/fields"
 )
 
 // ErrUnavailable is what New's error wraps when no replica of a sink's
@@ -51,7 +52,7 @@ func StartTimeout(cfg *config.Config) time.Duration {
 	}
 	d = max(d, 15*time.Second)
 	if cfg.Decode.Format == config.FormatAvro && len(cfg.Decode.Avro.PrewarmSubjects) > 0 {
-		d += prewarmTimeout
+		d += fields.PrewarmTimeout
 	}
 	return d
 }

@@ -16,6 +16,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/etl-project/etl/config"
+	"github.com/etl-project/etl/fields"
 	"github.com/etl-project/etl/gen"
 	"github.com/etl-project/etl/internal/testenv"
 	"github.com/etl-project/etl/schemaregistry"
@@ -129,7 +130,7 @@ func TestNewUnavailable(t *testing.T) {
 
 // TestNewRegistryDown: with Confluent Avro and prewarm_subjects, a schema
 // registry that refuses connections or does not answer at all delays New
-// by at most prewarmTimeout and never fails it (a warning is logged); once
+// by at most fields.PrewarmTimeout and never fails it (a warning is logged); once
 // the registry answers, records are decoded and written.
 func TestNewRegistryDown(t *testing.T) {
 	kb, srv := setup(t)
@@ -180,8 +181,8 @@ func TestNewRegistryDown(t *testing.T) {
 	release := reg.Hold()
 	defer release()
 	p, took = start(avroConfig(reg.URL()))
-	if took < prewarmTimeout-time.Second || took > prewarmTimeout+5*time.Second {
-		t.Fatalf("New took %v with a registry that does not answer, want about %v", took, prewarmTimeout)
+	if took < fields.PrewarmTimeout-time.Second || took > fields.PrewarmTimeout+5*time.Second {
+		t.Fatalf("New took %v with a registry that does not answer, want about %v", took, fields.PrewarmTimeout)
 	}
 	release()
 	ctx, cancel := context.WithCancel(context.Background())

@@ -279,9 +279,6 @@ func (p *Pipeline) describer(ctx context.Context) {
 // schemaSeen reports whether the table's columns were read since schema id
 // was first served. The first call for an id requests that read.
 func (p *Pipeline) schemaSeen(id int32) bool {
-	if p.dryRun {
-		return true // a preview reads the tables once, at its start
-	}
 	p.describeReqMu.Lock()
 	ch, ok := p.schemaIDs[id]
 	p.describeReqMu.Unlock()

@@ -34,7 +34,7 @@ type tableManager struct {
 // schemas bring (registry framing without a reader schema: with one,
 // every record is resolved to it and brings no new field).
 func (p *Pipeline) addsColumns() bool {
-	if p.registry == nil || p.readerSchema != "" {
+	if p.schemas.Client() == nil || p.schemas.Reader != "" {
 		return false
 	}
 	for _, s := range p.cfg.SinkList() {
@@ -49,10 +49,10 @@ func (p *Pipeline) addsColumns() bool {
 // created on every replica that lacks it (create), and the fields the
 // rows carry get the columns the table lacks (add_columns).
 //
-// A dry run (validate -connect, tail) changes nothing: it reports
+// A dry run (Parts: validate -connect, tail) changes nothing: it reports
 // derived true when the table is missing and would be created, and the
 // sink is then planned against the derived table.
-func (p *Pipeline) prepareTable(ctx context.Context, s *sinkState) (derived bool, err error) {
+func (p *Pipeline) prepareTable(ctx context.Context, s *sinkState, dryRun bool) (derived bool, err error) {
 	sc := s.cfg.Schema
 	if p.m != nil {
 		p.m.schemaChanges.WithLabelValues(s.name, changeCreateTable)
@@ -78,7 +78,7 @@ func (p *Pipeline) prepareTable(ctx context.Context, s *sinkState) (derived bool
 				}
 			}
 		}
-		if len(missing) > 0 && p.dryRun {
+		if len(missing) > 0 && dryRun {
 			return true, nil
 		}
 		if len(missing) > 0 {
@@ -93,7 +93,7 @@ func (p *Pipeline) prepareTable(ctx context.Context, s *sinkState) (derived bool
 			}
 		}
 	}
-	if sc.AddColumns && !p.dryRun {
+	if sc.AddColumns && !dryRun {
 		src, srcErr := p.source(ctx)
 		if srcErr != nil {
 			p.log.Warn("sink.clickhouse.schema.add_columns: the fields of the writer schema cannot be read now; columns are added when a new writer schema is seen",
@@ -112,10 +112,11 @@ func (p *Pipeline) prepareTable(ctx context.Context, s *sinkState) (derived bool
 	return false, nil
 }
 
-// source is schemaSource, read once at startup.
+// source is the fields the tables are derived from (fields.Schemas.Source),
+// read once at startup.
 func (p *Pipeline) source(ctx context.Context) (schema.Source, error) {
 	if !p.tables.read {
-		p.tables.src, p.tables.srcErr = p.schemaSource(ctx)
+		p.tables.src, p.tables.srcErr = p.schemas.Source(ctx, p.cfg)
 		p.tables.read = true
 	}
 	return p.tables.src, p.tables.srcErr
@@ -135,7 +136,7 @@ func serverOf(ctx context.Context, c *clickhouse.Client) (schema.Server, error) 
 
 // derive is sink s's columns from src, for server srv.
 func (p *Pipeline) derive(s *sinkState, src schema.Source, srv schema.Server) ([]schema.Column, error) {
-	all, err := DeriveColumns(p.cfg, src, DeriveOptions{Server: srv, Sink: s.name})
+	all, err := schema.DeriveSinks(p.cfg, src, schema.SinkOptions{Server: srv, Sink: s.name})
 	if err != nil {
 		return nil, err
 	}
@@ -255,7 +256,7 @@ func (p *Pipeline) addColumnsForNew(ctx context.Context) error {
 	var errs []error
 	var retry []int32
 	for _, id := range ids {
-		sc, err := p.registry.Lookup(id)
+		sc, err := p.schemas.Registry.Lookup(id)
 		if err != nil {
 			retry = append(retry, id)
 			errs = append(errs, fmt.Errorf("schema id %d: %w", id, err))

@@ -339,7 +339,7 @@ func override(cols []Column, m map[string]string, hiddenType func(string) (strin
 			if t, ok := hiddenType(field); ok {
 				cols = append(cols, Column{Name: name, Type: t})
 			}
-			continue // else a field the rows lack: refused before (pipeline.CheckMapped) or by the sink's plan
+			continue // else a field the rows lack: refused before (inspect.CheckMapped) or by the sink's plan
 		}
 		if used[at] {
 			c := cols[at]

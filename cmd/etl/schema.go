@@ -9,7 +9,7 @@ import (
 	"time"
 
 	"github.com/etl-project/etl/config"
-	"github.com/etl-project/etl/pipeline"
+	"github.com/etl-project/etl/inspect"
 	"github.com/etl-project/etl/schema"
 	"github.com/etl-project/etl/sink/clickhouse"
 )
@@ -60,12 +60,12 @@ func schemaCmd(args []string, stdout, stderr io.Writer) int {
 	ctx, cancel := context.WithTimeout(context.Background(), *timeout)
 	defer cancel()
 	log := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
-	src, err := pipeline.SchemaSource(ctx, cfg, log)
+	src, err := inspect.SchemaSource(ctx, cfg, log)
 	if err != nil {
 		fmt.Fprintf(stderr, "etl schema: %v\n", err)
 		return exitFailed
 	}
-	if err := pipeline.CheckMapped(cfg, src); err != nil {
+	if err := inspect.CheckMapped(cfg, src); err != nil {
 		fmt.Fprintf(stderr, "etl schema: %v\n", err)
 		return exitUsage
 	}
@@ -86,7 +86,7 @@ func schemaCmd(args []string, stdout, stderr io.Writer) int {
 				return exitFailed
 			}
 		}
-		all, err := pipeline.DeriveColumns(cfg, src, pipeline.DeriveOptions{Server: sv, LowCardinality: *lowCard, Sink: s.Name})
+		all, err := schema.DeriveSinks(cfg, src, schema.SinkOptions{Server: sv, LowCardinality: *lowCard, Sink: s.Name})
 		if err != nil {
 			fmt.Fprintf(stderr, "etl schema: %v\n", err)
 			return exitUsage

@@ -17,6 +17,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/etl-project/etl/config"
+	"github.com/etl-project/etl/inspect"
 	"github.com/etl-project/etl/pipeline"
 	"github.com/etl-project/etl/source/kafka"
 )
@@ -112,11 +113,11 @@ func tailCmd(args []string, stdout, stderr io.Writer) int {
 		return kc.code(err)
 	}
 	bctx, cancel := context.WithTimeout(ctx, *timeout)
-	pv, err := pipeline.NewPreview(bctx, pipeline.Options{Config: cfg, Log: log, Offline: *columns == "derived"})
+	pv, err := inspect.NewPreview(bctx, inspect.PreviewOptions{Config: cfg, Log: log, Offline: *columns == "derived"})
 	if err != nil && *columns == "auto" && pipeline.Unavailable(err) && pipeline.Derivable(cfg) {
 		// No ClickHouse: the configuration gives the types.
 		fmt.Fprintf(stderr, "etl tail: ClickHouse cannot be reached (%v): the rows follow the columns derived from the data and the chain (etl schema)\n", err)
-		pv, err = pipeline.NewPreview(bctx, pipeline.Options{Config: cfg, Log: log, Offline: true})
+		pv, err = inspect.NewPreview(bctx, inspect.PreviewOptions{Config: cfg, Log: log, Offline: true})
 	}
 	cancel()
 	if err != nil {
@@ -287,7 +288,7 @@ func (o object) MarshalJSON() ([]byte, error) {
 	return append(b, '}'), nil
 }
 
-func (w *tailWriter) row(r pipeline.PreviewRow) {
+func (w *tailWriter) row(r inspect.PreviewRow) {
 	if !w.table {
 		_ = w.enc.Encode(object{[]string{"sink", "table", "row"}, []any{r.Sink, r.Table, object{r.Names, r.Values}}})
 		return
@@ -295,7 +296,7 @@ func (w *tailWriter) row(r pipeline.PreviewRow) {
 	w.tableRow("-- sink "+r.Sink+", table "+r.Table, r.Names, r.Values)
 }
 
-func (w *tailWriter) raw(rec *kgo.Record, r pipeline.PreviewRow) {
+func (w *tailWriter) raw(rec *kgo.Record, r inspect.PreviewRow) {
 	if !w.table {
 		_ = w.enc.Encode(object{[]string{"topic", "partition", "offset", "raw"}, []any{rec.Topic, rec.Partition, rec.Offset, object{r.Names, r.Values}}})
 		return
@@ -303,7 +304,7 @@ func (w *tailWriter) raw(rec *kgo.Record, r pipeline.PreviewRow) {
 	w.tableRow("-- decoded records (before the chain)", r.Names, r.Values)
 }
 
-func (w *tailWriter) rejected(rec *kgo.Record, res *pipeline.Result) {
+func (w *tailWriter) rejected(rec *kgo.Record, res *inspect.Result) {
 	what := map[string]string{"dlq": "dead-lettered", "skip": "skipped", "fail": "stop the pipeline"}[res.Rejected]
 	if !w.table {
 		_ = w.enc.Encode(object{[]string{"topic", "partition", "offset", "rejected", "reason", "error"},

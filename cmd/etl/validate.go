@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/etl-project/etl/config"
+	"github.com/etl-project/etl/inspect"
 	"github.com/etl-project/etl/pipeline"
 )
 
@@ -43,7 +44,7 @@ func validate(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprint(stdout, cfg.Redacted())
 	}
 	if *connect {
-		report, err := pipeline.Check(cfg, *timeout)
+		report, err := inspect.Check(cfg, *timeout)
 		for _, line := range report {
 			fmt.Fprintln(stdout, line)
 		}

@@ -24,9 +24,13 @@ var layers = [][]string{
 	// The ends and the bookkeeping: Kafka, ClickHouse, checkpoints, table
 	// schemas, the record generator.
 	{"source/kafka", "sink/clickhouse", "checkpoint", "schema", "gen"},
+	// The records' known fields and the schemas they come from.
+	{"fields"},
 	// The runtime, and the offsets command's logic (checkpoint, not the
 	// runtime).
 	{"pipeline", "offsets"},
+	// The operator commands, built from the runtime's parts.
+	{"inspect"},
 	// The binaries.
 	{"cmd/etl", "cmd/devbroker"},
 }

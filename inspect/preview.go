@@ -1,8 +1,9 @@
-package pipeline
+package inspect
 
 import (
 	"context"
 	"fmt"
+	"log/slog"
 	"math/big"
 	"net"
 	"strconv"
@@ -13,6 +14,7 @@ import (
 
 	"github.com/etl-project/etl/chunk"
 	"github.com/etl-project/etl/config"
+	"github.com/etl-project/etl/pipeline"
 )
 
 // Preview decodes records and runs them through the transform chain
@@ -22,9 +24,8 @@ import (
 // no dead letters and inserts nothing. A Preview is not safe for
 // concurrent use.
 type Preview struct {
-	p     *Pipeline
-	dec   *boundDecoder
-	lanes map[TopicPartition]*lane
+	parts   *pipeline.Parts
+	onError config.OnError
 }
 
 // PreviewRow is one row as it would be inserted, or a record as decoded
@@ -56,68 +57,44 @@ type Result struct {
 	Err      error
 }
 
+// PreviewOptions configures NewPreview.
+type PreviewOptions struct {
+	Config *config.Config
+	Log    *slog.Logger
+	// Offline plans each sink against the table derived from the data and
+	// the chain (see pipeline.Derivable) instead of reading it from
+	// ClickHouse.
+	Offline bool
+}
+
 // NewPreview builds the pipeline's decoders and chain for o.Config
-// against its sinks' tables, which it reads from ClickHouse.
-func NewPreview(ctx context.Context, o Options) (*Preview, error) {
-	o.preview = true
-	p, err := New(ctx, o)
+// against its sinks' tables, which it reads from ClickHouse (or derives,
+// with Offline).
+func NewPreview(ctx context.Context, o PreviewOptions) (*Preview, error) {
+	parts, err := pipeline.OpenParts(ctx, pipeline.PartsOptions{Config: o.Config, Log: o.Log, Offline: o.Offline})
 	if err != nil {
 		return nil, err
 	}
-	dec, err := p.bind(nil)
-	if err != nil {
-		p.closeClients()
-		return nil, &ConfigError{Errs: []error{err}}
+	if err := parts.Bind(); err != nil {
+		parts.Close()
+		return nil, err
 	}
-	return &Preview{p: p, dec: dec, lanes: map[TopicPartition]*lane{}}, nil
+	return &Preview{parts: parts, onError: o.Config.Decode.OnError}, nil
 }
 
 // Close closes the connections the preview opened.
-func (v *Preview) Close() { v.p.closeClients() }
+func (v *Preview) Close() { v.parts.Close() }
 
 // Process decodes and transforms r. A record whose Avro schema is being
 // fetched waits for it (until ctx ends).
 func (v *Preview) Process(ctx context.Context, r *kgo.Record) (*Result, error) {
-	p := v.p
-	tp := TopicPartition{Topic: r.Topic, Partition: r.Partition}
-	l := v.lanes[tp]
-	if l == nil {
-		l = newLane(tp, 1, nil, &p.settle)
-		if len(p.sinks) > 0 {
-			s := p.sinks[0]
-			l.dest = s.dest0 + s.shardOfPartition(r.Partition)
-		}
-		v.lanes[tp] = l
-	}
-	out := v.dec.outputs(p, l)
-	if so, ok := out.(*stagedOut); ok && l.stage == nil {
-		st, err := chunk.New(so.dec.staged.stage)
-		if err != nil {
-			return nil, err
-		}
-		l.stage, l.binding = st, so.dec.staged.stagedShared
-	}
-	var err error
-	for {
-		err = out.add(r)
-		pending := schemaPending(err)
-		if pending == nil {
-			break
-		}
-		select {
-		case <-pending.Wait:
-		case <-ctx.Done():
-			return nil, ctx.Err()
-		}
-	}
-	res := &Result{}
+	d, err := v.parts.Decode(ctx, r)
 	if err != nil {
-		if fe, ok := err.(*fatalError); ok {
-			return nil, fe.err
-		}
-		res.Reason = p.countRejected(err)
-		res.Err = err
-		switch p.onError {
+		return nil, err
+	}
+	res := &Result{Reason: d.Reason, Err: d.Err}
+	if d.Err != nil {
+		switch v.onError {
 		case config.OnErrorDLQ:
 			res.Rejected = "dlq"
 		case config.OnErrorSkip:
@@ -126,45 +103,20 @@ func (v *Preview) Process(ctx context.Context, r *kgo.Record) (*Result, error) {
 			res.Rejected = "fail"
 		}
 	}
-	// The rows the record made, taken out of the open chunks; times in
-	// their column's zone, the server's for a column without one.
-	tz := p.serverRanges().TZ
-	take := func(c *chunk.Chunk, sink int, into *[]PreviewRow) {
-		if c == nil {
-			return
-		}
-		s := p.sinks[sink]
-		for i := 0; i < c.Rows; i++ {
-			*into = append(*into, rowOf(s.name, s.target.Load().Name(), c, i, tz))
-		}
-		c.Reset()
-	}
-	if l.cur != nil {
-		take(l.cur, 0, &res.Rows)
-		if err == nil {
-			res.Raw = res.Rows
+	// Times in their column's zone, the server's for a column without
+	// one.
+	tz := v.parts.ServerRanges().TZ
+	for _, rows := range d.Rows {
+		for i := 0; i < rows.Chunk.Rows; i++ {
+			res.Rows = append(res.Rows, rowOf(rows.Sink, rows.Table, rows.Chunk, i, tz))
 		}
 	}
-	for dest, c := range l.outs {
-		take(c, v.sinkOf(dest), &res.Rows)
-	}
-	if l.stage != nil && err == nil {
-		for i := 0; i < l.stage.Rows; i++ {
-			res.Raw = append(res.Raw, rowOf("", "", l.stage, i, tz))
+	for _, rows := range d.Raw {
+		for i := 0; i < rows.Chunk.Rows; i++ {
+			res.Raw = append(res.Raw, rowOf(rows.Sink, rows.Table, rows.Chunk, i, tz))
 		}
 	}
-	l.group = nil
 	return res, nil
-}
-
-// sinkOf returns the sink of destination dest.
-func (v *Preview) sinkOf(dest int) int {
-	for i, s := range v.p.sinks {
-		if dest >= s.dest0 && dest < s.dest0+len(s.shards) {
-			return i
-		}
-	}
-	return 0
 }
 
 // rowOf returns row i of c; tz is the server's time zone.

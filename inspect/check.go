@@ -1,4 +1,13 @@
-package pipeline
+// Package inspect holds the operator commands that look at a pipeline
+// without running it: Check (etl validate -connect) reaches the servers
+// and builds what a run builds before it consumes; Preview (etl tail)
+// decodes records and runs them through the chain into the tables' rows;
+// SchemaSource and CheckMapped (etl schema) read the fields the tables are
+// derived from. They build the run's own parts (pipeline.OpenParts,
+// package fields, schema.DeriveSinks), so what they report is what a run
+// would do; they join no consumer group, insert nothing, commit nothing
+// and change no table. The runtime does not import this package.
+package inspect
 
 import (
 	"context"
@@ -13,10 +22,11 @@ import (
 	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 
-	"github.com/etl-project/etl/chunk"
 	"github.com/etl-project/etl/config"
 	"github.com/etl-project/etl/decode/avro"
+	"github.com/etl-project/etl/fields"
 	"github.com/etl-project/etl/internal/names"
+	"github.com/etl-project/etl/pipeline"
 	"github.com/etl-project/etl/schemaregistry"
 	"github.com/etl-project/etl/sink/clickhouse"
 	"github.com/etl-project/etl/source/kafka"
@@ -31,7 +41,7 @@ import (
 // so a slow broker does not fail a healthy ClickHouse. It returns a report
 // line per finding and an error listing every problem.
 func Check(cfg *config.Config, timeout time.Duration) ([]string, error) {
-	if err := Preflight(cfg); err != nil {
+	if err := pipeline.Preflight(cfg); err != nil {
 		return nil, err
 	}
 	var report []string
@@ -83,7 +93,7 @@ func Check(cfg *config.Config, timeout time.Duration) ([]string, error) {
 	if lerr := login.Err(err); err != nil && lerr != err {
 		// Nothing else can be asked of the brokers without a login.
 		loginRefused = true
-		problems = append(problems, &ConfigError{Errs: []error{lerr}})
+		problems = append(problems, &pipeline.ConfigError{Errs: []error{lerr}})
 	} else if err != nil {
 		if last := lastErr(); last != "" {
 			err = fmt.Errorf("%w; last connection error: %s", err, last)
@@ -119,11 +129,11 @@ func Check(cfg *config.Config, timeout time.Duration) ([]string, error) {
 		return report, joined()
 	}
 
-	// ClickHouse, the registry, the decoders and the chain: what New
+	// ClickHouse, the registry, the decoders and the chain: what a run
 	// builds before it would join the group.
 	ctx, cancel = context.WithTimeout(context.Background(), timeout)
 	defer cancel()
-	p, err := New(ctx, Options{Config: cfg, Log: slog.New(slog.NewTextHandler(io.Discard, nil)), checkOnly: true})
+	parts, err := openChecked(ctx, cfg)
 	if err != nil {
 		if ctx.Err() != nil {
 			err = fmt.Errorf("no answer within %v: %w", timeout, err)
@@ -131,21 +141,19 @@ func Check(cfg *config.Config, timeout time.Duration) ([]string, error) {
 		problems = append(problems, err)
 		return report, joined()
 	}
-	defer p.closeClients()
-	for _, s := range p.sinks {
-		t := s.target.Load()
+	defer parts.Close()
+	for _, s := range parts.Sinks() {
+		t := s.Target
 		var addrs []string
-		for _, cs := range s.clients {
-			for _, c := range cs {
-				addrs = append(addrs, c.Addr()+" ("+c.ServerVersion()+")")
-			}
+		for _, r := range s.Replicas {
+			addrs = append(addrs, r.Addr+" ("+r.Version+")")
 		}
-		if s.derived {
+		if s.Derived {
 			report = append(report, fmt.Sprintf("clickhouse: sink %s: %s reachable; table %s is missing: sink.clickhouse.schema.create makes it at startup with %d insertable columns (etl schema prints it)",
-				s.name, strings.Join(addrs, ", "), t.Name(), len(t.Schema.Names)))
+				s.Name, strings.Join(addrs, ", "), t.Name(), len(t.Schema.Names)))
 		} else {
 			report = append(report, fmt.Sprintf("clickhouse: sink %s: %s reachable; table %s has %d insertable columns",
-				s.name, strings.Join(addrs, ", "), t.Name(), len(t.Schema.Names)))
+				s.Name, strings.Join(addrs, ", "), t.Name(), len(t.Schema.Names)))
 		}
 		for i, name := range t.Schema.Names {
 			field := t.Fields[i]
@@ -153,21 +161,21 @@ func Check(cfg *config.Config, timeout time.Duration) ([]string, error) {
 				field = "(none: column default)"
 			}
 			how := ""
-			if _, mapped := s.cfg.Columns[name]; mapped {
+			if _, mapped := s.Config.Columns[name]; mapped {
 				how = " (sink.clickhouse.columns)"
 			}
 			report = append(report, fmt.Sprintf("  column %s %s <- field %s%s", name, t.Schema.Types[i].Name, field, how))
 		}
-		for _, name := range s.cfg.ExcludeColumns {
+		for _, name := range s.Config.ExcludeColumns {
 			report = append(report, fmt.Sprintf("  column %s: not inserted, the server fills its DEFAULT (sink.clickhouse.exclude_columns)", name))
 		}
 	}
 	if cfg.Decode.Format == config.FormatAvro {
 		switch {
-		case p.avroSchema != "":
+		case parts.Schemas().Writer != "":
 			report = append(report, fmt.Sprintf("avro: schema %s fills the tables' columns", cfg.Decode.Avro.SchemaFile))
-		case p.registry != nil:
-			r, probs := p.checkRegistry(ctx)
+		case parts.Schemas().Registry != nil:
+			r, probs := checkRegistry(ctx, cfg, parts)
 			report = append(report, r...)
 			problems = append(problems, probs...)
 		}
@@ -176,16 +184,37 @@ func Check(cfg *config.Config, timeout time.Duration) ([]string, error) {
 		report = append(report, fmt.Sprintf("transform: %d steps compiled against the tables", len(cfg.Transform)))
 	}
 	if !loginRefused {
-		if err := checkKafkaAccess(ctx, cfg, slog.New(slog.NewTextHandler(io.Discard, nil))); err != nil {
+		if err := pipeline.CheckKafkaAccess(ctx, cfg, slog.New(slog.NewTextHandler(io.Discard, nil))); err != nil {
 			problems = append(problems, err)
 		}
 	}
 
-	if p.dlq != nil {
-		limit, source := p.dlq.MaxMessageBytes()
+	if limit, source, ok := parts.DeadLetterLimit(); ok {
 		report = append(report, fmt.Sprintf("dlq: topic %s, records up to %d bytes (%s)", cfg.Decode.DLQ.Topic, limit, source))
 	}
 	return report, joined()
+}
+
+// openChecked opens what a run builds before it would join the group, in
+// the run's order: the Avro schemas and the sinks, the exactly-once
+// requirements, the decoders and the chain against the tables, the
+// dead-letter producer.
+func openChecked(ctx context.Context, cfg *config.Config) (*pipeline.Parts, error) {
+	parts, err := pipeline.OpenParts(ctx, pipeline.PartsOptions{Config: cfg, Log: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	if err != nil {
+		return nil, err
+	}
+	for _, step := range []func() error{
+		func() error { return parts.CheckExactlyOnce(ctx) },
+		parts.Bind,
+		parts.OpenDeadLetters,
+	} {
+		if err := step(); err != nil {
+			parts.Close()
+			return nil, err
+		}
+	}
+	return parts, nil
 }
 
 // httpPorts returns an error naming every sink address that answers HTTP
@@ -212,67 +241,50 @@ func httpPorts(cfg *config.Config) error {
 // decode.validate_schema and the reader schema. A prewarm subject the
 // registry does not know is a problem; a default-named one is only
 // reported (the producers may name subjects otherwise).
-func (p *Pipeline) checkRegistry(ctx context.Context) (report []string, problems []error) {
-	a := p.cfg.Decode.Avro
-	subjects, configured := a.PrewarmSubjects, true
-	if len(subjects) == 0 {
-		configured = false
-		for _, t := range p.cfg.Source.Kafka.Topics {
-			subjects = append(subjects, t+"-value")
-		}
-	}
-	b, err := p.bind(nil)
-	if err != nil {
-		return nil, []error{err}
-	}
-	target, fields := b.target, []string(nil)
-	var schema *chunk.Schema
-	if b.staged != nil {
-		schema = b.staged.stage
-		fields = b.staged.stage.Names
-	} else {
-		schema, fields = target.Schema, target.Fields
-	}
+func checkRegistry(ctx context.Context, cfg *config.Config, parts *pipeline.Parts) (report []string, problems []error) {
+	a := cfg.Decode.Avro
+	configured := len(a.PrewarmSubjects) > 0
+	schemas := parts.Schemas()
+	schema, names := parts.DecoderInput()
 	// The fields of the latest schemas, for the columns mapping (without a
 	// reader schema, which Preflight checked it against already).
-	var fieldsOf *recordFields
-	for _, subject := range subjects {
-		s, err := p.registry.Latest(ctx, subject)
+	var fieldsOf *fields.Set
+	from := ""
+	for _, subject := range fields.Subjects(cfg) {
+		s, err := schemas.Registry.Latest(ctx, subject)
 		switch {
 		case errors.Is(err, schemaregistry.ErrSubjectNotFound) && !configured:
 			report = append(report, fmt.Sprintf("avro: the registry has no subject %s (records will be checked as they name their schemas)", subject))
 			continue
 		case errors.Is(err, schemaregistry.ErrSubjectNotFound):
-			problems = append(problems, &ConfigError{Errs: []error{fmt.Errorf("decode.avro.prewarm_subjects: %w", err)}})
+			problems = append(problems, &pipeline.ConfigError{Errs: []error{fmt.Errorf("decode.avro.prewarm_subjects: %w", err)}})
 			continue
 		case err != nil:
 			problems = append(problems, fmt.Errorf("decode.avro.registry %s: %w", a.Registry.URL, err))
 			continue
 		}
-		if p.readerSchema == "" {
-			if r, err := avroRecordFields(s.Text, ""); err == nil {
+		if schemas.Reader == "" {
+			if r, err := fields.FromAvro(s.Text, ""); err == nil {
 				if fieldsOf == nil {
-					fieldsOf = newRecordFields("")
+					fieldsOf = fields.NewSet("")
 				}
-				for n := range r.names {
-					fieldsOf.names[n] = true
-				}
-				fieldsOf.from += fmt.Sprintf(", %s (id %d)", subject, s.ID)
+				fieldsOf.AddAll(r)
+				from += fmt.Sprintf(", %s (id %d)", subject, s.ID)
 			}
 		}
-		_, err = avro.New(s.Text, schema, avro.Options{Fields: fields, ReaderSchema: p.readerSchema,
-			Validate: p.cfg.Decode.ValidateSchema, Ranges: p.serverRanges()})
+		_, err = avro.New(s.Text, schema, avro.Options{Fields: names, ReaderSchema: schemas.Reader,
+			Validate: cfg.Decode.ValidateSchema, Ranges: parts.ServerRanges()})
 		if err != nil {
-			problems = append(problems, &ConfigError{Errs: []error{fmt.Errorf("decode.avro: the latest schema of subject %s (id %d) cannot be decoded into the tables (validate_schema %s): %w",
-				subject, s.ID, p.cfg.Decode.ValidateSchema, err)}})
+			problems = append(problems, &pipeline.ConfigError{Errs: []error{fmt.Errorf("decode.avro: the latest schema of subject %s (id %d) cannot be decoded into the tables (validate_schema %s): %w",
+				subject, s.ID, cfg.Decode.ValidateSchema, err)}})
 			continue
 		}
 		report = append(report, fmt.Sprintf("avro: subject %s, latest schema id %d, fills the tables' columns", subject, s.ID))
 	}
 	if fieldsOf != nil {
-		fieldsOf.from = "the latest schema of the registry's subjects " + strings.TrimPrefix(fieldsOf.from, ", ")
-		if errs := checkMappedFields(p.cfg, fieldsOf); len(errs) > 0 {
-			problems = append(problems, &ConfigError{Errs: errs})
+		fieldsOf.From = "the latest schema of the registry's subjects " + strings.TrimPrefix(from, ", ")
+		if errs := fields.CheckMapped(cfg, fieldsOf); len(errs) > 0 {
+			problems = append(problems, &pipeline.ConfigError{Errs: errs})
 		}
 	}
 	return report, problems

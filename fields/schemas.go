@@ -1,0 +1,248 @@
+package fields
+
+import (
+	"context"
+	"crypto/tls"
+	"fmt"
+	"log/slog"
+	"os"
+	"strings"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/etl-project/etl/config"
+	"github.com/etl-project/etl/decode/avro"
+	"github.com/etl-project/etl/schema"
+	"github.com/etl-project/etl/schemaregistry"
+)
+
+// PrewarmTimeout bounds the fetch of decode.avro.prewarm_subjects at
+// startup: a registry that is down or does not answer delays the start by
+// at most this much, and never stops it.
+const PrewarmTimeout = 10 * time.Second
+
+// Schemas are the Avro schemas the decoders share: the writer schema of
+// schema_file, the reader schema, the registry client (confluent
+// framing), and the types of the fields the transform chain reads.
+type Schemas struct {
+	// Writer is schema_file's schema (raw and single_object framings).
+	Writer string
+	// Reader is the reader schema, if any: every record is resolved to
+	// it.
+	Reader string
+	// FieldTypes maps a field to its ClickHouse type, from the reader or
+	// the writer schema, or from the registry's latest schemas when the
+	// chain reads fields (transform inputs).
+	FieldTypes map[string]string
+	// Registry is the registry client (confluent framing), nil otherwise.
+	// Close closes it.
+	Registry *schemaregistry.Client
+}
+
+// Options configures LoadSchemas.
+type Options struct {
+	Config *config.Config
+	Log    *slog.Logger
+	// Registerer receives the registry client's metrics; nil registers
+	// none.
+	Registerer prometheus.Registerer
+}
+
+// LoadSchemas reads the schemas decode.avro names (the reader schema,
+// schema_file) and builds the registry client for confluent framing,
+// fetching the prewarm subjects (within PrewarmTimeout; a failure is
+// logged, not returned: the schemas are then fetched when records need
+// them). The caller closes the result.
+func LoadSchemas(ctx context.Context, o Options) (*Schemas, error) {
+	cfg, log := o.Config, o.Log
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	s := &Schemas{}
+	a := cfg.Decode.Avro
+	if rs := a.ReaderSchema; rs != "" {
+		if strings.HasPrefix(strings.TrimSpace(rs), "{") {
+			s.Reader = rs
+		} else {
+			b, err := os.ReadFile(rs)
+			if err != nil {
+				return nil, fmt.Errorf("decode.avro.reader_schema: %w", err)
+			}
+			s.Reader = string(b)
+		}
+	}
+	if a.Framing != avro.FramingConfluent {
+		b, err := os.ReadFile(a.SchemaFile)
+		if err != nil {
+			return nil, fmt.Errorf("decode.avro.schema_file: %w", err)
+		}
+		s.Writer = string(b)
+	}
+	// The fields' types for the transform chain: those of the reader
+	// schema, which every record is resolved to, or else of the one
+	// writer schema.
+	if known := s.Reader; known != "" || s.Writer != "" {
+		if known == "" {
+			known = s.Writer
+		}
+		types, err := avro.FieldTypes(known)
+		if err != nil {
+			return nil, fmt.Errorf("decode.avro: %w", err)
+		}
+		s.FieldTypes = types
+	}
+	if a.Framing != avro.FramingConfluent {
+		return s, nil
+	}
+	r := a.Registry
+	var tc *tls.Config
+	if r.TLS != nil && r.TLS.Enabled {
+		var err error
+		if tc, err = r.TLS.Config("decode.avro.registry.tls"); err != nil {
+			return nil, err
+		}
+	}
+	password, err := r.Secret()
+	if err != nil {
+		return nil, fmt.Errorf("decode.avro.registry.password_file: %w", err)
+	}
+	reg, err := schemaregistry.New(schemaregistry.Options{
+		URL: r.URL.Value(), Username: r.Username, Password: password, TLS: tc, PasswordFunc: RereadSecret(r.PasswordFile, r.Secret),
+		NegativeCacheTTL: a.NegativeCacheTTL.D(), Registerer: o.Registerer, Log: log,
+	})
+	if err != nil {
+		return nil, fmt.Errorf("decode.avro.registry: %w", err)
+	}
+	s.Registry = reg
+	if len(a.PrewarmSubjects) > 0 {
+		pctx, cancel := context.WithTimeout(ctx, PrewarmTimeout)
+		defer cancel()
+		if err := reg.Prewarm(pctx, a.PrewarmSubjects); err != nil {
+			// Not fatal: the schemas are fetched when records need them.
+			log.Warn("could not fetch every prewarm subject; their schemas will be fetched on demand", "err", err)
+		}
+	}
+	if s.FieldTypes == nil && len(cfg.Transform) > 0 {
+		s.FieldTypes = s.registryFieldTypes(ctx, cfg, log)
+	}
+	return s, nil
+}
+
+// Close closes the registry client, if any.
+func (s *Schemas) Close() {
+	if s != nil && s.Registry != nil {
+		s.Registry.Close()
+	}
+}
+
+// registryFieldTypes types the fields the transform chain reads from the
+// latest schema of each of Subjects: a field takes the type the first
+// subject gives it. Subjects the registry does not have, or a registry
+// that does not answer within PrewarmTimeout, type nothing: those fields
+// must then be declared in decode.fields, and the error saying so names
+// the registry's failure.
+func (s *Schemas) registryFieldTypes(ctx context.Context, cfg *config.Config, log *slog.Logger) map[string]string {
+	ctx, cancel := context.WithTimeout(ctx, PrewarmTimeout)
+	defer cancel()
+	types := map[string]string{}
+	for _, subject := range Subjects(cfg) {
+		sc, err := s.Registry.Latest(ctx, subject)
+		if err != nil {
+			log.Warn("cannot type the transform's fields from the registry", "subject", subject, "err", err)
+			continue
+		}
+		ft, err := avro.FieldTypes(sc.Text)
+		if err != nil {
+			log.Warn("cannot type the transform's fields from the registry", "subject", subject, "id", sc.ID, "err", err)
+			continue
+		}
+		for f, t := range ft {
+			if _, ok := types[f]; !ok {
+				types[f] = t
+			}
+		}
+	}
+	return types
+}
+
+// Subjects are the registry subjects whose latest schemas type the
+// fields: the prewarm subjects, or each topic's "<topic>-value" (the
+// default naming).
+func Subjects(cfg *config.Config) []string {
+	subjects := cfg.Decode.Avro.PrewarmSubjects
+	if len(subjects) == 0 {
+		for _, t := range cfg.Source.Kafka.Topics {
+			subjects = append(subjects, t+"-value")
+		}
+	}
+	return subjects
+}
+
+// Source returns the fields the configured pipeline reads, for deriving
+// its tables: the reader schema when there is one (every record is
+// resolved to it), else schema_file, else the latest schema of each of
+// Subjects in the registry (merged, the first subject's type winning);
+// for JSON, decode.fields. s is nil for JSON.
+func (s *Schemas) Source(ctx context.Context, cfg *config.Config) (schema.Source, error) {
+	if cfg.Decode.Format != config.FormatAvro {
+		if len(cfg.Decode.Fields) == 0 {
+			return schema.Source{}, fmt.Errorf("decode.fields is empty: JSON records carry no types, so the table's columns cannot be derived; declare each field's ClickHouse type in decode.fields")
+		}
+		return schema.FromFields(cfg.Decode.Fields, cfg.Decode.FieldOrder), nil
+	}
+	if text := s.Reader; text != "" {
+		return avroSource(text, "decode.avro.reader_schema")
+	}
+	if s.Writer != "" {
+		return avroSource(s.Writer, "decode.avro.schema_file")
+	}
+	var src schema.Source
+	for _, subject := range Subjects(cfg) {
+		sc, err := s.Registry.Latest(ctx, subject)
+		if err != nil {
+			return schema.Source{}, fmt.Errorf("decode.avro.registry: the latest schema of subject %q: %w", subject, err)
+		}
+		one, err := schema.FromAvro(sc.Text)
+		if err != nil {
+			return schema.Source{}, fmt.Errorf("decode.avro.registry: subject %q schema id %d: %w", subject, sc.ID, err)
+		}
+		src = schema.Merge(src, one)
+	}
+	return src, nil
+}
+
+// avroSource reads the fields of an Avro schema; where names its key.
+func avroSource(text, where string) (schema.Source, error) {
+	s, err := schema.FromAvro(text)
+	if err != nil {
+		return s, fmt.Errorf("%s: %w", where, err)
+	}
+	return s, nil
+}
+
+// RereadSecret returns read when a password_file is set (file), so the
+// client reads the file again where it logs in anew and a rotated secret
+// is picked up; nil when the password is given in the configuration.
+func RereadSecret(file string, read func() (string, error)) func() (string, error) {
+	if file == "" {
+		return nil
+	}
+	return read
+}
+
+// Types is FieldTypes, nil for a nil s.
+func (s *Schemas) Types() map[string]string {
+	if s == nil {
+		return nil
+	}
+	return s.FieldTypes
+}
+
+// Client is Registry, nil for a nil s.
+func (s *Schemas) Client() *schemaregistry.Client {
+	if s == nil {
+		return nil
+	}
+	return s.Registry
+}
