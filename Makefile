@@ -9,7 +9,7 @@ DEMO_DIR  ?= .demo
 # dependencies never raise the versions this module selects.
 STATICCHECK ?= $(GO) run honnef.co/go/tools/cmd/staticcheck@v0.8.2
 
-.PHONY: all build test test-short lint tools vet fmt check-deploy sim bench-smoke fuzz demo demo-stop bench bench-compare bench-ab clean
+.PHONY: all build test test-short lint tools vet fmt check-deploy sim mutate bench-smoke fuzz demo demo-stop bench bench-compare bench-ab clean
 
 all: build
 
@@ -37,6 +37,18 @@ SEEDS ?= 1000
 sim:
 	$(GO) test -c -o $(BIN)/pipeline.test ./pipeline
 	$(BIN)/pipeline.test -test.run '^TestSim$$' -test.count=1 -sim.seeds=$(SEEDS) -sim.summary
+
+# The mutation score of the simulation and the fast tests (not part of make
+# test): internal/mutate plants each bug of the corpus in test/mutations
+# (a file and an exact old text, found exactly once, with its new text)
+# one at a time in a scratch copy of the tree, runs the simulation over
+# SEEDS seeds (stopping at the first failing batch) and then go test -short
+# of the packages it changed, and prints one line per mutation and
+# "mutate: N planted, K caught, score P%". MUTATE_ONLY=REGEXP runs the
+# mutations whose names match; go run ./internal/mutate -check only checks
+# that every mutation still applies.
+mutate:
+	SEEDS=$(SEEDS) $(GO) run ./internal/mutate
 
 # Go native fuzzing, each target in turn for FUZZTIME (a Go duration in s,
 # m or h; default 1m each), one fuzz worker: the expression compiler, the
