@@ -31,8 +31,8 @@ var layers = [][]string{
 	{"pipeline", "offsets"},
 	// The operator commands, built from the runtime's parts.
 	{"inspect"},
-	// The binaries.
-	{"cmd/etl", "cmd/devbroker"},
+	// The binaries, and the mutation runner (make mutate).
+	{"cmd/etl", "cmd/devbroker", "internal/mutate"},
 }
 
 // testOnly are packages for tests: no production package may import them
