@@ -51,22 +51,10 @@ func TestShardFollowsTableOneRead(t *testing.T) {
 				},
 			}
 			s, a, _, res, _ := loopShard(t, o, tg, f)
-			c := idChunk(t, tg, 0, 3)
-			t0 := time.Now()
-			enqueue(t, s, c)
-			synctest.Wait()
-			if a.count(c) != 1 {
-				t.Fatalf("acknowledged %d times, want 1", a.count(c))
-			}
+			last := followed(t, s, f, a, tg)
 			if got := reads.Load(); got != 1 {
 				t.Errorf("the table was read %d times, want 1", got)
 			}
-			if got := f.times(t0); !slices.Equal(got, []time.Duration{0, 0}) {
-				t.Errorf("inserts at %v, want two at +0", got)
-			}
-			f.mu.Lock()
-			last := f.all[len(f.all)-1]
-			f.mu.Unlock()
 			if !slices.Equal(last.target.Schema.Names, []string{"id"}) || !slices.Equal(last.ids, []uint64{0, 1, 2}) {
 				t.Errorf("second insert: columns %v ids %v, want [id] [0 1 2]", last.target.Schema.Names, last.ids)
 			}
@@ -96,33 +84,14 @@ func TestShardFollowsTableOneRead(t *testing.T) {
 						if to != live {
 							t.Errorf("Reshape to %v, want the live target", to.Schema.Types)
 						}
-						var rows [][]any
-						for _, c := range chunks {
-							for r := 0; r < c.Rows; r++ {
-								id := c.Cols[0].(*chunk.Fixed[uint64]).Data[r]
-								rows = append(rows, []any{id, fmt.Sprintf("m%d", id)})
-							}
-						}
-						return []*chunk.Chunk{buildChunk(t, live, 0, rows)}, nil
+						return convertIDs(t, chunks, live), nil
 					},
 				}
 				s, a, _, res, _ := loopShard(t, o, tg, f)
-				c := idChunk(t, tg, 0, 3)
-				t0 := time.Now()
-				enqueue(t, s, c)
-				synctest.Wait()
-				if a.count(c) != 1 {
-					t.Fatalf("acknowledged %d times, want 1", a.count(c))
-				}
+				last := followed(t, s, f, a, tg)
 				if r, sh := reads.Load(), reshapes.Load(); r != 1 || sh != 1 {
 					t.Errorf("the table was read %d times and the batch converted %d times, want 1 and 1", r, sh)
 				}
-				if got := f.times(t0); !slices.Equal(got, []time.Duration{0, 0}) {
-					t.Errorf("inserts at %v, want two at +0", got)
-				}
-				f.mu.Lock()
-				last := f.all[len(f.all)-1]
-				f.mu.Unlock()
 				if !slices.Equal(last.ids, []uint64{0, 1, 2}) {
 					t.Errorf("second insert ids %v, want [0 1 2]", last.ids)
 				}
@@ -142,14 +111,7 @@ func TestShardFollowsTableOneRead(t *testing.T) {
 			o := ShardOptions{QueueCapacity: 4, MaxRows: 1,
 				Refresh: func(context.Context) (*Target, error) { reads.Add(1); return live, nil },
 				Reshape: func(chunks []*chunk.Chunk, _ *Target) ([]*chunk.Chunk, error) {
-					var rows [][]any
-					for _, c := range chunks {
-						for r := 0; r < c.Rows; r++ {
-							id := c.Cols[0].(*chunk.Fixed[uint64]).Data[r]
-							rows = append(rows, []any{id, "x"})
-						}
-					}
-					return []*chunk.Chunk{buildChunk(t, live, 0, rows)}, nil
+					return convertIDs(t, chunks, live), nil
 				},
 			}
 			s, a, _, res, _ := loopShard(t, o, tg, f)
@@ -172,4 +134,38 @@ func TestShardFollowsTableOneRead(t *testing.T) {
 			}
 		})
 	})
+}
+
+// followed enqueues a chunk of ids 0..2 for tg on s, whose first insert
+// f refuses, and checks that the batch was inserted again at the same
+// instant and acknowledged once. It returns the second insert.
+func followed(t *testing.T, s *Shard, f *fakeReplica, a *acks, tg *Target) fakeCall {
+	t.Helper()
+	c := idChunk(t, tg, 0, 3)
+	t0 := time.Now()
+	enqueue(t, s, c)
+	synctest.Wait()
+	if a.count(c) != 1 {
+		t.Fatalf("acknowledged %d times, want 1", a.count(c))
+	}
+	if got := f.times(t0); !slices.Equal(got, []time.Duration{0, 0}) {
+		t.Errorf("inserts at %v, want two at +0", got)
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.all[len(f.all)-1]
+}
+
+// convertIDs is a Reshape for tests: one chunk of live with the ids of
+// chunks (id UInt64 first) and msg "m<id>".
+func convertIDs(t *testing.T, chunks []*chunk.Chunk, live *Target) []*chunk.Chunk {
+	t.Helper()
+	var rows [][]any
+	for _, c := range chunks {
+		for r := 0; r < c.Rows; r++ {
+			id := c.Cols[0].(*chunk.Fixed[uint64]).Data[r]
+			rows = append(rows, []any{id, fmt.Sprintf("m%d", id)})
+		}
+	}
+	return []*chunk.Chunk{buildChunk(t, live, 0, rows)}
 }
