@@ -18,10 +18,14 @@ import (
 //     pipeline),
 //   - the first time an Avro schema id is served (a new writer schema often
 //     comes with a new column), before any record of it is decoded,
-//   - when an insert names a column the table no longer has (the shard
-//     calls describeNow and re-targets the batch at the columns left).
+//   - when an insert is refused because the table changed under it (the
+//     shard's followTable calls refreshTarget through ShardOptions.Refresh,
+//     then re-targets the batch at the columns left or converts it to the
+//     new types).
 //
-// A changed table gets a new Target. Workers rebuild their decoders for it
+// Each of these only signals; refreshTarget alone decides that the table
+// changed (the live plan differs from the current one), checks that
+// records can fill it, and installs it. A changed table gets a new Target. Workers rebuild their decoders for it
 // before the next lane they run, and seal the lane's open chunk first: a
 // chunk is built for exactly one target, and the shard never mixes chunks
 // of two targets in one insert. Chunks already built for the old target are

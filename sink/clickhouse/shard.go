@@ -296,39 +296,70 @@ func (s *Shard) targetFor(schema *chunk.Schema) *Target {
 	return s.o.Target
 }
 
-// reproject re-reads the table after an insert of b named a column the
-// table lacks, and re-targets the chunks of b's schema at the columns the
-// table still has. It reports whether the batch should be tried again.
-func (s *Shard) reproject(ctx context.Context, old *Target) bool {
+// followTable is the shard's one answer to a refused insert that may mean
+// the table changed under the batch: it reads the table once through
+// Options.Refresh (which installs the live target for the whole sink, see
+// pipeline's refreshTarget) and makes b fit it, each way at most once per
+// batch:
+//   - a column the insert named is gone (missingColumn): the chunks of
+//     target's schema are re-targeted at the columns the table still has
+//     (Project);
+//   - another permanent error after some columns changed type: the batch is
+//     converted to the live types with Options.Reshape.
+//
+// It reports recoverAgain when b was made to fit, recoverNever when the
+// conversion failed (ie then says why), and ok=false when the table did not
+// change in a way the batch can follow.
+func (s *Shard) followTable(ctx context.Context, b *batchSend, target *Target, err error, ie *InsertError) (rec recovery, ok bool) {
 	if s.o.Refresh == nil {
-		return false
+		return 0, false
 	}
-	live, err := s.o.Refresh(ctx)
-	if err != nil {
-		s.log.Warn("could not read the table's columns again", slog.Any("error", err))
-		return false
+	project := missingColumn(err) && !b.reprojected
+	convert := Permanent(err) && !b.retyped && s.o.Reshape != nil
+	if !project && !convert {
+		return 0, false
 	}
-	t, dropped := Project(old, live)
-	if t == nil || len(dropped) == 0 {
-		return false
+	live, rerr := s.o.Refresh(ctx)
+	if rerr != nil {
+		s.log.Warn("could not read the table's columns again", slog.Any("error", rerr))
+		return 0, false
 	}
-	s.log.Warn("the table no longer has some columns the batch was built for: inserting it without them",
-		slog.Any("dropped", dropped))
-	s.tmu.Lock()
-	s.targets[t.From] = t
-	s.tmu.Unlock()
-	return true
+	if project {
+		if t, dropped := Project(target, live); t != nil && len(dropped) > 0 {
+			s.log.Warn("the table no longer has some columns the batch was built for: inserting it without them",
+				slog.Any("dropped", dropped))
+			s.tmu.Lock()
+			s.targets[t.From] = t
+			s.tmu.Unlock()
+			b.reprojected = true
+			return recoverAgain, true
+		}
+	}
+	if !convert {
+		return 0, false
+	}
+	changed := retypedColumns(target, live)
+	if len(changed) == 0 {
+		return 0, false
+	}
+	b.retyped = true
+	conv, cerr := s.o.Reshape(b.chunks, live)
+	if cerr != nil {
+		ie.Err = fmt.Errorf("the types of columns %v changed under the running pipeline, and the batch built for the old ones cannot be converted: %w (the insert was refused with: %w)", changed, cerr, ie.Err)
+		return recoverNever, true
+	}
+	s.log.Warn("the types of some columns changed under the running pipeline: converting the batch built for the old ones",
+		slog.Any("columns", changed), slog.Int("rows", b.rows))
+	s.AddTarget(live)
+	b.chunks, b.bytes = conv, 0
+	for _, c := range conv {
+		b.bytes += c.Size()
+	}
+	return recoverAgain, true
 }
 
-// retyped re-reads the table after an insert built for target was refused
-// and lists target's columns whose type the table changed since (by name),
-// with the live target.
-func (s *Shard) retyped(ctx context.Context, target *Target) (*Target, []string) {
-	live, err := s.o.Refresh(ctx)
-	if err != nil {
-		s.log.Warn("could not read the table's columns again", slog.Any("error", err))
-		return nil, nil
-	}
+// retypedColumns lists target's columns whose type live changed (by name).
+func retypedColumns(target, live *Target) []string {
 	var changed []string
 	for i, n := range target.Schema.Names {
 		for j, m := range live.Schema.Names {
@@ -337,7 +368,7 @@ func (s *Shard) retyped(ctx context.Context, target *Target) (*Target, []string)
 			}
 		}
 	}
-	return live, changed
+	return changed
 }
 
 // QueueLen is the number of chunks waiting in the queue.

@@ -3,7 +3,6 @@ package clickhouse
 import (
 	"context"
 	"errors"
-	"fmt"
 	"log/slog"
 	"time"
 
@@ -269,35 +268,14 @@ const (
 )
 
 // recoverable decides what the failed attempt of b for target (err, and
-// ie, the *InsertError returned for it) means. A missing column
-// re-projects the target, once per batch; a permanent error after the
-// table's column types changed converts the batch to the new types with
-// Options.Reshape, once per batch (when that fails, ie says why and the
-// batch cannot go); another permanent error means the data does not fit
-// the table, and says nothing about the replica's health; anything else is
-// transient.
+// ie, the *InsertError returned for it) means. A refusal that the table's
+// change explains is followed by followTable (the batch re-projected or
+// converted, or ie saying why it cannot be); another permanent error means
+// the data does not fit the table, and says nothing about the replica's
+// health; anything else is transient.
 func (s *Shard) recoverable(ctx context.Context, b *batchSend, target *Target, err error, ie *InsertError) recovery {
-	if missingColumn(err) && !b.reprojected && s.reproject(ctx, target) {
-		b.reprojected = true
-		return recoverAgain
-	}
-	if Permanent(err) && !b.retyped && s.o.Reshape != nil && s.o.Refresh != nil {
-		if live, changed := s.retyped(ctx, target); len(changed) > 0 {
-			b.retyped = true
-			conv, cerr := s.o.Reshape(b.chunks, live)
-			if cerr != nil {
-				ie.Err = fmt.Errorf("the types of columns %v changed under the running pipeline, and the batch built for the old ones cannot be converted: %w (the insert was refused with: %w)", changed, cerr, ie.Err)
-				return recoverNever
-			}
-			s.log.Warn("the types of some columns changed under the running pipeline: converting the batch built for the old ones",
-				slog.Any("columns", changed), slog.Int("rows", b.rows))
-			s.AddTarget(live)
-			b.chunks, b.bytes = conv, 0
-			for _, c := range conv {
-				b.bytes += c.Size()
-			}
-			return recoverAgain
-		}
+	if rec, ok := s.followTable(ctx, b, target, err, ie); ok {
+		return rec
 	}
 	if Permanent(err) {
 		return recoverNever
