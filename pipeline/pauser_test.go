@@ -5,6 +5,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/etl-project/etl/chunk"
 	"github.com/etl-project/etl/source/kafka"
 )
 
@@ -70,4 +71,39 @@ func (l *lane) advanceDecoded(n int64) {
 	l.mu.Lock()
 	l.decoded += n
 	l.mu.Unlock()
+}
+
+// TestLaneOverAtReadAhead checks that a lane waiting for a queue goes over
+// its read-ahead when it holds exactly the read-ahead, not only above it.
+func TestLaneOverAtReadAhead(t *testing.T) {
+	l := newLane(TopicPartition{Topic: "events"}, 1, nil, nil)
+	l.readAhead = 1000
+	l.recBytes = 999
+	l.block(0)
+	if over, _ := l.pauseState(); over {
+		t.Fatal("over its read-ahead of 1000 holding 999 undecoded bytes")
+	}
+	l.unblock()
+	l.recBytes = 1000
+	l.block(0)
+	if over, _ := l.pauseState(); !over {
+		t.Fatal("not over its read-ahead of 1000 holding 1000 undecoded bytes")
+	}
+}
+
+// TestLaneIdleWithParkedChunk checks that a lane holding a parked chunk
+// (a sealed chunk a queue refused) is not idle, whatever its state says:
+// the drain and the stop wait for it.
+func TestLaneIdleWithParkedChunk(t *testing.T) {
+	for _, state := range []laneState{laneIdle, laneFailed} {
+		l := newLane(TopicPartition{Topic: "events"}, 1, nil, nil)
+		l.state = state
+		if !l.idle() {
+			t.Fatalf("an empty lane in state %d is not idle", state)
+		}
+		l.parked = &chunk.Chunk{}
+		if l.idle() {
+			t.Fatalf("a lane in state %d with a parked chunk is idle", state)
+		}
+	}
 }
