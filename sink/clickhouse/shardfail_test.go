@@ -41,3 +41,28 @@ func TestShardNoAckAfterFailure(t *testing.T) {
 		}
 	})
 }
+
+// TestShardSpaceAtHalf: after a refused TryEnqueue, OnSpace waits until the
+// queue has drained to half its capacity, not for the first free slot.
+func TestShardSpaceAtHalf(t *testing.T) {
+	tg := idTarget(t, "space")
+	spaces := 0
+	s := NewShard(ShardOptions{Name: "0", Target: tg, Replicas: []Inserter{newFake("a")}, QueueCapacity: 4, MaxRows: 1,
+		OnSpace: func() { spaces++ }, Metrics: NewMetrics(nil, nil), Log: testLog(t)})
+	for i := range 4 {
+		enqueue(t, s, idChunk(t, tg, i, 1))
+	}
+	if s.TryEnqueue(idChunk(t, tg, 4, 1)) {
+		t.Fatal("a full queue took a chunk")
+	}
+	<-s.queue
+	s.spaceIfFull()
+	if spaces != 0 {
+		t.Fatalf("OnSpace called with %d of 4 queued", len(s.queue))
+	}
+	<-s.queue
+	s.spaceIfFull()
+	if spaces != 1 {
+		t.Fatalf("OnSpace called %d times once the queue drained to half, want 1", spaces)
+	}
+}
