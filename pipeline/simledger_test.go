@@ -160,6 +160,7 @@ func (g *simLedger) records() int64 {
 // not handed over, and the lanes' outputs never pass max_inflight_bytes
 // by more than its allowance (below).
 func (w *simWorld) checkLedger() {
+	w.checkReplaying()
 	g := w.ledger
 	in := map[*chunk.Chunk]bool{}
 	var copies int64 // what the shards count while their inserts run

@@ -76,7 +76,7 @@ func parse(name, text string) (mutation, error) {
 			file = strings.TrimSpace(strings.TrimPrefix(line, "file:"))
 		case line == "@@ old":
 			if file == "" {
-				return m, fmt.Errorf("line %d: @@ old before any file:", i+1)
+				return m, fmt.Errorf("line %d: @@ old before any file line", i+1)
 			}
 			var old, repl []string
 			j := i + 1
