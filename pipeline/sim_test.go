@@ -539,7 +539,7 @@ func (w *simWorld) hook(at hookPoint, l *lane) {
 		w.committing = true
 		defer func() { w.committing = false }()
 		switch k := r.Intn(100); {
-		case k < 30 && !w.calm && w.revoking == nil:
+		case k < 30 && !w.calm && !w.inGroup && w.revoking == nil:
 			var owned []TopicPartition
 			for _, tp := range w.parts {
 				if w.src.owned[tp] {
@@ -558,7 +558,7 @@ func (w *simWorld) hook(at hookPoint, l *lane) {
 		}
 		return
 	}
-	group := !w.calm && !w.inPoll // a group callback may run now
+	group := !w.calm && !w.inPoll && !w.inGroup // a group callback may run now
 	switch k := r.Intn(100); {
 	case k < 25 && l != nil && group && w.revoking == nil && w.src.owned[l.tp]:
 		// The group takes this very lane's partition away.
