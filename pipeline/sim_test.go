@@ -173,6 +173,7 @@ type simWorld struct {
 	calm       bool   // quiescing or stopping: no more faults
 	stopping   bool   // the source stopped: no fetches, no rebalances
 	inPoll     bool   // inside Fetched: no group callback can run (BlockRebalanceOnPoll)
+	inGroup    bool   // inside a group callback (Assigned, the end of a revoke, Lost): the client runs them one at a time
 	committing bool   // inside a commit's hook: the commit lock is held
 	failMode   bool   // decode.on_error fail: a bad record stops the pipeline
 	failed     bool   // ... and it did
@@ -538,7 +539,7 @@ func (w *simWorld) hook(at hookPoint, l *lane) {
 		w.committing = true
 		defer func() { w.committing = false }()
 		switch k := r.Intn(100); {
-		case k < 30 && !w.calm && w.revoking == nil:
+		case k < 30 && !w.calm && !w.inGroup && w.revoking == nil:
 			var owned []TopicPartition
 			for _, tp := range w.parts {
 				if w.src.owned[tp] {
@@ -557,7 +558,7 @@ func (w *simWorld) hook(at hookPoint, l *lane) {
 		}
 		return
 	}
-	group := !w.calm && !w.inPoll // a group callback may run now
+	group := !w.calm && !w.inPoll && !w.inGroup // a group callback may run now
 	switch k := r.Intn(100); {
 	case k < 25 && l != nil && group && w.revoking == nil && w.src.owned[l.tp]:
 		// The group takes this very lane's partition away.
@@ -727,6 +728,7 @@ func (w *simWorld) assign(tps []TopicPartition) {
 		w.src.start[tp] = w.src.pos[tp]
 	}
 	w.tracef("assign %v", tps)
+	defer w.groupCallback("assign")()
 	w.h.Assigned(context.Background(), parts)
 	for _, tp := range tps {
 		if l := w.p.lanes[tp]; l != nil && !slices.Contains(w.lanes, l) {
@@ -770,6 +772,7 @@ func (w *simWorld) beginRevoke(tps []TopicPartition) {
 		parts[tp.Topic] = append(parts[tp.Topic], tp.Partition)
 	}
 	w.tracef("revoke %v begins", tps)
+	w.groupCallback("revoke")()
 	w.revoking = w.p.revokeBegin(parts)
 	w.revokeAt = w.now
 }
@@ -785,13 +788,28 @@ func (w *simWorld) finishRevoke(force bool) {
 		return
 	}
 	w.tracef("revoke %v ends", r.parts)
+	done := w.groupCallback("end of revoke")
 	w.p.revokeEnd(r)
+	done()
 	w.revoking = nil
 	for topic, ps := range r.parts {
 		for _, part := range ps {
 			delete(w.src.owned, TopicPartition{Topic: topic, Partition: part})
 		}
 	}
+}
+
+// groupCallback marks a group callback as running until the returned
+// function is called. The client runs its group callbacks one at a time,
+// so one that starts inside another is a fault of the simulation: the
+// source and the pipeline would disagree on what is owned.
+func (w *simWorld) groupCallback(what string) (done func()) {
+	if w.inGroup {
+		w.violation("%s inside another group callback", what)
+	}
+	prev := w.inGroup
+	w.inGroup = true
+	return func() { w.inGroup = prev }
 }
 
 // lose takes a random owned partition away without a revoke (session
@@ -818,6 +836,7 @@ func (w *simWorld) loseParts(tps []TopicPartition) {
 		delete(w.src.owned, tp) // gone before the callback runs
 	}
 	w.tracef("lose %v", tps)
+	defer w.groupCallback("lose")()
 	w.h.Lost(context.Background(), parts)
 }
 
