@@ -127,7 +127,7 @@ func TestExactlyOnceZooKeeperOutage(t *testing.T) {
 
 	// The server's codes, as the retry warnings give them.
 	codes := map[string]int{}
-	for _, c := range regexp.MustCompile(`code: (\d+)`).FindAllStringSubmatch(p.logText(), -1) {
+	for _, c := range regexp.MustCompile(`[A-Z][A-Z_]+ \((\d+)\)`).FindAllStringSubmatch(p.logText(), -1) {
 		codes[c[1]]++
 	}
 	var seen []string
