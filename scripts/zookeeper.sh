@@ -56,6 +56,16 @@ is_port() {
 	[[ $1 =~ ^[0-9]+$ ]] && ((10#$1 > 0 && 10#$1 < 65536))
 }
 
+# spawned reports whether the process $1, forked by this script, has not
+# exited. Until the forked shell has exec'd the server, its command line is
+# still this script's, so alive would say no: the start waits with this.
+spawned() {
+	local state
+	[[ -r /proc/$1/stat ]] || return 1
+	state=$(sed -e 's/^.*) //' "/proc/$1/stat" 2>/dev/null | cut -d' ' -f1) || return 1
+	[[ $state != Z && $state != X ]]
+}
+
 # alive reports whether pid $1 is a running (not zombie) ZooKeeper started
 # with the config of $DIR.
 alive() {
@@ -243,7 +253,7 @@ cmd_start() {
 		if serving "$PORT" && alive "$pid"; then
 			break
 		fi
-		if ! alive "$pid"; then
+		if ! spawned "$pid"; then
 			echo "zookeeper.sh: ZooKeeper (pid $pid) exited during startup" >&2
 			log_tail
 			rm -f "$DIR/zookeeper.pid"
