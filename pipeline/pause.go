@@ -203,6 +203,7 @@ func compareTP(a, b TopicPartition) int {
 // which callers get here, the last one leaves the pauser as the budget is.
 // Lock order: pauser.mu, then the budget's.
 func (ps *pauser) followBudget(b *backpressure.Budget, yield func(hookPoint, *lane)) {
+	defer yield(hookFollowedBudget, nil) // runs after the deferred unlock below
 	yield(hookFollowBudget, nil)
 	ps.mu.Lock()
 	defer ps.mu.Unlock()

@@ -2,9 +2,11 @@ package pipeline
 
 import (
 	"testing"
+	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/etl-project/etl/backpressure"
 	"github.com/etl-project/etl/chunk"
 	"github.com/etl-project/etl/source/kafka"
 )
@@ -104,6 +106,59 @@ func TestLaneIdleWithParkedChunk(t *testing.T) {
 		l.parked = &chunk.Chunk{}
 		if l.idle() {
 			t.Fatalf("a lane in state %d with a parked chunk is idle", state)
+		}
+	}
+}
+
+// TestFollowBudgetLostUpdate runs two callers of followBudget the way the
+// poll loop and the controller can: the first waits at its hook while the
+// budget turns over and the second follows it. Whatever the order, the
+// pauser must end as the budget is, and so must the source's partitions.
+func TestFollowBudgetLostUpdate(t *testing.T) {
+	for _, startPaused := range []bool{false, true} {
+		src := &pauseLog{paused: map[TopicPartition]int{}, resumed: map[TopicPartition]int{}}
+		ps := newPauser(src, prometheus.NewGauge(prometheus.GaugeOpts{Name: "etl_test_paused"}))
+		tp := TopicPartition{Topic: "events", Partition: 0}
+		ps.assign(newLane(tp, 1, nil, nil))
+		b, err := backpressure.New(backpressure.Options{Bytes: 1000, HighRatio: 0.8, LowRatio: 0.5})
+		if err != nil {
+			t.Fatal(err)
+		}
+		now := time.Unix(0, 0)
+		if startPaused {
+			b.Add(900)
+			b.Check(now)
+			ps.followBudget(b, func(hookPoint, *lane) {})
+		}
+		inner := false
+		var yield func(hookPoint, *lane)
+		yield = func(at hookPoint, _ *lane) {
+			if at != hookFollowBudget || inner {
+				return
+			}
+			inner = true
+			// The other caller: the budget turns over and it follows.
+			if startPaused {
+				b.Release(900)
+			} else {
+				b.Add(900)
+			}
+			now = now.Add(time.Second)
+			if b.Check(now) == backpressure.None {
+				t.Fatalf("the budget did not turn over")
+			}
+			ps.followBudget(b, yield)
+		}
+		ps.followBudget(b, yield)
+		ps.mu.Lock()
+		followed := ps.budget
+		ps.mu.Unlock()
+		if followed != b.Paused() {
+			t.Fatalf("started paused=%v: the pauser holds paused=%v, the budget says paused=%v", startPaused, followed, b.Paused())
+		}
+		if sourcePaused := src.paused[tp] > src.resumed[tp]; sourcePaused != b.Paused() {
+			t.Fatalf("started paused=%v: the partition is paused=%v (paused %d times, resumed %d), the budget says paused=%v",
+				startPaused, sourcePaused, src.paused[tp], src.resumed[tp], b.Paused())
 		}
 	}
 }

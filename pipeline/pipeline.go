@@ -161,17 +161,18 @@ type Pipeline struct {
 type hookPoint int
 
 const (
-	hookRefused      hookPoint = iota // a shard queue refused a chunk; the lane is not blocked yet
-	hookBlocked                       // the lane is blocked (its partition paused if the pauser says so); the send is not retried yet
-	hookDecoded                       // a worker decoded a step's records
-	hookRegister                      // exactly-once: a block is about to be committed as registered
-	hookBudgetCheck                   // the budget changed state; the pauser does not know yet
-	hookCommitted                     // a commit went through; the tracker does not know yet (commit lock held)
-	hookReadAhead                     // a lane went over its read-ahead or back under it; the pauser does not know yet
-	hookFollowBudget                  // the pauser is about to follow the budget and has not taken its lock
-	hookRetryFailed                   // a blocked lane's retried send failed; its worker has not finished it yet
-	hookFinished                      // a worker finished a lane; what the lane dropped is not released yet
-	hookAcked                         // acknowledgements were applied; the held and blocked lanes are not woken yet
+	hookRefused        hookPoint = iota // a shard queue refused a chunk; the lane is not blocked yet
+	hookBlocked                         // the lane is blocked (its partition paused if the pauser says so); the send is not retried yet
+	hookDecoded                         // a worker decoded a step's records
+	hookRegister                        // exactly-once: a block is about to be committed as registered
+	hookBudgetCheck                     // the budget changed state; the pauser does not know yet
+	hookCommitted                       // a commit went through; the tracker does not know yet (commit lock held)
+	hookReadAhead                       // a lane went over its read-ahead or back under it; the pauser does not know yet
+	hookFollowBudget                    // the pauser is about to follow the budget and has not taken its lock
+	hookRetryFailed                     // a blocked lane's retried send failed; its worker has not finished it yet
+	hookFinished                        // a worker finished a lane; what the lane dropped is not released yet
+	hookAcked                           // acknowledgements were applied; the held and blocked lanes are not woken yet
+	hookFollowedBudget                  // the pauser followed the budget and released its lock
 )
 
 // yield calls the simulation's hook, if any.

@@ -149,10 +149,11 @@ func TestSim(t *testing.T) {
 
 // simWorld is one seed's run.
 type simWorld struct {
-	t    testing.TB
-	seed int64
-	rng  *rand.Rand
-	desc string
+	minPause time.Duration // the budget's minimum pause
+	t        testing.TB
+	seed     int64
+	rng      *rand.Rand
+	desc     string
 
 	p    *Pipeline
 	h    *handler
@@ -237,6 +238,7 @@ func newSimWorld(t testing.TB, seed int64) *simWorld {
 	if err != nil {
 		t.Fatal(err)
 	}
+	w.minPause = minPause
 	budget, err := backpressure.New(backpressure.Options{Bytes: budgetBytes, HighRatio: 0.8, LowRatio: 0.5, MinPause: minPause})
 	if err != nil {
 		t.Fatal(err)
@@ -524,7 +526,10 @@ func (w *simWorld) randomStep() {
 // another goroutine could do at that moment.
 func (w *simWorld) hook(at hookPoint, l *lane) {
 	w.checkHook(at, l)
-	if w.depth >= 2 || w.rng.Intn(100) >= 40 {
+	if at == hookFollowedBudget {
+		return // a check only: nothing else runs here
+	}
+	if w.depth >= 2 || (at != hookFollowBudget && w.rng.Intn(100) >= 40) {
 		return
 	}
 	w.depth++

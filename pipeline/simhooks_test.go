@@ -5,6 +5,19 @@ import "time"
 // checkHook checks what holds at a hook point itself, before anything
 // else runs there.
 func (w *simWorld) checkHook(at hookPoint, l *lane) {
+	if at == hookFollowedBudget {
+		// Nothing ran since the pauser released its lock: it must
+		// have left itself as the budget is, whatever another caller
+		// of followBudget did while this one waited at its hook.
+		ps := w.p.pause
+		ps.mu.Lock()
+		followed := ps.budget
+		ps.mu.Unlock()
+		if paused := w.p.budget.Paused(); followed != paused {
+			w.violation("the pauser followed the budget and holds paused=%v while the budget says paused=%v (a lost update)", followed, paused)
+		}
+		return
+	}
 	if at != hookReadAhead || l == nil {
 		return
 	}
@@ -39,7 +52,22 @@ func (w *simWorld) raceHook(at hookPoint, l *lane) bool {
 	switch at {
 	case hookFollowBudget:
 		switch k := r.Intn(100); {
-		case k < 40:
+		case k < 30:
+			// What turns the budget over: acknowledgements past
+			// the minimum pause when it is paused, fetches when it
+			// is not.
+			if w.p.budget.Paused() {
+				w.sinkStep(w.calm)
+				w.sinkStep(w.calm)
+				w.processAcks()
+				w.controller(w.minPause + time.Duration(r.Intn(100))*time.Millisecond)
+			} else if !w.inPoll {
+				w.fetch()
+				w.fetch()
+			} else {
+				return false
+			}
+		case k < 50:
 			w.processAcks()
 			w.controller(time.Duration(r.Intn(400)) * time.Millisecond)
 		case k < 70 && !w.inPoll:
