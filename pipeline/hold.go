@@ -74,6 +74,7 @@ func (p *Pipeline) holdForBudget(l *lane, out outputs) bool {
 	}
 	p.m.budgetHolds.Inc()
 	l.wait()
+	p.yield(hookHoldRegister, l)
 	p.hold.mu.Lock()
 	p.hold.lanes = append(p.hold.lanes, l)
 	p.hold.mu.Unlock()

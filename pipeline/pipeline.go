@@ -173,6 +173,7 @@ const (
 	hookFinished                        // a worker finished a lane; what the lane dropped is not released yet
 	hookAcked                           // acknowledgements were applied; the held and blocked lanes are not woken yet
 	hookFollowedBudget                  // the pauser followed the budget and released its lock
+	hookHoldRegister                    // a lane is held for the budget and not registered yet: a wake now does not see it
 )
 
 // yield calls the simulation's hook, if any.

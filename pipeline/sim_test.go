@@ -858,6 +858,14 @@ func (w *simWorld) checkStep() {
 		}
 	default:
 	}
+	// A lane held for the budget is woken by the acknowledgement of a
+	// chunk the sink holds: with none held, nothing would wake it.
+	p.hold.mu.Lock()
+	heldLanes := len(p.hold.lanes)
+	p.hold.mu.Unlock()
+	if heldLanes > 0 && p.hold.sinkChunks.Load() == 0 {
+		w.violation("%d lanes held for the budget while the sink holds no chunk: nothing will wake them", heldLanes)
+	}
 	// Every byte the budget counts is held by something, and nothing a
 	// closed lane held is still counted.
 	var held int64

@@ -101,6 +101,16 @@ func (w *simWorld) raceHook(at hookPoint, l *lane) bool {
 		default:
 			return false
 		}
+	case hookHoldRegister:
+		// The acknowledgements that free the budget, before the lane
+		// is registered: as many as the sink gives in a few rounds.
+		if r.Intn(100) >= 60 {
+			return false
+		}
+		for range 1 + r.Intn(8) {
+			w.sinkStep(true)
+			w.processAcks()
+		}
 	case hookAcked:
 		switch k := r.Intn(100); {
 		case k < 30 && !w.inPoll:
