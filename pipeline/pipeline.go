@@ -514,9 +514,9 @@ func (p *Pipeline) stop(rt *running, fatal error, sinkReturned bool) error {
 // waitSinks waits for every shard's Run to return, until drainCtx ends;
 // then it cancels them (hardStop) and waits for them. It reports whether
 // they returned in time, and sets *fatal to the first error one returned
-// in time if it is not set. Each pass looks at the deadline after the
-// wake, whichever case select picked, so a shard that returns as the
-// deadline passes counts as late either way.
+// in time if it is not set. Each pass looks at both cases after the
+// wake, whichever of them select picked: a shard that returned is
+// counted, and one that returns as the deadline passes counts as late.
 func (p *Pipeline) waitSinks(rt *running, drainCtx context.Context, fatal *error) bool {
 	for rt.sinksLeft > 0 {
 		var sinkErr error
@@ -527,6 +527,13 @@ func (p *Pipeline) waitSinks(rt *running, drainCtx context.Context, fatal *error
 		case <-drainCtx.Done():
 		}
 		p.yield(hookStopWoken, nil)
+		if !got {
+			select {
+			case sinkErr = <-rt.sinkDone:
+				got = true
+			default:
+			}
+		}
 		if got {
 			rt.sinksLeft--
 		}

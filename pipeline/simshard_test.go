@@ -719,18 +719,6 @@ func (s *simSink) drainedShards() bool {
 	return true
 }
 
-// closeShards is the stop's Close of every shard: no more hand-overs, the
-// rest is drained.
-func (s *simSink) closeShards() {
-	for _, ss := range s.shards {
-		if !ss.closed {
-			ss.closed = true
-			ss.sh.Close()
-		}
-	}
-	s.settle()
-}
-
 // hasRec reports whether every row of sr is in every table: the record is
 // durable; or, for a record the table refuses, that its rows were handed to
 // OnRejected. A bad record (under on_error fail, where it stops the
