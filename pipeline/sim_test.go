@@ -195,6 +195,7 @@ type simWorld struct {
 	serving     bool // a loop's goroutine runs: its hooks are handed over
 	revokeAt    time.Time
 	revokeParts []TopicPartition
+	revokeLanes []*lane // the revoked partitions' lanes as the revoke began
 	stopAt      time.Time
 	stopBy      time.Time     // when the stop must have ended
 	working     bool          // the simulation's worker runs a lane

@@ -5,10 +5,12 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strings"
 	"sync"
 	"testing/synctest"
 	"time"
 
+	"github.com/etl-project/etl/chunk"
 	"github.com/etl-project/etl/internal/clock"
 	"github.com/etl-project/etl/source/kafka"
 )
@@ -242,12 +244,18 @@ func (w *simWorld) startRevoke(tps []TopicPartition) {
 	ctx, cancel := context.WithCancel(context.Background())
 	lp.cancel = cancel
 	w.revLoop, w.revokeAt, w.revokeParts = lp, w.now, tps
+	w.revokeLanes = nil
+	for _, tp := range tps {
+		if l := w.p.lanes[tp]; l != nil {
+			w.revokeLanes = append(w.revokeLanes, l)
+		}
+	}
 	w.startLoop(lp, func() { w.h.Revoked(ctx, parts) }, func() {
 		w.tracef("revoke %v ends", tps)
 		for _, tp := range tps {
 			delete(w.src.owned, tp)
 		}
-		w.revLoop, w.revokeParts = nil, nil
+		w.revLoop, w.revokeParts, w.revokeLanes = nil, nil, nil
 		cancel()
 	})
 }
@@ -265,13 +273,59 @@ func (w *simWorld) checkRevokeCommit() {
 	p.acks.mu.Lock()
 	defer p.acks.mu.Unlock()
 	for _, c := range p.acks.items {
-		for _, s := range c.Spans {
-			if slices.Contains(w.revokeParts, TopicPartition{Topic: s.Topic, Partition: s.Partition}) {
-				w.violation("the revoke of %v commits with the acknowledgement of %v [%d, %d) not applied", w.revokeParts, TopicPartition{Topic: s.Topic, Partition: s.Partition}, s.First, s.Next)
-				return
+		if w.revokeOwns(c) {
+			w.violation("the revoke of %v commits with the acknowledgement of a chunk of its lanes not applied (%d rows)", w.revokeParts, c.Rows)
+			return
+		}
+	}
+}
+
+// revokeOwns reports whether c is a chunk of a lane the revoke in
+// progress took away: it built it, or the group it built.
+func (w *simWorld) revokeOwns(c *chunk.Chunk) bool {
+	var l *lane
+	switch o := c.Owner.(type) {
+	case *lane:
+		l = o
+	case *ackGroup:
+		l = o.lane
+	}
+	return l != nil && slices.Contains(w.revokeLanes, l)
+}
+
+// revokeSettled reports whether, as the simulation sees it, everything
+// the revoked lanes handed to the sink was acknowledged and applied: no
+// chunk of theirs is in a shard or in the acknowledgement queue, and none
+// of them is running or waits to send. The revoke's wait must have woken
+// then (its lanes settled), whatever the pipeline's own counts say.
+func (w *simWorld) revokeSettled() bool {
+	ours := w.revokeOwns
+	for _, l := range w.revokeLanes {
+		l.mu.Lock()
+		busy := l.state != laneIdle && l.state != laneClosed || l.parked != nil || len(l.backlog) > 0
+		l.mu.Unlock()
+		if busy {
+			return false
+		}
+	}
+	s := w.sink
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for _, ss := range s.shards {
+		for c := range ss.ledger {
+			if ours(c) {
+				return false
 			}
 		}
 	}
+	w.p.acks.mu.Lock()
+	defer w.p.acks.mu.Unlock()
+	for _, c := range w.p.acks.items {
+		if ours(c) {
+			return false
+		}
+	}
+	return true
 }
 
 // checkLoops checks the loops' deadlines: a revoke ends within
@@ -283,6 +337,15 @@ func (w *simWorld) checkLoops() {
 	dt := w.p.cfg.Checkpoint.DrainTimeout.D()
 	if lp := w.revLoop; lp != nil && lp.pending == nil && w.now.Sub(w.revokeAt) > dt+revokeCommitTimeout {
 		w.violation("the revoke of %v has waited %s: past checkpoint.drain_timeout %s and the commit's bound %s", w.revokeParts, w.now.Sub(w.revokeAt), dt, revokeCommitTimeout)
+	}
+	if lp := w.revLoop; lp != nil && lp.pending == nil && w.revokeSettled() {
+		var outs []string
+		for _, l := range w.revokeLanes {
+			l.mu.Lock()
+			outs = append(outs, fmt.Sprintf("%v epoch %d %s closed=%v outstanding %d", l.tp, l.epoch, l.state, l.closed, l.outstanding.Load()))
+			l.mu.Unlock()
+		}
+		w.violation("the revoke of %v still waits, but no chunk of its lanes is in the sink or waits to be applied (lanes: %s)", w.revokeParts, strings.Join(outs, "; "))
 	}
 	if lp := w.stp; lp != nil && !lp.ended && lp.pending == nil && w.now.After(w.stopBy) {
 		w.violation("the stop begun at %s has not ended by %s (now %s): past its limit", w.stopAt.Format("15:04:05.000"), w.stopBy.Format("15:04:05.000"), w.now.Format("15:04:05.000"))
