@@ -424,7 +424,12 @@ func (w *simWorld) stop(failed, hung int) {
 		w.violation("the stop did not end: %s; lanes: %s", w.state(), w.laneStates())
 		return
 	}
+	// Every invariant holds at the end of a stop too, whatever it
+	// returned: the budget against the ledger, the commits against the
+	// tables, and no row of a bad record, and none twice under
+	// exactly-once, in any table.
 	w.checkStep()
+	w.checkTables(false)
 	switch {
 	case w.failed:
 		if err == nil {
@@ -442,6 +447,9 @@ func (w *simWorld) stop(failed, hung int) {
 	if !w.drained() {
 		w.violation("the stop returned nil but did not drain: %s; lanes: %s", w.state(), w.laneStates())
 		return
+	}
+	if got := p.budget.Inflight(); got != 0 {
+		w.violation("the stop drained but the budget counts %d bytes in flight", got)
 	}
 	for _, tp := range w.parts {
 		if l := p.lanes[tp]; l != nil && l.closed {
