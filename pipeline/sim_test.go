@@ -171,6 +171,7 @@ type simWorld struct {
 	eo         bool
 	calm       bool   // quiescing or stopping: no more faults
 	stopping   bool   // the source stopped: no fetches, no rebalances
+	draining   bool   // ... and the stop's drainLanes began
 	inPoll     bool   // inside Fetched: no group callback can run (BlockRebalanceOnPoll)
 	inGroup    bool   // inside a group callback (Assigned, the end of a revoke, Lost): the client runs them one at a time
 	committing bool   // inside a commit's hook: the commit lock is held

@@ -328,12 +328,33 @@ func (w *simWorld) revokeSettled() bool {
 	return true
 }
 
+// checkDraining checks, once the stop's drain began, that no lane left
+// idle holds anything: drainLanes ran every lane, and a lane run while the
+// pipeline closes hands everything over (an exactly-once block is sealed
+// at once), so one that holds an open chunk or block would never be
+// drained.
+func (w *simWorld) checkDraining() {
+	if !w.draining {
+		return
+	}
+	for _, l := range w.p.lanesSorted() {
+		l.mu.Lock()
+		st := l.state
+		l.mu.Unlock()
+		if st == laneIdle && !l.idle() {
+			w.violation("lane %v is idle while the stop drains, but holds work: %s", l.tp, w.laneStates())
+			return
+		}
+	}
+}
+
 // checkLoops checks the loops' deadlines: a revoke ends within
 // checkpoint.drain_timeout and the commit's bound, a stop within its
 // limit, whatever the sink does. A loop that woke and waits for its turn
 // (at its gate) is not late: it would run now.
 func (w *simWorld) checkLoops() {
 	w.collectGates()
+	w.checkDraining()
 	dt := w.p.cfg.Checkpoint.DrainTimeout.D()
 	if lp := w.revLoop; lp != nil && lp.pending == nil && w.now.Sub(w.revokeAt) > dt+revokeCommitTimeout {
 		w.violation("the revoke of %v has waited %s: past checkpoint.drain_timeout %s and the commit's bound %s", w.revokeParts, w.now.Sub(w.revokeAt), dt, revokeCommitTimeout)
@@ -386,6 +407,8 @@ func (w *simWorld) stop(failed, hung int) {
 			if lp := w.revLoop; lp != nil {
 				<-lp.done
 			}
+			// The stop goes on to drainLanes, with no hook between.
+			w.draining = true
 		},
 		sinkDone:  w.sink.done,
 		sinksLeft: len(w.sink.shards),
