@@ -179,6 +179,9 @@ func (w *simWorld) runLoops() {
 // startLoop runs fn on a goroutine of its own as loop lp, until fn
 // returns; then end, on that goroutine.
 func (w *simWorld) startLoop(lp *simLoop, fn func(), end func()) {
+	// Serving before the goroutine starts: its first hook may come before
+	// serveWindow runs.
+	w.serving = true
 	go func() {
 		fn()
 		if end != nil {
