@@ -14,6 +14,7 @@ import (
 	"runtime/debug"
 	"slices"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"testing/synctest"
 	"time"
@@ -193,7 +194,7 @@ type simWorld struct {
 	revLoop     *simLoop  // the revoke in progress (the poll loop in Revoked)
 	stp         *simLoop  // Run's stop
 	inner       chan *simReq
-	serving     bool // a loop's goroutine runs: its hooks are handed over
+	serving     atomic.Bool // a loop's goroutine runs: its hooks are handed over
 	revokeAt    time.Time
 	revokeParts []TopicPartition
 	revokeLanes []*lane // the revoked partitions' lanes as the revoke began

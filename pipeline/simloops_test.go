@@ -87,7 +87,7 @@ func (w *simWorld) hook(at hookPoint, l *lane) {
 		<-req.reply
 		return
 	}
-	if w.serving {
+	if w.serving.Load() {
 		req := &simReq{at: at, l: l, reply: make(chan struct{})}
 		w.inner <- req
 		<-req.reply
@@ -101,13 +101,13 @@ func (w *simWorld) hook(at hookPoint, l *lane) {
 // they hand over meanwhile.
 func (w *simWorld) serveWindow() {
 	for {
-		w.serving = true
+		w.serving.Store(true)
 		synctest.Wait()
-		w.serving = false
+		w.serving.Store(false)
 		select {
 		case req := <-w.inner:
 			w.hookBody(req.at, req.l)
-			w.serving = true
+			w.serving.Store(true)
 			close(req.reply)
 		default:
 			w.sink.settle()
@@ -161,7 +161,7 @@ func (w *simWorld) runLoop(lp *simLoop) bool {
 	req := lp.pending
 	lp.pending = nil
 	w.tracef("%s runs from hook %d", lp.name, req.at)
-	w.serving = true
+	w.serving.Store(true)
 	close(req.reply)
 	w.serveWindow()
 	return true
@@ -181,7 +181,7 @@ func (w *simWorld) runLoops() {
 func (w *simWorld) startLoop(lp *simLoop, fn func(), end func()) {
 	// Serving before the goroutine starts: its first hook may come before
 	// serveWindow runs.
-	w.serving = true
+	w.serving.Store(true)
 	go func() {
 		fn()
 		if end != nil {
