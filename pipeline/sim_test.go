@@ -197,7 +197,8 @@ type simWorld struct {
 	serving     atomic.Bool // a loop's goroutine runs: its hooks are handed over
 	revokeAt    time.Time
 	revokeParts []TopicPartition
-	revokeLanes []*lane // the revoked partitions' lanes as the revoke began
+	revokeLanes []*lane                       // the revoked partitions' lanes as the revoke began
+	registered  map[TopicPartition][][2]int64 // exactly-once blocks in the metadata at each partition's last assignment
 	stopAt      time.Time
 	stopBy      time.Time     // when the stop must have ended
 	working     bool          // the simulation's worker runs a lane
@@ -220,7 +221,7 @@ const simTopic = "events"
 
 func newSimWorld(t testing.TB, seed int64) *simWorld {
 	w := &simWorld{t: t, seed: seed, rng: rand.New(rand.NewSource(seed)), now: time.Unix(1_700_000_000, 0),
-		log: map[TopicPartition][]simRec{}, trace: fnv.New64a(), ledger: newSimLedger(), inner: make(chan *simReq)}
+		log: map[TopicPartition][]simRec{}, registered: map[TopicPartition][][2]int64{}, trace: fnv.New64a(), ledger: newSimLedger(), inner: make(chan *simReq)}
 	w.clock = &simClock{now: w.now}
 	r := w.rng
 	w.eo = r.Intn(3) == 0
@@ -687,6 +688,8 @@ func (w *simWorld) assign(tps []TopicPartition) {
 		// The member resumes from the committed offset.
 		w.src.pos[tp] = max(0, w.src.committed[tp].Offset)
 		w.src.start[tp] = w.src.pos[tp]
+		// The blocks the previous owners registered: rebuilt as they were.
+		w.registered[tp], _ = checkpoint.DecodeBlocks(w.src.committed[tp].Metadata)
 	}
 	w.tracef("assign %v", tps)
 	defer w.groupCallback("assign")()

@@ -18,6 +18,19 @@ func (w *simWorld) checkHook(at hookPoint, l *lane) {
 		}
 		return
 	}
+	if at == hookRegister && l != nil {
+		// A block registered over one a previous owner registered is
+		// that block again: it starts where that one started.
+		l.mu.Lock()
+		first := l.eo.curFirst
+		l.mu.Unlock()
+		for _, b := range w.registered[l.tp] {
+			if b[0] < first && first < b[1] {
+				w.violation("lane %v registers a block from %d, inside the block [%d, %d) a previous owner registered", l.tp, first, b[0], b[1])
+			}
+		}
+		return
+	}
 	if at != hookReadAhead || l == nil {
 		return
 	}

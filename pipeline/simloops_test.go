@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/etl-project/etl/chunk"
+	"github.com/etl-project/etl/config"
 	"github.com/etl-project/etl/internal/clock"
 	"github.com/etl-project/etl/source/kafka"
 )
@@ -376,6 +377,9 @@ func (w *simWorld) checkLoops() {
 	}
 }
 
+// simCleanDrain is the drain timeout of a stop whose shards all answer.
+const simCleanDrain = 30 * time.Second
+
 // stop ends the seed as Run stops the pipeline, running Run's own stop
 // (Pipeline.stop) with what the simulation started: the source (the poll
 // loop, perhaps in a revoke), the shards, the worker (the simulation's) and
@@ -394,13 +398,20 @@ func (w *simWorld) stop(failed, hung int) {
 		ss.hung = i == hung
 		ss.closed = true // Run closes them
 	}
+	revokeDT := p.cfg.Checkpoint.DrainTimeout.D()
+	if failed < 0 && hung < 0 {
+		// A stop whose sink is live gets a drain timeout long enough
+		// for a slow sink: it must drain, so that a lane left stuck
+		// shows as a drain timeout.
+		p.cfg.Checkpoint.DrainTimeout = config.Duration(simCleanDrain)
+	}
 	dt := p.cfg.Checkpoint.DrainTimeout.D()
 	w.stopAt = w.now
 	from := w.now
 	if w.revoking() {
 		// The source's Run returns once the poll loop is out of the
 		// callback.
-		from = w.revokeAt.Add(dt + revokeCommitTimeout)
+		from = w.revokeAt.Add(revokeDT + revokeCommitTimeout)
 	}
 	w.stopBy = from.Add(dt + revokeCommitTimeout)
 	w.tracef("stop (failed shard %d, hung shard %d)", failed, hung)
@@ -464,6 +475,8 @@ func (w *simWorld) stop(failed, hung int) {
 	case failed >= 0:
 		// The shard failed for good reports it only if it had
 		// something to write.
+	case hung < 0 && errors.Is(err, ErrDrainTimeout):
+		w.violation("the stop met its drain deadline (%s) with every shard live: %s; lanes: %s", dt, w.state(), w.laneStates())
 	case err != nil && !errors.Is(err, ErrDrainTimeout) && !errors.Is(err, ErrCommitFailed):
 		w.violation("the stop returned %v", err)
 	}
