@@ -3,7 +3,6 @@ package pipeline
 import (
 	"context"
 	"fmt"
-	"slices"
 	"time"
 
 	"github.com/etl-project/etl/chunk"
@@ -144,10 +143,11 @@ func (p *Pipeline) refreshTarget(ctx context.Context, s *sinkState) (*clickhouse
 	if err != nil {
 		return nil, fmt.Errorf("sink %s: read the columns of %s again: %w", s.name, cur.Name(), err)
 	}
-	if live.Same(cur) {
+	d := clickhouse.Diff(cur, live)
+	if d.Same {
 		return cur, nil
 	}
-	added, removed := diffColumns(cur, live)
+	added, removed := d.AddedTypes(), d.RemovedTypes()
 	if p.staged() {
 		targets := p.currentTargets()
 		for i := range p.sinks {
@@ -189,30 +189,6 @@ func (p *Pipeline) refreshAll(ctx context.Context) error {
 		}
 	}
 	return first
-}
-
-// diffColumns lists the columns live inserts that cur does not, and those
-// cur inserts that live does not (a column whose type changed is in both).
-func diffColumns(cur, live *clickhouse.Target) (added, removed []string) {
-	key := func(t *clickhouse.Target, i int) string { return t.Schema.Names[i] + " " + t.Schema.Types[i].Name }
-	var a, b []string
-	for i := range cur.Schema.Names {
-		a = append(a, key(cur, i))
-	}
-	for i := range live.Schema.Names {
-		b = append(b, key(live, i))
-	}
-	for _, k := range b {
-		if !slices.Contains(a, k) {
-			added = append(added, k)
-		}
-	}
-	for _, k := range a {
-		if !slices.Contains(b, k) {
-			removed = append(removed, k)
-		}
-	}
-	return added, removed
 }
 
 // requestDescribe asks the describer for a read of the table's columns that
