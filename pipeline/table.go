@@ -3,7 +3,6 @@ package pipeline
 import (
 	"context"
 	"fmt"
-	"time"
 
 	"github.com/etl-project/etl/chunk"
 	"github.com/etl-project/etl/config"
@@ -136,8 +135,8 @@ func (p *Pipeline) newStagedDecoder(targets []*clickhouse.Target) (*boundDecoder
 // installs the new target. It returns the live table's target (even when
 // records cannot fill it and the previous target stays in use).
 func (p *Pipeline) refreshTarget(ctx context.Context, s *sinkState) (*clickhouse.Target, error) {
-	p.describeMu.Lock()
-	defer p.describeMu.Unlock()
+	p.desc.mu.Lock()
+	defer p.desc.mu.Unlock()
 	cur := s.target.Load()
 	live, err := s.plan(ctx)
 	if err != nil {
@@ -189,113 +188,4 @@ func (p *Pipeline) refreshAll(ctx context.Context) error {
 		}
 	}
 	return first
-}
-
-// requestDescribe asks the describer for a read of the table's columns that
-// starts after this call; the channel closes when it has finished.
-func (p *Pipeline) requestDescribe() chan struct{} {
-	p.describeReqMu.Lock()
-	if p.describeNext == nil {
-		p.describeNext = make(chan struct{})
-	}
-	ch := p.describeNext
-	p.describeReqMu.Unlock()
-	select {
-	case p.describeReq <- struct{}{}:
-	default:
-	}
-	return ch
-}
-
-// describer reads the table's columns every describe_interval and on
-// request.
-func (p *Pipeline) describer(ctx context.Context) {
-	var tick <-chan time.Time
-	if every := p.cfg.Sink.ClickHouse.DescribeInterval.D(); every > 0 {
-		t := time.NewTicker(every)
-		defer t.Stop()
-		tick = t.C
-	}
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-tick:
-		case <-p.describeReq:
-		}
-		p.describeReqMu.Lock()
-		done := p.describeNext
-		p.describeNext = nil
-		p.describeReqMu.Unlock()
-		for {
-			dctx, cancel := context.WithTimeout(ctx, p.cfg.Sink.ClickHouse.DialTimeout.D()+10*time.Second)
-			var err error
-			if p.addsColumns() {
-				err = p.addColumnsForNew(dctx)
-			}
-			if err == nil {
-				err = p.refreshAll(dctx)
-			}
-			cancel()
-			if err == nil || done == nil || ctx.Err() != nil {
-				if err != nil && ctx.Err() == nil {
-					p.log.Warn("could not read the table's columns again; keeping the current ones", "err", err)
-				}
-				break
-			}
-			// Records wait for this read: retry until it succeeds.
-			p.log.Warn("could not read the table's columns again; records of a new schema wait for them", "err", err)
-			select {
-			case <-ctx.Done():
-			case <-time.After(time.Second):
-			}
-		}
-		if done != nil {
-			close(done)
-		}
-	}
-}
-
-// schemaSeen reports whether the table's columns were read since schema id
-// was first served. The first call for an id requests that read.
-func (p *Pipeline) schemaSeen(id int32) bool {
-	p.describeReqMu.Lock()
-	ch, ok := p.schemaIDs[id]
-	p.describeReqMu.Unlock()
-	if !ok {
-		if p.addsColumns() {
-			p.schemaAdded(id)
-		}
-		ch = p.requestDescribe()
-		p.describeReqMu.Lock()
-		if prev, ok := p.schemaIDs[id]; ok {
-			ch = prev
-		} else {
-			p.schemaIDs[id] = ch
-		}
-		p.describeReqMu.Unlock()
-	}
-	select {
-	case <-ch:
-		return true
-	default:
-		return false
-	}
-}
-
-// schemaDescribed returns the channel that closes once the table has been
-// read for schema id, or nil when that read is done or was never asked for.
-func (p *Pipeline) schemaDescribed(id int32) <-chan struct{} {
-	p.describeReqMu.Lock()
-	ch, ok := p.schemaIDs[id]
-	p.describeReqMu.Unlock()
-	if !ok {
-		return nil
-	}
-	select {
-	case <-ch:
-		return nil
-	default:
-		return ch
-	}
 }
