@@ -5,18 +5,20 @@ import (
 	"log/slog"
 	"sync"
 	"time"
+
+	"github.com/etl-project/etl/sink/clickhouse"
 )
 
 // describer reads the sinks' tables again while the pipeline runs: every
 // sink.clickhouse.describe_interval, and on request (the first time an
 // Avro schema id is served). Its goroutine is run; the read itself (add
 // the columns new writer schemas need, then refreshTarget for every sink)
-// is the Pipeline's, given to newDescriber.
+// is the Pipeline's, given to newDescriber. Every read of the tables at
+// run time goes through it, one at a time (reading): its own, and the one
+// a shard asks for when an insert is refused (refreshShard).
 type describer struct {
-	// mu makes the reads of the tables one at a time, the describer's
-	// and those a shard asks for through ShardOptions.Refresh: both go
-	// through refreshTarget, which holds it.
-	mu sync.Mutex
+	// turn holds a value while a read of the tables runs (reading).
+	turn chan struct{}
 
 	every   time.Duration // describe_interval (0: on request only)
 	timeout time.Duration // bounds one read
@@ -47,6 +49,7 @@ func newDescriber(every, timeout time.Duration, log *slog.Logger, read func(ctx 
 	return &describer{
 		every: every, timeout: timeout, log: log, read: read, addsColumns: addsColumns,
 		req:       make(chan struct{}, 1),
+		turn:      make(chan struct{}, 1),
 		schemaIDs: map[int32]chan struct{}{},
 	}
 }
@@ -91,7 +94,7 @@ func (d *describer) run(ctx context.Context) {
 		d.reqMu.Unlock()
 		for {
 			dctx, cancel := context.WithTimeout(ctx, d.timeout)
-			err := d.read(dctx)
+			err := d.reading(dctx, func() error { return d.read(dctx) })
 			cancel()
 			if err == nil || done == nil || ctx.Err() != nil {
 				if err != nil && ctx.Err() == nil {
@@ -110,6 +113,19 @@ func (d *describer) run(ctx context.Context) {
 			close(done)
 		}
 	}
+}
+
+// reading runs fn as the one read of the tables running: it waits for
+// the read that runs now to finish, or returns ctx's error if ctx ends
+// first.
+func (d *describer) reading(ctx context.Context, fn func() error) error {
+	select {
+	case d.turn <- struct{}{}:
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+	defer func() { <-d.turn }()
+	return fn()
 }
 
 // schemaSeen reports whether the tables were read since schema id was
@@ -181,6 +197,18 @@ func (d *describer) keepPending(ids []int32) {
 	d.reqMu.Lock()
 	d.pending = append(ids, d.pending...)
 	d.reqMu.Unlock()
+}
+
+// refreshShard is the shards' ShardOptions.Refresh: refreshTarget for
+// sink s, as the describer's one read of the tables at a time.
+func (p *Pipeline) refreshShard(ctx context.Context, s *sinkState) (*clickhouse.Target, error) {
+	var live *clickhouse.Target
+	err := p.desc.reading(ctx, func() error {
+		var err error
+		live, err = p.refreshTarget(ctx, s)
+		return err
+	})
+	return live, err
 }
 
 // readTables is the describer's read: the columns new writer schemas

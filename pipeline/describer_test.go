@@ -131,3 +131,75 @@ func TestDescriberRetriesRequested(t *testing.T) {
 		}
 	})
 }
+
+// TestDescriberOneReadAtATime: a read asked for through reading (a
+// shard's Refresh) waits for the describer's read that runs, the
+// describer's next read waits for it in turn, and a caller whose context
+// ends while it waits gives up with the context's error.
+func TestDescriberOneReadAtATime(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		var mu sync.Mutex
+		var order []string
+		release := make(chan struct{})
+		d := describerUnder(t, 0, false, func(ctx context.Context, d *describer) error {
+			mu.Lock()
+			order = append(order, "describer")
+			mu.Unlock()
+			<-release
+			return nil
+		})
+		first := d.request()
+		synctest.Wait() // the describer's read runs and holds
+
+		shardDone := make(chan error, 1)
+		shardRelease := make(chan struct{})
+		go func() {
+			shardDone <- d.reading(t.Context(), func() error {
+				mu.Lock()
+				order = append(order, "shard")
+				mu.Unlock()
+				<-shardRelease
+				return nil
+			})
+		}()
+		ctx, cancel := context.WithCancel(t.Context())
+		gaveUp := make(chan error, 1)
+		go func() {
+			gaveUp <- d.reading(ctx, func() error {
+				t.Error("a read ran after its context ended")
+				return nil
+			})
+		}()
+		synctest.Wait()
+		mu.Lock()
+		if !slices.Equal(order, []string{"describer"}) {
+			t.Errorf("reads begun while the describer's runs: %v, want [describer]", order)
+		}
+		mu.Unlock()
+		cancel()
+		if err := <-gaveUp; !errors.Is(err, context.Canceled) {
+			t.Errorf("reading with an ended context = %v, want context.Canceled", err)
+		}
+
+		close(release)
+		<-first
+		synctest.Wait() // the shard's read runs and holds
+		second := d.request()
+		synctest.Wait()
+		mu.Lock()
+		if !slices.Equal(order, []string{"describer", "shard"}) {
+			t.Errorf("reads begun while the shard's runs: %v, want [describer shard]", order)
+		}
+		mu.Unlock()
+		close(shardRelease)
+		if err := <-shardDone; err != nil {
+			t.Errorf("shard's read: %v", err)
+		}
+		<-second
+		mu.Lock()
+		defer mu.Unlock()
+		if !slices.Equal(order, []string{"describer", "shard", "describer"}) {
+			t.Errorf("reads %v, want [describer shard describer]", order)
+		}
+	})
+}

@@ -133,10 +133,10 @@ func (p *Pipeline) newStagedDecoder(targets []*clickhouse.Target) (*boundDecoder
 
 // refreshTarget reads sink s's table and, when its columns changed,
 // installs the new target. It returns the live table's target (even when
-// records cannot fill it and the previous target stays in use).
+// records cannot fill it and the previous target stays in use). It runs
+// as the describer's read of the tables (describer.reading): from the
+// describer's goroutine (refreshAll) or for a shard (refreshShard).
 func (p *Pipeline) refreshTarget(ctx context.Context, s *sinkState) (*clickhouse.Target, error) {
-	p.desc.mu.Lock()
-	defer p.desc.mu.Unlock()
 	cur := s.target.Load()
 	live, err := s.plan(ctx)
 	if err != nil {
