@@ -18,16 +18,18 @@ import (
 //     comes with a new column), before any record of it is decoded,
 //   - when an insert is refused because the table changed under it (the
 //     shard's followTable calls refreshTarget through ShardOptions.Refresh,
-//     then re-targets the batch at the columns left or converts it to the
-//     new types).
+//     refreshShard, then re-targets the batch at the columns left or
+//     converts it to the new types).
 //
-// Each of these only signals; refreshTarget alone decides that the table
-// changed (the live plan differs from the current one), checks that
-// records can fill it, and installs it. A changed table gets a new Target. Workers rebuild their decoders for it
-// before the next lane they run, and seal the lane's open chunk first: a
-// chunk is built for exactly one target, and the shard never mixes chunks
-// of two targets in one insert. Chunks already built for the old target are
-// inserted with it.
+// Each of these only signals; while the pipeline runs, every read goes
+// through the describer (describer.go), one at a time. refreshTarget alone
+// decides that the table changed (clickhouse.Diff: the live plan does not
+// insert what the current one does), checks that records can fill it, and
+// installs it. A changed table gets a new Target. Workers rebuild their
+// decoders for it before the next lane they run, and seal the lane's open
+// chunk first: a chunk is built for exactly one target, and the shard
+// never mixes chunks of two targets in one insert. Chunks already built for
+// the old target are inserted with it.
 
 // boundDecoder is a worker's decoder with the target it fills chunks for
 // (direct path) or the staging binding (staged path).
