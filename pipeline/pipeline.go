@@ -126,14 +126,10 @@ type Pipeline struct {
 	stagedMu     sync.Mutex
 	stagedLayout *stagedShared // the staging layout for the current targets (staged.go)
 
-	describeMu    sync.Mutex // one read of the table's columns at a time
-	describeReqMu sync.Mutex
-	describeReq   chan struct{}
-	describeNext  chan struct{}           // closed after the next read of the columns
-	schemaIDs     map[int32]chan struct{} // Avro schema ids: closed once the table was read for them
-	started       time.Time               // Options.Started
-	firstLogged   atomic.Bool             // the first rows written were logged
-	tables        tableManager            // sink.clickhouse.schema: writer schemas awaiting their columns
+	desc        *describer   // reads the tables again while running (describer.go)
+	started     time.Time    // Options.Started
+	firstLogged atomic.Bool  // the first rows written were logged
+	tables      tableManager // sink.clickhouse.schema: the fields the tables are derived from, read at startup
 
 	state    atomic.Value // string: the base state (starting, running, draining, stopped)
 	assigned atomic.Bool  // an assignment was received from the group
@@ -363,7 +359,7 @@ func (p *Pipeline) Run(ctx context.Context) error {
 	stopCommitter := background(p.committer)
 	stopController := background(p.controller)
 	stopWatchdog := background(p.watchdog)
-	stopDescriber := background(p.describer)
+	stopDescriber := background(p.desc.run)
 	defer background(p.statusLoop)()
 	stopLag := background(p.lagWatcher)
 
