@@ -118,6 +118,7 @@ type simPending struct {
 	encoded        int64 // the encoded copy the shard counts in the budget
 	copies         int64 // bytes of chunks that are not the pipeline's (bisection's copies)
 	original       bool  // every chunk is one the pipeline handed over
+	landed         bool  // the insert is durable although its answer is an error (a lost reply)
 	key            [4]int64
 	reply          chan error
 }
@@ -536,7 +537,7 @@ func (s *simSink) answer(pd *simPending, err error) {
 	}
 	s.pending = slices.Delete(s.pending, i, i+1)
 	ss := s.shards[pd.shard]
-	if err == nil {
+	if err == nil || pd.landed {
 		s.insert(pd.chunks, ss.sink)
 	} else if err == simRefused && pd.original {
 		ss.bisecting[pd.chunks[0]] = true
@@ -588,8 +589,13 @@ func (w *simWorld) sinkStep(calm bool) {
 		err = simTransient
 	case s.refuses(pd.chunks):
 		err = simRefused
+	case !calm && w.rng.Intn(40) == 0:
+		// The insert landed, but its answer was lost (a connection
+		// reset after the server took the block): the shard retries
+		// a block the table already has.
+		pd.landed, err = true, simTransient
 	}
-	w.tracef("shard %d replica %d: insert of %d chunks (%d rows) answered %v", pd.shard, pd.replica, len(pd.chunks), pd.rows, err)
+	w.tracef("shard %d replica %d: insert of %d chunks (%d rows) answered %v (landed %v)", pd.shard, pd.replica, len(pd.chunks), pd.rows, err, pd.landed)
 	s.answer(pd, err)
 	s.runWakes()
 }
