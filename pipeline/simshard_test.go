@@ -479,8 +479,16 @@ func (r *simReplica) Insert(ctx context.Context, _ *clickhouse.Target, chunks []
 // a run of its queue in hand-over order, closed by size at its last chunk
 // at the earliest, and under exactly-once one block.
 func (ss *simShard) checkBatch(s *simSink, chunks []*chunk.Chunk) {
-	if ss.eo && len(chunks) != 1 {
-		s.errorf("shard %d: exactly-once insert of %d chunks: blocks merged", ss.idx, len(chunks))
+	// Under exactly-once an insert is one block: one chunk with rows,
+	// and before it maybe chunks of none (blocks whose records were all
+	// refused or filtered out carry only their spans, and add nothing to
+	// the block the server sees).
+	if withRows := len(slices.DeleteFunc(slices.Clone(chunks), func(c *chunk.Chunk) bool { return c.Rows == 0 })); ss.eo && withRows > 1 {
+		var what []string
+		for _, c := range chunks {
+			what = append(what, fmt.Sprintf("%d rows %v", c.Rows, c.Spans))
+		}
+		s.errorf("shard %d: exactly-once insert of %d chunks with rows: blocks merged: %s", ss.idx, withRows, strings.Join(what, "; "))
 	}
 	rows, bytes := 0, 0
 	for i, c := range chunks {
