@@ -77,7 +77,7 @@ func (r registrySource) Lookup(id int32) (string, error) {
 	s, err := r.c.Lookup(id)
 	switch {
 	case err == nil:
-		if r.p != nil && !r.p.schemaSeen(id) {
+		if r.p != nil && !r.p.desc.schemaSeen(id) {
 			return "", fmt.Errorf("%w: schema id %d is new: reading the table's columns again", avro.ErrSchemaPending, id)
 		}
 		return s.Text, nil
@@ -90,7 +90,7 @@ func (r registrySource) Lookup(id int32) (string, error) {
 
 func (r registrySource) Wait(id int32) <-chan struct{} {
 	if r.p != nil {
-		if ch := r.p.schemaDescribed(id); ch != nil {
+		if ch := r.p.desc.schemaDescribed(id); ch != nil {
 			return ch
 		}
 	}

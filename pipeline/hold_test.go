@@ -95,12 +95,12 @@ func TestDecodeExpansionHeldToBudget(t *testing.T) {
 	// Decoding ends while ClickHouse is frozen: every record decoded, or
 	// the lanes held for the budget (or the count past the bound).
 	testenv.WaitFor(t, "decoding to stop while ClickHouse is frozen", time.Minute, func() bool {
-		return p.rowsDecoded.Load() == n || counterSum(t, reg, "etl_backpressure_decode_holds_total") > 0 ||
+		return p.prog.rowsDecoded.Load() == n || counterSum(t, reg, "etl_backpressure_decode_holds_total") > 0 ||
 			p.budget.Peak() > budget+allowance
 	})
 	holds := counterSum(t, reg, "etl_backpressure_decode_holds_total")
 	t.Logf("ClickHouse frozen: %d bytes fetched (%d as decoded), %d rows decoded, budget %d, in flight %d, peak %d, %0.f holds",
-		fetched, n*rowBytes, p.rowsDecoded.Load(), budget, p.budget.Inflight(), p.budget.Peak(), holds)
+		fetched, n*rowBytes, p.prog.rowsDecoded.Load(), budget, p.budget.Inflight(), p.budget.Peak(), holds)
 	if peak := p.budget.Peak(); peak > budget+allowance {
 		t.Errorf("etl_backpressure_inflight_bytes peaked at %d, past the budget %d plus %d (per decode worker one chunk of %d and one record's %d bytes of rows, per insert in flight its encoded copy)",
 			peak, budget, allowance, cfg.Chunk.TargetBytes, rowBytes)

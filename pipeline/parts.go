@@ -56,11 +56,14 @@ func newBase(cfg *config.Config, log *slog.Logger, reg prometheus.Registerer) (*
 		dlqLog:      loglimit.New(1, 10*time.Second),
 		m:           newComponentMetrics(components(reg, cfg.Pipeline.Name)),
 		component:   components(reg, cfg.Pipeline.Name),
-		describeReq: make(chan struct{}, 1),
-		schemaIDs:   map[int32]chan struct{}{},
 		schemas:     &fields.Schemas{},
 	}
 	p.commits = newCommitter(p)
+	var describeEvery, describeTimeout time.Duration
+	if ch := cfg.Sink.ClickHouse; ch != nil {
+		describeEvery, describeTimeout = ch.DescribeInterval.D(), ch.DialTimeout.D()+10*time.Second
+	}
+	p.desc = newDescriber(describeEvery, describeTimeout, log, p.readTables, p.addsColumns)
 	if p.workers <= 0 {
 		p.workers = runtime.GOMAXPROCS(0)
 	}

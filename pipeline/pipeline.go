@@ -119,34 +119,21 @@ type Pipeline struct {
 	failOnce sync.Once
 	failc    chan error
 
-	healthMu sync.Mutex
-	stalled  []Stalled
+	health health // what /healthz and /readyz report between checks (watchdog.go)
 
 	wrapAck func(next func([]*chunk.Chunk)) func([]*chunk.Chunk) // Options.WrapAck
 
 	stagedMu     sync.Mutex
 	stagedLayout *stagedShared // the staging layout for the current targets (staged.go)
 
-	describeMu    sync.Mutex // one read of the table's columns at a time
-	describeReqMu sync.Mutex
-	describeReq   chan struct{}
-	describeNext  chan struct{}           // closed after the next read of the columns
-	schemaIDs     map[int32]chan struct{} // Avro schema ids: closed once the table was read for them
-	started       time.Time               // Options.Started
-	firstLogged   atomic.Bool             // the first rows written were logged
-	tables        tableManager            // sink.clickhouse.schema: writer schemas awaiting their columns
+	desc   *describer   // reads the tables again while running (describer.go)
+	tables tableManager // sink.clickhouse.schema: the fields the tables are derived from, read at startup
 
 	state    atomic.Value // string: the base state (starting, running, draining, stopped)
 	assigned atomic.Bool  // an assignment was received from the group
 	lagw     lagWatch     // the lag watcher (lag.go)
-	readyMu  sync.Mutex
-	readyAt  time.Time // when ready/readyMsg were last checked
-	ready    bool
-	readyMsg string
 
-	rowsWritten atomic.Int64
-	rowsDecoded atomic.Int64
-	decodeErrs  atomic.Int64
+	prog progress // the progress counters Stats reports
 
 	// hook, when set (by the simulation, sim_test.go), is called where a
 	// worker or a callback hands control to the other goroutines, so that
@@ -217,9 +204,9 @@ func New(ctx context.Context, o Options) (*Pipeline, error) {
 	}
 	cfg, log := p.cfg, p.log
 	p.wrapAck = o.WrapAck
-	p.started = o.Started
-	if p.started.IsZero() {
-		p.started = time.Now()
+	p.prog.started = o.Started
+	if p.prog.started.IsZero() {
+		p.prog.started = time.Now()
 	}
 	// A failed New closes what it opened (the startup retries call New
 	// again).
@@ -275,7 +262,7 @@ func New(ctx context.Context, o Options) (*Pipeline, error) {
 		reg.MustRegister(prometheus.NewCounterFunc(prometheus.CounterOpts{
 			Name: "etl_decode_rows_total",
 			Help: "Rows decoded into chunks (or produced by the transform chain), counted when their chunk is sealed.",
-		}, func() float64 { return float64(p.rowsDecoded.Load()) }))
+		}, func() float64 { return float64(p.prog.rowsDecoded.Load()) }))
 	}
 	if reg := p.component("checkpoint"); reg != nil {
 		reg.MustRegister(prometheus.NewGaugeFunc(prometheus.GaugeOpts{
@@ -339,10 +326,19 @@ type Stats struct {
 	PausedPartitions         int
 }
 
+// progress is what the pipeline counts of the records it moved.
+type progress struct {
+	started     time.Time // Options.Started
+	rowsWritten atomic.Int64
+	rowsDecoded atomic.Int64
+	decodeErrs  atomic.Int64
+	firstLogged atomic.Bool // the first rows written were logged
+}
+
 // Stats returns the pipeline's progress counters.
 func (p *Pipeline) Stats() Stats {
 	s := Stats{
-		RowsDecoded: p.rowsDecoded.Load(), RowsWritten: p.rowsWritten.Load(), DecodeErrors: p.decodeErrs.Load(),
+		RowsDecoded: p.prog.rowsDecoded.Load(), RowsWritten: p.prog.rowsWritten.Load(), DecodeErrors: p.prog.decodeErrs.Load(),
 		InflightBytes: p.budget.Inflight(), BudgetBytes: p.budget.Bytes(), PausedPartitions: p.pause.count(),
 	}
 	s.Lag, s.LagUnknown = p.lagNow()
@@ -378,7 +374,7 @@ func (p *Pipeline) Run(ctx context.Context) error {
 	stopCommitter := background(p.committer)
 	stopController := background(p.controller)
 	stopWatchdog := background(p.watchdog)
-	stopDescriber := background(p.describer)
+	stopDescriber := background(p.desc.run)
 	defer background(p.statusLoop)()
 	stopLag := background(p.lagWatcher)
 
@@ -701,7 +697,7 @@ func (p *Pipeline) processAcks() {
 		}
 		p.budget.Release(int64(c.Size()))
 		p.hold.sinkChunks.Add(-1)
-		p.rowsWritten.Add(int64(c.Rows))
+		p.prog.rowsWritten.Add(int64(c.Rows))
 		c.Reset()
 		p.chunks.put(c)
 	}
@@ -709,8 +705,8 @@ func (p *Pipeline) processAcks() {
 		p.yield(hookAcked, nil)
 	}
 	p.wakeHeld(false)
-	if p.rowsWritten.Load() > 0 && p.firstLogged.CompareAndSwap(false, true) {
-		p.log.Info("first rows written", "rows", p.rowsWritten.Load(), "since_start", time.Since(p.started).Round(time.Millisecond))
+	if p.prog.rowsWritten.Load() > 0 && p.prog.firstLogged.CompareAndSwap(false, true) {
+		p.log.Info("first rows written", "rows", p.prog.rowsWritten.Load(), "since_start", time.Since(p.prog.started).Round(time.Millisecond))
 	}
 	if p.eo() {
 		p.wakeBlockWaiters()

@@ -497,8 +497,8 @@ func (w *simWorld) stop(failed, hung int) {
 			// committed (each commit was checked against the tables).
 			continue
 		}
-		if w.src.owned[tp] && w.src.pos[tp] > w.src.start[tp] && w.src.committed[tp].Offset != w.src.pos[tp] {
-			w.violation("clean stop: %v fetched up to %d but committed %d", tp, w.src.pos[tp], w.src.committed[tp].Offset)
+		if fetched := w.log[tp][:w.src.pos[tp]]; w.src.owned[tp] && w.src.pos[tp] > w.src.start[tp] && w.src.committed[tp].Offset != fetched[len(fetched)-1].rec.Offset+1 {
+			w.violation("clean stop: %v fetched up to %d but committed %d", tp, fetched[len(fetched)-1].rec.Offset+1, w.src.committed[tp].Offset)
 		}
 	}
 }

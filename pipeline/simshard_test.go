@@ -123,6 +123,7 @@ type simPending struct {
 	encoded        int64 // the encoded copy the shard counts in the budget
 	copies         int64 // bytes of chunks that are not the pipeline's (bisection's copies)
 	original       bool  // every chunk is one the pipeline handed over
+	landed         bool  // the insert is durable although its answer is an error (a lost reply)
 	key            [4]int64
 	reply          chan error
 }
@@ -488,8 +489,16 @@ func (r *simReplica) Insert(ctx context.Context, _ *clickhouse.Target, chunks []
 // a run of its queue in hand-over order, closed by size at its last chunk
 // at the earliest, and under exactly-once one block.
 func (ss *simShard) checkBatch(s *simSink, chunks []*chunk.Chunk) {
-	if ss.eo && len(chunks) != 1 {
-		s.errorf("shard %d: exactly-once insert of %d chunks: blocks merged", ss.idx, len(chunks))
+	// Under exactly-once an insert is one block: one chunk with rows,
+	// and before it maybe chunks of none (blocks whose records were all
+	// refused or filtered out carry only their spans, and add nothing to
+	// the block the server sees).
+	if withRows := len(slices.DeleteFunc(slices.Clone(chunks), func(c *chunk.Chunk) bool { return c.Rows == 0 })); ss.eo && withRows > 1 {
+		var what []string
+		for _, c := range chunks {
+			what = append(what, fmt.Sprintf("%d rows %v", c.Rows, c.Spans))
+		}
+		s.errorf("shard %d: exactly-once insert of %d chunks with rows: blocks merged: %s", ss.idx, withRows, strings.Join(what, "; "))
 	}
 	rows, bytes := 0, 0
 	for i, c := range chunks {
@@ -546,7 +555,7 @@ func (s *simSink) answer(pd *simPending, err error) {
 	}
 	s.pending = slices.Delete(s.pending, i, i+1)
 	ss := s.shards[pd.shard]
-	if err == nil {
+	if err == nil || pd.landed {
 		s.insert(pd.chunks, ss.sink)
 	} else if err == simRefused && pd.original {
 		ss.bisecting[pd.chunks[0]] = true
@@ -598,8 +607,13 @@ func (w *simWorld) sinkStep(calm bool) {
 		err = simTransient
 	case s.refuses(pd.chunks):
 		err = simRefused
+	case !calm && w.rng.Intn(40) == 0:
+		// The insert landed, but its answer was lost (a connection
+		// reset after the server took the block): the shard retries
+		// a block the table already has.
+		pd.landed, err = true, simTransient
 	}
-	w.tracef("shard %d replica %d: insert of %d chunks (%d rows) answered %v", pd.shard, pd.replica, len(pd.chunks), pd.rows, err)
+	w.tracef("shard %d replica %d: insert of %d chunks (%d rows) answered %v (landed %v)", pd.shard, pd.replica, len(pd.chunks), pd.rows, err, pd.landed)
 	s.answer(pd, err)
 	s.runWakes()
 }

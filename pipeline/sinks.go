@@ -159,7 +159,7 @@ func (p *Pipeline) openSinks(ctx context.Context, plan sinkPlan) error {
 				ReportOrphans: p.eo(),
 				Breaker: clickhouse.BreakerOptions{FailureThreshold: s.cfg.Breaker.FailureThreshold,
 					OpenFor: s.cfg.Breaker.OpenFor.D(), HalfOpenProbes: s.cfg.Breaker.HalfOpenProbes},
-				Refresh:       func(ctx context.Context) (*clickhouse.Target, error) { return p.refreshTarget(ctx, s) },
+				Refresh:       func(ctx context.Context) (*clickhouse.Target, error) { return p.refreshShard(ctx, s) },
 				QueueCapacity: s.cfg.QueueCapacity,
 				MaxRows:       maxRows, MaxBytes: maxBytes, Linger: linger, Idle: idle, FirstAtOnce: s.cfg.Batch.FirstAtOnce && !p.eo(),
 				MaxInflight:    s.cfg.Inflight.MaxPerShard,

@@ -121,11 +121,29 @@ func TestNewUnavailable(t *testing.T) {
 	}
 
 	testenv.Eventually(t, "the failed attempts' goroutines to end", 10*time.Second, func() error {
-		if left := testenv.GoroutinesSince(before); len(left) > 0 {
+		var left []string
+		for _, g := range testenv.GoroutinesSince(before) {
+			if !driverCloseHang(g) {
+				left = append(left, g)
+			}
+		}
+		if len(left) > 0 {
 			return fmt.Errorf("%d goroutines started by the attempts are still running:\n%s", len(left), strings.Join(left, "\n\n"))
 		}
 		return nil
 	})
+}
+
+// driverCloseHang reports whether a goroutine's stack is one of the two
+// that clickhouse-go's pool leaves when its Close deadlocks (issue 1990):
+// Close waits, holding the pool's lock, for the drain goroutine, which a
+// tick has just sent for that lock. Client.Close gives up on it after
+// driverCloseTimeout and logs it; a pool never closed has its drain
+// goroutine in its select instead, and is still reported.
+func driverCloseHang(stack string) bool {
+	const pool = "clickhouse-go/v2.(*connPool)."
+	return strings.Contains(stack, pool+"Close(") ||
+		(strings.Contains(stack, pool+"runDrainPool(") && strings.Contains(stack, "sync.(*Mutex).Lock"))
 }
 
 // TestNewRegistryDown: with Confluent Avro and prewarm_subjects, a schema

@@ -36,7 +36,7 @@ func TestStatusLine(t *testing.T) {
 	var out syncBuffer
 	p.log = slog.New(slog.NewTextHandler(&out, nil))
 	p.cfg = &config.Config{Log: config.Log{StatusInterval: config.Duration(50 * time.Millisecond)}}
-	p.rowsWritten.Add(500)
+	p.prog.rowsWritten.Add(500)
 	ctx, cancel := context.WithTimeout(context.Background(), 180*time.Millisecond)
 	defer cancel()
 	p.statusLoop(ctx)

@@ -65,6 +65,9 @@ func TestRunReportsFailedFinalCommit(t *testing.T) {
 	p.pause = newPauser(src, p.pause.gauge)
 	p.queue = nullSink{p}
 	p.dests = nil // no shard workers: the null sink acknowledges
+	// Run starts the describer; with no describe_interval and no Avro
+	// schema it never reads.
+	p.desc = newDescriber(0, time.Minute, p.log, p.readTables, p.addsColumns)
 
 	tp := TopicPartition{Topic: simTopic, Partition: 0}
 	h := (*handler)(p)

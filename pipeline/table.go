@@ -3,8 +3,6 @@ package pipeline
 import (
 	"context"
 	"fmt"
-	"slices"
-	"time"
 
 	"github.com/etl-project/etl/chunk"
 	"github.com/etl-project/etl/config"
@@ -20,16 +18,18 @@ import (
 //     comes with a new column), before any record of it is decoded,
 //   - when an insert is refused because the table changed under it (the
 //     shard's followTable calls refreshTarget through ShardOptions.Refresh,
-//     then re-targets the batch at the columns left or converts it to the
-//     new types).
+//     refreshShard, then re-targets the batch at the columns left or
+//     converts it to the new types).
 //
-// Each of these only signals; refreshTarget alone decides that the table
-// changed (the live plan differs from the current one), checks that
-// records can fill it, and installs it. A changed table gets a new Target. Workers rebuild their decoders for it
-// before the next lane they run, and seal the lane's open chunk first: a
-// chunk is built for exactly one target, and the shard never mixes chunks
-// of two targets in one insert. Chunks already built for the old target are
-// inserted with it.
+// Each of these only signals; while the pipeline runs, every read goes
+// through the describer (describer.go), one at a time. refreshTarget alone
+// decides that the table changed (clickhouse.Diff: the live plan does not
+// insert what the current one does), checks that records can fill it, and
+// installs it. A changed table gets a new Target. Workers rebuild their
+// decoders for it before the next lane they run, and seal the lane's open
+// chunk first: a chunk is built for exactly one target, and the shard
+// never mixes chunks of two targets in one insert. Chunks already built for
+// the old target are inserted with it.
 
 // boundDecoder is a worker's decoder with the target it fills chunks for
 // (direct path) or the staging binding (staged path).
@@ -135,19 +135,20 @@ func (p *Pipeline) newStagedDecoder(targets []*clickhouse.Target) (*boundDecoder
 
 // refreshTarget reads sink s's table and, when its columns changed,
 // installs the new target. It returns the live table's target (even when
-// records cannot fill it and the previous target stays in use).
+// records cannot fill it and the previous target stays in use). It runs
+// as the describer's read of the tables (describer.reading): from the
+// describer's goroutine (refreshAll) or for a shard (refreshShard).
 func (p *Pipeline) refreshTarget(ctx context.Context, s *sinkState) (*clickhouse.Target, error) {
-	p.describeMu.Lock()
-	defer p.describeMu.Unlock()
 	cur := s.target.Load()
 	live, err := s.plan(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("sink %s: read the columns of %s again: %w", s.name, cur.Name(), err)
 	}
-	if live.Same(cur) {
+	d := clickhouse.Diff(cur, live)
+	if d.Same {
 		return cur, nil
 	}
-	added, removed := diffColumns(cur, live)
+	added, removed := d.AddedTypes(), d.RemovedTypes()
 	if p.staged() {
 		targets := p.currentTargets()
 		for i := range p.sinks {
@@ -189,137 +190,4 @@ func (p *Pipeline) refreshAll(ctx context.Context) error {
 		}
 	}
 	return first
-}
-
-// diffColumns lists the columns live inserts that cur does not, and those
-// cur inserts that live does not (a column whose type changed is in both).
-func diffColumns(cur, live *clickhouse.Target) (added, removed []string) {
-	key := func(t *clickhouse.Target, i int) string { return t.Schema.Names[i] + " " + t.Schema.Types[i].Name }
-	var a, b []string
-	for i := range cur.Schema.Names {
-		a = append(a, key(cur, i))
-	}
-	for i := range live.Schema.Names {
-		b = append(b, key(live, i))
-	}
-	for _, k := range b {
-		if !slices.Contains(a, k) {
-			added = append(added, k)
-		}
-	}
-	for _, k := range a {
-		if !slices.Contains(b, k) {
-			removed = append(removed, k)
-		}
-	}
-	return added, removed
-}
-
-// requestDescribe asks the describer for a read of the table's columns that
-// starts after this call; the channel closes when it has finished.
-func (p *Pipeline) requestDescribe() chan struct{} {
-	p.describeReqMu.Lock()
-	if p.describeNext == nil {
-		p.describeNext = make(chan struct{})
-	}
-	ch := p.describeNext
-	p.describeReqMu.Unlock()
-	select {
-	case p.describeReq <- struct{}{}:
-	default:
-	}
-	return ch
-}
-
-// describer reads the table's columns every describe_interval and on
-// request.
-func (p *Pipeline) describer(ctx context.Context) {
-	var tick <-chan time.Time
-	if every := p.cfg.Sink.ClickHouse.DescribeInterval.D(); every > 0 {
-		t := time.NewTicker(every)
-		defer t.Stop()
-		tick = t.C
-	}
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-tick:
-		case <-p.describeReq:
-		}
-		p.describeReqMu.Lock()
-		done := p.describeNext
-		p.describeNext = nil
-		p.describeReqMu.Unlock()
-		for {
-			dctx, cancel := context.WithTimeout(ctx, p.cfg.Sink.ClickHouse.DialTimeout.D()+10*time.Second)
-			var err error
-			if p.addsColumns() {
-				err = p.addColumnsForNew(dctx)
-			}
-			if err == nil {
-				err = p.refreshAll(dctx)
-			}
-			cancel()
-			if err == nil || done == nil || ctx.Err() != nil {
-				if err != nil && ctx.Err() == nil {
-					p.log.Warn("could not read the table's columns again; keeping the current ones", "err", err)
-				}
-				break
-			}
-			// Records wait for this read: retry until it succeeds.
-			p.log.Warn("could not read the table's columns again; records of a new schema wait for them", "err", err)
-			select {
-			case <-ctx.Done():
-			case <-time.After(time.Second):
-			}
-		}
-		if done != nil {
-			close(done)
-		}
-	}
-}
-
-// schemaSeen reports whether the table's columns were read since schema id
-// was first served. The first call for an id requests that read.
-func (p *Pipeline) schemaSeen(id int32) bool {
-	p.describeReqMu.Lock()
-	ch, ok := p.schemaIDs[id]
-	p.describeReqMu.Unlock()
-	if !ok {
-		if p.addsColumns() {
-			p.schemaAdded(id)
-		}
-		ch = p.requestDescribe()
-		p.describeReqMu.Lock()
-		if prev, ok := p.schemaIDs[id]; ok {
-			ch = prev
-		} else {
-			p.schemaIDs[id] = ch
-		}
-		p.describeReqMu.Unlock()
-	}
-	select {
-	case <-ch:
-		return true
-	default:
-		return false
-	}
-}
-
-// schemaDescribed returns the channel that closes once the table has been
-// read for schema id, or nil when that read is done or was never asked for.
-func (p *Pipeline) schemaDescribed(id int32) <-chan struct{} {
-	p.describeReqMu.Lock()
-	ch, ok := p.schemaIDs[id]
-	p.describeReqMu.Unlock()
-	if !ok {
-		return nil
-	}
-	select {
-	case <-ch:
-		return nil
-	default:
-		return ch
-	}
 }

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"strings"
-	"sync"
 
 	"github.com/etl-project/etl/config"
 	"github.com/etl-project/etl/schema"
@@ -18,12 +17,8 @@ const (
 	changeAddColumn   = "add_column"
 )
 
-// tableManager holds what sink.clickhouse.schema needs at run time.
+// tableManager holds what sink.clickhouse.schema reads at startup.
 type tableManager struct {
-	mu sync.Mutex
-	// pending are the writer schema ids first seen since the describer
-	// last ran: their fields get columns before their records decode.
-	pending []int32
 	// src is what the pipeline reads at startup (New's goroutine only).
 	src    schema.Source
 	srcErr error
@@ -237,22 +232,11 @@ func (p *Pipeline) addColumns(ctx context.Context, s *sinkState, src schema.Sour
 	return nil
 }
 
-// schemaAdded records writer schema id for the describer, which gives its
-// fields columns before the table is read for it.
-func (p *Pipeline) schemaAdded(id int32) {
-	p.tables.mu.Lock()
-	p.tables.pending = append(p.tables.pending, id)
-	p.tables.mu.Unlock()
-}
-
 // addColumnsForNew adds the columns the writer schemas first seen since
 // the last call need. An id whose schema cannot be read is kept for the
 // next call.
 func (p *Pipeline) addColumnsForNew(ctx context.Context) error {
-	p.tables.mu.Lock()
-	ids := p.tables.pending
-	p.tables.pending = nil
-	p.tables.mu.Unlock()
+	ids := p.desc.takePending()
 	var errs []error
 	var retry []int32
 	for _, id := range ids {
@@ -290,9 +274,7 @@ func (p *Pipeline) addColumnsForNew(ctx context.Context) error {
 		}
 	}
 	if len(retry) > 0 {
-		p.tables.mu.Lock()
-		p.tables.pending = append(retry, p.tables.pending...)
-		p.tables.mu.Unlock()
+		p.desc.keepPending(retry)
 	}
 	return errors.Join(errs...)
 }

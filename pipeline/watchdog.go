@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"sort"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/etl-project/etl/config"
@@ -75,10 +76,10 @@ func (p *Pipeline) checkStalls(now time.Time) {
 	}
 	sort.Slice(stalled, func(i, j int) bool { return stalled[i].For > stalled[j].For })
 	p.m.watermarkAge.Set(worst.Seconds())
-	p.healthMu.Lock()
-	was := len(p.stalled)
-	p.stalled = stalled
-	p.healthMu.Unlock()
+	p.health.mu.Lock()
+	was := len(p.health.stalled)
+	p.health.stalled = stalled
+	p.health.mu.Unlock()
 	p.updateState()
 	if len(stalled) > 0 && was == 0 {
 		p.log.Error("partitions stalled: records in flight but nothing became durable",
@@ -95,6 +96,17 @@ func stallString(s []Stalled) string {
 		parts[i] = x.String()
 	}
 	return strings.Join(parts, ", ")
+}
+
+// health is what the watchdog and the readiness check found last.
+type health struct {
+	mu      sync.Mutex
+	stalled []Stalled // the partitions the watchdog found stalled
+
+	readyMu  sync.Mutex
+	readyAt  time.Time // when ready and readyMsg were last checked
+	ready    bool
+	readyMsg string
 }
 
 // Health reports whether the pipeline is healthy: the poll loop is alive
@@ -128,10 +140,10 @@ func (p *Pipeline) Health() (bool, string) {
 	if ok, msg := p.dlqHealth(); !ok {
 		return false, msg
 	}
-	p.healthMu.Lock()
-	defer p.healthMu.Unlock()
-	if len(p.stalled) > 0 {
-		return false, "stalled: " + stallString(p.stalled)
+	p.health.mu.Lock()
+	defer p.health.mu.Unlock()
+	if len(p.health.stalled) > 0 {
+		return false, "stalled: " + stallString(p.health.stalled)
 	}
 	return true, "ok"
 }
@@ -174,11 +186,11 @@ func (p *Pipeline) updateState() {
 	if st == "" {
 		st = stateStarting
 	}
-	p.healthMu.Lock()
-	if st == stateRunning && len(p.stalled) > 0 {
+	p.health.mu.Lock()
+	if st == stateRunning && len(p.health.stalled) > 0 {
 		st = stateStalled
 	}
-	p.healthMu.Unlock()
+	p.health.mu.Unlock()
 	for _, s := range states {
 		v := 0.0
 		if s == st {
@@ -209,14 +221,14 @@ func (p *Pipeline) Ready(ctx context.Context) (bool, string) {
 	if !p.assigned.Load() {
 		return false, "no partition assignment received from the consumer group yet"
 	}
-	p.readyMu.Lock()
-	defer p.readyMu.Unlock()
-	if time.Since(p.readyAt) < readyEvery {
-		return p.ready, p.readyMsg
+	p.health.readyMu.Lock()
+	defer p.health.readyMu.Unlock()
+	if time.Since(p.health.readyAt) < readyEvery {
+		return p.health.ready, p.health.readyMsg
 	}
 	pctx, cancel := context.WithTimeout(ctx, readyEvery)
 	defer cancel()
-	p.ready, p.readyMsg = true, "ok"
+	p.health.ready, p.health.readyMsg = true, "ok"
 	var down []string
 	for _, s := range p.sinks {
 		for _, cs := range s.clients {
@@ -228,8 +240,8 @@ func (p *Pipeline) Ready(ctx context.Context) (bool, string) {
 		}
 	}
 	if len(down) > 0 {
-		p.ready, p.readyMsg = false, "clickhouse does not answer: "+strings.Join(down, "; ")
+		p.health.ready, p.health.readyMsg = false, "clickhouse does not answer: "+strings.Join(down, "; ")
 	}
-	p.readyAt = time.Now()
-	return p.ready, p.readyMsg
+	p.health.readyAt = time.Now()
+	return p.health.ready, p.health.readyMsg
 }

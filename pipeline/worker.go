@@ -556,7 +556,7 @@ func (p *Pipeline) countRejected(err error) string {
 		reason = string(de.Reason)
 	}
 	p.m.decodeErrors.WithLabelValues(reason).Inc()
-	p.decodeErrs.Add(1)
+	p.prog.decodeErrs.Add(1)
 	return reason
 }
 
@@ -583,7 +583,7 @@ func (p *Pipeline) newChunk(t *clickhouse.Target) (*chunk.Chunk, error) {
 // decoded (once per chunk, off the per-record path).
 func (p *Pipeline) seal(c *chunk.Chunk) {
 	p.budget.Add(int64(c.Measure()))
-	p.rowsDecoded.Add(int64(c.Rows))
+	p.prog.rowsDecoded.Add(int64(c.Rows))
 }
 
 // send hands a sealed chunk to the shard queue without blocking. When the

@@ -77,18 +77,8 @@ func (t *Target) col(i int) int {
 }
 
 // Same reports whether t and u insert the same columns with the same types
-// and the same computed DEFAULTs from the same fields.
-func (t *Target) Same(u *Target) bool {
-	if t.Query != u.Query || len(t.Fields) != len(u.Fields) {
-		return false
-	}
-	for i := range t.Fields {
-		if t.Fields[i] != u.Fields[i] || t.Schema.Types[i].Name != u.Schema.Types[i].Name || t.defaultOf(i) != u.defaultOf(i) {
-			return false
-		}
-	}
-	return true
-}
+// and the same computed DEFAULTs from the same fields (Diff's Same).
+func (t *Target) Same(u *Target) bool { return Diff(t, u).Same }
 
 // Project returns the target that inserts chunks built for old into the
 // table as live describes it: the columns of old that live still has (by
@@ -97,9 +87,9 @@ func (t *Target) Same(u *Target) bool {
 // converts it or refuses the insert. The result is nil when no column is
 // left.
 func Project(old, live *Target) (t *Target, dropped []string) {
-	has := make(map[string]bool, len(live.Schema.Names))
-	for _, n := range live.Schema.Names {
-		has[n] = true
+	dropped = Diff(old, live).GoneNames()
+	if len(dropped) == len(old.Schema.Names) {
+		return nil, dropped
 	}
 	t = &Target{Database: old.Database, Table: old.Table, Schema: &chunk.Schema{}, From: old.Schema}
 	if old.From != nil {
@@ -112,8 +102,7 @@ func Project(old, live *Target) (t *Target, dropped []string) {
 	q.WriteString(quoteIdent(old.Table))
 	q.WriteString(" (")
 	for i, n := range old.Schema.Names {
-		if !has[n] {
-			dropped = append(dropped, n)
+		if slices.Contains(dropped, n) {
 			continue
 		}
 		if len(t.Fields) > 0 {
@@ -125,9 +114,6 @@ func Project(old, live *Target) (t *Target, dropped []string) {
 		t.Fields = append(t.Fields, old.Fields[i])
 		t.Source = append(t.Source, old.col(i))
 		t.defaults = append(t.defaults, old.defaultOf(i))
-	}
-	if len(t.Fields) == 0 {
-		return nil, dropped
 	}
 	q.WriteByte(')')
 	t.Query = q.String()

@@ -324,8 +324,9 @@ func (s *Shard) followTable(ctx context.Context, b *batchSend, target *Target, e
 		s.log.Warn("could not read the table's columns again", slog.Any("error", rerr))
 		return 0, false
 	}
-	if project {
-		if t, dropped := Project(target, live); t != nil && len(dropped) > 0 {
+	d := Diff(target, live)
+	if project && len(d.Gone) > 0 {
+		if t, dropped := Project(target, live); t != nil {
 			s.log.Warn("the table no longer has some columns the batch was built for: inserting it without them",
 				slog.Any("dropped", dropped))
 			s.tmu.Lock()
@@ -338,10 +339,10 @@ func (s *Shard) followTable(ctx context.Context, b *batchSend, target *Target, e
 	if !convert {
 		return 0, false
 	}
-	changed := retypedColumns(target, live)
-	if len(changed) == 0 {
+	if len(d.Retyped) == 0 {
 		return 0, false
 	}
+	changed := d.RetypedList()
 	b.retyped = true
 	conv, cerr := s.o.Reshape(b.chunks, live)
 	if cerr != nil {
@@ -356,19 +357,6 @@ func (s *Shard) followTable(ctx context.Context, b *batchSend, target *Target, e
 		b.bytes += c.Size()
 	}
 	return recoverAgain, true
-}
-
-// retypedColumns lists target's columns whose type live changed (by name).
-func retypedColumns(target, live *Target) []string {
-	var changed []string
-	for i, n := range target.Schema.Names {
-		for j, m := range live.Schema.Names {
-			if m == n && live.Schema.Types[j].Name != target.Schema.Types[i].Name {
-				changed = append(changed, fmt.Sprintf("%s %s -> %s", n, target.Schema.Types[i].Name, live.Schema.Types[j].Name))
-			}
-		}
-	}
-	return changed
 }
 
 // QueueLen is the number of chunks waiting in the queue.
