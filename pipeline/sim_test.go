@@ -956,7 +956,7 @@ func (w *simWorld) quiesce() {
 		return
 	}
 	if !done {
-		w.violation("did not quiesce: %s", w.state())
+		w.violation("did not quiesce: %s; lanes: %s; %d lanes held for the budget, %d chunks counted in the sink (the sink holds %d, %d acknowledgements wait), budget paused %v", w.state(), w.laneStates(), len(w.p.hold.lanes), w.p.hold.sinkChunks.Load(), w.sink.chunks(), len(w.p.acks.items), w.p.budget.Paused())
 		return
 	}
 	if got := w.p.budget.Inflight(); got != 0 {
