@@ -8,6 +8,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/etl-project/etl/internal/clock"
 	"github.com/etl-project/etl/internal/loglimit"
 )
 
@@ -29,6 +30,12 @@ type CommitterOptions struct {
 	// FailLog bounds the "commit failed; will retry" lines of the
 	// periodic commit (nil: one every 10 s).
 	FailLog *loglimit.Limiter
+	// Clock is Run's time: its ticker (nil: package time's).
+	Clock clock.Clock
+	// Woken, when set, is called each time Run wakes (an acknowledgement,
+	// a tick, the end), before it acts: the simulation schedules the
+	// committer's goroutine there. nil in production.
+	Woken func()
 }
 
 // periodicTimeout bounds each periodic commit.
@@ -49,11 +56,17 @@ type Committer struct {
 	commits prometheus.Counter
 	yield   func()
 	failLog *loglimit.Limiter
+	clock   clock.Clock
+	woken   func()
 }
 
 // NewCommitter returns a committer of t's pending offsets through c.
 func NewCommitter(t *Tracker, c Client, o CommitterOptions) *Committer {
-	cm := &Committer{tracker: t, client: c, log: o.Log, commits: o.Commits, yield: o.Yield, failLog: o.FailLog}
+	cm := &Committer{tracker: t, client: c, log: o.Log, commits: o.Commits, yield: o.Yield, failLog: o.FailLog,
+		clock: o.Clock, woken: o.Woken}
+	if cm.clock == nil {
+		cm.clock = clock.System
+	}
 	if cm.log == nil {
 		cm.log = slog.Default()
 	}
@@ -75,16 +88,36 @@ func (c *Committer) Unlock() { c.mu.Unlock() }
 // interval; its warning is rate-limited (FailLog) and counts the lines it
 // suppressed.
 func (c *Committer) Run(ctx context.Context, interval time.Duration, acks <-chan struct{}, apply func()) {
-	t := time.NewTicker(interval)
+	t := c.clock.NewTicker(interval)
 	defer t.Stop()
 	for {
+		tick := false
 		select {
 		case <-ctx.Done():
-			return
 		case <-acks:
-			apply()
-		case <-t.C:
-			apply()
+		case <-t.C():
+			tick = true
+		}
+		if c.woken != nil {
+			c.woken()
+		}
+		// Every case is looked at after the wake, in a fixed order,
+		// whichever of them select picked: the end first, then the
+		// acknowledgements (apply takes them all) and a tick due.
+		if ctx.Err() != nil {
+			return
+		}
+		select {
+		case <-acks:
+		default:
+		}
+		select {
+		case <-t.C():
+			tick = true
+		default:
+		}
+		apply()
+		if tick {
 			c.periodic(ctx)
 		}
 	}

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"io"
 	"log/slog"
 	"strings"
 	"sync"
@@ -211,5 +212,51 @@ func TestCommitterRun(t *testing.T) {
 		}
 		cancel()
 		<-done
+	})
+}
+
+// TestCommitterRunActsOnEveryReadyCase: after a wake the committer acts on
+// every case that is ready, not only the one select picked: woken by
+// acknowledgements while the interval also ran out, it applies them and
+// commits in the same pass; woken while its context also ended, it
+// returns without acting.
+func TestCommitterRunActsOnEveryReadyCase(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		tr := NewTracker()
+		tp := TopicPartition{Topic: "t", Partition: 0}
+		e := tr.Assign(tp)
+		tr.Start(tp, e, 0)
+		cl := &fakeClient{}
+		woken, release := make(chan struct{}), make(chan struct{})
+		c := NewCommitter(tr, cl, CommitterOptions{
+			Log:   slog.New(slog.NewTextHandler(io.Discard, nil)),
+			Woken: func() { woken <- struct{}{}; <-release },
+		})
+		acks := make(chan struct{}, 1)
+		var next int64
+		var applied atomic.Int64
+		apply := func() { applied.Add(1); tr.Ack(tp, e, next, next+1); next++ }
+		ctx, cancel := context.WithCancel(context.Background())
+		done := make(chan struct{})
+		go func() { c.Run(ctx, time.Second, acks, apply); close(done) }()
+
+		acks <- struct{}{}
+		<-woken
+		time.Sleep(time.Second) // the tick is due while the committer waits at Woken
+		synctest.Wait()
+		release <- struct{}{}
+		synctest.Wait()
+		if got := cl.commits(); applied.Load() != 1 || len(got) != 1 || got[0][0].Offset != 1 {
+			t.Fatalf("woken by acknowledgements with the tick due: applied %d, committed %v; want 1 apply and a commit of offset 1 in the same pass", applied.Load(), got)
+		}
+
+		acks <- struct{}{}
+		<-woken
+		cancel() // the end, while the acknowledgements that woke it wait
+		release <- struct{}{}
+		<-done
+		if applied.Load() != 1 {
+			t.Fatalf("applied %d times after its context ended, want no more than the 1 before", applied.Load())
+		}
 	})
 }

@@ -129,22 +129,35 @@ func (h *handler) Revoked(ctx context.Context, parts kafka.Partitions) {
 	// rebalance during the drain must not commit less than the drain
 	// writes (the next owner would write it again); the stop's own
 	// deadline (haltChan) ends the wait then.
-	deadline := time.NewTimer(p.cfg.Checkpoint.DrainTimeout.D())
+	deadline := p.timing().NewTimer(p.cfg.Checkpoint.DrainTimeout.D())
 	defer deadline.Stop()
 	for {
 		changed := p.settle.wait()
 		if r.settled() {
 			return
 		}
+		// Each pass looks at every end of the wait, whichever of them
+		// woke it: what the revoke does does not depend on which ready
+		// case select picked.
 		select {
-		case <-changed:
-		case <-deadline.C:
+		case <-deadline.C():
 			return
 		case <-p.haltChan():
 			return
 		case <-ctx.Done():
 			return
+		default:
 		}
+		select {
+		case <-changed:
+		case <-deadline.C():
+			// Consumed: deadline.C yields nothing more, so end here.
+			p.yield(hookRevokeWoken, nil)
+			return
+		case <-p.haltChan():
+		case <-ctx.Done():
+		}
+		p.yield(hookRevokeWoken, nil)
 	}
 }
 
@@ -178,9 +191,10 @@ func (p *Pipeline) revokeEnd(r *revoke) {
 		only[l.tp] = true
 	}
 	p.processAcks()
+	p.yield(hookRevokeCommit, nil)
 	p.commits.Lock()
 	defer p.commits.Unlock()
-	cctx, cancel := context.WithTimeout(context.Background(), revokeCommitTimeout)
+	cctx, cancel := p.timing().WithTimeout(context.Background(), revokeCommitTimeout)
 	defer cancel()
 	if err := p.commits.CommitLocked(cctx, only); err != nil {
 		p.log.Warn("commit on revoke failed: records since the last commit will be read again by the next owner", "err", err)

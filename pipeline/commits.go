@@ -34,6 +34,8 @@ func newCommitter(p *Pipeline) *checkpoint.Committer {
 		Commits: p.m.commits,
 		Yield:   func() { p.yield(hookCommitted, nil) },
 		FailLog: loglimit.New(1, commitFailLogEvery),
+		Clock:   p.timing(),
+		Woken:   func() { p.yield(hookCommitterWoken, nil) },
 	})
 }
 

@@ -1,6 +1,7 @@
 package pipeline
 
 import (
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -466,6 +467,16 @@ func (l *lane) heldChunks() int64 {
 // lane then (the worker in start or finish, or close when none does).
 func (l *lane) dropLocked() int64 {
 	b := l.recBytes + l.heldChunks()
+	// A group with chunks still to send is never acknowledged whole: its
+	// count in outstanding goes with the chunks dropped here, so that a
+	// revoke waits only for what was handed over.
+	var groups []*ackGroup
+	for _, c := range l.backlog {
+		if g, ok := c.Owner.(*ackGroup); ok && !slices.Contains(groups, g) {
+			groups = append(groups, g)
+		}
+	}
+	l.outstanding.Add(-int64(len(groups)))
 	clear(l.recs)
 	l.recs, l.head, l.recBytes = nil, 0, 0
 	// The open outputs are counted as they grow (curCounted, in

@@ -21,6 +21,7 @@ import (
 	"github.com/etl-project/etl/decode/avro"
 	"github.com/etl-project/etl/dlq"
 	"github.com/etl-project/etl/fields"
+	"github.com/etl-project/etl/internal/clock"
 	"github.com/etl-project/etl/internal/loglimit"
 	"github.com/etl-project/etl/sink/clickhouse"
 	"github.com/etl-project/etl/source/kafka"
@@ -139,8 +140,9 @@ type Pipeline struct {
 	// the simulation can run their work at exactly that point. nil in
 	// production.
 	hook func(at hookPoint, l *lane)
-	// now, when set (by the simulation), is the pipeline's clock.
-	now func() time.Time
+	// clk, when set (by the simulation), is the pipeline's clock: the
+	// loops' tickers and deadlines (nil: package time's).
+	clk clock.Clock
 }
 
 // hookPoint names a place where the code may lose control to another
@@ -161,6 +163,15 @@ const (
 	hookAcked                           // acknowledgements were applied; the held and blocked lanes are not woken yet
 	hookFollowedBudget                  // the pauser followed the budget and released its lock
 	hookHoldRegister                    // a lane is held for the budget and not registered yet: a wake now does not see it
+
+	// Where a loop's goroutine woke from a wait and has not acted yet:
+	// the simulation runs the goroutine from there when it chooses.
+	hookControllerWoken // the controller woke (a tick, or its end)
+	hookCommitterWoken  // the committer woke (acknowledgements, a tick, or its end)
+	hookRevokeWoken     // a revoke's wait woke (a lane settled, its deadline, the stop's halt)
+	hookRevokeCommit    // a revoke processed the acknowledgements and is about to take the commit lock
+	hookDrainWoken      // the stop's drain of the lanes woke (a lane settled, or the drain deadline)
+	hookStopWoken       // the stop woke while waiting for the shards or the workers
 )
 
 // yield calls the simulation's hook, if any.
@@ -172,10 +183,15 @@ func (p *Pipeline) yield(at hookPoint, l *lane) {
 
 // clock is the current time (the simulation's, under it).
 func (p *Pipeline) clock() time.Time {
-	if p.now != nil {
-		return p.now()
+	return p.timing().Now()
+}
+
+// timing is the pipeline's clock: the simulation's, or package time's.
+func (p *Pipeline) timing() clock.Clock {
+	if p.clk != nil {
+		return p.clk
 	}
-	return time.Now()
+	return clock.System
 }
 
 // New connects to ClickHouse, reads the target table and builds the source.
@@ -345,7 +361,6 @@ func (p *Pipeline) Run(ctx context.Context) error {
 	for _, sh := range p.dests {
 		go func() { sinkDone <- sh.Run(sinkCtx) }()
 	}
-	sinksLeft := len(p.dests)
 
 	var workers sync.WaitGroup
 	for i := 0; i < p.workers; i++ {
@@ -367,29 +382,64 @@ func (p *Pipeline) Run(ctx context.Context) error {
 	srcDone := make(chan error, 1)
 	go func() { srcDone <- p.src.Run(srcCtx) }()
 
+	rt := &running{
+		stopSource:  func() { stopSource(); <-srcDone },
+		sinkDone:    sinkDone,
+		sinksLeft:   len(p.dests),
+		hardStop:    hardStop,
+		stopWorkers: workers.Wait,
+		stopLoops: func() {
+			stopController()
+			stopWatchdog()
+			stopDescriber()
+			stopCommitter()
+			stopLag()
+		},
+	}
 	var fatal error
-	var sinkErr error
 	sinkReturned := false
 	select {
 	case <-ctx.Done():
 		p.log.Info("stopping: writing what is in flight", "drain_timeout", p.cfg.Checkpoint.DrainTimeout.D())
 	case fatal = <-p.failc:
 		p.log.Error("stopping on error", "err", fatal)
-	case sinkErr = <-sinkDone:
+	case fatal = <-sinkDone:
 		sinkReturned = true
-		sinksLeft--
-		fatal = sinkErr
+		rt.sinksLeft--
 		if fatal == nil {
 			fatal = errors.New("sink stopped unexpectedly")
 		}
 		p.log.Error("stopping on sink error", "err", fatal)
 	}
+	return p.stop(rt, fatal, sinkReturned)
+}
+
+// running is what Run started and its stop ends.
+type running struct {
+	// stopSource stops the source and waits for its Run to return (a
+	// group callback in progress, such as a revoke, ends first).
+	stopSource func()
+	sinkDone   <-chan error // each shard's Run's result
+	sinksLeft  int          // shards whose Run has not returned
+	hardStop   func()       // cancels every shard's Run
+	// stopWorkers waits for the workers, once the run queue is closed.
+	stopWorkers func()
+	// stopLoops stops the controller, the watchdog, the describer, the
+	// committer and the lag watcher, and waits for them.
+	stopLoops func()
+}
+
+// stop is Run's graceful stop, or its stop on the fatal error (with
+// sinkReturned when a shard's Run returned it): the source stops, the
+// lanes decode what was fetched and hand it to the sinks, the shards
+// write it, all within checkpoint.drain_timeout, then the loops stop and
+// the final commit is made (bounded by revokeCommitTimeout).
+func (p *Pipeline) stop(rt *running, fatal error, sinkReturned bool) error {
 	p.closing.Store(true)
 	p.setState(stateDraining)
-	stopSource()
-	<-srcDone
+	rt.stopSource()
 
-	drainCtx, cancelDrain := context.WithTimeout(context.Background(), p.cfg.Checkpoint.DrainTimeout.D())
+	drainCtx, cancelDrain := p.timing().WithTimeout(context.Background(), p.cfg.Checkpoint.DrainTimeout.D())
 	defer cancelDrain()
 	// At the drain deadline every retry loop gives up (an exactly-once
 	// block that cannot be registered is dropped, not written).
@@ -405,32 +455,16 @@ func (p *Pipeline) Run(ctx context.Context) error {
 	for _, sh := range p.dests {
 		sh.Close()
 	}
-	for ; sinksLeft > 0; sinksLeft-- {
-		select {
-		case sinkErr = <-sinkDone:
-			if sinkErr != nil && fatal == nil {
-				fatal = sinkErr
-			}
-		case <-drainCtx.Done():
-			drained = false
-			hardStop()
-			for ; sinksLeft > 0; sinksLeft-- {
-				<-sinkDone
-			}
-			sinksLeft = 1 // leave the outer loop
-		}
+	if !p.waitSinks(rt, drainCtx, &fatal) {
+		drained = false
 	}
 	close(p.stopWaiters)
 	p.waiters.Wait()
 	p.runq.close()
 	p.haltNow() // nothing is left to wait for: a worker still retrying gives up
-	workers.Wait()
+	rt.stopWorkers()
 	defer p.schemas.Close()
-	stopController()
-	stopWatchdog()
-	stopDescriber()
-	stopCommitter()
-	stopLag()
+	rt.stopLoops()
 
 	// Wait for dead-letter writes still in flight (their offsets commit
 	// only once acknowledged), then commit what is durable and leave the
@@ -451,7 +485,7 @@ func (p *Pipeline) Run(ctx context.Context) error {
 		defer p.dlq.Close()
 	}
 	p.processAcks()
-	commitCtx2, cancelCommit := context.WithTimeout(context.Background(), revokeCommitTimeout)
+	commitCtx2, cancelCommit := p.timing().WithTimeout(context.Background(), revokeCommitTimeout)
 	commitErr := p.commits.Commit(commitCtx2, nil)
 	if commitErr != nil {
 		p.log.Error("final commit failed: records since the last commit will be read again", "err", commitErr)
@@ -471,6 +505,47 @@ func (p *Pipeline) Run(ctx context.Context) error {
 		return fmt.Errorf("%w: %v", ErrCommitFailed, commitErr)
 	}
 	return nil
+}
+
+// waitSinks waits for every shard's Run to return, until drainCtx ends;
+// then it cancels them (hardStop) and waits for them. It reports whether
+// they returned in time, and sets *fatal to the first error one returned
+// in time if it is not set. Each pass looks at both cases after the
+// wake, whichever of them select picked: a shard that returned is
+// counted, and one that returns as the deadline passes counts as late.
+func (p *Pipeline) waitSinks(rt *running, drainCtx context.Context, fatal *error) bool {
+	for rt.sinksLeft > 0 {
+		var sinkErr error
+		got := false
+		select {
+		case sinkErr = <-rt.sinkDone:
+			got = true
+		case <-drainCtx.Done():
+		}
+		p.yield(hookStopWoken, nil)
+		if !got {
+			select {
+			case sinkErr = <-rt.sinkDone:
+				got = true
+			default:
+			}
+		}
+		if got {
+			rt.sinksLeft--
+		}
+		if drainCtx.Err() != nil {
+			rt.hardStop()
+			for ; rt.sinksLeft > 0; rt.sinksLeft-- {
+				<-rt.sinkDone
+				p.yield(hookStopWoken, nil)
+			}
+			return false
+		}
+		if sinkErr != nil && *fatal == nil {
+			*fatal = sinkErr
+		}
+	}
+	return true
 }
 
 // background runs fn in a goroutine until the returned stop function is
@@ -524,11 +599,16 @@ func (p *Pipeline) drainLanes(ctx context.Context) bool {
 		if !busy {
 			return true
 		}
+		// The deadline is looked at on each pass, whichever case woke
+		// the wait: lanes idle at the deadline count as drained.
+		if ctx.Err() != nil {
+			return false
+		}
 		select {
 		case <-ctx.Done():
-			return false
 		case <-changed:
 		}
+		p.yield(hookDrainWoken, nil)
 	}
 }
 
@@ -559,17 +639,23 @@ func (p *Pipeline) closeSinks() {
 
 // controller checks the byte budget and pauses or resumes the source.
 func (p *Pipeline) controller(ctx context.Context) {
-	t := time.NewTicker(20 * time.Millisecond)
+	t := p.timing().NewTicker(20 * time.Millisecond)
 	defer t.Stop()
 	for {
 		select {
 		case <-ctx.Done():
+		case <-t.C():
+		}
+		p.yield(hookControllerWoken, nil)
+		// Its end first, whichever case select picked: a tick that is
+		// due as the controller stops is not acted on.
+		if ctx.Err() != nil {
 			return
-		case now := <-t.C:
-			p.checkBudget(now)
-			if p.eo() {
-				p.eoFlushLingered(now)
-			}
+		}
+		now := p.clock()
+		p.checkBudget(now)
+		if p.eo() {
+			p.eoFlushLingered(now)
 		}
 	}
 }

@@ -18,6 +18,19 @@ func (w *simWorld) checkHook(at hookPoint, l *lane) {
 		}
 		return
 	}
+	if at == hookRegister && l != nil {
+		// A block registered over one a previous owner registered is
+		// that block again: it starts where that one started.
+		l.mu.Lock()
+		first := l.eo.curFirst
+		l.mu.Unlock()
+		for _, b := range w.registered[l.tp] {
+			if b[0] < first && first < b[1] {
+				w.violation("lane %v registers a block from %d, inside the block [%d, %d) a previous owner registered", l.tp, first, b[0], b[1])
+			}
+		}
+		return
+	}
 	if at != hookReadAhead || l == nil {
 		return
 	}
@@ -59,7 +72,7 @@ func (w *simWorld) raceHook(at hookPoint, l *lane) bool {
 			if w.p.budget.Paused() {
 				w.sinkStep(w.calm)
 				w.sinkStep(w.calm)
-				w.processAcks()
+				w.committer()
 				w.controller(w.minPause + time.Duration(r.Intn(100))*time.Millisecond)
 			} else if !w.inPoll {
 				w.fetch()
@@ -68,10 +81,10 @@ func (w *simWorld) raceHook(at hookPoint, l *lane) bool {
 				return false
 			}
 		case k < 50:
-			w.processAcks()
+			w.committer()
 			w.controller(time.Duration(r.Intn(400)) * time.Millisecond)
 		case k < 70 && !w.inPoll:
-			w.processAcks()
+			w.committer()
 			w.fetch()
 		case k < 85:
 			w.controller(time.Duration(r.Intn(400)) * time.Millisecond)
@@ -84,7 +97,7 @@ func (w *simWorld) raceHook(at hookPoint, l *lane) bool {
 			w.sinkStep(w.calm)
 			w.sinkStep(w.calm)
 		case k < 65:
-			w.processAcks()
+			w.committer()
 		case k < 85 && !w.inPoll:
 			w.fetch()
 		default:
@@ -97,7 +110,7 @@ func (w *simWorld) raceHook(at hookPoint, l *lane) bool {
 		case k < 60 && !w.inPoll:
 			w.fetch()
 		case k < 75:
-			w.processAcks()
+			w.committer()
 		default:
 			return false
 		}
@@ -109,7 +122,7 @@ func (w *simWorld) raceHook(at hookPoint, l *lane) bool {
 		}
 		for range 1 + r.Intn(8) {
 			w.sinkStep(true)
-			w.processAcks()
+			w.committer()
 		}
 	case hookAcked:
 		switch k := r.Intn(100); {

@@ -51,8 +51,12 @@ type simSink struct {
 	shards []*simShard
 	clock  *simClock
 	rows   []map[uint64]int // per sink's table: id → rows
-	blocks map[string]bool
-	poison map[uint64]bool // ids of the rows the table refuses
+	// done gets each shard's Run's result (the stop's sinkDone);
+	// hardStopped: the stop cancelled the shards' Run.
+	done        chan error
+	hardStopped bool
+	blocks      map[string]bool
+	poison      map[uint64]bool // ids of the rows the table refuses
 
 	// mu guards what the shard goroutines touch: the ledger, the pending
 	// inserts, the wake-ups, the rejected rows and the violations they
@@ -92,6 +96,7 @@ type simShard struct {
 	bisecting map[*chunk.Chunk]bool
 
 	frozen bool // its inserts are not answered (unless calm)
+	hung   bool // its inserts are not answered, calm or not: a stop meets a ClickHouse that hangs
 	dead   bool // failed for good: every insert is refused
 	closed bool
 
@@ -218,7 +223,7 @@ func (w *simWorld) newSimSink(queueCap, maxInflight, nreps int, batch config.Bat
 	p := w.p
 	r := w.rng
 	s := &simSink{w: w, blocks: map[string]bool{}, poison: map[uint64]bool{}, rejected: map[uint64]bool{}}
-	s.clock = &simClock{now: w.now}
+	s.clock = w.clock
 	w.sink = s
 	maxRows, maxBytes, linger := batch.MaxRows, int(batch.MaxBytes), batch.Linger.D()
 	if w.eo {
@@ -281,6 +286,7 @@ func (w *simWorld) newSimSink(queueCap, maxInflight, nreps int, batch config.Bat
 		}
 		s.rows = append(s.rows, map[uint64]int{})
 	}
+	s.done = make(chan error, len(s.shards))
 	w.desc += fmt.Sprintf(" replicas=%d backoff=%s..%s breaker=%d/%s first_at_once=%v linger=%s", nreps, initial, maxBackoff,
 		br.FailureThreshold, br.OpenFor, firstAtOnce && !w.eo, linger)
 }
@@ -290,7 +296,11 @@ func (s *simSink) start() {
 	for _, ss := range s.shards {
 		ctx, cancel := context.WithCancel(context.Background())
 		ss.cancel = cancel
-		go func() { ss.res <- ss.sh.Run(ctx) }()
+		go func() {
+			err := ss.sh.Run(ctx)
+			ss.res <- err
+			s.done <- err
+		}()
 	}
 	s.settle()
 }
@@ -336,7 +346,7 @@ func (s *simSink) settle() {
 		case err := <-ss.res:
 			ss.returned, ss.runErr = true, err
 			s.w.tracef("shard %d: Run returned %v", ss.idx, err)
-			if !ss.dead && (!ss.closed || err != nil) {
+			if !ss.dead && !s.hardStopped && (!ss.closed || err != nil) {
 				s.w.violation("shard %d stopped: %v", ss.idx, err)
 			}
 		default:
@@ -575,7 +585,7 @@ func (w *simWorld) sinkStep(calm bool) {
 	var can []*simPending
 	for _, pd := range s.pendingSorted() {
 		ss := s.shards[pd.shard]
-		if ss.frozen && !calm && !ss.dead {
+		if (ss.frozen && !calm || ss.hung) && !ss.dead {
 			continue
 		}
 		can = append(can, pd)
@@ -723,18 +733,6 @@ func (s *simSink) drainedShards() bool {
 	return true
 }
 
-// closeShards is the stop's Close of every shard: no more hand-overs, the
-// rest is drained.
-func (s *simSink) closeShards() {
-	for _, ss := range s.shards {
-		if !ss.closed {
-			ss.closed = true
-			ss.sh.Close()
-		}
-	}
-	s.settle()
-}
-
 // hasRec reports whether every row of sr is in every table: the record is
 // durable; or, for a record the table refuses, that its rows were handed to
 // OnRejected. A bad record (under on_error fail, where it stops the
@@ -803,6 +801,8 @@ type simTimer struct {
 	when   time.Time
 	seq    int64
 	active bool
+	period time.Duration // a ticker's: it fires again period later
+	fn     func()        // called (instead of a send) when it fires
 }
 
 func (c *simClock) Now() time.Time {
@@ -817,18 +817,38 @@ func (c *simClock) set(t time.Time) {
 	c.mu.Unlock()
 }
 
-func (c *simClock) NewTimer(d time.Duration) clickhouse.Timer {
+func (c *simClock) NewTimer(d time.Duration) clickhouse.Timer { return c.newTimer(d, 0, nil) }
+
+func (c *simClock) newTimer(d, period time.Duration, fn func()) *simTimer {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	c.seq++
-	t := &simTimer{c: c, ch: make(chan time.Time, 1), when: c.now.Add(d), seq: c.seq, active: true}
+	t := &simTimer{c: c, ch: make(chan time.Time, 1), when: c.now.Add(d), seq: c.seq, active: true, period: period, fn: fn}
 	c.timers = append(c.timers, t)
 	return t
 }
 
 // fireNext fires the first active timer due at or before to, and returns
-// its time.
+// its time. A ticker whose last tick was not taken yet drops the ticks up
+// to to, as time.Ticker does, without waking anyone.
 func (c *simClock) fireNext(to time.Time) (time.Time, bool) {
+	for {
+		at, fn, woke, ok := c.fire(to)
+		if !ok {
+			return time.Time{}, false
+		}
+		if fn != nil {
+			fn()
+		}
+		if woke || fn != nil {
+			return at, true
+		}
+	}
+}
+
+// fire fires the first active timer due at or before to: it sends on its
+// channel (woke: there was room) or returns its fn.
+func (c *simClock) fire(to time.Time) (at time.Time, fn func(), woke, ok bool) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	var next *simTimer
@@ -846,17 +866,30 @@ func (c *simClock) fireNext(to time.Time) (time.Time, bool) {
 	clear(old[len(live):])
 	c.timers = live
 	if next == nil {
-		return time.Time{}, false
+		return time.Time{}, nil, false, false
 	}
 	next.active = false
 	if next.when.After(c.now) {
 		c.now = next.when
 	}
+	if next.period > 0 {
+		c.seq++
+		next.when, next.seq, next.active = next.when.Add(next.period), c.seq, true
+	}
+	if next.fn != nil {
+		return c.now, next.fn, false, true
+	}
 	select {
 	case next.ch <- c.now:
+		woke = true
 	default:
+		if next.period > 0 && !next.when.After(to) {
+			// Dropped ticks: the next one after to.
+			n := to.Sub(next.when)/next.period + 1
+			next.when = next.when.Add(n * next.period)
+		}
 	}
-	return c.now, true
+	return c.now, nil, woke, true
 }
 
 func (t *simTimer) C() <-chan time.Time { return t.ch }

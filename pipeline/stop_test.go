@@ -54,7 +54,8 @@ func simRecords(tp TopicPartition, n int) []*kgo.Record {
 func TestRunReportsFailedFinalCommit(t *testing.T) {
 	w := newDirectSimWorld(t, 1)
 	p := w.p
-	p.hook, p.now = nil, nil
+	p.hook, p.clk = nil, nil
+	p.commits = newCommitter(p)
 	p.cfg.Delivery, p.exactlyOnce = "at_least_once", false
 	p.cfg.Checkpoint.CommitInterval = config.Duration(time.Hour)
 	p.cfg.Checkpoint.DrainTimeout = config.Duration(5 * time.Second)
@@ -96,7 +97,8 @@ func TestRunReportsFailedFinalCommit(t *testing.T) {
 func TestExactlyOnceRegisterEndsOnHalt(t *testing.T) {
 	w := newDirectSimWorld(t, 1)
 	p := w.p
-	p.hook, p.now = nil, nil
+	p.hook, p.clk = nil, nil
+	p.commits = newCommitter(p)
 	p.cfg.Delivery, p.exactlyOnce = "exactly_once", true
 	w.eo = true
 	src := &downSource{}
@@ -191,7 +193,8 @@ func TestRevokeWhileStoppingWaits(t *testing.T) {
 func testRevokeWhileStoppingWaits(t *testing.T) {
 	w := newDirectSimWorld(t, 1)
 	p := w.p
-	p.hook, p.now = nil, nil
+	p.hook, p.clk = nil, nil
+	p.commits = newCommitter(p)
 	p.cfg.Delivery, p.exactlyOnce = "at_least_once", false
 	p.cfg.Checkpoint.DrainTimeout = config.Duration(10 * time.Second)
 	src := &recSource{committed: map[TopicPartition]int64{}}

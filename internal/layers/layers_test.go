@@ -16,7 +16,7 @@ const module = "github.com/etl-project/etl/"
 // dependency pointing the wrong way. A new package must be placed here.
 var layers = [][]string{
 	// Foundations: no other package of the module.
-	{"internal/names", "internal/loglimit", "chunk", "backpressure", "dlq", "schemaregistry"},
+	{"internal/names", "internal/loglimit", "internal/clock", "chunk", "backpressure", "dlq", "schemaregistry"},
 	// The configuration, and the decoder interface over chunks.
 	{"config", "decode"},
 	// Formats, the transform chain and the Native block encoder.
