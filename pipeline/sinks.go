@@ -149,8 +149,9 @@ func (p *Pipeline) openSinks(ctx context.Context, plan sinkPlan) error {
 		maxRows, maxBytes, linger, idle := s.cfg.Batch.MaxRows, int(s.cfg.Batch.MaxBytes), s.cfg.Batch.Linger.D(), s.cfg.Batch.Idle.D()
 		if p.eo() {
 			// Each chunk is a whole insert block (the lanes build blocks
-			// up to the batch limits): never merge two.
-			maxRows, maxBytes, linger, idle = 1, 0, 0, 0
+			// up to the batch limits): never merge two. With no trigger
+			// set every chunk is a batch of its own, one of no rows too.
+			maxRows, maxBytes, linger, idle = 0, 0, 0, 0
 		}
 		for i, cs := range s.clients {
 			dest := len(p.dests) // chunk.Dest of this shard's chunks

@@ -128,6 +128,7 @@ type Budget interface {
 // never by blocking the poll loop.
 type Shard struct {
 	o     ShardOptions
+	alone bool // no batch trigger was set: every chunk is a batch of its own
 	log   *slog.Logger
 	m     *shardMetrics
 	clock Clock
@@ -188,9 +189,7 @@ func NewShard(o ShardOptions) *Shard {
 	if o.MaxInflight < 1 {
 		o.MaxInflight = 1
 	}
-	if o.MaxRows <= 0 && o.MaxBytes <= 0 && o.Linger <= 0 {
-		o.MaxRows = 1
-	}
+	alone := o.MaxRows <= 0 && o.MaxBytes <= 0 && o.Linger <= 0
 	if o.InitialBackoff <= 0 {
 		o.InitialBackoff = 100 * time.Millisecond
 	}
@@ -219,6 +218,7 @@ func NewShard(o ShardOptions) *Shard {
 	}
 	s := &Shard{
 		o:       o,
+		alone:   alone,
 		clock:   o.Clock,
 		log:     log.With(attrs...),
 		m:       o.Metrics.forShard(o.Name),
@@ -484,6 +484,11 @@ func (s *Shard) Run(ctx context.Context) error {
 		case first:
 			first = false
 			dispatch(reasonStart) // (nothing is in flight before the first batch)
+		case s.alone:
+			// Counted as the rows trigger: a chunk of no rows (its
+			// records all refused) closes its batch too, as nothing
+			// else would.
+			full = reasonRows
 		case s.o.MaxRows > 0 && cur.rows >= s.o.MaxRows:
 			full = reasonRows
 		case s.o.MaxBytes > 0 && cur.bytes >= s.o.MaxBytes:
@@ -533,7 +538,7 @@ func (s *Shard) Run(ctx context.Context) error {
 		// batch could only grow, so then nothing is taken while every
 		// slot is busy.
 		var in <-chan *chunk.Chunk
-		if full == "" && held == nil && (inflight < s.o.MaxInflight || s.o.MaxRows > 0 || s.o.MaxBytes > 0) {
+		if full == "" && held == nil && (inflight < s.o.MaxInflight || s.alone || s.o.MaxRows > 0 || s.o.MaxBytes > 0) {
 			in = queue
 			if in != nil {
 				s.spaceIfFull()

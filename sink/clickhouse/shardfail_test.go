@@ -66,3 +66,39 @@ func TestShardSpaceAtHalf(t *testing.T) {
 		t.Fatalf("OnSpace called %d times once the queue drained to half, want 1", spaces)
 	}
 }
+
+// TestShardChunkAlone: with no batch trigger set (exactly-once, where each
+// chunk is a whole block), every chunk is a batch of its own, a chunk of
+// no rows included (a block whose records were all refused, or whose
+// offsets hold no record): it is acknowledged at once, not held until
+// another chunk comes, and never merged with the next.
+func TestShardChunkAlone(t *testing.T) {
+	t.Parallel()
+	synctest.Test(t, func(t *testing.T) {
+		tg := idTarget(t, "alone")
+		f := newFake("a")
+		s, a, m, _, _ := loopShard(t, ShardOptions{QueueCapacity: 4, MaxInflight: 2}, tg, f)
+		empty := idChunk(t, tg, 0, 0)
+		enqueue(t, s, empty)
+		synctest.Wait()
+		if a.count(empty) != 1 {
+			t.Fatalf("a chunk of no rows alone in the queue was acknowledged %d times, want 1", a.count(empty))
+		}
+		one, two := idChunk(t, tg, 0, 2), idChunk(t, tg, 2, 0)
+		enqueue(t, s, one, two)
+		synctest.Wait()
+		if a.count(one) != 1 || a.count(two) != 1 {
+			t.Fatalf("acknowledged %d and %d times, want once each", a.count(one), a.count(two))
+		}
+		f.mu.Lock()
+		defer f.mu.Unlock()
+		for _, c := range f.all {
+			if len(c.chunks) != 1 {
+				t.Fatalf("an insert of %d chunks (%d rows): each chunk must be a batch of its own", len(c.chunks), c.rows)
+			}
+		}
+		if got := flushes(m, "0", reasonRows); got != 3 {
+			t.Fatalf("%v batches closed, want 3 (one per chunk)", got)
+		}
+	})
+}
