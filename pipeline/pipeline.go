@@ -109,8 +109,7 @@ type Pipeline struct {
 	given   uncommitted // written records whose commit was given up (uncommitted.go)
 	// halt is closed when the stop gives up on what is still in flight
 	// (the drain deadline passed): retry loops end (haltChan, haltNow).
-	haltInit, haltClose sync.Once
-	halt                chan struct{}
+	halt latch
 
 	// inCallback is when the group callback running now started (Unix
 	// nanoseconds; 0 when none): the poll loop waits for it.
@@ -564,15 +563,28 @@ func background(fn func(ctx context.Context)) (stop func()) {
 }
 
 // haltChan is closed once the stop gives up on what is in flight.
-func (p *Pipeline) haltChan() <-chan struct{} {
-	p.haltInit.Do(func() { p.halt = make(chan struct{}) })
-	return p.halt
-}
+func (p *Pipeline) haltChan() <-chan struct{} { return p.halt.wait() }
 
 // haltNow ends every retry loop: the stop no longer waits for them.
-func (p *Pipeline) haltNow() {
-	p.haltChan()
-	p.haltClose.Do(func() { close(p.halt) })
+func (p *Pipeline) haltNow() { p.halt.fire() }
+
+// latch is a channel closed at most once, made at its first use (the
+// zero latch is ready).
+type latch struct {
+	make, close sync.Once
+	c           chan struct{}
+}
+
+// wait returns the channel, closed once fire was called.
+func (l *latch) wait() <-chan struct{} {
+	l.make.Do(func() { l.c = make(chan struct{}) })
+	return l.c
+}
+
+// fire closes the channel; later calls do nothing.
+func (l *latch) fire() {
+	l.wait()
+	l.close.Do(func() { close(l.c) })
 }
 
 // fail reports a fatal error once; Run stops the pipeline.
