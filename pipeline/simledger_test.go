@@ -186,6 +186,7 @@ func (w *simWorld) checkLedger() {
 		}
 	}
 	recs := g.records()
+	w.checkOpenBlocks()
 	b := w.p.budget.Inflight()
 	if b < g.sink {
 		w.violation("budget counts %d bytes in flight, less than the %d of the chunks the sink took and did not acknowledge", b, g.sink)
@@ -210,5 +211,38 @@ func (w *simWorld) checkLedger() {
 	if over := held - w.p.budget.Bytes(); over > allow {
 		w.violation("memory held %d (sink %d, records %d, outputs %d) passes the budget %d by %d, more than its allowance %d (a poll %d, exactly-once rebuilds %d, outputs %d)",
 			held, g.sink, recs, outs, w.p.budget.Bytes(), over, allow, 2*g.maxPoll, replay, outs)
+	}
+}
+
+// checkOpenBlocks checks, under exactly-once, that each lane's open block
+// keeps its decoded records counted until it is sealed: the budget bytes
+// the lane holds for them are at least the ledger's bytes of the good
+// records the block took so far (offsets from its first to the lane's
+// cursor), which the lane decoded but handed to no shard yet.
+func (w *simWorld) checkOpenBlocks() {
+	if !w.eo {
+		return
+	}
+	for _, ll := range w.ledger.lanes {
+		l := ll.l
+		l.mu.Lock()
+		closed := l.state == laneClosed
+		l.mu.Unlock()
+		if closed || l.eo.openSince.Load() == 0 || l.cursor < 0 {
+			continue
+		}
+		var want int64
+		for i, off := range ll.offs {
+			if off < l.eo.curFirst || off >= l.cursor {
+				continue
+			}
+			if j := w.indexOf(l.tp, off); j < int64(len(w.log[l.tp])) && w.log[l.tp][j].rec.Offset == off && !w.log[l.tp][j].bad {
+				want += ll.bytes[i]
+			}
+		}
+		if l.eo.held < want {
+			w.violation("lane %v's open exactly-once block [%d, %d) counts %d budget bytes for its records, the ledger has %d of them decoded and not handed over",
+				l.tp, l.eo.curFirst, l.cursor, l.eo.held, want)
+		}
 	}
 }
