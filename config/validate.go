@@ -141,7 +141,13 @@ var rules = []rule{
 		return secretFileProblem(c.Source.Kafka.SASL.Password, c.Source.Kafka.SASL.PasswordFile)
 	}},
 
-	{path: "decode.format", check: func(c *Config) string { return oneOf(c.Decode.Format, FormatJSON, FormatAvro) }},
+	{path: "decode.format", check: func(c *Config) string { return oneOf(c.Decode.Format, FormatJSON, FormatAvro, FormatRaw) }},
+	{path: "decode.format", when: func(c *Config) bool { return c.Decode.Format == FormatRaw }, check: func(c *Config) string {
+		if len(c.Transform) > 0 {
+			return "raw records have no fields for transforms to read: leave transform out, or decode them as json or avro"
+		}
+		return ""
+	}},
 	{path: "decode.validate_schema", check: func(c *Config) string { return oneOf(c.Decode.ValidateSchema, "off", "names", "full") }},
 	{path: "decode.avro.framing", check: func(c *Config) string {
 		return oneOf(c.Decode.Avro.Framing, "confluent", "raw", "single_object")

@@ -1,0 +1,243 @@
+package pipeline
+
+import (
+	"context"
+	"encoding/hex"
+	"fmt"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/etl-project/etl/config"
+	"github.com/etl-project/etl/internal/testenv"
+)
+
+// metaRecord is what record i of the metadata tests is produced with: keys
+// null, empty, binary and text; headers none, empty and binary, with a
+// repeated key.
+func metaRecord(topic string, i int, value []byte) *kgo.Record {
+	r := &kgo.Record{Topic: topic, Partition: int32(i % 3), Value: value,
+		Timestamp: time.UnixMilli(1_700_000_000_000 + int64(i)*1001)}
+	switch i % 4 {
+	case 1:
+		r.Key = []byte{}
+	case 2:
+		r.Key = []byte{0xff, 0x00, byte(i)}
+	case 3:
+		r.Key = []byte("k-" + strconv.Itoa(i))
+	}
+	switch i % 3 {
+	case 1:
+		r.Headers = []kgo.RecordHeader{{Key: "a", Value: []byte("1")}, {Key: "", Value: []byte{}}}
+	case 2:
+		r.Headers = []kgo.RecordHeader{{Key: "bin", Value: []byte{0x80, 0xfe, byte(i)}}, {Key: "dup", Value: []byte("x")}, {Key: "dup", Value: []byte("y")}}
+	}
+	return r
+}
+
+// produceMeta produces recs (partitions set) and returns them as the
+// broker acknowledged them (offsets set).
+func produceMeta(t *testing.T, kb *testenv.Broker, recs []*kgo.Record) {
+	t.Helper()
+	cl := kb.Client(t, kgo.RecordPartitioner(kgo.ManualPartitioner()), kgo.MaxBufferedRecords(len(recs)+1))
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	if err := cl.ProduceSync(ctx, recs...).FirstErr(); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// hexArray is how ClickHouse prints arrayMap(x -> hex(x), a) in TSV.
+func hexArray(vals [][]byte) string {
+	parts := make([]string, len(vals))
+	for i, v := range vals {
+		parts[i] = "'" + strings.ToUpper(hex.EncodeToString(v)) + "'"
+	}
+	return "[" + strings.Join(parts, ",") + "]"
+}
+
+func upperHex(b []byte) string { return strings.ToUpper(hex.EncodeToString(b)) }
+
+// metaWant is the row metaTable holds for record r (its id, its value).
+func metaWant(r *kgo.Record, id int) string {
+	key := "NULL"
+	if r.Key != nil {
+		key = upperHex(r.Key)
+	}
+	var hk, hv [][]byte
+	for _, h := range r.Headers {
+		hk, hv = append(hk, []byte(h.Key)), append(hv, h.Value)
+	}
+	return strings.Join([]string{
+		strconv.Itoa(id), upperHex([]byte(r.Topic)), strconv.Itoa(int(r.Partition)), strconv.FormatInt(r.Offset, 10),
+		strconv.FormatInt(r.Timestamp.Unix(), 10), strconv.FormatInt(r.Timestamp.UnixMilli(), 10), "create", "0",
+		key, upperHex(r.Key), hexArray(hk), hexArray(hv), upperHex(r.Value),
+	}, "\t")
+}
+
+const metaTable = `CREATE TABLE default.meta (
+	id UInt64, topic String, part Int32, off Int64, ts DateTime, ts_ms Int64, tstype String, tstype_n Int8,
+	key Nullable(String), key_s String, headers Nested(key String, value String), raw String%s
+) ENGINE = MergeTree ORDER BY (part, off)`
+
+const metaSelect = `SELECT id, hex(topic), part, off, toUnixTimestamp(ts), ts_ms, tstype, tstype_n,
+	ifNull(hex(key), 'NULL'), hex(key_s), arrayMap(x -> hex(x), headers.key), arrayMap(x -> hex(x), headers.value), hex(raw)%s
+	FROM default.meta ORDER BY id`
+
+func metaConfig(t *testing.T, kb *testenv.Broker, ch *testenv.CH, name, extra, columns string) *config.Config {
+	t.Helper()
+	y := fmt.Sprintf(`pipeline: {name: %s, workers: 2}
+source:
+  kafka: {brokers: [%q], topics: [meta], group_id: %s, session_timeout: 6s}
+%s
+sink:
+  clickhouse:
+    addr: [%q]
+    table: meta
+    columns: {topic: _topic, part: _partition, off: _offset, ts: _timestamp, ts_ms: _timestamp, tstype: _timestamp_type,
+      tstype_n: _timestamp_type, key: _key, key_s: _key, headers: _headers, raw: _raw%s}
+    batch: {max_rows: 1000, max_bytes: 4MiB, linger: 100ms}
+checkpoint: {commit_interval: 200ms, drain_timeout: 20s}
+metrics: {listen: "off"}
+`, name, kb.Addr(), name, extra, ch.TCPAddr(), columns)
+	cfg, err := config.Parse([]byte(y), name+".yaml", func(string) (string, bool) { return "", false })
+	if err != nil {
+		t.Fatal(err)
+	}
+	return cfg
+}
+
+// TestMetadataColumns: every metadata source fills its column from the
+// Kafka record (keys null, empty and binary; headers none, empty and
+// binary) over three partitions, each value read back as produced; a
+// field whose name is a metadata source is read by quoting it (field:),
+// and a column of such a name with no mapping reads the field.
+func TestMetadataColumns(t *testing.T) {
+	kb := testenv.Kafka(t)
+	kb.CreateTopic(t, "meta", 3)
+	ch := testenv.ClickHouse(t)
+	ch.Exec(t, fmt.Sprintf(metaTable, ", u Int64, _partition UInt32"))
+	const n = 600
+	recs := make([]*kgo.Record, n)
+	for i := range recs {
+		recs[i] = metaRecord("meta", i, fmt.Appendf(nil, `{"id":%d,"_offset":%d,"_partition":%d}`, i, 10*i, i+1))
+	}
+	produceMeta(t, kb, recs)
+	_, stop := runPipeline(t, metaConfig(t, kb, ch, "meta", "", ", u: \"field:_offset\""))
+	testenv.WaitFor(t, "all rows", time.Minute, func() bool { return ch.Count(t, "default.meta") >= n })
+	stop()
+	got := strings.Split(ch.Query(t, fmt.Sprintf(metaSelect, ", u, _partition")), "\n")
+	if len(got) != n {
+		t.Fatalf("%d rows, want %d", len(got), n)
+	}
+	for i, r := range recs {
+		want := metaWant(r, i) + fmt.Sprintf("\t%d\t%d", 10*i, i+1)
+		if got[i] != want {
+			t.Fatalf("row %d:\n got %s\nwant %s", i, got[i], want)
+		}
+	}
+}
+
+// TestMetadataManyRows: a record of many rows (ndjson) gives each of its
+// rows its metadata, also when the open chunk is sealed in its middle.
+func TestMetadataManyRows(t *testing.T) {
+	kb := testenv.Kafka(t)
+	kb.CreateTopic(t, "meta", 3)
+	ch := testenv.ClickHouse(t)
+	ch.Exec(t, fmt.Sprintf(metaTable, ""))
+	const records, lines = 30, 200
+	recs := make([]*kgo.Record, records)
+	for i := range recs {
+		var b []byte
+		for j := range lines {
+			b = fmt.Appendf(b, "{\"id\":%d}\n", i*lines+j)
+		}
+		recs[i] = metaRecord("meta", i, b)
+	}
+	produceMeta(t, kb, recs)
+	cfg := metaConfig(t, kb, ch, "metamany", "decode: {json: {framing: ndjson}}\nchunk: {target_bytes: 16KiB}", "")
+	_, stop := runPipeline(t, cfg)
+	testenv.WaitFor(t, "all rows", time.Minute, func() bool { return ch.Count(t, "default.meta") >= records*lines })
+	stop()
+	got := strings.Split(ch.Query(t, fmt.Sprintf(metaSelect, "")), "\n")
+	if len(got) != records*lines {
+		t.Fatalf("%d rows, want %d", len(got), records*lines)
+	}
+	for i, r := range recs {
+		for j := range lines {
+			if want := metaWant(r, i*lines+j); got[i*lines+j] != want {
+				t.Fatalf("record %d row %d:\n got %s\nwant %s", i, j, got[i*lines+j], want)
+			}
+		}
+	}
+}
+
+// TestRawFormat: decode.format raw writes each value's bytes unchanged
+// (JSON or not, binary, empty) with the metadata beside it.
+func TestRawFormat(t *testing.T) {
+	kb := testenv.Kafka(t)
+	kb.CreateTopic(t, "meta", 3)
+	ch := testenv.ClickHouse(t)
+	ch.Exec(t, `CREATE TABLE default.meta (topic String, part Int32, off Int64, raw String, key Nullable(String))
+		ENGINE = MergeTree ORDER BY (part, off)`)
+	const n = 300
+	recs := make([]*kgo.Record, n)
+	for i := range recs {
+		var v []byte
+		switch i % 3 {
+		case 0:
+			v = fmt.Appendf(nil, `{"id":%d}`, i)
+		case 1:
+			v = []byte{0x00, 0xff, 0xc3, byte(i)}
+		default:
+			v = []byte{}
+		}
+		recs[i] = metaRecord("meta", i, v)
+	}
+	produceMeta(t, kb, recs)
+	y := fmt.Sprintf(`pipeline: {name: raw, workers: 2}
+source:
+  kafka: {brokers: [%q], topics: [meta], group_id: raw, session_timeout: 6s}
+decode: {format: raw}
+sink:
+  clickhouse:
+    addr: [%q]
+    table: meta
+    columns: {topic: _topic, part: _partition, off: _offset, raw: _raw, key: _key}
+    batch: {max_rows: 1000, max_bytes: 4MiB, linger: 100ms}
+checkpoint: {commit_interval: 200ms, drain_timeout: 20s}
+metrics: {listen: "off"}
+`, kb.Addr(), ch.TCPAddr())
+	cfg, err := config.Parse([]byte(y), "raw.yaml", func(string) (string, bool) { return "", false })
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, stop := runPipeline(t, cfg)
+	testenv.WaitFor(t, "all rows", time.Minute, func() bool { return ch.Count(t, "default.meta") >= n })
+	stop()
+	got := ch.Query(t, "SELECT topic, part, off, hex(raw), ifNull(hex(key), 'NULL') FROM default.meta ORDER BY part, off")
+	byPos := map[string]string{}
+	for _, line := range strings.Split(got, "\n") {
+		f := strings.SplitN(line, "\t", 4)
+		if len(f) != 4 {
+			t.Fatalf("row %q", line)
+		}
+		byPos[f[1]+"/"+f[2]] = line
+	}
+	if len(byPos) != n {
+		t.Fatalf("%d distinct (partition, offset), want %d", len(byPos), n)
+	}
+	for i, r := range recs {
+		key := "NULL"
+		if r.Key != nil {
+			key = upperHex(r.Key)
+		}
+		want := fmt.Sprintf("meta\t%d\t%d\t%s\t%s", r.Partition, r.Offset, upperHex(r.Value), key)
+		if g := byPos[fmt.Sprintf("%d/%d", r.Partition, r.Offset)]; g != want {
+			t.Fatalf("record %d:\n got %s\nwant %s", i, g, want)
+		}
+	}
+}
