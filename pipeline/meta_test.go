@@ -3,14 +3,17 @@ package pipeline
 import (
 	"context"
 	"encoding/hex"
+	"errors"
 	"fmt"
 	"strconv"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
 	"github.com/twmb/franz-go/pkg/kgo"
 
+	"github.com/etl-project/etl/chunk"
 	"github.com/etl-project/etl/config"
 	"github.com/etl-project/etl/internal/testenv"
 )
@@ -239,5 +242,53 @@ metrics: {listen: "off"}
 		if g := byPos[fmt.Sprintf("%d/%d", r.Partition, r.Offset)]; g != want {
 			t.Fatalf("record %d:\n got %s\nwant %s", i, g, want)
 		}
+	}
+}
+
+// TestRawDecoderRefuses: under decode.format raw every column must take
+// a record's metadata, and one its value.
+func TestRawDecoderRefuses(t *testing.T) {
+	s := &chunk.Schema{Names: []string{"a", "b"}, Types: []*chunk.Type{{Kind: chunk.KindString, Name: "String"}, {Kind: chunk.KindInt64, Name: "Int64"}}}
+	for _, c := range []struct {
+		srcs []string
+		want string
+	}{
+		{[]string{"_raw", "b"}, `column b reads field "b", but a raw record has no fields`},
+		{[]string{"_raw", "field:_offset"}, `column b reads field "_offset"`},
+		{[]string{"_topic", "_offset"}, "no column takes the record's value: map a String column to _raw"},
+	} {
+		_, err := newRawDecoder(s, c.srcs, 0)
+		if err == nil || !strings.Contains(err.Error(), c.want) {
+			t.Errorf("sources %q: error %v, want one containing %q", c.srcs, err, c.want)
+		}
+	}
+	d, err := newRawDecoder(s, []string{"_raw", "_offset"}, 4)
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, _ := chunk.New(s)
+	if _, err := d.Decode(nil, c); err == nil || c.Rows != 0 {
+		t.Errorf("a null value: error %v, %d rows; want an error and no row", err, c.Rows)
+	}
+	if _, err := d.Decode([]byte("12345"), c); err == nil || c.Rows != 0 {
+		t.Errorf("a value over max_record_bytes: error %v, %d rows; want an error and no row", err, c.Rows)
+	}
+	if n, err := d.Decode([]byte{}, c); err != nil || n != 1 || c.Rows != 1 {
+		t.Errorf("an empty value: %d rows, error %v; want one row", n, err)
+	}
+}
+
+// TestMetadataTypeRefused: a column whose type does not fit its source
+// stops the pipeline at startup as a configuration error naming both.
+func TestMetadataTypeRefused(t *testing.T) {
+	kb := testenv.Kafka(t)
+	kb.CreateTopic(t, "meta", 3)
+	ch := testenv.ClickHouse(t)
+	ch.Exec(t, fmt.Sprintf(metaTable, ", small UInt8"))
+	cfg := metaConfig(t, kb, ch, "metabad", "", ", small: _partition")
+	_, err := New(context.Background(), Options{Config: cfg, Log: testenv.Logger(t), Registerer: prometheus.NewRegistry()})
+	var ce *ConfigError
+	if err == nil || !errors.As(err, &ce) || !strings.Contains(err.Error(), "column small (UInt8) cannot hold _partition: its type must be one of Int32, Int64, UInt32, UInt64") {
+		t.Fatalf("New = %v, want a configuration error naming column small and _partition", err)
 	}
 }
