@@ -16,6 +16,7 @@ import (
 	"strings"
 
 	"github.com/etl-project/etl/config"
+	"github.com/etl-project/etl/meta"
 	"github.com/etl-project/etl/decode/avro"
 	"github.com/etl-project/etl/internal/names"
 	"github.com/etl-project/etl/schema"
@@ -158,6 +159,10 @@ func CheckMapped(cfg *config.Config, r *Set) []error {
 		}
 		for _, col := range slices.Sorted(maps.Keys(ch.Columns)) {
 			field := ch.Columns[col]
+			if meta.IsSource(field) {
+				continue // the record's metadata, not a field
+			}
+			field = meta.Field(field)
 			if r.Has(field) || derived[field] {
 				continue
 			}
