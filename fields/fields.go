@@ -16,9 +16,9 @@ import (
 	"strings"
 
 	"github.com/etl-project/etl/config"
-	"github.com/etl-project/etl/meta"
 	"github.com/etl-project/etl/decode/avro"
 	"github.com/etl-project/etl/internal/names"
+	"github.com/etl-project/etl/meta"
 	"github.com/etl-project/etl/schema"
 	"github.com/etl-project/etl/transform"
 )

@@ -252,7 +252,9 @@ func Derive(src Source, o Options) ([]Column, error) {
 		cols = append(cols, c)
 	}
 	overrides, metaCols := o.Server.metaColumns(o.Overrides)
-	cols = slices.DeleteFunc(cols, func(c Column) bool { return c.Group == "" && slices.ContainsFunc(metaCols, func(m Column) bool { return m.Name == c.Name }) })
+	cols = slices.DeleteFunc(cols, func(c Column) bool {
+		return c.Group == "" && slices.ContainsFunc(metaCols, func(m Column) bool { return m.Name == c.Name })
+	})
 	cols = override(cols, overrides, func(field string) (string, bool) {
 		if !hidden[field] {
 			return "", false
