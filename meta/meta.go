@@ -133,8 +133,9 @@ func Types(src string) []string {
 	return nil
 }
 
-// setter appends the value of source for record r to col, n times.
-type setter func(r *kgo.Record, col chunk.Column, n int) error
+// setter truncates col to from rows, then appends the value of its
+// source for record r, n times.
+type setter func(r *kgo.Record, col chunk.Column, from, n int) error
 
 type column struct {
 	col    int
@@ -202,9 +203,7 @@ func (f *Filler) Fill(r *kgo.Record, c *chunk.Chunk, from int) *decode.Error {
 	}
 	for i := range f.cols {
 		m := &f.cols[i]
-		col := c.Cols[m.col]
-		col.Truncate(from)
-		if err := m.set(r, col, n); err != nil {
+		if err := m.set(r, c.Cols[m.col], from, n); err != nil {
 			return &decode.Error{Reason: decode.ReasonOutOfRange, Field: m.source, Column: f.name[i], Type: f.typ[i], Err: err}
 		}
 		if m.col < len(c.Absent) && int(c.Absent[m.col]) > from {

@@ -13,7 +13,8 @@ func compileSetter(src string, t *chunk.Type, rg chunk.ServerRanges) (setter, bo
 	switch src {
 	case Topic:
 		if b.Kind == chunk.KindString {
-			return func(r *kgo.Record, col chunk.Column, n int) error {
+			return func(r *kgo.Record, col chunk.Column, from, n int) error {
+				col.Truncate(from)
 				s := col.(*chunk.Strings)
 				for range n {
 					s.AppendString(r.Topic)
@@ -24,12 +25,12 @@ func compileSetter(src string, t *chunk.Type, rg chunk.ServerRanges) (setter, bo
 	case Partition:
 		switch b.Kind {
 		case chunk.KindInt32, chunk.KindInt64, chunk.KindUInt32, chunk.KindUInt64:
-			return intSetter(b, func(r *kgo.Record) int64 { return int64(r.Partition) }), true
+			return fixedSetter(b, func(r *kgo.Record) int64 { return int64(r.Partition) }), true
 		}
 	case Offset:
 		switch b.Kind {
 		case chunk.KindInt64, chunk.KindUInt64:
-			return intSetter(b, func(r *kgo.Record) int64 { return r.Offset }), true
+			return fixedSetter(b, func(r *kgo.Record) int64 { return r.Offset }), true
 		}
 	case Timestamp:
 		switch b.Kind {
@@ -39,7 +40,8 @@ func compileSetter(src string, t *chunk.Type, rg chunk.ServerRanges) (setter, bo
 			// Held to the server's range (and zone), as a decoded
 			// value is.
 			times, _ := chunk.TimesOf(b, rg)
-			return func(r *kgo.Record, col chunk.Column, n int) error {
+			return func(r *kgo.Record, col chunk.Column, from, n int) error {
+				col.Truncate(from)
 				ns := r.Timestamp.UnixMilli() * 1e6
 				for range n {
 					if err := times.AppendNanos(col, ns); err != nil {
@@ -54,7 +56,8 @@ func compileSetter(src string, t *chunk.Type, rg chunk.ServerRanges) (setter, bo
 		case chunk.KindInt8, chunk.KindInt16, chunk.KindInt32, chunk.KindInt64:
 			return intSetter(b, func(r *kgo.Record) int64 { return int64(r.Attrs.TimestampType()) }), true
 		case chunk.KindString:
-			return func(r *kgo.Record, col chunk.Column, n int) error {
+			return func(r *kgo.Record, col chunk.Column, from, n int) error {
+				col.Truncate(from)
 				s := col.(*chunk.Strings)
 				name := TimestampTypeName(r.Attrs.TimestampType())
 				for range n {
@@ -71,7 +74,8 @@ func compileSetter(src string, t *chunk.Type, rg chunk.ServerRanges) (setter, bo
 		}
 	case HeaderKeys:
 		if b.Kind == chunk.KindArray && b.Elem.Base().Kind == chunk.KindString {
-			return func(r *kgo.Record, col chunk.Column, n int) error {
+			return func(r *kgo.Record, col chunk.Column, from, n int) error {
+				col.Truncate(from)
 				a := col.(*chunk.Array)
 				s := a.Inner.(*chunk.Strings)
 				for range n {
@@ -87,7 +91,8 @@ func compileSetter(src string, t *chunk.Type, rg chunk.ServerRanges) (setter, bo
 		if b.Kind == chunk.KindArray {
 			if _, ok := bytesSetter(b.Elem.Base(), nil); ok {
 				nullable := b.Elem.Base().Kind == chunk.KindNullable
-				return func(r *kgo.Record, col chunk.Column, n int) error {
+				return func(r *kgo.Record, col chunk.Column, from, n int) error {
+					col.Truncate(from)
 					a := col.(*chunk.Array)
 					for range n {
 						for _, h := range r.Headers {
@@ -101,7 +106,8 @@ func compileSetter(src string, t *chunk.Type, rg chunk.ServerRanges) (setter, bo
 		}
 	case Headers:
 		if b.Kind == chunk.KindMap && b.Key.Base().Kind == chunk.KindString && b.Elem.Base().Kind == chunk.KindString {
-			return func(r *kgo.Record, col chunk.Column, n int) error {
+			return func(r *kgo.Record, col chunk.Column, from, n int) error {
+				col.Truncate(from)
 				m := col.(*chunk.Map)
 				ks, vs := m.Keys.(*chunk.Strings), m.Values.(*chunk.Strings)
 				for range n {
@@ -129,10 +135,38 @@ func TimestampTypeName(tt int8) string {
 	return "none"
 }
 
+// fixedSetter appends v(r), which is never negative, to a column of type
+// t: Int32, Int64, UInt32 or UInt64 (a Fixed column, filled without the
+// range checks of chunk.Ints).
+func fixedSetter(t *chunk.Type, v func(r *kgo.Record) int64) setter {
+	switch t.Kind {
+	case chunk.KindInt32:
+		return fixed[int32](v)
+	case chunk.KindUInt32:
+		return fixed[uint32](v)
+	case chunk.KindUInt64:
+		return fixed[uint64](v)
+	}
+	return fixed[int64](v)
+}
+
+func fixed[T int32 | int64 | uint32 | uint64](v func(r *kgo.Record) int64) setter {
+	return func(r *kgo.Record, col chunk.Column, from, n int) error {
+		c := col.(*chunk.Fixed[T])
+		x := T(v(r))
+		c.Data = c.Data[:from]
+		for range n {
+			c.Data = append(c.Data, x)
+		}
+		return nil
+	}
+}
+
 // intSetter appends v(r) to an integer column of type t.
 func intSetter(t *chunk.Type, v func(r *kgo.Record) int64) setter {
 	ints, _ := chunk.IntsOf(t)
-	return func(r *kgo.Record, col chunk.Column, n int) error {
+	return func(r *kgo.Record, col chunk.Column, from, n int) error {
+		col.Truncate(from)
 		x := v(r)
 		for range n {
 			if err := ints.AppendInt(col, x); err != nil {
@@ -155,7 +189,8 @@ func bytesSetter(t *chunk.Type, v func(r *kgo.Record) []byte) (setter, bool) {
 	if t.Kind != chunk.KindString {
 		return nil, false
 	}
-	return func(r *kgo.Record, col chunk.Column, n int) error {
+	return func(r *kgo.Record, col chunk.Column, from, n int) error {
+		col.Truncate(from)
 		b := v(r)
 		for range n {
 			appendBytes(col, b, nullable)
