@@ -75,11 +75,15 @@ func (p *Pipeline) newDecoderMeasured(t *clickhouse.Target, hooks decode.RowLimi
 	default:
 		lim := p.rowLimits()
 		lim.Measured, lim.Seal, lim.SealBytes = hooks.Measured, hooks.Seal, hooks.SealBytes
-		d, err = json.New(t.Schema, json.Options{
+		opts := json.Options{
 			Fields: t.Fields, MaxRecordBytes: int(p.cfg.Decode.MaxRecordBytes),
 			Framing: p.cfg.Decode.JSON.Framing, TimeLayout: p.cfg.Decode.JSON.TimeLayout,
 			Ranges: p.serverRanges(), Rows: lim,
-		})
+		}
+		if filler != nil {
+			opts.Filled = filler.Columns()
+		}
+		d, err = json.New(t.Schema, opts)
 		if err != nil {
 			err = fmt.Errorf("decode: %w", err)
 		}
