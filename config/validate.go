@@ -146,6 +146,11 @@ var rules = []rule{
 		if len(c.Transform) > 0 {
 			return "raw records have no fields for transforms to read: leave transform out, or decode them as json or avro"
 		}
+		for _, s := range c.SinkList() {
+			if s.ClickHouse != nil && !slices.Contains(slices.Collect(maps.Values(s.ClickHouse.Columns)), "_raw") {
+				return fmt.Sprintf("raw: %s.columns maps no column to _raw, so the records' values would go nowhere", c.KeyPath(s))
+			}
+		}
 		return ""
 	}},
 	{path: "decode.validate_schema", check: func(c *Config) string { return oneOf(c.Decode.ValidateSchema, "off", "names", "full") }},
