@@ -141,6 +141,33 @@ type column struct {
 	col    int
 	source string
 	set    setter
+	fast   fastKind
+}
+
+// fastKind names a column Fill fills without calling its setter.
+type fastKind uint8
+
+const (
+	slow fastKind = iota
+	partitionInt32
+	partitionInt64
+	offsetInt64
+	offsetUInt64
+)
+
+// fastOf is the fastKind of source src into a column of type t.
+func fastOf(src string, t *chunk.Type) fastKind {
+	switch k := t.Base().Kind; {
+	case src == Partition && k == chunk.KindInt32:
+		return partitionInt32
+	case src == Partition && k == chunk.KindInt64:
+		return partitionInt64
+	case src == Offset && k == chunk.KindInt64:
+		return offsetInt64
+	case src == Offset && k == chunk.KindUInt64:
+		return offsetUInt64
+	}
+	return slow
 }
 
 // Filler fills the metadata columns of chunks of one schema. It holds no
@@ -154,8 +181,9 @@ type Filler struct {
 // Compile returns the filler of the columns of s whose sources (srcs[i]
 // is column i's) are metadata sources, or nil when there is none.
 // version is the oldest ClickHouse server version the table is on (""
-// when unknown), rg its ranges (those the value decoders hold values to). A column whose type does not fit its source is refused,
-// naming the column, the source and the types that fit.
+// when unknown), rg its ranges (those the value decoders hold values
+// to). A column whose type does not fit its source is refused, naming the
+// column, the source and the types that fit.
 func Compile(s *chunk.Schema, srcs []string, version string, rg chunk.ServerRanges) (*Filler, error) {
 	var f *Filler
 	for i, src := range srcs {
@@ -175,7 +203,7 @@ func Compile(s *chunk.Schema, srcs []string, version string, rg chunk.ServerRang
 		if f == nil {
 			f = &Filler{}
 		}
-		f.cols = append(f.cols, column{col: i, source: src, set: set})
+		f.cols = append(f.cols, column{col: i, source: src, set: set, fast: fastOf(src, t)})
 		f.name = append(f.name, s.Names[i])
 		f.typ = append(f.typ, t.Name)
 	}
@@ -192,10 +220,10 @@ func (f *Filler) Columns() []int {
 }
 
 // Fill sets the metadata columns of rows [from, c.Rows) of c, which the
-// value decoder appended for record r (with defaults in those columns), to
-// r's values. On error (a timestamp outside the column's range) the
-// metadata columns may be left short: the caller takes the record's rows
-// back (c.Truncate(from)).
+// value decoder appended for record r (a column it does not fill may be
+// short of them, or hold its defaults), to r's values. On error (a
+// timestamp outside the column's range) the metadata columns may be left
+// short: the caller takes the record's rows back (c.Truncate(from)).
 func (f *Filler) Fill(r *kgo.Record, c *chunk.Chunk, from int) *decode.Error {
 	n := c.Rows - from
 	if n <= 0 {
@@ -203,14 +231,43 @@ func (f *Filler) Fill(r *kgo.Record, c *chunk.Chunk, from int) *decode.Error {
 	}
 	for i := range f.cols {
 		m := &f.cols[i]
+		// The commonest columns (a partition, an offset) without an
+		// indirect call.
+		switch m.fast {
+		case partitionInt32:
+			fillFixed(c.Cols[m.col].(*chunk.Fixed[int32]), from, n, r.Partition)
+			continue
+		case partitionInt64:
+			fillFixed(c.Cols[m.col].(*chunk.Fixed[int64]), from, n, int64(r.Partition))
+			continue
+		case offsetInt64:
+			fillFixed(c.Cols[m.col].(*chunk.Fixed[int64]), from, n, r.Offset)
+			continue
+		case offsetUInt64:
+			fillFixed(c.Cols[m.col].(*chunk.Fixed[uint64]), from, n, uint64(r.Offset))
+			continue
+		}
 		if err := m.set(r, c.Cols[m.col], from, n); err != nil {
 			return &decode.Error{Reason: decode.ReasonOutOfRange, Field: m.source, Column: f.name[i], Type: f.typ[i], Err: err}
 		}
-		if m.col < len(c.Absent) && int(c.Absent[m.col]) > from {
-			c.Absent[m.col] = int32(from) // the rows hold values, not defaults
+	}
+	if c.Absent != nil {
+		for i := range f.cols {
+			if col := f.cols[i].col; int(c.Absent[col]) > from {
+				c.Absent[col] = int32(from) // the rows hold values, not defaults
+			}
 		}
 	}
 	return nil
+}
+
+// fillFixed truncates col to from rows and appends v n times.
+func fillFixed[T int32 | int64 | uint64](col *chunk.Fixed[T], from, n int, v T) {
+	d := col.Data[:from]
+	for range n {
+		d = append(d, v)
+	}
+	col.Data = d
 }
 
 // atLeast reports whether version v is major.minor or later; a version
