@@ -189,5 +189,7 @@ func CheckExpr(cfg *config.Config, r *Set) error {
 	if r == nil || cfg.Decode.Format != config.FormatAvro || len(cfg.Transform) == 0 {
 		return nil
 	}
-	return transform.UnknownFields(cfg.Transform, r.Has, r.Sorted(), r.From)
+	// A record's metadata (_topic, _offset, ...) is read like a field.
+	has := func(f string) bool { return r.Has(f) || meta.IsSource(f) }
+	return transform.UnknownFields(cfg.Transform, has, r.Sorted(), r.From)
 }

@@ -26,6 +26,7 @@ package meta
 
 import (
 	"fmt"
+	"maps"
 	"strconv"
 	"strings"
 
@@ -131,6 +132,25 @@ func Types(src string) []string {
 		return []string{"String"}
 	}
 	return nil
+}
+
+// exprTypes are the types the transform chain reads the sources as when
+// no column they flow into unchanged and no decode.fields entry gives
+// one.
+var exprTypes = map[string]string{
+	Topic: "String", Partition: "Int32", Offset: "Int64", Timestamp: "DateTime64(3)", TimestampType: "Int8",
+	Key: "Nullable(String)", HeaderKeys: "Array(String)", HeaderValues: "Array(String)", Raw: "String",
+}
+
+// WithTypes returns types (a source field's name to its type, from a
+// schema) with the types of the metadata sources the transform chain
+// reads added (they win over a field of the same name: field:NAME reaches
+// that one).
+func WithTypes(types map[string]string) map[string]string {
+	out := make(map[string]string, len(types)+len(exprTypes))
+	maps.Copy(out, types)
+	maps.Copy(out, exprTypes)
+	return out
 }
 
 // setter truncates col to from rows, then appends the value of its

@@ -292,3 +292,80 @@ func TestMetadataTypeRefused(t *testing.T) {
 		t.Fatalf("New = %v, want a configuration error naming column small and _partition", err)
 	}
 }
+
+// TestTransformMetadata: the chain reads a record's metadata like fields:
+// a filter on the partition, set steps from the topic and the offset, a
+// route by topic; metadata mapped to columns flows through the chain.
+func TestTransformMetadata(t *testing.T) {
+	kb := testenv.Kafka(t)
+	kb.CreateTopic(t, "meta", 3)
+	kb.CreateTopic(t, "meta2", 3)
+	ch := testenv.ClickHouse(t)
+	for _, table := range []string{"t1", "t2"} {
+		ch.Exec(t, "CREATE TABLE default."+table+` (id UInt64, part Int32, off Int64, off2 Int64, topic_up String, k Nullable(String), ts DateTime)
+			ENGINE = MergeTree ORDER BY (part, off)`)
+	}
+	const n = 600
+	recs := make([]*kgo.Record, n)
+	for i := range recs {
+		topic := "meta"
+		if i%2 == 1 {
+			topic = "meta2"
+		}
+		recs[i] = metaRecord(topic, i, fmt.Appendf(nil, `{"id":%d}`, i))
+	}
+	produceMeta(t, kb, recs)
+	sink := func(name string) string {
+		return fmt.Sprintf(`  %s:
+    clickhouse:
+      addr: [%q]
+      table: %s
+      columns: {part: _partition, off: _offset, k: _key, ts: _timestamp}
+      batch: {max_rows: 1000, max_bytes: 4MiB, linger: 100ms}
+`, name, ch.TCPAddr(), name)
+	}
+	y := fmt.Sprintf(`pipeline: {name: metachain, workers: 2}
+source:
+  kafka: {brokers: [%q], topics: [meta, meta2], group_id: metachain, session_timeout: 6s}
+transform:
+  - filter: "_partition != 1"
+  - set: {off2: "_offset * 2", topic_up: "upper(_topic)"}
+  - route:
+      rules:
+        - {when: "_topic == 'meta2'", sink: t2}
+      unmatched: t1
+sinks:
+%s%scheckpoint: {commit_interval: 200ms, drain_timeout: 20s}
+metrics: {listen: "off"}
+`, kb.Addr(), sink("t1"), sink("t2"))
+	cfg, err := config.Parse([]byte(y), "metachain.yaml", func(string) (string, bool) { return "", false })
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := map[string][]string{}
+	for i, r := range recs {
+		if r.Partition == 1 {
+			continue
+		}
+		table := "t1"
+		if r.Topic == "meta2" {
+			table = "t2"
+		}
+		key := "NULL"
+		if r.Key != nil {
+			key = upperHex(r.Key)
+		}
+		want[table] = append(want[table], fmt.Sprintf("%d\t%d\t%d\t%d\t%s\t%s\t%d", i, r.Partition, r.Offset, 2*r.Offset, strings.ToUpper(r.Topic), key, r.Timestamp.Unix()))
+	}
+	_, stop := runPipeline(t, cfg)
+	testenv.WaitFor(t, "all rows", time.Minute, func() bool {
+		return ch.Count(t, "default.t1")+ch.Count(t, "default.t2") >= uint64(len(want["t1"])+len(want["t2"]))
+	})
+	stop()
+	for _, table := range []string{"t1", "t2"} {
+		got := ch.Query(t, "SELECT id, part, off, off2, topic_up, ifNull(hex(k), 'NULL'), toUnixTimestamp(ts) FROM default."+table+" ORDER BY id")
+		if exp := strings.Join(want[table], "\n"); got != exp {
+			t.Fatalf("%s:\n got %s\nwant %s", table, got, exp)
+		}
+	}
+}

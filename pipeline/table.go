@@ -180,12 +180,7 @@ func (p *Pipeline) newStagedDecoder(targets []*clickhouse.Target) (*boundDecoder
 	bd := &boundDecoder{staged: b}
 	// The staging chunk holds one record's rows: they count in the
 	// budget as they are made, until the chain has run over them.
-	for _, f := range fields {
-		if meta.IsSource(f) {
-			return nil, fmt.Errorf("transform: source %s is a record's metadata, which transforms do not read: map it to a column with no transform, or read the field of that name as %s%s", f, meta.FieldPrefix, f)
-		}
-	}
-	d, _, err := p.newDecoderMeasured(&clickhouse.Target{Schema: b.stage, Fields: fields}, decode.RowLimits{Measured: func(size int) {
+	d, filler, err := p.newDecoderMeasured(&clickhouse.Target{Schema: b.stage, Fields: fields}, decode.RowLimits{Measured: func(size int) {
 		if l := bd.lane; l != nil {
 			p.countStage(l, int64(size))
 		}
@@ -193,7 +188,7 @@ func (p *Pipeline) newStagedDecoder(targets []*clickhouse.Target) (*boundDecoder
 	if err != nil {
 		return nil, err
 	}
-	bd.Decoder = d
+	bd.Decoder, bd.meta = d, filler
 	return bd, nil
 }
 
