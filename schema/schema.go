@@ -217,15 +217,18 @@ func Derive(src Source, o Options) ([]Column, error) {
 			defaults[c.Name] = c.Default
 		}
 	}
+	// The chain reads a record's metadata (_topic, _offset, ...) like
+	// fields that are no column by themselves.
+	fieldTypes := meta.WithTypes(src.Fields)
 	var extra []string
-	for f := range src.Fields {
+	for f := range fieldTypes {
 		if !visible[f] {
 			extra = append(extra, f)
 		}
 	}
 	sort.Strings(extra)
 	for _, f := range extra {
-		t, why := o.Server.Adapt(src.Fields[f])
+		t, why := o.Server.Adapt(fieldTypes[f])
 		if why != "" {
 			continue
 		}

@@ -306,3 +306,30 @@ tt Int8`},
 		t.Errorf("CreateTable: %v\n%s", err, text)
 	}
 }
+
+// TestDeriveMetadataChain: the chain's expressions read a record's
+// metadata like fields; the columns they make are derived with their
+// types, the metadata itself makes no column unless mapped.
+func TestDeriveMetadataChain(t *testing.T) {
+	y := `pipeline: {name: x}
+source: {kafka: {brokers: ["a:1"], topics: [t], group_id: g}}
+decode: {fields: {id: Int64}}
+transform:
+  - filter: "_partition != 1"
+  - set: {up: "upper(_topic)", o2: "_offset * 2"}
+sink: {clickhouse: {addr: ["b:1"], table: t, columns: {off: _offset}}}
+`
+	cfg, err := config.Parse([]byte(y), "x.yaml", func(string) (string, bool) { return "", false })
+	if err != nil {
+		t.Fatal(err)
+	}
+	src := FromFields(map[string]string{"id": "Int64"}, []string{"id"})
+	all, err := DeriveSinks(cfg, src, SinkOptions{Server: mustServer(t, "18.16")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := "id Int64\nup String\no2 Int64\noff Int64"
+	if got := names(all["default"]); got != want {
+		t.Errorf("got\n%s\nwant\n%s", got, want)
+	}
+}
