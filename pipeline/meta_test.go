@@ -5,6 +5,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -367,5 +368,55 @@ metrics: {listen: "off"}
 		if exp := strings.Join(want[table], "\n"); got != exp {
 			t.Fatalf("%s:\n got %s\nwant %s", table, got, exp)
 		}
+	}
+}
+
+// TestRawFormatCreate: sink.clickhouse.schema.create makes a raw
+// pipeline's table from its column map (the server's types: DateTime on
+// 18.16), and the run fills it.
+func TestRawFormatCreate(t *testing.T) {
+	kb := testenv.Kafka(t)
+	kb.CreateTopic(t, "meta", 3)
+	ch := testenv.ClickHouse(t)
+	const n = 90
+	recs := make([]*kgo.Record, n)
+	for i := range recs {
+		recs[i] = metaRecord("meta", i, fmt.Appendf(nil, "line %d", i))
+	}
+	produceMeta(t, kb, recs)
+	y := fmt.Sprintf(`pipeline: {name: rawcreate, workers: 1}
+source:
+  kafka: {brokers: [%q], topics: [meta], group_id: rawcreate, session_timeout: 6s}
+decode: {format: raw}
+sink:
+  clickhouse:
+    addr: [%q]
+    table: rawmade
+    columns: {value: _raw, part: _partition, off: _offset, at: _timestamp}
+    schema: {create: true, order_by: [part, off]}
+    batch: {max_rows: 1000, max_bytes: 4MiB, linger: 100ms}
+checkpoint: {commit_interval: 200ms, drain_timeout: 20s}
+metrics: {listen: "off"}
+`, kb.Addr(), ch.TCPAddr())
+	cfg, err := config.Parse([]byte(y), "rawcreate.yaml", func(string) (string, bool) { return "", false })
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, stop := runPipeline(t, cfg)
+	testenv.WaitFor(t, "all rows", time.Minute, func() bool { return ch.Count(t, "default.rawmade") >= n })
+	stop()
+	if got, want := ch.Query(t, "SELECT name, type FROM system.columns WHERE database = 'default' AND table = 'rawmade' ORDER BY name"),
+		"at\tDateTime\noff\tInt64\npart\tInt32\nvalue\tString"; got != want {
+		t.Fatalf("columns:\n%s\nwant\n%s", got, want)
+	}
+	var want []string
+	for _, r := range recs {
+		want = append(want, fmt.Sprintf("%d\t%d\t%s\t%d", r.Partition, r.Offset, r.Value, r.Timestamp.Unix()))
+	}
+	slices.Sort(want)
+	got := strings.Split(ch.Query(t, "SELECT part, off, value, toUnixTimestamp(at) FROM default.rawmade"), "\n")
+	slices.Sort(got)
+	if strings.Join(got, "\n") != strings.Join(want, "\n") {
+		t.Fatalf("rows:\n%s\nwant\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
 	}
 }
