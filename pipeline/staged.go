@@ -9,8 +9,8 @@ import (
 
 	"github.com/etl-project/etl/checkpoint"
 	"github.com/etl-project/etl/chunk"
-	"github.com/etl-project/etl/meta"
 	"github.com/etl-project/etl/decode"
+	"github.com/etl-project/etl/meta"
 	"github.com/etl-project/etl/sink/clickhouse"
 	"github.com/etl-project/etl/transform"
 )
