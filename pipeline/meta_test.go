@@ -5,17 +5,21 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"os"
+	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/hamba/avro/v2"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/etl-project/etl/chunk"
 	"github.com/etl-project/etl/config"
+	"github.com/etl-project/etl/gen"
 	"github.com/etl-project/etl/internal/testenv"
 )
 
@@ -418,5 +422,70 @@ metrics: {listen: "off"}
 	slices.Sort(got)
 	if strings.Join(got, "\n") != strings.Join(want, "\n") {
 		t.Fatalf("rows:\n%s\nwant\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
+	}
+}
+
+// TestAvroMetadata: Avro records fill the metadata columns too, and
+// validate_schema full does not count them as columns the writer schema
+// leaves unfilled.
+func TestAvroMetadata(t *testing.T) {
+	kb := testenv.Kafka(t)
+	kb.CreateTopic(t, "meta", 3)
+	ch := testenv.ClickHouse(t)
+	ch.Exec(t, `CREATE TABLE default.meta (id UInt64, ts DateTime, user_id UInt32, kind String, amount Float64, note Nullable(String),
+		part Int32, off Int64, k Nullable(String),
+		headers Nested(key String, value String)) ENGINE = MergeTree ORDER BY (part, off)`)
+	schema := avro.MustParse(gen.AvroSchema)
+	const n = 300
+	recs := make([]*kgo.Record, n)
+	for i := range recs {
+		b, err := avro.Marshal(schema, gen.Make(seed, uint64(i)).Avro())
+		if err != nil {
+			t.Fatal(err)
+		}
+		recs[i] = metaRecord("meta", i, b)
+	}
+	produceMeta(t, kb, recs)
+	file := filepath.Join(t.TempDir(), "event.avsc")
+	if err := os.WriteFile(file, []byte(gen.AvroSchema), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	y := fmt.Sprintf(`pipeline: {name: avrometa, workers: 2}
+source:
+  kafka: {brokers: [%q], topics: [meta], group_id: avrometa, session_timeout: 6s}
+decode: {format: avro, validate_schema: full, avro: {framing: raw, schema_file: %q}}
+sink:
+  clickhouse:
+    addr: [%q]
+    table: meta
+    columns: {part: _partition, off: _offset, k: _key, headers: _headers}
+    batch: {max_rows: 1000, max_bytes: 4MiB, linger: 100ms}
+checkpoint: {commit_interval: 200ms, drain_timeout: 20s}
+metrics: {listen: "off"}
+`, kb.Addr(), file, ch.TCPAddr())
+	cfg, err := config.Parse([]byte(y), "avrometa.yaml", func(string) (string, bool) { return "", false })
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, stop := runPipeline(t, cfg)
+	testenv.WaitFor(t, "all rows", time.Minute, func() bool { return ch.Count(t, "default.meta") >= n })
+	stop()
+	got := strings.Split(ch.Query(t, "SELECT id, kind, part, off, ifNull(hex(k), 'NULL'), arrayMap(x -> hex(x), headers.key), arrayMap(x -> hex(x), headers.value) FROM default.meta ORDER BY id"), "\n")
+	if len(got) != n {
+		t.Fatalf("%d rows, want %d", len(got), n)
+	}
+	for i, r := range recs {
+		key := "NULL"
+		if r.Key != nil {
+			key = upperHex(r.Key)
+		}
+		var hk, hv [][]byte
+		for _, h := range r.Headers {
+			hk, hv = append(hk, []byte(h.Key)), append(hv, h.Value)
+		}
+		want := fmt.Sprintf("%d\t%s\t%d\t%d\t%s\t%s\t%s", i, gen.Make(seed, uint64(i)).Kind, r.Partition, r.Offset, key, hexArray(hk), hexArray(hv))
+		if got[i] != want {
+			t.Fatalf("row %d:\n got %s\nwant %s", i, got[i], want)
+		}
 	}
 }
