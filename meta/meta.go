@@ -281,10 +281,10 @@ func (f *Filler) Fill(r *kgo.Record, c *chunk.Chunk, from int) *decode.Error {
 	return nil
 }
 
-// fillFixed truncates col to from rows and appends v n times.
+// fillFixed truncates col to from rows and appends v n times (n > 0).
 func fillFixed[T int32 | int64 | uint64](col *chunk.Fixed[T], from, n int, v T) {
-	d := col.Data[:from]
-	for range n {
+	d := append(col.Data[:from], v)
+	for i := 1; i < n; i++ {
 		d = append(d, v)
 	}
 	col.Data = d
