@@ -5,6 +5,8 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"io"
+	"net/http"
 	"os"
 	"path/filepath"
 	"slices"
@@ -120,29 +122,41 @@ metrics: {listen: "off"}
 
 // TestMetadataColumns: every metadata source fills its column from the
 // Kafka record (keys null, empty and binary; headers none, empty and
-// binary) over three partitions, each value read back as produced; a
+// binary) over three partitions, each value read back as produced, into
+// every type 18.16 has for it (LowCardinality(String), signed and
+// unsigned integers, DateTime and milliseconds, String and Int8 timestamp
+// types, String and Nullable(String) keys); a
 // field whose name is a metadata source is read by quoting it (field:),
 // and a column of such a name with no mapping reads the field.
 func TestMetadataColumns(t *testing.T) {
 	kb := testenv.Kafka(t)
 	kb.CreateTopic(t, "meta", 3)
 	ch := testenv.ClickHouse(t)
-	ch.Exec(t, fmt.Sprintf(metaTable, ", u Int64, _partition UInt32"))
+	// LowCardinality needs a setting on 18.16 to be created.
+	resp, err := http.Post("http://"+ch.HTTPAddr()+"/?allow_experimental_low_cardinality_type=1", "text/plain",
+		strings.NewReader(fmt.Sprintf(metaTable, ", u Int64, _partition UInt32, topic_lc LowCardinality(String), part_u UInt32, off_u UInt64, ts_u UInt64")))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if body, _ := io.ReadAll(resp.Body); resp.StatusCode != http.StatusOK {
+		t.Fatalf("CREATE TABLE: HTTP %d: %s", resp.StatusCode, body)
+	}
+	resp.Body.Close()
 	const n = 600
 	recs := make([]*kgo.Record, n)
 	for i := range recs {
 		recs[i] = metaRecord("meta", i, fmt.Appendf(nil, `{"id":%d,"_offset":%d,"_partition":%d}`, i, 10*i, i+1))
 	}
 	produceMeta(t, kb, recs)
-	_, stop := runPipeline(t, metaConfig(t, kb, ch, "meta", "", ", u: \"field:_offset\""))
+	_, stop := runPipeline(t, metaConfig(t, kb, ch, "meta", "", ", u: \"field:_offset\", topic_lc: _topic, part_u: _partition, off_u: _offset, ts_u: _timestamp"))
 	testenv.WaitFor(t, "all rows", time.Minute, func() bool { return ch.Count(t, "default.meta") >= n })
 	stop()
-	got := strings.Split(ch.Query(t, fmt.Sprintf(metaSelect, ", u, _partition")), "\n")
+	got := strings.Split(ch.Query(t, fmt.Sprintf(metaSelect, ", u, _partition, topic_lc, part_u, off_u, ts_u")), "\n")
 	if len(got) != n {
 		t.Fatalf("%d rows, want %d", len(got), n)
 	}
 	for i, r := range recs {
-		want := metaWant(r, i) + fmt.Sprintf("\t%d\t%d", 10*i, i+1)
+		want := metaWant(r, i) + fmt.Sprintf("\t%d\t%d\t%s\t%d\t%d\t%d", 10*i, i+1, r.Topic, r.Partition, r.Offset, r.Timestamp.UnixMilli())
 		if got[i] != want {
 			t.Fatalf("row %d:\n got %s\nwant %s", i, got[i], want)
 		}
