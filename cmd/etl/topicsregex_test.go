@@ -22,7 +22,9 @@ func TestTopicsRegexCommands(t *testing.T) {
 	}
 	var recs []*kgo.Record
 	for i := range 10 {
-		recs = append(recs, &kgo.Record{Topic: "ev.a", Value: gen.Make(1, uint64(i)).AppendJSON(nil)}, &kgo.Record{Topic: "ev.b", Value: gen.Make(1, uint64(i)).AppendJSON(nil)})
+		for _, topic := range []string{"ev.a", "ev.b", "ev.dlq", "other"} {
+			recs = append(recs, &kgo.Record{Topic: topic, Value: gen.Make(1, uint64(i)).AppendJSON(nil)})
+		}
 	}
 	kb.Produce(t, "", recs)
 	for _, topic := range []string{"ev.a", "ev.b"} {
@@ -69,6 +71,12 @@ metrics: {listen: "off"}
 		t.Errorf("offsets: no total lag of the 20 records")
 	}
 
+	// tail reads the matched topics' records only.
+	code, _, errOut, _ := runCLI(t, "tail", "-config", p, "-n", "100")
+	if code != exitOK || !strings.Contains(errOut, "the end of the log: 20 rows of the 100 asked for") {
+		t.Errorf("tail -n 100: exit %d, stderr %q; want the 20 records of ev.a and ev.b", code, errOut)
+	}
+
 	code, out, _, _ = runCLI(t, "offsets", "reset", "-config", p, "-to", "latest", "-topics", "ev.b")
 	if code != exitOK || !strings.Contains(out, "ev.b") || strings.Contains(out, "ev.a") {
 		t.Errorf("offsets reset -topics ev.b: exit %d, a plan that is not of ev.b alone:\n%s", code, out)
@@ -81,7 +89,7 @@ metrics: {listen: "off"}
 	}
 
 	none := cfg(`nothing\..*`)
-	code, _, errOut, _ := runCLI(t, "offsets", "-config", none)
+	code, _, errOut, _ = runCLI(t, "offsets", "-config", none)
 	if want := `source.kafka.topics_regex: no topic matches ^(?:nothing\..*)$ today`; code != exitFailed || !strings.Contains(errOut, want) {
 		t.Errorf("offsets, no topic matching: exit %d, stderr %q; want 1 and %q", code, errOut, want)
 	}
