@@ -256,7 +256,7 @@ type RouteRule struct {
 	// exact name); with When, both must hold.
 	Topic string `yaml:"topic"`
 	Sink  string `yaml:"sink"`
-	Pos  Pos    `yaml:"-"`
+	Pos   Pos    `yaml:"-"`
 }
 
 // JSON configures the JSON decoder.

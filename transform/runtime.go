@@ -75,7 +75,7 @@ type rt struct {
 	// topic is the Kafka topic of the record (Chain.SetTopic), for route
 	// rules with a topic.
 	topic string
-	err  *Error
+	err   *Error
 
 	// json caches the last document parsed by a json_* function.
 	jp      fastjson.Parser
