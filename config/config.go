@@ -99,8 +99,13 @@ type Kafka struct {
 	// Brokers are host:port seed addresses. After loading, every entry is
 	// split on commas and trimmed, so a single "${KAFKA_BROKERS}" entry may
 	// hold a comma-separated list.
-	Brokers     []string `yaml:"brokers"`
+	Brokers []string `yaml:"brokers"`
+	// Topics are the topics consumed; TopicsRegex, instead, is a pattern
+	// (RE2) every topic whose whole name it matches is consumed by
+	// (TopicPattern), internal ones ("__" names) and the dead-letter
+	// topic excepted. Exactly one of them is set.
 	Topics      []string `yaml:"topics"`
+	TopicsRegex string   `yaml:"topics_regex"`
 	GroupID     string   `yaml:"group_id"`
 	StartOffset string   `yaml:"start_offset"` // earliest | latest
 	// ClientID defaults to "etl-" followed by the pipeline name.
@@ -120,10 +125,27 @@ type Kafka struct {
 	// UnreachableTimeout is how long the brokers may go without answering
 	// before /healthz reports it.
 	UnreachableTimeout Duration `yaml:"unreachable_timeout"`
-	// WaitForTopics makes a source topic missing at startup a wait (not
-	// ready until it exists) instead of an error.
+	// WaitForTopics makes a source topic missing at startup (under
+	// TopicsRegex: no topic matching) a wait (not ready until it exists)
+	// instead of an error.
 	WaitForTopics bool `yaml:"wait_for_topics"`
+	// MetadataMaxAge is how old the client's topic metadata may get
+	// before it is asked again: a topic created while running that
+	// TopicsRegex matches is consumed within it (plus a rebalance).
+	MetadataMaxAge Duration `yaml:"metadata_max_age"`
 }
+
+// TopicPattern returns TopicsRegex compiled to match whole topic names
+// (^(?:TopicsRegex)$), or nil when it is not set.
+func (k *Kafka) TopicPattern() (*regexp.Regexp, error) {
+	if k.TopicsRegex == "" {
+		return nil, nil
+	}
+	return regexp.Compile(AnchorTopicRegex(k.TopicsRegex))
+}
+
+// AnchorTopicRegex makes re match whole topic names only.
+func AnchorTopicRegex(re string) string { return "^(?:" + re + ")$" }
 
 // TLS configures TLS for the Kafka connection.
 type TLS struct {
@@ -232,9 +254,12 @@ type Route struct {
 
 // RouteRule is one rule of a route step.
 type RouteRule struct {
-	When *Expr  `yaml:"when"`
-	Sink string `yaml:"sink"`
-	Pos  Pos    `yaml:"-"`
+	When *Expr `yaml:"when"`
+	// Topic, when set, limits the rule to the records of that topic (its
+	// exact name); with When, both must hold.
+	Topic string `yaml:"topic"`
+	Sink  string `yaml:"sink"`
+	Pos   Pos    `yaml:"-"`
 }
 
 // JSON configures the JSON decoder.
@@ -553,6 +578,7 @@ func Defaults() *Config {
 			RebalanceTimeout:       Duration(60 * time.Second),
 			FetchMaxWait:           Duration(500 * time.Millisecond),
 			WaitForTopics:          false,
+			MetadataMaxAge:         Duration(time.Minute),
 		}},
 		Decode: Decode{Format: "json", ValidateSchema: "off", JSON: JSON{Framing: "single"},
 			Avro:           Avro{Framing: "confluent", NegativeCacheTTL: Duration(time.Minute)},

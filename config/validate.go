@@ -67,7 +67,29 @@ var rules = []rule{
 
 	{path: "source.kafka", required: hasKafka},
 	{path: "source.kafka.brokers", when: hasKafka, required: func(c *Config) bool { return len(c.Source.Kafka.Brokers) > 0 }},
-	{path: "source.kafka.topics", when: hasKafka, required: func(c *Config) bool { return len(c.Source.Kafka.Topics) > 0 }},
+	// The topics are named (topics) or matched (topics_regex): one of the
+	// two, never both.
+	{path: "source.kafka.topics", when: hasKafka, at: "source.kafka.topics_regex", check: func(c *Config) string {
+		switch k := c.Source.Kafka; {
+		case len(k.Topics) == 0 && k.TopicsRegex == "":
+			return "required: set source.kafka.topics (a list of topics) or source.kafka.topics_regex (a pattern of topic names)"
+		case len(k.Topics) > 0 && k.TopicsRegex != "":
+			return "set source.kafka.topics or source.kafka.topics_regex, not both"
+		}
+		return ""
+	}},
+	{path: "source.kafka.topics_regex", when: hasKafka, deps: []string{"source.kafka.topics"}, check: func(c *Config) string {
+		if _, err := c.Source.Kafka.TopicPattern(); err != nil {
+			return fmt.Sprintf("invalid regular expression %q: %v", c.Source.Kafka.TopicsRegex, err)
+		}
+		return ""
+	}},
+	// franz-go asks at most every 5 s unless told otherwise; under 1s the
+	// brokers are asked for every topic's metadata needlessly often, over
+	// an hour a new topic waits longer than anyone would.
+	{path: "source.kafka.metadata_max_age", when: hasKafka, check: func(c *Config) string {
+		return durRange(c.Source.Kafka.MetadataMaxAge, sec, hour)
+	}},
 	{path: "source.kafka.group_id", when: hasKafka, required: func(c *Config) bool { return c.Source.Kafka.GroupID != "" }},
 	{path: "source.kafka.start_offset", when: hasKafka, check: func(c *Config) string {
 		return oneOf(c.Source.Kafka.StartOffset, "earliest", "latest")
@@ -648,18 +670,36 @@ func validateStep(c *Config, i int, st Step, d *decoder, add func(mark, string, 
 	for j, rr := range r.Rules {
 		rp := fmt.Sprintf("%s.route.rules[%d]", path, j)
 		switch {
-		case rr.When == nil:
-			add(d.keyMark(rp), rp+".when", "required key is missing")
+		case rr.When == nil && rr.Topic == "":
+			add(d.keyMark(rp), rp+".when", "required key is missing (or topic: a rule needs when, topic or both)")
 		case rr.Sink == "":
 			add(d.keyMark(rp), rp+".sink", "required key is missing")
 		case !exists(rr.Sink):
 			add(d.valMark(rp+".sink"), rp+".sink", fmt.Sprintf("no sink named %q; sinks: %s", rr.Sink, names()))
+		}
+		if msg := routeTopic(c.Source.Kafka, rr.Topic); msg != "" {
+			add(d.valMark(rp+".topic"), rp+".topic", msg)
 		}
 	}
 	if u := r.Unmatched; u != "skip" && u != "fail" && !exists(u) {
 		add(d.valMark(path+".route.unmatched"), path+".route.unmatched",
 			fmt.Sprintf("must be skip, fail or a sink name (%s); got %q", names(), u))
 	}
+}
+
+// routeTopic checks that a route rule's topic is one the source
+// consumes: a rule for any other topic never matches.
+func routeTopic(k *Kafka, topic string) string {
+	if topic == "" || k == nil {
+		return ""
+	}
+	if len(k.Topics) > 0 && !slices.Contains(k.Topics, topic) {
+		return fmt.Sprintf("topic %q is not one of source.kafka.topics (%s): the rule would never match", topic, strings.Join(k.Topics, ", "))
+	}
+	if re, err := k.TopicPattern(); err == nil && re != nil && !re.MatchString(topic) {
+		return fmt.Sprintf("topic %q does not match source.kafka.topics_regex %q: the rule would never match", topic, k.TopicsRegex)
+	}
+	return ""
 }
 
 func parentPath(p string) string {

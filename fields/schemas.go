@@ -167,8 +167,8 @@ func (s *Schemas) registryFieldTypes(ctx context.Context, cfg *config.Config, lo
 }
 
 // Subjects are the registry subjects whose latest schemas type the
-// fields: the prewarm subjects, or each topic's "<topic>-value" (the
-// default naming).
+// fields: the prewarm subjects, or each listed topic's "<topic>-value"
+// (the default naming; none under source.kafka.topics_regex).
 func Subjects(cfg *config.Config) []string {
 	subjects := cfg.Decode.Avro.PrewarmSubjects
 	if len(subjects) == 0 {
@@ -201,8 +201,12 @@ func (s *Schemas) Source(ctx context.Context, cfg *config.Config) (schema.Source
 	if s.Writer != "" {
 		return avroSource(s.Writer, "decode.avro.schema_file")
 	}
+	subjects := Subjects(cfg)
+	if len(subjects) == 0 && cfg.Source.Kafka != nil && cfg.Source.Kafka.TopicsRegex != "" {
+		return schema.Source{}, fmt.Errorf("decode.avro.prewarm_subjects is empty: under source.kafka.topics_regex the topics, and so their <topic>-value subjects, are not known ahead; name the subjects the tables derive from in decode.avro.prewarm_subjects, or give decode.avro.reader_schema")
+	}
 	var src schema.Source
-	for _, subject := range Subjects(cfg) {
+	for _, subject := range subjects {
 		sc, err := s.Registry.Latest(ctx, subject)
 		if err != nil {
 			return schema.Source{}, fmt.Errorf("decode.avro.registry: the latest schema of subject %q: %w", subject, err)

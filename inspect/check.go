@@ -102,8 +102,21 @@ func Check(cfg *config.Config, timeout time.Duration) ([]string, error) {
 		problems = append(problems, fmt.Errorf("source.kafka.brokers %s: no answer within %v: %w", brokers, timeout, err))
 	} else {
 		report = append(report, fmt.Sprintf("kafka: brokers %s reachable", brokers))
+		if sub, err := kafka.SubscriptionOf(cfg); err == nil && sub.Pattern() {
+			// The topics matched today stand for the listed ones.
+			matched := sub.Match(listed.Names())
+			if len(matched) == 0 {
+				problems = append(problems, fmt.Errorf("source.kafka.topics_regex: no topic matches %s today", sub))
+			} else {
+				report = append(report, fmt.Sprintf("kafka: source.kafka.topics_regex %s matches %d topics today: %s", sub, len(matched), strings.Join(matched, ", ")))
+			}
+			topics = append(matched, topics...)
+		}
 		for _, t := range topics {
 			key := "source.kafka.topics"
+			if cfg.Source.Kafka.TopicsRegex != "" {
+				key = "source.kafka.topics_regex"
+			}
 			if t == dlqTopic {
 				key = "decode.dlq.topic"
 			}

@@ -147,7 +147,11 @@ const kafkaAccessTimeout = 5 * time.Second
 // yes or cannot be asked within 5 s (logged).
 func CheckKafkaAccess(ctx context.Context, cfg *config.Config, log *slog.Logger) error {
 	actx, cancel := context.WithTimeout(ctx, kafkaAccessTimeout)
-	err := kafka.CheckAccess(actx, cfg.Source.Kafka)
+	var dlq string
+	if d := cfg.Decode.DLQ; d != nil {
+		dlq = d.Topic
+	}
+	err := kafka.CheckAccess(actx, cfg.Source.Kafka, dlq)
 	cancel()
 	switch {
 	case errors.Is(err, kafka.ErrAccess):

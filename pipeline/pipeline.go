@@ -238,7 +238,11 @@ func New(ctx context.Context, o Options) (*Pipeline, error) {
 		}
 	}
 
-	missing, err := checkSourceTopics(ctx, cfg, log) // a missing topic is an error unless waited for
+	sub, err := kafka.SubscriptionOf(cfg)
+	if err != nil {
+		return nil, &ConfigError{Errs: []error{err}}
+	}
+	missing, matched, err := checkSourceTopics(ctx, cfg, sub, log) // a missing topic is an error unless waited for
 	if err != nil {
 		return nil, err
 	}
@@ -246,6 +250,7 @@ func New(ctx context.Context, o Options) (*Pipeline, error) {
 	ks, err := kafka.New(kafka.Options{
 		Config: cfg.Source.Kafka, Pipeline: cfg.Pipeline.Name, Handler: (*handler)(p), Log: log,
 		Registerer: p.component("source"), CommitRegisterer: p.component("checkpoint"), Missing: missing,
+		Subscription: sub, Matched: matched,
 		MaxDecompressedBatchBytes: maxDecompressedBatch(cfg, budgetBytes),
 		Room:                      func() int64 { return p.budget.Bytes() - p.budget.Inflight() },
 		Resumed:                   p.resumedAt,

@@ -307,6 +307,7 @@ func (o *stagedOut) add(r *kgo.Record) error {
 			o.sizes[i] = c.Measure()
 		}
 	}
+	o.dec.staged.chain.SetTopic(r.Topic)
 	for row := 0; row < l.stage.Rows && err == nil; row++ {
 		var res transform.Result
 		res, err = o.dec.staged.chain.Run(l.stage, row, &o.em)

@@ -138,6 +138,10 @@ func newRT(p *program) *rt {
 	return r
 }
 
+// SetTopic sets the Kafka topic of the record the next Runs are for: the
+// topic route rules compare (config.RouteRule.Topic).
+func (c *Chain) SetTopic(topic string) { c.r.topic = topic }
+
 // Run applies the chain to staging row row of in and appends the output
 // rows through e. On error (a value out of range for its column, a
 // run-time expression error, a row no route rule matched with `unmatched:

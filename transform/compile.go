@@ -326,6 +326,10 @@ func (cc *chainCompiler) route(path string, st config.Step) {
 			}
 			cond = n.b
 		}
+		if topic := ru.Topic; topic != "" {
+			when := cond
+			cond = func(r *rt) bool { return r.topic == topic && (when == nil || when(r)) }
+		}
 		rules = append(rules, rule{cond: cond, sink: si, path: wp + ".when"})
 	}
 	unmatched := routeFail

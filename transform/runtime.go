@@ -72,7 +72,10 @@ type rt struct {
 	scratch []byte
 	// sink is the sink a route step chose, -1 for every sink.
 	sink int
-	err  *Error
+	// topic is the Kafka topic of the record (Chain.SetTopic), for route
+	// rules with a topic.
+	topic string
+	err   *Error
 
 	// json caches the last document parsed by a json_* function.
 	jp      fastjson.Parser

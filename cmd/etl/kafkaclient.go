@@ -88,3 +88,21 @@ func (c *kafkaClient) code(err error) int {
 }
 
 func (c *kafkaClient) close() { c.cl.Close() }
+
+// sourceTopics are the topics the pipeline of cfg consumes now: those of
+// source.kafka.topics, or those source.kafka.topics_regex matches today
+// (none is an error: the commands would otherwise act on every topic).
+func (c *kafkaClient) sourceTopics(ctx context.Context, cfg *config.Config) ([]string, error) {
+	sub, err := kafka.SubscriptionOf(cfg)
+	if err != nil {
+		return nil, err
+	}
+	topics, err := sub.Topics(ctx, c.cl)
+	if err != nil {
+		return nil, err
+	}
+	if len(topics) == 0 {
+		return nil, fmt.Errorf("source.kafka.topics_regex: no topic matches %s today", sub)
+	}
+	return topics, nil
+}

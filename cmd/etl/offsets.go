@@ -42,7 +42,11 @@ func offsetsCmd(args []string, stdout, stderr io.Writer) int {
 	defer kc.close()
 	ctx, cancel := kc.context(context.Background())
 	defer cancel()
-	r, err := offsets.Describe(ctx, kc.adm, cfg.Source.Kafka.GroupID, cfg.Source.Kafka.Topics)
+	topics, err := kc.sourceTopics(ctx, cfg)
+	var r *offsets.Report
+	if err == nil {
+		r, err = offsets.Describe(ctx, kc.adm, cfg.Source.Kafka.GroupID, topics)
+	}
 	if err != nil {
 		err = kc.explain(err)
 		fmt.Fprintf(stderr, "etl offsets: %v\n", err)
@@ -94,17 +98,6 @@ func offsetsResetCmd(args []string, stdout, stderr io.Writer) int {
 		return exitUsage
 	}
 	k := cfg.Source.Kafka
-	topics := k.Topics
-	if *topicList != "" {
-		topics = nil
-		for _, t := range strings.Split(*topicList, ",") {
-			if !slices.Contains(k.Topics, t) {
-				fmt.Fprintf(stderr, "etl offsets reset: -topics: %q is not one of the pipeline's topics %v\n", t, k.Topics)
-				return exitUsage
-			}
-			topics = append(topics, t)
-		}
-	}
 	parts, err := parsePartitions(*partList)
 	if err != nil {
 		fmt.Fprintf(stderr, "etl offsets reset: -partitions: %v\n", err)
@@ -119,7 +112,26 @@ func offsetsResetCmd(args []string, stdout, stderr io.Writer) int {
 	ctx, cancel := kc.context(context.Background())
 	defer cancel()
 	adm := kc.adm
-	r, err := offsets.Describe(ctx, adm, k.GroupID, k.Topics)
+	// The pipeline's topics: under source.kafka.topics_regex, those it
+	// matches now.
+	all, err := kc.sourceTopics(ctx, cfg)
+	if err != nil {
+		err = kc.explain(err)
+		fmt.Fprintf(stderr, "etl offsets reset: %v\n", err)
+		return kc.code(err)
+	}
+	topics := all
+	if *topicList != "" {
+		topics = nil
+		for _, t := range strings.Split(*topicList, ",") {
+			if !slices.Contains(all, t) {
+				fmt.Fprintf(stderr, "etl offsets reset: -topics: %q is not one of the pipeline's topics %v\n", t, all)
+				return exitUsage
+			}
+			topics = append(topics, t)
+		}
+	}
+	r, err := offsets.Describe(ctx, adm, k.GroupID, all)
 	if err != nil {
 		err = kc.explain(err)
 		fmt.Fprintf(stderr, "etl offsets reset: %v\n", err)

@@ -102,7 +102,11 @@ func tailCmd(args []string, stdout, stderr io.Writer) int {
 	}
 	defer kc.close()
 	pctx, cancel := kc.context(ctx)
-	plan, err := planTail(pctx, kc.adm, k.Topics, parts, start, *n)
+	topics, err := kc.sourceTopics(pctx, cfg)
+	var plan []tailPart
+	if err == nil {
+		plan, err = planTail(pctx, kc.adm, topics, parts, start, *n)
+	}
 	cancel()
 	if err != nil {
 		if ctx.Err() != nil {

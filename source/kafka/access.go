@@ -35,8 +35,13 @@ func (e *accessError) Is(target error) bool { return target == ErrAccess }
 // is ErrAccess, naming the resource and the operation, when they say no;
 // the request's own error, not ErrAccess, when they could not be asked (the
 // source's own connection handling deals with brokers that are down); and
-// nil otherwise.
-func CheckAccess(ctx context.Context, c *config.Kafka) error {
+// nil otherwise. Under source.kafka.topics_regex the topics are those it
+// matches today, never the excluded ones (the dead-letter topic).
+func CheckAccess(ctx context.Context, c *config.Kafka, exclude ...string) error {
+	sub, err := NewSubscription(c, exclude...)
+	if err != nil {
+		return err
+	}
 	opts, err := clientOpts(c)
 	if err != nil {
 		return err
@@ -48,8 +53,8 @@ func CheckAccess(ctx context.Context, c *config.Kafka) error {
 	}
 	defer cl.Close()
 
-	req := kmsg.NewPtrMetadataRequest()
-	for _, topic := range c.Topics {
+	req := kmsg.NewPtrMetadataRequest() // no topic: every topic, under a pattern
+	for _, topic := range sub.Listed() {
 		rt := kmsg.NewMetadataRequestTopic()
 		rt.Topic = kmsg.StringPtr(topic)
 		req.Topics = append(req.Topics, rt)
@@ -60,17 +65,17 @@ func CheckAccess(ctx context.Context, c *config.Kafka) error {
 		return credentialsError(c, err, saslHook.dropped.Load())
 	}
 	for _, t := range resp.Topics {
-		if t.Topic == nil {
+		if t.Topic == nil || !sub.Consumes(*t.Topic) {
 			continue
 		}
 		switch err := kerr.ErrorForCode(t.ErrorCode); {
 		case errors.Is(err, kerr.TopicAuthorizationFailed):
-			return &accessError{fmt.Errorf("source.kafka.topics: topic %s: the brokers do not let this client's principal DESCRIBE or READ it (%v): grant it READ and DESCRIBE on the topic", *t.Topic, err)}
+			return &accessError{fmt.Errorf("%s: topic %s: the brokers do not let this client's principal DESCRIBE or READ it (%v): grant it READ and DESCRIBE on the topic", sub.Key(), *t.Topic, err)}
 		case err != nil:
 			continue // missing, or not ready: the source reports it
 		}
 		if !allowed(t.AuthorizedOperations, resp.Version, 8, kmsg.ACLOperationRead) {
-			return &accessError{fmt.Errorf("source.kafka.topics: topic %s: its ACLs give this client's principal no READ: grant it READ on the topic", *t.Topic)}
+			return &accessError{fmt.Errorf("%s: topic %s: its ACLs give this client's principal no READ: grant it READ on the topic", sub.Key(), *t.Topic)}
 		}
 	}
 

@@ -192,7 +192,13 @@ func (s *Source) checkRecreated(ctx context.Context, topic string, oldID [16]byt
 			"start_offset", s.o.Config.StartOffset)
 		s.recreated.mark(topic)
 		s.cl.PurgeTopicsFromClient(topic)
-		s.cl.AddConsumeTopics(topic)
+		if s.sub.Pattern() {
+			// A purged topic is matched again by the next refresh
+			// (AddConsumeTopics does nothing under a pattern).
+			s.cl.ForceMetadataRefresh()
+		} else {
+			s.cl.AddConsumeTopics(topic)
+		}
 		note = "the topic was deleted and created again; subscribed to the new one"
 	}
 	s.fetch.mu.Lock()

@@ -80,8 +80,18 @@ type Options struct {
 	SkipRefused bool
 	// Missing are source topics that did not exist at startup, waited
 	// for (source.kafka.wait_for_topics; MissingTopics). The caller has
-	// warned about them: the source warns again every 30 s.
+	// warned about them: the source warns again every 30 s. Under
+	// source.kafka.topics_regex, one entry (MissingTopic.String) stands
+	// for no topic matching.
 	Missing []string
+	// Subscription is what the source consumes (SubscriptionOf); nil:
+	// Config's, excluding nothing.
+	Subscription *Subscription
+	// Matched are the topics matched at startup under
+	// source.kafka.topics_regex, nil when not known. A topic not among
+	// them, with no committed offset, was created while etl ran: it is
+	// read from its first record whatever source.kafka.start_offset says.
+	Matched []string
 }
 
 // Source is a consumer-group member.
@@ -99,6 +109,7 @@ type Source struct {
 	pos      *positions    // where each partition's next record should be (outofrange.go)
 	fetch    fetchState    // fetch errors (fetcherr.go)
 	missing  missingTopics // topics waited for (topics.go)
+	sub      *Subscription
 	// recreated are the topics resubscribed after being deleted and
 	// created again (fetcherr.go): their committed offsets are the old
 	// topic's, and adjustOffsets starts them at start_offset instead.
@@ -160,13 +171,21 @@ func New(o Options) (*Source, error) {
 	}
 	s := &Source{o: o, log: o.Log, metrics: newMetrics(o.Registerer, o.CommitRegisterer), ready: make(chan struct{}), owners: newOwnership(), decomp: newDecompressor(), pos: newPositions()}
 	s.missing.topics, s.missing.warned = slices.Clone(o.Missing), time.Now()
+	s.sub = o.Subscription
+	if s.sub == nil {
+		sub, err := NewSubscription(o.Config)
+		if err != nil {
+			return nil, err
+		}
+		s.sub = sub
+	}
 	opts, err := clientOpts(o.Config)
 	if err != nil {
 		return nil, err
 	}
 	s.brokers = newBrokerWatch(s.log, o.Config, s.metrics.connErrors)
-	s.metrics.skipped = newSkipped(o.Config.Topics)
-	s.metrics.refused = newRefused(o.Config.Topics)
+	s.metrics.skipped = newSkipped(s.sub.Listed())
+	s.metrics.refused = newRefused(s.sub.Listed())
 	s.decomp.room = o.Room
 	switch {
 	case o.MaxDecompressedBatchBytes > 0:
@@ -190,7 +209,6 @@ func New(o Options) (*Source, error) {
 		kgo.WithHooks(s.brokers, readHook{s}),
 		kgo.WithDecompressor(s.decomp),
 		kgo.ConsumerGroup(o.Config.GroupID),
-		kgo.ConsumeTopics(o.Config.Topics...),
 		kgo.DisableAutoCommit(),
 		kgo.BlockRebalanceOnPoll(),
 		kgo.OnPartitionsAssigned(func(ctx context.Context, cl *kgo.Client, p map[string][]int32) {
@@ -228,6 +246,13 @@ func New(o Options) (*Source, error) {
 		start = kgo.NewOffset().AtEnd()
 	}
 	opts = append(opts, kgo.ConsumeStartOffset(start), kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()))
+	opts = append(opts, s.sub.consumeOpts()...)
+	// A topic topics_regex matches is found by a metadata refresh, at
+	// least every metadata_max_age. The shortest time between two
+	// refreshes (franz-go's 5 s) is lowered with a shorter max age.
+	if d := o.Config.MetadataMaxAge.D(); d > 0 {
+		opts = append(opts, kgo.MetadataMaxAge(d), kgo.MetadataMinAge(min(d, 5*time.Second)))
+	}
 	if d := o.Config.SessionTimeout.D(); d > 0 {
 		opts = append(opts, kgo.SessionTimeout(d))
 	}

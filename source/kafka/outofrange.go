@@ -3,6 +3,7 @@ package kafka
 import (
 	"context"
 	"errors"
+	"slices"
 	"sort"
 	"sync"
 	"time"
@@ -98,7 +99,9 @@ func newSkipped(topics []string) *prometheus.CounterVec {
 // adjustOffsets is the client's AdjustFetchOffsetsFn: it runs once the
 // group's committed offsets of newly assigned partitions are fetched and
 // before they are consumed. Each committed offset outside its log is moved
-// into it (bound); partitions without one keep the start offset.
+// into it (bound); partitions without one keep the start offset, except
+// those of a topic topics_regex matched only after startup (Options.Matched),
+// which start at their first record.
 func (s *Source) adjustOffsets(ctx context.Context, offs map[string]map[int32]kgo.Offset) (map[string]map[int32]kgo.Offset, error) {
 	committed := map[string]map[int32]int64{}
 	for t, ps := range offs {
@@ -116,8 +119,14 @@ func (s *Source) adjustOffsets(ctx context.Context, offs map[string]map[int32]kg
 				"topic", t, "start_offset", s.o.Config.StartOffset)
 			continue
 		}
+		newTopic := s.sub.Pattern() && s.o.Matched != nil && !slices.Contains(s.o.Matched, t)
 		for part, o := range ps {
-			if at := o.EpochOffset().Offset; at >= 0 {
+			if at := o.EpochOffset().Offset; at < 0 && newTopic && s.o.Config.StartOffset == "latest" {
+				// A topic created while etl runs holds only records
+				// produced since: start_offset latest would skip those
+				// written before the group assigned it.
+				ps[part] = kgo.NewOffset().AtStart()
+			} else if at >= 0 {
 				if committed[t] == nil {
 					committed[t] = map[int32]int64{}
 				}

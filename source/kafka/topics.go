@@ -17,42 +17,55 @@ import (
 
 // MissingTopic is a source topic the brokers do not know, with the
 // existing topic its name is closest to, if any is close ("" otherwise).
+// Under source.kafka.topics_regex, it stands for no topic matching:
+// Pattern is the anchored expression and Topic is empty.
 type MissingTopic struct {
 	Topic   string
 	Closest string
+	Pattern string
+}
+
+// String is the topic, or under a pattern "a topic matching" it.
+func (m MissingTopic) String() string {
+	if m.Pattern != "" {
+		return "a topic matching " + m.Pattern
+	}
+	return m.Topic
 }
 
 // MissingTopics asks the brokers, with a client configured as the
-// source's, which of c.Topics do not exist. It returns the request's error
-// when they could not be asked.
-func MissingTopics(ctx context.Context, c *config.Kafka) ([]MissingTopic, error) {
+// source's, which of sub's topics do not exist (under a pattern: whether
+// none matches), and which exist: the topics consumed now. It also
+// returns the topics that exist, for messages. It returns the request's
+// error when they could not be asked.
+func MissingTopics(ctx context.Context, c *config.Kafka, sub *Subscription) (missing []MissingTopic, matched, existing []string, err error) {
 	opts, err := clientOpts(c)
 	if err != nil {
-		return nil, err
+		return nil, nil, nil, err
 	}
 	cl, err := kgo.NewClient(append(opts, kgo.RequestRetries(1))...)
 	if err != nil {
-		return nil, err
+		return nil, nil, nil, err
 	}
 	defer cl.Close()
 	// Every topic the principal may see: the candidates of a did-you-mean.
-	resp, err := kmsg.NewPtrMetadataRequest().RequestWith(ctx, cl)
+	existing, err = Existing(ctx, cl)
 	if err != nil {
-		return nil, err
+		return nil, nil, nil, err
 	}
-	var existing []string
-	for _, t := range resp.Topics {
-		if t.Topic != nil && t.ErrorCode == 0 && len(t.Partitions) > 0 {
-			existing = append(existing, *t.Topic)
+	matched = sub.Match(existing)
+	if sub.Pattern() {
+		if len(matched) == 0 {
+			missing = append(missing, MissingTopic{Pattern: sub.String()})
 		}
+		return missing, matched, existing, nil
 	}
-	var out []MissingTopic
-	for _, topic := range c.Topics {
+	for _, topic := range sub.Listed() {
 		if !slices.Contains(existing, topic) {
-			out = append(out, MissingTopic{Topic: topic, Closest: names.Closest(topic, existing)})
+			missing = append(missing, MissingTopic{Topic: topic, Closest: names.Closest(topic, existing)})
 		}
 	}
-	return out, nil
+	return missing, matched, existing, nil
 }
 
 // missingTopics are the source topics missing at startup that
@@ -89,6 +102,10 @@ func (s *Source) checkMissing(ctx context.Context) {
 		return
 	}
 	m.checked = now
+	if s.sub.Pattern() {
+		s.checkMatching(ctx, now)
+		return
+	}
 	req := kmsg.NewPtrMetadataRequest()
 	for _, topic := range topics {
 		rt := kmsg.NewMetadataRequestTopic()
@@ -122,5 +139,29 @@ func (s *Source) checkMissing(ctx context.Context) {
 	if len(still) > 0 && now.Sub(m.warned) >= missingWarnEvery {
 		m.warned = now
 		s.log.Warn("source topics do not exist: waiting for them (source.kafka.wait_for_topics); not ready meanwhile", "topics", still)
+	}
+}
+
+// checkMatching is checkMissing under source.kafka.topics_regex: it waits
+// for a first topic the pattern matches.
+func (s *Source) checkMatching(ctx context.Context, now time.Time) {
+	m := &s.missing
+	mctx, cancel := context.WithTimeout(ctx, metadataTimeout)
+	existing, err := Existing(mctx, s.cl)
+	cancel()
+	if err != nil {
+		return
+	}
+	if found := s.sub.Match(existing); len(found) > 0 {
+		m.mu.Lock()
+		m.topics = nil
+		m.mu.Unlock()
+		s.log.Info("source topics matching source.kafka.topics_regex exist now: consuming them", "topics", found)
+		s.cl.ForceMetadataRefresh()
+		return
+	}
+	if now.Sub(m.warned) >= missingWarnEvery {
+		m.warned = now
+		s.log.Warn("no topic matches source.kafka.topics_regex: waiting for one (source.kafka.wait_for_topics); not ready meanwhile", "topics_regex", s.sub.String())
 	}
 }
