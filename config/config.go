@@ -41,6 +41,9 @@ type Format string
 const (
 	FormatJSON Format = "json"
 	FormatAvro Format = "avro"
+	// FormatRaw parses nothing: each record's value goes whole into the
+	// String column mapped from _raw, its metadata beside it.
+	FormatRaw Format = "raw"
 )
 
 // OnError is what happens to a record that cannot be decoded, transformed

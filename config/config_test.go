@@ -156,7 +156,17 @@ func TestParseErrors(t *testing.T) {
 		{
 			name: "decode format not allowed",
 			yaml: base + "decode: {format: protobuf}\n",
-			want: `pipeline.yaml:12:18: decode.format: must be one of json, avro; got "protobuf"`,
+			want: `pipeline.yaml:12:18: decode.format: must be one of json, avro, raw; got "protobuf"`,
+		},
+		{
+			name: "raw format without a column for the value",
+			yaml: base + "    columns: {off: _offset}\ndecode: {format: raw}\n",
+			want: `pipeline.yaml:13:18: decode.format: raw: sink.clickhouse.columns maps no column to _raw, so the records' values would go nowhere`,
+		},
+		{
+			name: "raw format with a transform",
+			yaml: base + "    columns: {v: _raw}\ndecode: {format: raw}\ntransform: [{filter: \"true\"}]\n",
+			want: `pipeline.yaml:13:18: decode.format: raw records have no fields for transforms to read: leave transform out, or decode them as json or avro`,
 		},
 		{
 			name: "removed insert path",

@@ -163,7 +163,18 @@ var rules = []rule{
 		return secretFileProblem(c.Source.Kafka.SASL.Password, c.Source.Kafka.SASL.PasswordFile)
 	}},
 
-	{path: "decode.format", check: func(c *Config) string { return oneOf(c.Decode.Format, FormatJSON, FormatAvro) }},
+	{path: "decode.format", check: func(c *Config) string { return oneOf(c.Decode.Format, FormatJSON, FormatAvro, FormatRaw) }},
+	{path: "decode.format", when: func(c *Config) bool { return c.Decode.Format == FormatRaw }, check: func(c *Config) string {
+		if len(c.Transform) > 0 {
+			return "raw records have no fields for transforms to read: leave transform out, or decode them as json or avro"
+		}
+		for _, s := range c.SinkList() {
+			if s.ClickHouse != nil && !slices.Contains(slices.Collect(maps.Values(s.ClickHouse.Columns)), "_raw") {
+				return fmt.Sprintf("raw: %s.columns maps no column to _raw, so the records' values would go nowhere", c.KeyPath(s))
+			}
+		}
+		return ""
+	}},
 	{path: "decode.validate_schema", check: func(c *Config) string { return oneOf(c.Decode.ValidateSchema, "off", "names", "full") }},
 	{path: "decode.avro.framing", check: func(c *Config) string {
 		return oneOf(c.Decode.Avro.Framing, "confluent", "raw", "single_object")
@@ -327,7 +338,7 @@ var rules = []rule{
 		return ""
 	}},
 	{path: "sink.clickhouse.schema.create", when: hasClickHouse, check: func(c *Config) string {
-		if c.Sink.ClickHouse.Schema.Create && c.Decode.Format != FormatAvro && len(c.Decode.Fields) == 0 {
+		if c.Sink.ClickHouse.Schema.Create && c.Decode.Format != FormatAvro && c.Decode.Format != FormatRaw && len(c.Decode.Fields) == 0 {
 			return "JSON records carry no types: create needs decode.fields (or Avro) to derive the table's columns"
 		}
 		return ""

@@ -303,6 +303,16 @@ func NestedGroups(s *chunk.Schema) []NestedGroup {
 	return kept
 }
 
+// All reports whether every column of g is one of those set in cols.
+func (g NestedGroup) All(cols []bool) bool {
+	for _, ci := range g.cols {
+		if !cols[ci] {
+			return false
+		}
+	}
+	return true
+}
+
 // lastRowLen is the number of elements in the last row of an Array column.
 func lastRowLen(a *chunk.Array) int {
 	n := len(a.Ends)

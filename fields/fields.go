@@ -18,6 +18,7 @@ import (
 	"github.com/etl-project/etl/config"
 	"github.com/etl-project/etl/decode/avro"
 	"github.com/etl-project/etl/internal/names"
+	"github.com/etl-project/etl/meta"
 	"github.com/etl-project/etl/schema"
 	"github.com/etl-project/etl/transform"
 )
@@ -158,6 +159,10 @@ func CheckMapped(cfg *config.Config, r *Set) []error {
 		}
 		for _, col := range slices.Sorted(maps.Keys(ch.Columns)) {
 			field := ch.Columns[col]
+			if meta.IsSource(field) {
+				continue // the record's metadata, not a field
+			}
+			field = meta.Field(field)
 			if r.Has(field) || derived[field] {
 				continue
 			}
@@ -184,5 +189,7 @@ func CheckExpr(cfg *config.Config, r *Set) error {
 	if r == nil || cfg.Decode.Format != config.FormatAvro || len(cfg.Transform) == 0 {
 		return nil
 	}
-	return transform.UnknownFields(cfg.Transform, r.Has, r.Sorted(), r.From)
+	// A record's metadata (_topic, _offset, ...) is read like a field.
+	has := func(f string) bool { return r.Has(f) || meta.IsSource(f) }
+	return transform.UnknownFields(cfg.Transform, has, r.Sorted(), r.From)
 }

@@ -183,8 +183,12 @@ func Subjects(cfg *config.Config) []string {
 // its tables: the reader schema when there is one (every record is
 // resolved to it), else schema_file, else the latest schema of each of
 // Subjects in the registry (merged, the first subject's type winning);
-// for JSON, decode.fields. s is nil for JSON.
+// for JSON, decode.fields; for raw records, none (their columns are
+// all metadata). s is nil for JSON and raw.
 func (s *Schemas) Source(ctx context.Context, cfg *config.Config) (schema.Source, error) {
+	if cfg.Decode.Format == config.FormatRaw {
+		return schema.Source{}, nil
+	}
 	if cfg.Decode.Format != config.FormatAvro {
 		if len(cfg.Decode.Fields) == 0 {
 			return schema.Source{}, fmt.Errorf("decode.fields is empty: JSON records carry no types, so the table's columns cannot be derived; declare each field's ClickHouse type in decode.fields")

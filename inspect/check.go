@@ -26,6 +26,7 @@ import (
 	"github.com/etl-project/etl/decode/avro"
 	"github.com/etl-project/etl/fields"
 	"github.com/etl-project/etl/internal/names"
+	"github.com/etl-project/etl/meta"
 	"github.com/etl-project/etl/pipeline"
 	"github.com/etl-project/etl/schemaregistry"
 	"github.com/etl-project/etl/sink/clickhouse"
@@ -169,15 +170,18 @@ func Check(cfg *config.Config, timeout time.Duration) ([]string, error) {
 				s.Name, strings.Join(addrs, ", "), t.Name(), len(t.Schema.Names)))
 		}
 		for i, name := range t.Schema.Names {
-			field := t.Fields[i]
-			if field == "" {
-				field = "(none: column default)"
+			field := "field " + meta.Field(t.Fields[i])
+			switch {
+			case t.Fields[i] == "":
+				field = "field (none: column default)"
+			case meta.IsSource(t.Fields[i]):
+				field = "the record's " + t.Fields[i]
 			}
 			how := ""
 			if _, mapped := s.Config.Columns[name]; mapped {
 				how = " (sink.clickhouse.columns)"
 			}
-			report = append(report, fmt.Sprintf("  column %s %s <- field %s%s", name, t.Schema.Types[i].Name, field, how))
+			report = append(report, fmt.Sprintf("  column %s %s <- %s%s", name, t.Schema.Types[i].Name, field, how))
 		}
 		for _, name := range s.Config.ExcludeColumns {
 			report = append(report, fmt.Sprintf("  column %s: not inserted, the server fills its DEFAULT (sink.clickhouse.exclude_columns)", name))

@@ -2,13 +2,19 @@ package pipeline
 
 import (
 	"context"
+	"fmt"
+	"slices"
 	"testing"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/etl-project/etl/chunk"
+	"github.com/etl-project/etl/config"
+	"github.com/etl-project/etl/decode"
 	"github.com/etl-project/etl/gen"
+	"github.com/etl-project/etl/meta"
+	"github.com/etl-project/etl/sink/clickhouse"
 	"github.com/etl-project/etl/source/kafka"
 )
 
@@ -26,6 +32,65 @@ func (s nullSink) TryEnqueue(c *chunk.Chunk) bool {
 // the tracker and chunks recycled. No Kafka, no ClickHouse.
 func BenchmarkPipelineNullSink(b *testing.B) {
 	p, dec := newBarePipeline(b, &nopSource{}, 64<<10)
+	benchNullSink(b, p, dec)
+}
+
+// BenchmarkPipelineNullSinkMeta is BenchmarkPipelineNullSink through the
+// run's decoder setup, with (meta=2) and without (meta=0) two more
+// columns filled from the records' metadata (_partition, _offset).
+func BenchmarkPipelineNullSinkMeta(b *testing.B) {
+	for _, extra := range []int{0, 2} {
+		b.Run(fmt.Sprintf("meta=%d", extra), func(b *testing.B) {
+			p, _ := newBarePipeline(b, &nopSource{}, 64<<10)
+			base := p.sinks[0].target.Load().Schema
+			s := &chunk.Schema{Names: slices.Clone(base.Names), Types: slices.Clone(base.Types)}
+			srcs := slices.Clone(base.Names)
+			if extra > 0 {
+				s.Names = append(s.Names, "part", "off")
+				srcs = append(srcs, meta.Partition, meta.Offset)
+				for _, typ := range []string{"Int32", "Int64"} {
+					ct, err := chunk.ParseType(typ)
+					if err != nil {
+						b.Fatal(err)
+					}
+					s.Types = append(s.Types, ct)
+				}
+			}
+			benchNullSink(b, p, benchBind(b, p, s, srcs))
+		})
+	}
+}
+
+// BenchmarkPipelineNullSinkRaw is BenchmarkPipelineNullSink with
+// decode.format raw: each value into one String column beside its
+// partition and offset.
+func BenchmarkPipelineNullSinkRaw(b *testing.B) {
+	p, _ := newBarePipeline(b, &nopSource{}, 64<<10)
+	p.cfg.Decode.Format = config.FormatRaw
+	s := &chunk.Schema{Names: []string{"raw", "part", "off"}}
+	for _, typ := range []string{"String", "Int32", "Int64"} {
+		ct, err := chunk.ParseType(typ)
+		if err != nil {
+			b.Fatal(err)
+		}
+		s.Types = append(s.Types, ct)
+	}
+	benchNullSink(b, p, benchBind(b, p, s, []string{meta.Raw, meta.Partition, meta.Offset}))
+}
+
+// benchBind makes schema s, whose columns read srcs, p's table, and
+// returns the decoder bound to it.
+func benchBind(b *testing.B, p *Pipeline, s *chunk.Schema, srcs []string) *boundDecoder {
+	t := &clickhouse.Target{Schema: s, Fields: srcs}
+	p.sinks[0].target.Store(t)
+	d, filler, err := p.newDecoderMeasured(t, decode.RowLimits{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	return &boundDecoder{Decoder: d, target: t, meta: filler}
+}
+
+func benchNullSink(b *testing.B, p *Pipeline, dec *boundDecoder) {
 	p.queue = nullSink{p}
 	h := (*handler)(p)
 	h.Assigned(context.Background(), kafka.Partitions{"events": {0}})

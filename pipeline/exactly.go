@@ -384,8 +384,8 @@ func (p *Pipeline) eoCheckColumns(s *sinkState, t *clickhouse.Target, cols []cli
 		"and table %s (sink %s) computes stored columns whose value may differ when a block is inserted again: %s. "+
 		"A block inserted again after a crash would differ from the first and ClickHouse would keep both (every replayed row twice). "+
 		"Fill such a column from the record instead: a field of the record, mapped to the column by name or by sink.clickhouse.columns, "+
-		"or computed from the record's fields by a transform set: step (etl has no field for Kafka's own record timestamp: "+
-		"the producer puts the time it wants in the record). For that, a MATERIALIZED column becomes a plain one "+
+		"or computed from the record's fields by a transform set: step, or Kafka's own record timestamp "+
+		"(a column mapped to _timestamp in sink.clickhouse.columns). For that, a MATERIALIZED column becomes a plain one "+
 		"(ALTER TABLE ... MODIFY COLUMN; REMOVE MATERIALIZED on current servers) and an excluded one leaves sink.clickhouse.exclude_columns. "+
 		"Or set delivery: at_least_once", t.Name(), s.name, strings.Join(refused, "; "))}}
 }

@@ -10,6 +10,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/etl-project/etl/chunk"
+	"github.com/etl-project/etl/decode"
 )
 
 // A lane is one assigned partition under one assignment epoch. At most one
@@ -111,6 +112,11 @@ type lane struct {
 	recStart              int
 	recOffset             int64
 	spillFirst, spillNext int64
+	// rec is the record being decoded on the direct path when some column
+	// takes its metadata (directOutputs.fillMeta), metaErr the filler's
+	// refusal of it met while sealing a chunk in its middle.
+	rec     *kgo.Record
+	metaErr *decode.Error
 	// stageCounted is what of the staged path's staging chunk (one
 	// record's rows) is in the budget.
 	stageCounted int64

@@ -10,6 +10,7 @@ import (
 	"github.com/etl-project/etl/checkpoint"
 	"github.com/etl-project/etl/chunk"
 	"github.com/etl-project/etl/decode"
+	"github.com/etl-project/etl/meta"
 	"github.com/etl-project/etl/sink/clickhouse"
 	"github.com/etl-project/etl/transform"
 )
@@ -146,7 +147,7 @@ func (p *Pipeline) stagedLayoutFor(targets []*clickhouse.Target) (*stagedShared,
 		}
 		outs[i] = o
 	}
-	stage, err := transform.InputsKnown(p.cfg.Transform, outs, p.cfg.Decode.Fields, p.schemas.Types())
+	stage, err := transform.InputsKnown(p.cfg.Transform, outs, p.cfg.Decode.Fields, meta.WithTypes(p.schemas.Types()))
 	if err != nil {
 		return nil, err
 	}
@@ -274,6 +275,13 @@ func (o *stagedOut) add(r *kgo.Record) error {
 	defer o.doneStage()
 	l.stage.Reset()
 	_, err := o.dec.Decode(r.Value, l.stage)
+	if err == nil && o.dec.meta != nil {
+		// The staging rows are the record's only: its metadata fills
+		// them all, for the chain to read like fields.
+		if e := o.dec.meta.Fill(r, l.stage, 0); e != nil {
+			err = e
+		}
+	}
 	if err != nil {
 		if schemaPending(err) == nil {
 			p.m.transformIn.Inc()

@@ -3,11 +3,14 @@ package pipeline
 import (
 	"context"
 	"fmt"
+	"strconv"
+	"strings"
 
 	"github.com/etl-project/etl/chunk"
 	"github.com/etl-project/etl/config"
 	"github.com/etl-project/etl/decode"
 	"github.com/etl-project/etl/decode/json"
+	"github.com/etl-project/etl/meta"
 	"github.com/etl-project/etl/sink/clickhouse"
 )
 
@@ -38,31 +41,87 @@ type boundDecoder struct {
 	target *clickhouse.Target
 	staged *stagedBinding
 	lane   *lane // the lane the direct path decodes for now (outputs)
+	// meta fills the direct path's columns whose sources are a record's
+	// metadata (_topic, _offset, ...); nil when there are none.
+	meta *meta.Filler
 }
 
 // newDecoder returns a decoder filling chunks for target t.
 func (p *Pipeline) newDecoder(t *clickhouse.Target) (decode.Decoder, error) {
-	return p.newDecoderMeasured(t, decode.RowLimits{})
+	d, _, err := p.newDecoderMeasured(t, decode.RowLimits{})
+	return d, err
 }
 
 // newDecoderMeasured is newDecoder whose JSON decoder tells hooks.Measured
 // the chunk's size as a record's many rows are made, and seals it in the
-// middle of a record through hooks.Seal (decode.RowLimits).
-func (p *Pipeline) newDecoderMeasured(t *clickhouse.Target, hooks decode.RowLimits) (decode.Decoder, error) {
-	if p.cfg.Decode.Format == config.FormatAvro {
-		return p.newAvroDecoder(t)
-	}
-	lim := p.rowLimits()
-	lim.Measured, lim.Seal, lim.SealBytes = hooks.Measured, hooks.Seal, hooks.SealBytes
-	d, err := json.New(t.Schema, json.Options{
-		Fields: t.Fields, MaxRecordBytes: int(p.cfg.Decode.MaxRecordBytes),
-		Framing: p.cfg.Decode.JSON.Framing, TimeLayout: p.cfg.Decode.JSON.TimeLayout,
-		Ranges: p.serverRanges(), Rows: lim,
-	})
+// middle of a record through hooks.Seal (decode.RowLimits). The filler,
+// nil when no column's source is a record's metadata, fills the columns
+// the decoder leaves to it (meta.DecoderFields).
+func (p *Pipeline) newDecoderMeasured(t *clickhouse.Target, hooks decode.RowLimits) (decode.Decoder, *meta.Filler, error) {
+	filler, err := meta.Compile(t.Schema, t.Fields, p.serverVersion(), p.serverRanges())
 	if err != nil {
-		return nil, fmt.Errorf("decode: %w", err)
+		return nil, nil, fmt.Errorf("columns: %w", err)
 	}
-	return d, nil
+	srcs := t.Fields
+	if t.Fields != nil {
+		t = &clickhouse.Target{Schema: t.Schema, Fields: meta.DecoderFields(t.Fields)}
+	}
+	var d decode.Decoder
+	switch p.cfg.Decode.Format {
+	case config.FormatAvro:
+		d, err = p.newAvroDecoder(t)
+	case config.FormatRaw:
+		d, err = newRawDecoder(t.Schema, srcs, int(p.cfg.Decode.MaxRecordBytes))
+	default:
+		lim := p.rowLimits()
+		lim.Measured, lim.Seal, lim.SealBytes = hooks.Measured, hooks.Seal, hooks.SealBytes
+		opts := json.Options{
+			Fields: t.Fields, MaxRecordBytes: int(p.cfg.Decode.MaxRecordBytes),
+			Framing: p.cfg.Decode.JSON.Framing, TimeLayout: p.cfg.Decode.JSON.TimeLayout,
+			Ranges: p.serverRanges(), Rows: lim,
+		}
+		if filler != nil {
+			opts.Filled = filler.Columns()
+		}
+		d, err = json.New(t.Schema, opts)
+		if err != nil {
+			err = fmt.Errorf("decode: %w", err)
+		}
+	}
+	if err != nil {
+		return nil, nil, err
+	}
+	return d, filler, nil
+}
+
+// serverVersion is the oldest version among the servers whose version is
+// known ("" when none answered yet).
+func (p *Pipeline) serverVersion() string {
+	oldest := ""
+	for _, s := range p.sinks {
+		for _, shard := range s.clients {
+			for _, c := range shard {
+				if v := c.ServerVersion(); v != "" && (oldest == "" || versionBefore(v, oldest)) {
+					oldest = v
+				}
+			}
+		}
+	}
+	return oldest
+}
+
+// versionBefore reports whether version a is older than b, comparing
+// their dot-separated numbers.
+func versionBefore(a, b string) bool {
+	as, bs := strings.Split(a, "."), strings.Split(b, ".")
+	for i := 0; i < len(as) && i < len(bs); i++ {
+		x, _ := strconv.Atoi(as[i])
+		y, _ := strconv.Atoi(bs[i])
+		if x != y {
+			return x < y
+		}
+	}
+	return len(as) < len(bs)
 }
 
 // rowLimits bounds the rows one record makes (decode.max_rows_per_record,
@@ -97,17 +156,17 @@ func (p *Pipeline) bind(dec *boundDecoder) (*boundDecoder, error) {
 		// offsets is its identity): a record's rows stay in one.
 		hooks.Seal = func(c *chunk.Chunk) *chunk.Chunk {
 			if l := b.lane; l != nil {
-				return p.sealMidRecord(l, c, b.target)
+				return p.sealMidRecord(l, c, b.target, b.meta)
 			}
 			return c
 		}
 		hooks.SealBytes = p.chunkTarget
 	}
-	d, err := p.newDecoderMeasured(t, hooks)
+	d, filler, err := p.newDecoderMeasured(t, hooks)
 	if err != nil {
 		return nil, err
 	}
-	b.Decoder = d
+	b.Decoder, b.meta = d, filler
 	return b, nil
 }
 
@@ -121,7 +180,7 @@ func (p *Pipeline) newStagedDecoder(targets []*clickhouse.Target) (*boundDecoder
 	bd := &boundDecoder{staged: b}
 	// The staging chunk holds one record's rows: they count in the
 	// budget as they are made, until the chain has run over them.
-	d, err := p.newDecoderMeasured(&clickhouse.Target{Schema: b.stage, Fields: fields}, decode.RowLimits{Measured: func(size int) {
+	d, filler, err := p.newDecoderMeasured(&clickhouse.Target{Schema: b.stage, Fields: fields}, decode.RowLimits{Measured: func(size int) {
 		if l := bd.lane; l != nil {
 			p.countStage(l, int64(size))
 		}
@@ -129,7 +188,7 @@ func (p *Pipeline) newStagedDecoder(targets []*clickhouse.Target) (*boundDecoder
 	if err != nil {
 		return nil, err
 	}
-	bd.Decoder = d
+	bd.Decoder, bd.meta = d, filler
 	return bd, nil
 }
 

@@ -310,9 +310,10 @@ func (p *Pipeline) derivedTarget(ctx context.Context, s *sinkState) (*clickhouse
 
 // Derivable reports whether the configuration gives every field's type,
 // so that the tables can be derived without ClickHouse: Avro (a schema
-// file, a reader schema or the registry), or JSON with decode.fields.
+// file, a reader schema or the registry), JSON with decode.fields, or raw
+// records (every column is metadata).
 func Derivable(cfg *config.Config) bool {
-	return cfg.Decode.Format == config.FormatAvro || len(cfg.Decode.Fields) > 0
+	return cfg.Decode.Format == config.FormatAvro || cfg.Decode.Format == config.FormatRaw || len(cfg.Decode.Fields) > 0
 }
 
 // underivable is a writer schema whose rows cannot be derived through the

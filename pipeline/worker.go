@@ -10,6 +10,7 @@ import (
 	"github.com/etl-project/etl/config"
 	"github.com/etl-project/etl/decode"
 	"github.com/etl-project/etl/decode/avro"
+	"github.com/etl-project/etl/meta"
 	"github.com/etl-project/etl/sink/clickhouse"
 	"github.com/etl-project/etl/source/kafka"
 )
@@ -298,7 +299,13 @@ func (o *directOutputs) add(r *kgo.Record) error {
 		l.unmeasured, l.unmeasuredBytes = 0, 0
 	}
 	l.recStart, l.recOffset = l.cur.Rows, r.Offset
+	if o.dec.meta != nil {
+		l.rec = r
+	}
 	_, err := o.dec.Decode(r.Value, l.cur)
+	if o.dec.meta != nil {
+		err = o.fillMeta(r, err)
+	}
 	if len(l.spill) > 0 && err != nil {
 		o.p.takeBackSpill(l, func(int) *chunk.Chunk { return l.cur }, func(_ int, c *chunk.Chunk) { l.cur = c })
 		o.p.countOpen(l, int64(l.cur.Measure()))
@@ -309,6 +316,33 @@ func (o *directOutputs) add(r *kgo.Record) error {
 	l.unmeasured++
 	l.unmeasuredBytes += len(r.Value)
 	return err
+}
+
+// fillMeta fills the metadata columns of the rows record r just made in
+// the open chunk (those of chunks sealed in its middle were filled as they
+// were sealed: sealMidRecord), and returns the record's error: err, or the
+// filler's. A record the filler refuses leaves no row.
+func (o *directOutputs) fillMeta(r *kgo.Record, err error) error {
+	l := o.l
+	ferr := l.metaErr
+	l.rec, l.metaErr = nil, nil
+	if err != nil {
+		return err
+	}
+	from := l.recStart
+	if len(l.spill) > 0 {
+		from = 0 // the open chunk holds the record's last rows only
+	}
+	if ferr == nil {
+		ferr = o.dec.meta.Fill(r, l.cur, from)
+	}
+	if ferr != nil {
+		if len(l.spill) == 0 {
+			l.cur.Truncate(l.recStart)
+		}
+		return ferr
+	}
+	return nil
 }
 
 func (o *directOutputs) cover(first, next, ms int64) {
@@ -367,7 +401,7 @@ func (o *directOutputs) full() bool {
 // chunk c reached chunk.target_bytes in the middle of a record. It is held
 // (counted in the budget as measured) until the record ends, and the
 // record's rows go on in a new open chunk.
-func (p *Pipeline) sealMidRecord(l *lane, c *chunk.Chunk, t *clickhouse.Target) *chunk.Chunk {
+func (p *Pipeline) sealMidRecord(l *lane, c *chunk.Chunk, t *clickhouse.Target, filler *meta.Filler) *chunk.Chunk {
 	if c != l.cur {
 		return c
 	}
@@ -378,6 +412,14 @@ func (p *Pipeline) sealMidRecord(l *lane, c *chunk.Chunk, t *clickhouse.Target) 
 	from := 0
 	if len(l.spill) == 0 {
 		from = l.recStart
+	}
+	if filler != nil && l.rec != nil && l.metaErr == nil {
+		// The record's metadata goes into the rows it leaves here; a
+		// refusal is the record's (fillMeta returns it, and the rows
+		// are taken back).
+		if e := filler.Fill(l.rec, c, from); e != nil {
+			l.metaErr = e
+		}
 	}
 	c.MarkRecord(l.recOffset)
 	l.spill, l.spillFrom = append(l.spill, c), append(l.spillFrom, from)

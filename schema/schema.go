@@ -8,7 +8,9 @@ package schema
 
 import (
 	"fmt"
+	"maps"
 	"regexp"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -16,6 +18,7 @@ import (
 	"github.com/etl-project/etl/chunk"
 	"github.com/etl-project/etl/config"
 	"github.com/etl-project/etl/decode/avro"
+	"github.com/etl-project/etl/meta"
 	"github.com/etl-project/etl/transform"
 )
 
@@ -214,15 +217,18 @@ func Derive(src Source, o Options) ([]Column, error) {
 			defaults[c.Name] = c.Default
 		}
 	}
+	// The chain reads a record's metadata (_topic, _offset, ...) like
+	// fields that are no column by themselves.
+	fieldTypes := meta.WithTypes(src.Fields)
 	var extra []string
-	for f := range src.Fields {
+	for f := range fieldTypes {
 		if !visible[f] {
 			extra = append(extra, f)
 		}
 	}
 	sort.Strings(extra)
 	for _, f := range extra {
-		t, why := o.Server.Adapt(src.Fields[f])
+		t, why := o.Server.Adapt(fieldTypes[f])
 		if why != "" {
 			continue
 		}
@@ -248,7 +254,11 @@ func Derive(src Source, o Options) ([]Column, error) {
 		}
 		cols = append(cols, c)
 	}
-	cols = override(cols, o.Overrides, func(field string) (string, bool) {
+	overrides, metaCols := o.Server.metaColumns(o.Overrides)
+	cols = slices.DeleteFunc(cols, func(c Column) bool {
+		return c.Group == "" && slices.ContainsFunc(metaCols, func(m Column) bool { return m.Name == c.Name })
+	})
+	cols = override(cols, overrides, func(field string) (string, bool) {
 		if !hidden[field] {
 			return "", false
 		}
@@ -259,6 +269,7 @@ func Derive(src Source, o Options) ([]Column, error) {
 		}
 		return "", false
 	})
+	cols = append(cols, metaCols...)
 	if o.LowCardinality {
 		for i := range cols {
 			if cols[i].Group != "" {
@@ -282,6 +293,40 @@ func Derive(src Source, o Options) ([]Column, error) {
 		}
 	}
 	return cols, nil
+}
+
+// metaColumns splits a sink's column map: the columns mapped to a
+// record's metadata (meta.IsSource), each with the type that server s
+// has for it, and the rest of the map. A source field:NAME reads field
+// NAME.
+func (s Server) metaColumns(m map[string]string) (map[string]string, []Column) {
+	var cols []Column
+	rest := make(map[string]string, len(m))
+	for _, name := range slices.Sorted(maps.Keys(m)) {
+		src := m[name]
+		if !meta.IsSource(src) {
+			rest[name] = meta.Field(src)
+			continue
+		}
+		switch src {
+		case meta.Timestamp:
+			cols = append(cols, Column{Name: name, Type: s.kindType("Time")})
+		case meta.Headers:
+			if s.Map() {
+				cols = append(cols, Column{Name: name, Type: "Map(String, String)"})
+			} else {
+				// Parallel arrays: the Nested structure the sink
+				// fills from _headers.key and _headers.value.
+				cols = append(cols, Column{Name: name + ".key", Type: "Array(String)", Group: name},
+					Column{Name: name + ".value", Type: "Array(String)", Group: name})
+			}
+		case meta.Topic:
+			cols = append(cols, Column{Name: name, Type: "String"})
+		default:
+			cols = append(cols, Column{Name: name, Type: meta.Types(src)[0]})
+		}
+	}
+	return rest, cols
 }
 
 // kindType is the column type of a value an expression computes.

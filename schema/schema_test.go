@@ -259,3 +259,77 @@ func TestServerAdapt(t *testing.T) {
 		t.Error("a bad version parsed")
 	}
 }
+
+// TestDeriveMetadata: the columns a sink maps to a record's metadata are
+// proposed with the types the server has (DateTime64 and Map from their
+// versions on, DateTime and a Nested pair of arrays before); a column of
+// a field's name mapped to metadata replaces the field's; field: quotes
+// a field (whose column takes the mapped name, as any mapped field's).
+func TestDeriveMetadata(t *testing.T) {
+	src := FromFields(map[string]string{"id": "Int64", "topic": "String", "_offset": "Int64"}, []string{"id", "topic", "_offset"})
+	overrides := map[string]string{"topic": "_topic", "part": "_partition", "off": "_offset", "ts": "_timestamp",
+		"key": "_key", "headers": "_headers", "raw": "_raw", "field_off": "field:_offset", "tt": "_timestamp_type"}
+	for _, c := range []struct{ server, want string }{
+		{"18.16", `id Int64
+field_off Int64
+headers.key Array(String) [headers]
+headers.value Array(String) [headers]
+key String
+off Int64
+part Int32
+raw String
+topic String
+ts DateTime
+tt Int8`},
+		{"24.3", `id Int64
+field_off Int64
+headers Map(String, String)
+key String
+off Int64
+part Int32
+raw String
+topic String
+ts DateTime64(3)
+tt Int8`},
+	} {
+		cols, err := Derive(src, Options{Server: mustServer(t, c.server), Overrides: overrides})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := names(cols); got != c.want {
+			t.Errorf("server %s: got\n%s\nwant\n%s", c.server, got, c.want)
+		}
+	}
+	cols, _ := Derive(src, Options{Server: mustServer(t, "18.16"), Overrides: overrides})
+	_, text, err := CreateTable(Table{Name: "t"}, cols, mustServer(t, "18.16"))
+	if err != nil || !strings.Contains(text, "`headers` Nested(\n        `key` String,\n        `value` String\n    )") {
+		t.Errorf("CreateTable: %v\n%s", err, text)
+	}
+}
+
+// TestDeriveMetadataChain: the chain's expressions read a record's
+// metadata like fields; the columns they make are derived with their
+// types, the metadata itself makes no column unless mapped.
+func TestDeriveMetadataChain(t *testing.T) {
+	y := `pipeline: {name: x}
+source: {kafka: {brokers: ["a:1"], topics: [t], group_id: g}}
+decode: {fields: {id: Int64}}
+transform:
+  - filter: "_partition != 1"
+  - set: {up: "upper(_topic)", o2: "_offset * 2"}
+sink: {clickhouse: {addr: ["b:1"], table: t, columns: {off: _offset}}}
+`
+	cfg, err := config.Parse([]byte(y), "x.yaml", func(string) (string, bool) { return "", false })
+	if err != nil {
+		t.Fatal(err)
+	}
+	src := FromFields(map[string]string{"id": "Int64"}, []string{"id"})
+	all, err := DeriveSinks(cfg, src, SinkOptions{Server: mustServer(t, "18.16")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := "id Int64\nup String\no2 Int64\noff Int64"
+	if got := names(all["default"]); got != want {
+		t.Errorf("got\n%s\nwant\n%s", got, want)
+	}
+}

@@ -82,3 +82,34 @@ func readText(t *testing.T, path string) string {
 	}
 	return string(b)
 }
+
+// TestSchemaRaw: etl schema derives a raw pipeline's table from its
+// column map alone: the value and the metadata beside it, with the types
+// the server has.
+func TestSchemaRaw(t *testing.T) {
+	cfg := writeFile(t, "p.yaml", `pipeline: {name: p}
+source:
+  kafka: {brokers: ["127.0.0.1:1"], topics: [t], group_id: g}
+decode: {format: raw}
+sink:
+  clickhouse:
+    addr: ["127.0.0.1:1"]
+    table: t
+    columns: {value: _raw, partition: _partition, offset: _offset, at: _timestamp, headers: _headers}
+`)
+	var out, errb bytes.Buffer
+	if code := run([]string{"schema", "-config", cfg, "-server-version", "18.16", "-order-by", "partition,offset"}, &out, &errb); code != 0 {
+		t.Fatalf("code %d: %s", code, errb.String())
+	}
+	want := "-- sink default, for ClickHouse 18.16\n" +
+		"CREATE TABLE `default`.`t`\n(\n" +
+		"    `at` DateTime,\n" +
+		"    `headers` Nested(\n        `key` String,\n        `value` String\n    ),\n" +
+		"    `offset` Int64,\n" +
+		"    `partition` Int32,\n" +
+		"    `value` String\n" +
+		")\nENGINE = MergeTree\nORDER BY (`partition`, `offset`);\n"
+	if out.String() != want {
+		t.Errorf("got\n%s\nwant\n%s", out.String(), want)
+	}
+}

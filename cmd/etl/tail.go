@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -13,11 +14,13 @@ import (
 	"syscall"
 	"text/tabwriter"
 	"time"
+	"unicode/utf8"
 
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/etl-project/etl/config"
 	"github.com/etl-project/etl/inspect"
+	"github.com/etl-project/etl/meta"
 	"github.com/etl-project/etl/pipeline"
 	"github.com/etl-project/etl/source/kafka"
 )
@@ -302,10 +305,33 @@ func (w *tailWriter) row(r inspect.PreviewRow) {
 
 func (w *tailWriter) raw(rec *kgo.Record, r inspect.PreviewRow) {
 	if !w.table {
-		_ = w.enc.Encode(object{[]string{"topic", "partition", "offset", "raw"}, []any{rec.Topic, rec.Partition, rec.Offset, object{r.Names, r.Values}}})
+		_ = w.enc.Encode(object{[]string{"topic", "partition", "offset", "timestamp", "timestamp_type", "key", "headers", "raw"},
+			[]any{rec.Topic, rec.Partition, rec.Offset, rec.Timestamp.UTC().Format("2006-01-02T15:04:05.000Z07:00"),
+				meta.TimestampTypeName(rec.Attrs.TimestampType()), bytesJSON(rec.Key), headersJSON(rec.Headers), object{r.Names, r.Values}}})
 		return
 	}
 	w.tableRow("-- decoded records (before the chain)", r.Names, r.Values)
+}
+
+// bytesJSON is a key or header value as etl tail prints it: null for a
+// null one, a string when it is valid UTF-8, else {"hex": "..."}.
+func bytesJSON(b []byte) any {
+	switch {
+	case b == nil:
+		return nil
+	case utf8.Valid(b):
+		return string(b)
+	}
+	return map[string]string{"hex": hex.EncodeToString(b)}
+}
+
+// headersJSON is a record's headers as [key, value] pairs, in order.
+func headersJSON(hs []kgo.RecordHeader) [][2]any {
+	out := make([][2]any, len(hs))
+	for i, h := range hs {
+		out[i] = [2]any{bytesJSON([]byte(h.Key)), bytesJSON(h.Value)}
+	}
+	return out
 }
 
 func (w *tailWriter) rejected(rec *kgo.Record, res *inspect.Result) {

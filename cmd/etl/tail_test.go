@@ -262,3 +262,46 @@ func TestTailFollowBrokerGone(t *testing.T) {
 		t.Fatalf("etl tail -follow still running 30s after the broker went away; stderr %q", errOut.String())
 	}
 }
+
+// TestTailMetadata: etl tail fills the columns mapped to a record's
+// metadata as a run does, and -raw prints each record's key (text, or
+// hex when it is not UTF-8), timestamp and headers.
+func TestTailMetadata(t *testing.T) {
+	kb := testenv.Kafka(t, kfake.SeedTopics(1, "events"))
+	cl := kb.Client(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	recs := []*kgo.Record{
+		{Topic: "events", Value: []byte(`{"id": 1}`), Key: []byte("k1"), Timestamp: time.UnixMilli(1_700_000_000_123),
+			Headers: []kgo.RecordHeader{{Key: "h", Value: []byte{0xff, 0x01}}}},
+		{Topic: "events", Value: []byte(`{"id": 2}`), Timestamp: time.UnixMilli(1_700_000_001_000)},
+	}
+	if err := cl.ProduceSync(ctx, recs...).FirstErr(); err != nil {
+		t.Fatal(err)
+	}
+	cfg := writeFile(t, "pipeline.yaml", fmt.Sprintf(`pipeline: {name: cli}
+source:
+  kafka: {brokers: [%q], topics: [events], group_id: cli}
+decode: {format: json, fields: {id: UInt64}}
+sink:
+  clickhouse:
+    addr: ["127.0.0.1:1"]
+    table: events
+    columns: {off: _offset, key: _key, ts: _timestamp}
+metrics: {listen: "off"}
+`, kb.Addr()))
+	code, out, _, _ := runCLI(t, "tail", "-config", cfg, "-columns", "derived", "-n", "2", "-from", "earliest", "-raw")
+	if code != exitOK {
+		t.Fatalf("exit %d", code)
+	}
+	for _, want := range []string{
+		`"row":{"id":1,"key":"k1","off":0,"ts":"2023-11-14 22:13:20.123"}`,
+		`"row":{"id":2,"key":"","off":1,"ts":"2023-11-14 22:13:21.000"}`,
+		`{"topic":"events","partition":0,"offset":0,"timestamp":"2023-11-14T22:13:20.123Z","timestamp_type":"create","key":"k1","headers":[["h",{"hex":"ff01"}]],"raw":`,
+		`{"topic":"events","partition":0,"offset":1,"timestamp":"2023-11-14T22:13:21.000Z","timestamp_type":"create","key":null,"headers":[],"raw":`,
+	} {
+		if !strings.Contains(out, want) {
+			t.Errorf("stdout lacks %s", want)
+		}
+	}
+}

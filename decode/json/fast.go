@@ -314,9 +314,9 @@ func (d *Decoder) fastRow(s []byte, c *chunk.Chunk) bool {
 	if skipWS(s, i) != len(s) {
 		return false
 	}
-	if d.filled != len(d.cols) {
+	if d.filled != len(d.cols)-d.skipped {
 		for ci := range d.cols {
-			if d.seen[ci] != d.gen {
+			if d.seen[ci] != d.gen && (d.skip == nil || !d.skip[ci]) {
 				c.Cols[ci].AppendDefault()
 				c.MarkAbsent(ci)
 			}

@@ -3,6 +3,7 @@ package json
 import (
 	"bytes"
 	"fmt"
+	"slices"
 	"strings"
 
 	"github.com/valyala/fastjson"
@@ -37,6 +38,11 @@ type Options struct {
 	// to (chunk.RangesFor its version); the zero value is the narrower
 	// range every server reads back (chunk.DefaultRanges).
 	Ranges chunk.ServerRanges
+	// Filled are columns no field feeds (Fields[i] is "") that the
+	// caller fills after each Decode (a record's metadata): the decoder
+	// may leave them short of the chunk's rows, and does not check their
+	// arrays as a Nested structure's.
+	Filled []int
 }
 
 // Framings of JSON record values.
@@ -190,6 +196,8 @@ type Decoder struct {
 	diag      bool          // the one-pass path is diagnosing a record it gave up (diagnose)
 	diagErr   *decode.Error // what it found
 	noFast    bool          // tests and benchmarks only: always take the fastjson path
+	skip      []bool        // the columns the caller fills (Options.Filled), when there are some
+	skipped   int           // how many
 
 	ranges chunk.ServerRanges // the server's Date and DateTime maximums
 	// dates appends to Date columns within ranges (setDate).
@@ -285,6 +293,23 @@ func New(s *chunk.Schema, o Options) (*Decoder, error) {
 	}
 	d.visitFn = d.visit
 	d.groups = decode.NestedGroups(s)
+	if len(o.Filled) > 0 {
+		d.skip = make([]bool, len(d.cols))
+		for _, ci := range o.Filled {
+			if ci < 0 || ci >= len(d.cols) || fields[ci] != "" {
+				return nil, fmt.Errorf("decode: column %d is fed by a field, not filled by the caller", ci)
+			}
+			if !d.skip[ci] {
+				d.skip[ci] = true
+				d.skipped++
+			}
+		}
+		// A Nested structure the caller fills is its business.
+		d.groups = slices.DeleteFunc(d.groups, func(g decode.NestedGroup) bool { return g.All(d.skip) })
+		if len(d.groups) == 0 {
+			d.groups = nil
+		}
+	}
 	if d.nested {
 		d.rest = make([][]string, len(d.cols))
 	}

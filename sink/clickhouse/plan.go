@@ -11,6 +11,7 @@ import (
 
 	"github.com/etl-project/etl/chunk"
 	namesim "github.com/etl-project/etl/internal/names"
+	"github.com/etl-project/etl/meta"
 )
 
 // ColumnInfo is one column of DESCRIBE TABLE.
@@ -338,7 +339,10 @@ func Plan(db, table string, cols []ColumnInfo, m Mapping) (*Target, error) {
 		if excluded[c.Name] || (isNested && byName[n].Name == "" && excluded[n]) {
 			continue // the server fills it
 		}
-		field := c.Name
+		// A column named for a record's metadata (_offset, ...) takes
+		// the metadata only when columns maps it so: by its own name it
+		// reads the field, as it always has.
+		field := meta.Quote(c.Name)
 		if f, ok := explicit[c.Name]; ok {
 			field = f
 		} else if isNested && byName[n].Name == "" {
