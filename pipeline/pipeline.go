@@ -171,6 +171,7 @@ const (
 	hookRevokeCommit    // a revoke processed the acknowledgements and is about to take the commit lock
 	hookDrainWoken      // the stop's drain of the lanes woke (a lane settled, or the drain deadline)
 	hookStopWoken       // the stop woke while waiting for the shards or the workers
+	hookAssignWoken     // an assignment's wait between two reads of the committed blocks woke
 )
 
 // yield calls the simulation's hook, if any.

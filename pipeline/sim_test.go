@@ -69,13 +69,15 @@ var simTotals struct {
 	hash                     uint64 // of every seed's trace hash, in seed order
 	maxMeta                  int    // the longest commit metadata seen
 	holds                    int    // lanes held for the budget (etl_backpressure_decode_holds_total)
+	fcRetries, fcStops       int    // offset fetches failed in an assignment; stops because every one did
 }
 
 func TestMain(m *testing.M) {
 	flag.Parse()
 	code := m.Run()
 	if *simSummary {
-		fmt.Printf("sim: longest commit metadata %d bytes, %d lanes held for the budget\n", simTotals.maxMeta, simTotals.holds)
+		fmt.Printf("sim: longest commit metadata %d bytes, %d lanes held for the budget, %d offset fetches failed, %d stops for it\n",
+			simTotals.maxMeta, simTotals.holds, simTotals.fcRetries, simTotals.fcStops)
 		fmt.Printf("sim: shards:%s\n", simShardSummary())
 		fmt.Printf("sim: %d seeds, %d steps, %d violations, %d replayed, trace %016x\n",
 			simTotals.seeds, simTotals.steps, simTotals.violations, simTotals.replayed, simTotals.hash)
@@ -198,6 +200,12 @@ type simWorld struct {
 	inner       chan *simReq
 	serving     atomic.Bool // a loop's goroutine runs: its hooks are handed over
 	revokeAt    time.Time
+	asgLoop     *simLoop // an assignment under exactly-once (Assigned, on the poll loop), reading the committed blocks
+	asgAt       time.Time
+	asgParts    []TopicPartition
+	asgRead     bool      // ... and a read of the committed blocks succeeded
+	fcFaults    bool      // reads of the committed offsets fail at times
+	fcDownUntil time.Time // ... and every read fails until then
 	revokeParts []TopicPartition
 	revokeLanes []*lane                       // the revoked partitions' lanes as the revoke began
 	registered  map[TopicPartition][][2]int64 // exactly-once blocks in the metadata at each partition's last assignment
@@ -289,12 +297,16 @@ func newSimWorld(t testing.TB, seed int64) *simWorld {
 		cfg.Decode.JSON.Framing = "ndjson"
 		cfg.Decode.MaxBytesPerRecord = 1 << 20
 	}
-	// A third of the seeds leave offsets without a record between
-	// records, as compaction and transaction markers do (decided apart
-	// from the seed's other draws).
-	w.gaps = rand.New(rand.NewSource(seed)).Intn(3) == 0
-	w.desc = fmt.Sprintf("gaps=%v ndjson=%v %s on_error=%s eo=%v parts=%d records=%d shards=%d queue=%d chunk=%d budget=%d min_pause=%s inflight=%d max_rows=%d max_open_blocks=%d read_ahead=%d",
-		w.gaps, w.ndjson, mode, map[bool]string{false: "skip", true: "fail"}[w.failMode], w.eo, nparts, w.toMake, ndest, queueCap, chunkTarget, budgetBytes, minPause, maxInflight, maxRows, cfg.Checkpoint.MaxOpenBlocks, cfg.Backpressure.PartitionReadAhead)
+	// Faults drawn from a stream of their own, so that adding one leaves
+	// the seed's other draws as they were. A third of the seeds leave
+	// offsets without a record between records, as compaction and
+	// transaction markers do; under exactly-once, half the seeds fail
+	// reads of the committed offsets at times.
+	x := rand.New(rand.NewSource(^seed))
+	w.gaps = x.Intn(3) == 0
+	w.fcFaults = x.Intn(2) == 0 && w.eo
+	w.desc = fmt.Sprintf("offset_fetch_faults=%v gaps=%v ndjson=%v %s on_error=%s eo=%v parts=%d records=%d shards=%d queue=%d chunk=%d budget=%d min_pause=%s inflight=%d max_rows=%d max_open_blocks=%d read_ahead=%d",
+		w.fcFaults, w.gaps, w.ndjson, mode, map[bool]string{false: "skip", true: "fail"}[w.failMode], w.eo, nparts, w.toMake, ndest, queueCap, chunkTarget, budgetBytes, minPause, maxInflight, maxRows, cfg.Checkpoint.MaxOpenBlocks, cfg.Backpressure.PartitionReadAhead)
 	p := &Pipeline{
 		cfg:         cfg,
 		log:         slog.New(slog.NewTextHandler(io.Discard, nil)),
@@ -631,7 +643,7 @@ func (w *simWorld) indexOf(tp TopicPartition, offset int64) int64 {
 // pipeline, as one poll does. Nothing is fetched while a revoke runs: the
 // poll loop is blocked in the callback.
 func (w *simWorld) fetch() {
-	if w.revoking() || w.stopping {
+	if w.revoking() || w.inGroup || w.stopping {
 		return
 	}
 	var can []TopicPartition
@@ -719,19 +731,44 @@ func (w *simWorld) assign(tps []TopicPartition) {
 		w.registered[tp], _ = checkpoint.DecodeBlocks(w.src.committed[tp].Metadata)
 	}
 	w.tracef("assign %v", tps)
-	defer w.groupCallback("assign")()
-	w.h.Assigned(context.Background(), parts)
-	for _, tp := range tps {
-		if l := w.p.lanes[tp]; l != nil && !slices.Contains(w.lanes, l) {
-			w.lanes = append(w.lanes, l)
+	done := w.groupCallback("assign")
+	end := func() {
+		for _, tp := range tps {
+			if l := w.p.lanes[tp]; l != nil && !slices.Contains(w.lanes, l) {
+				w.lanes = append(w.lanes, l)
+			}
 		}
+		done()
 	}
+	if !w.eo {
+		w.h.Assigned(context.Background(), parts)
+		end()
+		return
+	}
+	// Under exactly-once the callback reads the committed blocks, and
+	// waits between reads that fail: the poll loop stays in it, on a
+	// goroutine of its own here, until it returns.
+	lp := w.newLoop("assign")
+	ctx, cancel := context.WithCancel(context.Background())
+	lp.cancel = cancel
+	w.asgLoop, w.asgAt, w.asgParts, w.asgRead = lp, w.now, tps, false
+	w.startLoop(lp, func() { w.h.Assigned(ctx, parts) }, func() {
+		w.tracef("assign %v ends", tps)
+		if !w.asgRead && ctx.Err() == nil && len(w.p.failc) == 0 {
+			// Without the blocks the previous owners registered, a
+			// block could be written twice.
+			w.violation("the assignment of %v returned with every read of the committed blocks failed, and the pipeline goes on", tps)
+		}
+		end()
+		w.asgLoop, w.asgParts = nil, nil
+		cancel()
+	})
 }
 
 // rebalance starts a revoke of some owned partitions, or assigns the
 // partitions nobody owns.
 func (w *simWorld) rebalance() {
-	if w.revoking() || w.stopping {
+	if w.revoking() || w.inGroup || w.stopping {
 		return
 	}
 	var owned, free []TopicPartition
@@ -773,7 +810,7 @@ func (w *simWorld) groupCallback(what string) (done func()) {
 // lose takes a random owned partition away without a revoke (session
 // expired): it is the group's to give again at once.
 func (w *simWorld) lose() {
-	if w.revoking() || w.stopping {
+	if w.revoking() || w.inGroup || w.stopping {
 		return
 	}
 	var owned []TopicPartition
@@ -805,6 +842,13 @@ func (w *simWorld) checkStep() {
 	case err := <-p.failc:
 		if w.failMode && strings.Contains(err.Error(), "offset") {
 			w.failed = true // a bad record under on_error fail: the pipeline stops
+			w.fatal = err
+			w.tracef("the pipeline stops: %v", err)
+		} else if !w.asgRead && errors.Is(err, errSimFetchCommitted) {
+			// Every read of the committed blocks failed within the
+			// assignment's limit: without them the pipeline must stop.
+			simTotals.fcStops++
+			w.failed = true
 			w.fatal = err
 			w.tracef("the pipeline stops: %v", err)
 		} else {
@@ -928,7 +972,7 @@ func (w *simWorld) quiesce() {
 	assigned := false
 	done := false
 	for i := 0; i < 20000 && len(w.errs) == 0; i++ {
-		if !assigned && !w.revoking() {
+		if !assigned && !w.revoking() && !w.inGroup {
 			// The revoke in progress ended: the group gives what is
 			// free.
 			assigned = true
@@ -1121,7 +1165,35 @@ func (s *simSource) Commit(_ context.Context, offs []kafka.Offset) error {
 	return nil
 }
 
-func (s *simSource) FetchCommitted(_ context.Context, parts kafka.Partitions) (map[string]map[int32]kafka.Committed, error) {
+var errSimFetchCommitted = errors.New("sim: offset fetch failed")
+
+// FetchCommitted reads the committed offsets and their metadata; with
+// fcFaults it fails at times, and for a while (the coordinator away),
+// beyond the assignment's limit at times.
+func (s *simSource) FetchCommitted(ctx context.Context, parts kafka.Partitions) (map[string]map[int32]kafka.Committed, error) {
+	w := s.w
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	if w.fcFaults && !w.calm {
+		if w.now.Before(w.fcDownUntil) {
+			simTotals.fcRetries++
+			w.tracef("offset fetch fails (down)")
+			return nil, errSimFetchCommitted
+		}
+		switch k := w.rng.Intn(10); {
+		case k < 3:
+			simTotals.fcRetries++
+			w.tracef("offset fetch fails")
+			return nil, errSimFetchCommitted
+		case k < 4:
+			simTotals.fcRetries++
+			w.fcDownUntil = w.now.Add(time.Duration(w.rng.Intn(2*int(w.p.callbackLimit()/time.Millisecond))) * time.Millisecond)
+			w.tracef("offset fetches fail until %s", w.fcDownUntil.Format("15:04:05.000"))
+			return nil, errSimFetchCommitted
+		}
+	}
+	w.asgRead = true
 	out := map[string]map[int32]kafka.Committed{}
 	for topic, ps := range parts {
 		out[topic] = map[int32]kafka.Committed{}
