@@ -206,6 +206,7 @@ type simWorld struct {
 	asgRead     bool      // ... and a read of the committed blocks succeeded
 	fcFaults    bool      // reads of the committed offsets fail at times
 	fcDownUntil time.Time // ... and every read fails until then
+	dlq         *simDLQ   // decode.on_error dlq: the dead-letter producer
 	revokeParts []TopicPartition
 	revokeLanes []*lane                       // the revoked partitions' lanes as the revoke began
 	registered  map[TopicPartition][][2]int64 // exactly-once blocks in the metadata at each partition's last assignment
@@ -305,8 +306,15 @@ func newSimWorld(t testing.TB, seed int64) *simWorld {
 	x := rand.New(rand.NewSource(^seed))
 	w.gaps = x.Intn(3) == 0
 	w.fcFaults = x.Intn(2) == 0 && w.eo
+	// A third of the seeds that do not stop on a bad record send bad
+	// records, and rows the table refuses, to a dead-letter topic.
+	dlqMode := x.Intn(3) == 0 && !w.failMode
+	onErr := map[bool]string{false: "skip", true: "fail"}[w.failMode]
+	if dlqMode {
+		onErr = "dlq"
+	}
 	w.desc = fmt.Sprintf("offset_fetch_faults=%v gaps=%v ndjson=%v %s on_error=%s eo=%v parts=%d records=%d shards=%d queue=%d chunk=%d budget=%d min_pause=%s inflight=%d max_rows=%d max_open_blocks=%d read_ahead=%d",
-		w.fcFaults, w.gaps, w.ndjson, mode, map[bool]string{false: "skip", true: "fail"}[w.failMode], w.eo, nparts, w.toMake, ndest, queueCap, chunkTarget, budgetBytes, minPause, maxInflight, maxRows, cfg.Checkpoint.MaxOpenBlocks, cfg.Backpressure.PartitionReadAhead)
+		w.fcFaults, w.gaps, w.ndjson, mode, onErr, w.eo, nparts, w.toMake, ndest, queueCap, chunkTarget, budgetBytes, minPause, maxInflight, maxRows, cfg.Checkpoint.MaxOpenBlocks, cfg.Backpressure.PartitionReadAhead)
 	p := &Pipeline{
 		cfg:         cfg,
 		log:         slog.New(slog.NewTextHandler(io.Discard, nil)),
@@ -328,6 +336,13 @@ func newSimWorld(t testing.TB, seed int64) *simWorld {
 	p.commits = newCommitter(p)
 	if w.failMode {
 		p.onError = config.OnErrorFail
+	}
+	if dlqMode {
+		w.dlq = newSimDLQ(w)
+		p.onError = config.OnErrorDLQ
+		p.dlq = w.dlq
+		p.dlqLog = loglimit.New(1, time.Second)
+		p.dlqs.jitter = w.simJitter
 	}
 	for si := 0; si < nsinks; si++ {
 		chc := &config.ClickHouse{Batch: batch}
@@ -430,6 +445,7 @@ func (w *simWorld) calmRound() {
 	w.runWorker()
 	w.sinkStep(true)
 	w.sinkStep(true)
+	w.dlqStep()
 	w.runLoop(w.cmt)
 	w.advance(50 * time.Millisecond)
 	w.runLoops()
@@ -472,6 +488,10 @@ func (w *simWorld) lanesIdle() bool {
 // pipeline would.
 func (w *simWorld) randomStep() {
 	r := w.rng
+	if w.dlq != nil && r.Intn(8) == 0 {
+		w.dlqStep() // the broker answers dead-letter writes
+		return
+	}
 	switch k := r.Intn(100); {
 	case k < 12:
 		w.produce(1 + r.Intn(40))
@@ -537,6 +557,10 @@ func (w *simWorld) hookBody(at hookPoint, l *lane) {
 		default:
 			w.controller(time.Duration(r.Intn(100)) * time.Millisecond)
 		}
+		return
+	}
+	if w.dlq != nil && r.Intn(10) == 0 {
+		w.dlqStep()
 		return
 	}
 	group := !w.calm && !w.inPoll && !w.inGroup // a group callback may run now
@@ -617,6 +641,9 @@ func (w *simWorld) produce(n int) {
 			}
 		}
 		rec.rec = &kgo.Record{Topic: tp.Topic, Partition: tp.Partition, Offset: off, Value: v, Timestamp: w.now}
+		if w.dlq != nil {
+			w.dlq.produced(rec.rec)
+		}
 		w.log[tp] = append(w.log[tp], rec)
 	}
 }
@@ -881,8 +908,22 @@ func (w *simWorld) checkStep() {
 	for _, c := range p.acks.items {
 		held += int64(c.Size())
 	}
-	if got := p.budget.Inflight(); got != held {
-		w.violation("budget counts %d bytes in flight, the lanes, queues, inserts and acknowledgements hold %d", got, held)
+	if w.dlq != nil && (w.stopping || w.failed) {
+		// The stop gives up the bad records waiting to be written again:
+		// what the producer holds is between what it was given and not
+		// answered and that plus what failed.
+		lo, hi := held+w.dlq.writing(), held+w.dlq.held()
+		if got := p.budget.Inflight(); got < lo || got > hi {
+			w.violation("budget counts %d bytes in flight, the lanes, queues, inserts, acknowledgements and dead-letter writes hold %d to %d", got, lo, hi)
+		}
+	} else {
+		var dl int64
+		if w.dlq != nil {
+			dl = w.dlq.held()
+		}
+		if got := p.budget.Inflight(); got != held+dl {
+			w.violation("budget counts %d bytes in flight, the lanes, queues, inserts and acknowledgements hold %d and the dead-letter writes %d", got, held, dl)
+		}
 	}
 	w.checkLedger()
 	// The sink's chunks are counted from the hand-over to the
@@ -1029,6 +1070,10 @@ func (w *simWorld) checkTables(complete bool) {
 						w.violation("record %v@%d (id %d), whose rows the table refuses, is in table %d %d times", tp, sr.rec.Offset, id, si, got)
 					case sr.poison && complete && !w.sink.hasRec(sr):
 						w.violation("record %v@%d (id %d), whose rows the table refuses, was not handed to on_error", tp, sr.rec.Offset, id)
+					case sr.poison && complete && w.dlq != nil && !w.dlq.copied[id]:
+						w.violation("record %v@%d (id %d), whose rows the table refuses, has no acknowledged dead-letter copy of its rows", tp, sr.rec.Offset, id)
+					case sr.bad && complete && w.dlq != nil && !w.dlq.has(sr):
+						w.violation("bad record %v@%d has no acknowledged dead-letter copy", tp, sr.rec.Offset)
 					case sr.poison || sr.bad:
 					case complete && got == 0:
 						w.violation("record %v@%d (id %d) never reached table %d", tp, sr.rec.Offset, id, si)
@@ -1153,6 +1198,9 @@ func (s *simSource) Commit(_ context.Context, offs []kafka.Offset) error {
 		for i := w.indexOf(tp, max(0, s.committed[tp].Offset)); i < int64(len(w.log[tp])) && w.log[tp][i].rec.Offset < o.Offset; i++ {
 			if sr := w.log[tp][i]; (!sr.bad || w.failMode) && !w.sink.hasRec(sr) {
 				w.violation("commit of %v offset %d, but offset %d is not in the table", tp, o.Offset, sr.rec.Offset)
+				break
+			} else if sr.bad && w.dlq != nil && !w.dlq.has(sr) {
+				w.violation("commit of %v offset %d, but the bad record at %d has no acknowledged dead-letter copy", tp, o.Offset, sr.rec.Offset)
 				break
 			}
 		}

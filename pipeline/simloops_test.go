@@ -314,6 +314,9 @@ func (w *simWorld) revokeSettled() bool {
 			return false
 		}
 	}
+	if w.dlq != nil && w.dlq.holds(w.revokeParts) {
+		return false // a bad record's dead-letter copy not acknowledged
+	}
 	s := w.sink
 	s.mu.Lock()
 	defer s.mu.Unlock()

@@ -2,6 +2,7 @@ package pipeline
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"hash/fnv"
 	"io"
@@ -237,7 +238,12 @@ func (w *simWorld) newSimSink(queueCap, maxInflight, nreps int, batch config.Bat
 	if base := p.onRejected(); base != nil {
 		onRejected = func(ctx context.Context, rj clickhouse.Rejected) error {
 			s.noteRejected(rj)
-			return base(ctx, rj)
+			err := base(ctx, rj)
+			if err == nil {
+				// Handed to on_error: under dlq, its copy acknowledged.
+				s.markRejected(rj)
+			}
+			return err
 		}
 	}
 	seed := w.seed
@@ -346,7 +352,10 @@ func (s *simSink) settle() {
 		case err := <-ss.res:
 			ss.returned, ss.runErr = true, err
 			s.w.tracef("shard %d: Run returned %v", ss.idx, err)
-			if !ss.dead && !s.hardStopped && (!ss.closed || err != nil) {
+			// A shard whose on_error handler gave up a dead-letter write
+			// once the stop halted the pipeline returns its error.
+			gaveUp := ss.closed && errors.Is(err, errSimDLQ) && simHalted(s.w.p)
+			if !ss.dead && !s.hardStopped && !gaveUp && (!ss.closed || err != nil) {
 				s.w.violation("shard %d stopped: %v", ss.idx, err)
 			}
 		default:
@@ -440,6 +449,14 @@ func (s *simSink) noteRejected(rj clickhouse.Rejected) {
 		if !s.poison[id] {
 			s.errorf("row id %d handed to OnRejected, but the table takes it", id)
 		}
+	}
+}
+
+// markRejected notes the rows of a record on_error took.
+func (s *simSink) markRejected(rj clickhouse.Rejected) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for _, id := range simIDs(rj.Chunk)[rj.From:rj.To] {
 		s.rejected[id] = true
 	}
 }
@@ -789,6 +806,9 @@ type simClock struct {
 	now    time.Time
 	seq    int64
 	timers []*simTimer
+	// afterFunc: a function of AfterFunc runs (on the simulation's
+	// goroutine).
+	afterFunc bool
 }
 
 type simTimer struct {
@@ -919,4 +939,14 @@ func (t *simTimer) Reset(d time.Duration) bool {
 		c.timers = append(c.timers, t)
 	}
 	return was
+}
+
+// simHalted reports whether the stop halted the pipeline's retries.
+func simHalted(p *Pipeline) bool {
+	select {
+	case <-p.haltChan():
+		return true
+	default:
+		return false
+	}
 }
