@@ -31,9 +31,9 @@ type simDLQ struct {
 	w         *simWorld
 	mu        sync.Mutex // Write runs on the shards' goroutines too
 	pending   []*simDLQWrite
-	retrying  map[*kgo.Record]int // source records whose write failed: written again after a backoff
-	acked     map[*kgo.Record]int // source records whose copy the broker acknowledged
-	copied    map[uint64]bool     // ids of refused rows whose copy was acknowledged
+	retrying  map[*kgo.Record]int  // source records whose write failed: written again after a backoff
+	acked     map[*kgo.Record]int  // source records whose copy the broker acknowledged
+	copied    map[uint64]bool      // ids of refused rows whose copy was acknowledged
 	sources   map[*kgo.Record]bool // the log's records
 	downUntil time.Time
 	writes    int

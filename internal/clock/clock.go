@@ -47,9 +47,9 @@ var System Clock = system{}
 
 type system struct{}
 
-func (system) Now() time.Time                   { return time.Now() }
-func (system) NewTimer(d time.Duration) Timer   { return sysTimer{time.NewTimer(d)} }
-func (system) NewTicker(d time.Duration) Ticker { return sysTicker{time.NewTicker(d)} }
+func (system) Now() time.Time                            { return time.Now() }
+func (system) NewTimer(d time.Duration) Timer            { return sysTimer{time.NewTimer(d)} }
+func (system) NewTicker(d time.Duration) Ticker          { return sysTicker{time.NewTicker(d)} }
 func (system) AfterFunc(d time.Duration, f func()) Timer { return sysTimer{time.AfterFunc(d, f)} }
 func (system) WithTimeout(parent context.Context, d time.Duration) (context.Context, context.CancelFunc) {
 	return context.WithTimeout(parent, d)
