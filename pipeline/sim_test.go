@@ -70,14 +70,15 @@ var simTotals struct {
 	maxMeta                  int    // the longest commit metadata seen
 	holds                    int    // lanes held for the budget (etl_backpressure_decode_holds_total)
 	fcRetries, fcStops       int    // offset fetches failed in an assignment; stops because every one did
+	crashes                  int
 }
 
 func TestMain(m *testing.M) {
 	flag.Parse()
 	code := m.Run()
 	if *simSummary {
-		fmt.Printf("sim: longest commit metadata %d bytes, %d lanes held for the budget, %d offset fetches failed, %d stops for it\n",
-			simTotals.maxMeta, simTotals.holds, simTotals.fcRetries, simTotals.fcStops)
+		fmt.Printf("sim: longest commit metadata %d bytes, %d lanes held for the budget, %d offset fetches failed, %d stops for it, %d crashes\n",
+			simTotals.maxMeta, simTotals.holds, simTotals.fcRetries, simTotals.fcStops, simTotals.crashes)
 		fmt.Printf("sim: shards:%s\n", simShardSummary())
 		fmt.Printf("sim: %d seeds, %d steps, %d violations, %d replayed, trace %016x\n",
 			simTotals.seeds, simTotals.steps, simTotals.violations, simTotals.replayed, simTotals.hash)
@@ -191,6 +192,7 @@ type simWorld struct {
 	firstBad int
 	trace    hash.Hash64 // every tracef line, traced or not: a seed's replay must match
 	ledger   *simLedger  // the bytes in flight as the simulation counts them
+	params   simParams
 
 	// The pipeline's loops on goroutines of their own (simloops_test.go).
 	clock       *simClock // the simulation's time, for the shards and the loops
@@ -203,10 +205,14 @@ type simWorld struct {
 	asgLoop     *simLoop // an assignment under exactly-once (Assigned, on the poll loop), reading the committed blocks
 	asgAt       time.Time
 	asgParts    []TopicPartition
-	asgRead     bool      // ... and a read of the committed blocks succeeded
-	fcFaults    bool      // reads of the committed offsets fail at times
-	fcDownUntil time.Time // ... and every read fails until then
-	dlq         *simDLQ   // decode.on_error dlq: the dead-letter producer
+	asgRead     bool             // ... and a read of the committed blocks succeeded
+	fcFaults    bool             // reads of the committed offsets fail at times
+	fcDownUntil time.Time        // ... and every read fails until then
+	dlq         *simDLQ          // decode.on_error dlq: the dead-letter producer
+	crashAt     int              // the step at which the process crashes (0: never)
+	crashing    bool             // the crashed process's goroutines are being ended
+	takes       map[uint64]int   // per row id: the lanes that took its record
+	landed      []map[uint64]int // per table and row id: inserts that landed and were answered an error
 	revokeParts []TopicPartition
 	revokeLanes []*lane                       // the revoked partitions' lanes as the revoke began
 	registered  map[TopicPartition][][2]int64 // exactly-once blocks in the metadata at each partition's last assignment
@@ -232,7 +238,7 @@ const simTopic = "events"
 
 func newSimWorld(t testing.TB, seed int64) *simWorld {
 	w := &simWorld{t: t, seed: seed, rng: rand.New(rand.NewSource(seed)), now: time.Unix(1_700_000_000, 0),
-		log: map[TopicPartition][]simRec{}, registered: map[TopicPartition][][2]int64{}, trace: fnv.New64a(), ledger: newSimLedger(), inner: make(chan *simReq)}
+		log: map[TopicPartition][]simRec{}, registered: map[TopicPartition][][2]int64{}, takes: map[uint64]int{}, trace: fnv.New64a(), ledger: newSimLedger(), inner: make(chan *simReq)}
 	w.clock = &simClock{now: w.now}
 	r := w.rng
 	w.eo = r.Intn(3) == 0
@@ -268,10 +274,6 @@ func newSimWorld(t testing.TB, seed int64) *simWorld {
 		t.Fatal(err)
 	}
 	w.minPause = minPause
-	budget, err := backpressure.New(backpressure.Options{Bytes: budgetBytes, HighRatio: 0.8, LowRatio: 0.5, MinPause: minPause})
-	if err != nil {
-		t.Fatal(err)
-	}
 	cfg := &config.Config{Delivery: "at_least_once"}
 	if w.eo {
 		cfg.Delivery = "exactly_once"
@@ -306,6 +308,11 @@ func newSimWorld(t testing.TB, seed int64) *simWorld {
 	x := rand.New(rand.NewSource(^seed))
 	w.gaps = x.Intn(3) == 0
 	w.fcFaults = x.Intn(2) == 0 && w.eo
+	// A quarter of the seeds crash once (a new process starts over the
+	// same Kafka and tables).
+	if x.Intn(4) == 0 {
+		w.crashAt = 200 + x.Intn(1200)
+	}
 	// A third of the seeds that do not stop on a bad record send bad
 	// records, and rows the table refuses, to a dead-letter topic.
 	dlqMode := x.Intn(3) == 0 && !w.failMode
@@ -313,8 +320,52 @@ func newSimWorld(t testing.TB, seed int64) *simWorld {
 	if dlqMode {
 		onErr = "dlq"
 	}
-	w.desc = fmt.Sprintf("offset_fetch_faults=%v gaps=%v ndjson=%v %s on_error=%s eo=%v parts=%d records=%d shards=%d queue=%d chunk=%d budget=%d min_pause=%s inflight=%d max_rows=%d max_open_blocks=%d read_ahead=%d",
-		w.fcFaults, w.gaps, w.ndjson, mode, onErr, w.eo, nparts, w.toMake, ndest, queueCap, chunkTarget, budgetBytes, minPause, maxInflight, maxRows, cfg.Checkpoint.MaxOpenBlocks, cfg.Backpressure.PartitionReadAhead)
+	w.desc = fmt.Sprintf("crash_at=%d offset_fetch_faults=%v gaps=%v ndjson=%v %s on_error=%s eo=%v parts=%d records=%d shards=%d queue=%d chunk=%d budget=%d min_pause=%s inflight=%d max_rows=%d max_open_blocks=%d read_ahead=%d",
+		w.crashAt, w.fcFaults, w.gaps, w.ndjson, mode, onErr, w.eo, nparts, w.toMake, ndest, queueCap, chunkTarget, budgetBytes, minPause, maxInflight, maxRows, cfg.Checkpoint.MaxOpenBlocks, cfg.Backpressure.PartitionReadAhead)
+	w.params = simParams{cfg: cfg, schema: schema, mode: mode, nsinks: nsinks, ndest: ndest, queueCap: queueCap,
+		chunkTarget: chunkTarget, budgetBytes: budgetBytes, minPause: minPause, maxInflight: maxInflight, batch: batch, dlq: dlqMode}
+	p := w.newPipeline()
+	cfg.Sink.ClickHouse = p.sinks[0].cfg
+	w.src = &simSource{w: w, paused: map[TopicPartition]bool{}, owned: map[TopicPartition]bool{},
+		pos: map[TopicPartition]int64{}, start: map[TopicPartition]int64{}, committed: map[TopicPartition]kafka.Committed{}}
+	p.src = w.src
+	p.pause = newPauser(w.src, prometheus.NewGauge(prometheus.GaugeOpts{Name: "etl_sim_paused"}))
+	w.p = p
+	w.newSimSink(queueCap, maxInflight, 1+r.Intn(3), batch)
+	// Some seeds have records whose rows the table refuses, where
+	// on_error lets the shard bisect them out.
+	w.poison = p.onRejected() != nil && r.Intn(2) == 0
+	// The committer's interval: its periodic commits.
+	cfg.Checkpoint.CommitInterval = config.Duration(time.Duration(20+r.Intn(300)) * time.Millisecond)
+	w.desc += fmt.Sprintf(" commit_interval=%s", cfg.Checkpoint.CommitInterval.D())
+	p.queue = w.sink
+	p.hook = w.hook
+	w.p, w.h = p, (*handler)(p)
+	return w
+}
+
+// simParams is what a seed drew for its pipeline: a restart after a crash
+// builds the same.
+type simParams struct {
+	cfg                                               *config.Config
+	schema                                            *chunk.Schema
+	mode                                              string
+	nsinks, ndest, queueCap, chunkTarget, maxInflight int
+	budgetBytes                                       int64
+	minPause                                          time.Duration
+	batch                                             config.Batch
+	dlq                                               bool
+}
+
+// newPipeline builds the seed's pipeline (without its source, pauser and
+// sink).
+func (w *simWorld) newPipeline() *Pipeline {
+	sp := w.params
+	cfg, schema, mode, nsinks, ndest, chunkTarget, batch := sp.cfg, sp.schema, sp.mode, sp.nsinks, sp.ndest, sp.chunkTarget, sp.batch
+	budget, err := backpressure.New(backpressure.Options{Bytes: sp.budgetBytes, HighRatio: 0.8, LowRatio: 0.5, MinPause: sp.minPause})
+	if err != nil {
+		w.t.Fatal(err)
+	}
 	p := &Pipeline{
 		cfg:         cfg,
 		log:         slog.New(slog.NewTextHandler(io.Discard, nil)),
@@ -337,8 +388,8 @@ func newSimWorld(t testing.TB, seed int64) *simWorld {
 	if w.failMode {
 		p.onError = config.OnErrorFail
 	}
-	if dlqMode {
-		w.dlq = newSimDLQ(w)
+	if sp.dlq {
+		w.dlq = newSimDLQ(w, w.dlq)
 		p.onError = config.OnErrorDLQ
 		p.dlq = w.dlq
 		p.dlqLog = loglimit.New(1, time.Second)
@@ -356,23 +407,7 @@ func newSimWorld(t testing.TB, seed int64) *simWorld {
 		sk.target.Store(&clickhouse.Target{Schema: schema, Fields: schema.Names})
 		p.sinks = append(p.sinks, sk)
 	}
-	cfg.Sink.ClickHouse = p.sinks[0].cfg
-	w.src = &simSource{w: w, paused: map[TopicPartition]bool{}, owned: map[TopicPartition]bool{},
-		pos: map[TopicPartition]int64{}, start: map[TopicPartition]int64{}, committed: map[TopicPartition]kafka.Committed{}}
-	p.src = w.src
-	p.pause = newPauser(w.src, prometheus.NewGauge(prometheus.GaugeOpts{Name: "etl_sim_paused"}))
-	w.p = p
-	w.newSimSink(queueCap, maxInflight, 1+r.Intn(3), batch)
-	// Some seeds have records whose rows the table refuses, where
-	// on_error lets the shard bisect them out.
-	w.poison = p.onRejected() != nil && r.Intn(2) == 0
-	// The committer's interval: its periodic commits.
-	cfg.Checkpoint.CommitInterval = config.Duration(time.Duration(20+r.Intn(300)) * time.Millisecond)
-	w.desc += fmt.Sprintf(" commit_interval=%s", cfg.Checkpoint.CommitInterval.D())
-	p.queue = w.sink
-	p.hook = w.hook
-	w.p, w.h = p, (*handler)(p)
-	return w
+	return p
 }
 
 // newDirectSimWorld is the world of the first seed from seed on that runs
@@ -406,7 +441,7 @@ func (w *simWorld) violation(format string, args ...any) {
 // run plays the seed: random steps, then a quiesce, then the final checks.
 func (w *simWorld) run() (int, []string) {
 	w.sink.start()
-	defer w.sink.end()
+	defer func() { w.sink.end() }() // the sink of the last process
 	w.startLoops()
 	defer w.endLoops()
 	// The group's first assignment.
@@ -488,6 +523,10 @@ func (w *simWorld) lanesIdle() bool {
 // pipeline would.
 func (w *simWorld) randomStep() {
 	r := w.rng
+	if w.step == w.crashAt && !w.stopping && !w.failed {
+		w.crash()
+		return
+	}
 	if w.dlq != nil && r.Intn(8) == 0 {
 		w.dlqStep() // the broker answers dead-letter writes
 		return
@@ -521,6 +560,9 @@ func (w *simWorld) randomStep() {
 // hookBody runs, at a point where the real code may lose control, what
 // another goroutine could do at that moment.
 func (w *simWorld) hookBody(at hookPoint, l *lane) {
+	if w.crashing {
+		return // the process is dead: nothing runs beside its goroutines' end
+	}
 	w.checkHook(at, l)
 	if at == hookFollowedBudget {
 		return // a check only: nothing else runs here
@@ -556,6 +598,17 @@ func (w *simWorld) hookBody(at hookPoint, l *lane) {
 			w.sinkStep(w.calm)
 		default:
 			w.controller(time.Duration(r.Intn(100)) * time.Millisecond)
+		}
+		return
+	}
+	if w.committing {
+		// A hook of a loop run inside a commit's hook: the commit lock is
+		// held, so nothing that takes it (a worker registering an
+		// exactly-once block, the committer, a revoke) may run here.
+		if r.Intn(2) == 0 {
+			w.sinkStep(w.calm)
+		} else if !w.inPoll {
+			w.fetch()
 		}
 		return
 	}
@@ -703,6 +756,7 @@ func (w *simWorld) fetch() {
 		w.p.pause.mu.Lock()
 		exempt := w.p.pause.replaying[tp]
 		w.p.pause.mu.Unlock()
+		w.noteTakes(l, tp, from, to)
 		w.ledger.fetched(l, offs, bytes, exempt)
 	}
 	w.inPoll = true
@@ -1079,6 +1133,8 @@ func (w *simWorld) checkTables(complete bool) {
 						w.violation("record %v@%d (id %d) never reached table %d", tp, sr.rec.Offset, id, si)
 					case w.eo && got > 1:
 						w.violation("exactly-once: record %v@%d (id %d) is in table %d %d times", tp, sr.rec.Offset, id, si, got)
+					case got > w.takes[id]+w.landedOn(si, id):
+						w.violation("record %v@%d (id %d) is in table %d %d times: %d lanes took it, %d inserts of it landed and were retried", tp, sr.rec.Offset, id, si, got, w.takes[id], w.landedOn(si, id))
 					}
 				}
 			}
@@ -1119,6 +1175,7 @@ type simSource struct {
 	pos       map[TopicPartition]int64 // next offset to fetch
 	start     map[TopicPartition]int64 // where the assignment started
 	committed map[TopicPartition]kafka.Committed
+	dead      bool // the process crashed: it commits nothing more
 }
 
 func (s *simSource) Pause(p kafka.Partitions) {
@@ -1177,6 +1234,9 @@ var errSimCommit = errors.New("sim: commit failed")
 // Commit checks every commit against what the table holds.
 func (s *simSource) Commit(_ context.Context, offs []kafka.Offset) error {
 	w := s.w
+	if s.dead {
+		return errSimCommit // the process crashed
+	}
 	if !w.calm && w.rng.Intn(20) == 0 {
 		return errSimCommit
 	}

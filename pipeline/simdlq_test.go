@@ -37,6 +37,7 @@ type simDLQ struct {
 	sources   map[*kgo.Record]bool // the log's records
 	downUntil time.Time
 	writes    int
+	dead      bool // the process crashed: its writes go nowhere
 }
 
 // simDLQWrite is one write waiting for the simulation's answer.
@@ -48,8 +49,17 @@ type simDLQWrite struct {
 
 var errSimDLQ = errors.New("sim: dead-letter produce failed")
 
-func newSimDLQ(w *simWorld) *simDLQ {
-	return &simDLQ{w: w, retrying: map[*kgo.Record]int{}, acked: map[*kgo.Record]int{}, copied: map[uint64]bool{}, sources: map[*kgo.Record]bool{}}
+// newSimDLQ is the producer of a new process: what the topic holds (old's
+// acknowledged copies) stays.
+func newSimDLQ(w *simWorld, old *simDLQ) *simDLQ {
+	q := &simDLQ{w: w, retrying: map[*kgo.Record]int{}, acked: map[*kgo.Record]int{}, copied: map[uint64]bool{}, sources: map[*kgo.Record]bool{}}
+	if old != nil {
+		old.mu.Lock()
+		defer old.mu.Unlock()
+		old.dead = true
+		q.acked, q.copied, q.sources, q.downUntil = old.acked, old.copied, old.sources, old.downUntil
+	}
+	return q
 }
 
 // produced notes a record of the log.
@@ -62,6 +72,9 @@ func (q *simDLQ) produced(r *kgo.Record) {
 func (q *simDLQ) Write(r *kgo.Record, _ string, _ error, done func(error)) {
 	q.mu.Lock()
 	defer q.mu.Unlock()
+	if q.dead {
+		return // never answered: the process that wrote it is gone
+	}
 	source := q.sources[r]
 	if source && q.w.clock.afterFunc && q.retrying[r] > 0 {
 		q.retrying[r]-- // written again: a retry's timer fired

@@ -625,6 +625,7 @@ func (w *simWorld) sinkStep(calm bool) {
 		// reset after the server took the block): the shard retries
 		// a block the table already has.
 		pd.landed, err = true, simTransient
+		w.noteLanded(ss.sink, pd.chunks)
 	}
 	w.tracef("shard %d replica %d: insert of %d chunks (%d rows) answered %v (landed %v)", pd.shard, pd.replica, len(pd.chunks), pd.rows, err, pd.landed)
 	s.answer(pd, err)
@@ -949,4 +950,25 @@ func simHalted(p *Pipeline) bool {
 	default:
 		return false
 	}
+}
+
+// noteLanded counts, for the at-least-once bound, the rows of an insert
+// that landed in table and was answered an error (the shard retries it).
+func (w *simWorld) noteLanded(table int, chunks []*chunk.Chunk) {
+	for len(w.landed) <= table {
+		w.landed = append(w.landed, map[uint64]int{})
+	}
+	for _, c := range chunks {
+		for _, id := range simIDs(c) {
+			w.landed[table][id]++
+		}
+	}
+}
+
+// landedOn is the inserts of row id that landed in table and were retried.
+func (w *simWorld) landedOn(table int, id uint64) int {
+	if table >= len(w.landed) {
+		return 0
+	}
+	return w.landed[table][id]
 }
