@@ -184,6 +184,9 @@ func (p *Pipeline) eoAssigned(ctx context.Context, parts kafka.Partitions) (map[
 		case <-t.C():
 		}
 		p.yield(hookAssignWoken, nil)
+		if ctx.Err() != nil {
+			break
+		}
 	}
 	if err != nil {
 		if ctx.Err() != nil {

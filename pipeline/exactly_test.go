@@ -194,12 +194,15 @@ func TestEOAssignedReadsFail(t *testing.T) {
 		src2 := &countingDown{}
 		p2.src = src2
 		ctx, cancel := context.WithCancel(context.Background())
-		time.AfterFunc(time.Second, cancel)
+		// (Between two reads: at a read's instant the timer and the
+		// close would be ready at once.)
+		closeAt := time.Second + eoFetchRetry/2
+		time.AfterFunc(closeAt, cancel)
 		if _, ok := p2.eoAssigned(ctx, kafka.Partitions{"events": {0}}); ok {
 			t.Fatal("eoAssigned reported success with every read failed")
 		}
-		if src2.fetches != 1+int(time.Second/eoFetchRetry) {
-			t.Errorf("%d reads before the close; want %d", src2.fetches, 1+int(time.Second/eoFetchRetry))
+		if want := 1 + int(closeAt/eoFetchRetry); src2.fetches != want {
+			t.Errorf("%d reads before the close; want %d", src2.fetches, want)
 		}
 		select {
 		case err := <-p2.failc:
