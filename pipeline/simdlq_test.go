@@ -95,21 +95,20 @@ func (q *simDLQ) MaxMessageBytes() (int32, string) {
 func (q *simDLQ) held() (n int64) {
 	q.mu.Lock()
 	defer q.mu.Unlock()
-	for _, wr := range q.pending {
-		if wr.source {
-			n += recordBytes(wr.r)
-		}
-	}
 	for r, k := range q.retrying {
 		n += int64(k) * recordBytes(r)
 	}
-	return n
+	return n + q.writingLocked()
 }
 
 // writing is the bytes of the source records written and not answered.
-func (q *simDLQ) writing() (n int64) {
+func (q *simDLQ) writing() int64 {
 	q.mu.Lock()
 	defer q.mu.Unlock()
+	return q.writingLocked()
+}
+
+func (q *simDLQ) writingLocked() (n int64) {
 	for _, wr := range q.pending {
 		if wr.source {
 			n += recordBytes(wr.r)
