@@ -210,6 +210,8 @@ type simWorld struct {
 	fcDownUntil time.Time        // ... and every read fails until then
 	dlq         *simDLQ          // decode.on_error dlq: the dead-letter producer
 	crashAt     int              // the step at which the process crashes (0: never)
+	killShardAt int              // the step at which a shard's table goes for good (0: never)
+	deadShard   int              // ... that shard (-1: none)
 	crashing    bool             // the crashed process's goroutines are being ended
 	takes       map[uint64]int   // per row id: the lanes that took its record
 	landed      []map[uint64]int // per table and row id: inserts that landed and were answered an error
@@ -313,6 +315,11 @@ func newSimWorld(t testing.TB, seed int64) *simWorld {
 	if x.Intn(4) == 0 {
 		w.crashAt = 200 + x.Intn(1200)
 	}
+	// One seed in eight loses a table for good mid-run.
+	w.deadShard = -1
+	if x.Intn(8) == 0 {
+		w.killShardAt = 100 + x.Intn(1300)
+	}
 	// A third of the seeds that do not stop on a bad record send bad
 	// records, and rows the table refuses, to a dead-letter topic.
 	dlqMode := x.Intn(3) == 0 && !w.failMode
@@ -320,8 +327,8 @@ func newSimWorld(t testing.TB, seed int64) *simWorld {
 	if dlqMode {
 		onErr = "dlq"
 	}
-	w.desc = fmt.Sprintf("crash_at=%d offset_fetch_faults=%v gaps=%v ndjson=%v %s on_error=%s eo=%v parts=%d records=%d shards=%d queue=%d chunk=%d budget=%d min_pause=%s inflight=%d max_rows=%d max_open_blocks=%d read_ahead=%d",
-		w.crashAt, w.fcFaults, w.gaps, w.ndjson, mode, onErr, w.eo, nparts, w.toMake, ndest, queueCap, chunkTarget, budgetBytes, minPause, maxInflight, maxRows, cfg.Checkpoint.MaxOpenBlocks, cfg.Backpressure.PartitionReadAhead)
+	w.desc = fmt.Sprintf("table_gone_at=%d crash_at=%d offset_fetch_faults=%v gaps=%v ndjson=%v %s on_error=%s eo=%v parts=%d records=%d shards=%d queue=%d chunk=%d budget=%d min_pause=%s inflight=%d max_rows=%d max_open_blocks=%d read_ahead=%d",
+		w.killShardAt, w.crashAt, w.fcFaults, w.gaps, w.ndjson, mode, onErr, w.eo, nparts, w.toMake, ndest, queueCap, chunkTarget, budgetBytes, minPause, maxInflight, maxRows, cfg.Checkpoint.MaxOpenBlocks, cfg.Backpressure.PartitionReadAhead)
 	w.params = simParams{cfg: cfg, schema: schema, mode: mode, nsinks: nsinks, ndest: ndest, queueCap: queueCap,
 		chunkTarget: chunkTarget, budgetBytes: budgetBytes, minPause: minPause, maxInflight: maxInflight, batch: batch, dlq: dlqMode}
 	p := w.newPipeline()
@@ -438,6 +445,12 @@ func (w *simWorld) violation(format string, args ...any) {
 	}
 }
 
+// deadReturned reports whether the shard whose table is gone returned its
+// error: Run stops then.
+func (w *simWorld) deadReturned() bool {
+	return w.deadShard >= 0 && w.sink.shards[w.deadShard].returned
+}
+
 // run plays the seed: random steps, then a quiesce, then the final checks.
 func (w *simWorld) run() (int, []string) {
 	w.sink.start()
@@ -446,12 +459,17 @@ func (w *simWorld) run() (int, []string) {
 	defer w.endLoops()
 	// The group's first assignment.
 	w.assign(w.parts)
-	for w.step = 1; w.step <= *simSteps && len(w.errs) == 0 && !w.failed; w.step++ {
+	for w.step = 1; w.step <= *simSteps && len(w.errs) == 0 && !w.failed && !w.deadReturned(); w.step++ {
 		w.randomStep()
 		w.checkStep()
 	}
 	if w.failed && len(w.errs) == 0 {
 		w.stop(-1, -1) // Run stops on the fatal error
+	} else if d := w.deadShard; d >= 0 && len(w.errs) == 0 {
+		// A table gone for good mid-run: Run stops once its shard
+		// returned the error (or at the end of the steps, with the shard
+		// not having written since).
+		w.stop(d, -1)
 	} else if len(w.errs) == 0 {
 		// Most seeds end in a quiesce; some stop the pipeline instead,
 		// cleanly, with a shard failed for good, or with a shard that
@@ -523,8 +541,16 @@ func (w *simWorld) lanesIdle() bool {
 // pipeline would.
 func (w *simWorld) randomStep() {
 	r := w.rng
-	if w.step == w.crashAt && !w.stopping && !w.failed {
+	if w.step == w.crashAt && !w.stopping && !w.failed && w.deadShard < 0 {
 		w.crash()
+		return
+	}
+	if w.step == w.killShardAt && !w.stopping && !w.failed {
+		// The table of a shard is gone for good: every insert of it is
+		// refused with a permanent error from now on.
+		w.deadShard = r.Intn(len(w.sink.shards))
+		w.sink.shards[w.deadShard].dead = true
+		w.tracef("shard %d: its table is gone", w.deadShard)
 		return
 	}
 	if w.dlq != nil && r.Intn(8) == 0 {
