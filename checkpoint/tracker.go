@@ -199,8 +199,8 @@ func (t *Tracker) Pending(only map[TopicPartition]bool) []Commit {
 			continue
 		}
 		meta := p.metadata()
-		if p.watermark > p.committed || meta != p.committedMeta || p.resumed {
-			out = append(out, Commit{TopicPartition: tp, Epoch: p.epoch, Offset: p.watermark, Metadata: meta})
+		if off := p.commitOffset(); off > p.committed || meta != p.committedMeta || p.resumed {
+			out = append(out, Commit{TopicPartition: tp, Epoch: p.epoch, Offset: off, Metadata: meta})
 		}
 	}
 	sort.Slice(out, func(i, j int) bool {
@@ -243,11 +243,31 @@ func (t *Tracker) RegisterBlock(tp TopicPartition, epoch uint64, first, next int
 		p.blocks = append(p.blocks, offsetRange{first, next})
 		sort.Slice(p.blocks, func(i, j int) bool { return p.blocks[i].from < p.blocks[j].from })
 	}
-	wm := p.watermark
+	wm := p.commitOffset()
 	if !p.started {
 		wm = first
 	}
 	return Commit{TopicPartition: tp, Epoch: p.epoch, Offset: wm, Metadata: p.metadata()}, true
+}
+
+// commitOffset is the offset to commit: the watermark, or, when the
+// watermark lies inside a registered block (exactly-once: the block is
+// durable but a record of it is not acknowledged yet, such as a bad
+// record whose dead-letter copy the broker has not taken), that block's
+// first offset. A new owner then resumes at the block's start and rebuilds
+// it whole, as it was inserted, so the table drops it; resumed inside it,
+// it would rebuild a block of fewer rows, which the table would take a
+// second time. Never below the offset committed already (a block
+// registered again by a new owner may start below it).
+func (p *partitionState) commitOffset() int64 {
+	off := p.watermark
+	for _, b := range p.blocks {
+		if b.from < off && off < b.to {
+			off = b.from
+			break // sorted by first offset
+		}
+	}
+	return max(off, p.committed)
 }
 
 // BlockRoom reports whether the block [first, next) of tp may be

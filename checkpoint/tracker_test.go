@@ -168,6 +168,37 @@ func TestTrackerBlocks(t *testing.T) {
 	}
 }
 
+// TestTrackerCommitHeldInsideBlock: a durable block with one record not
+// acknowledged yet (a bad record whose dead-letter copy the broker has not
+// taken) holds the commit at the block's start, not inside it: a new owner
+// resuming inside would rebuild a block of fewer rows, which the table
+// would take a second time.
+func TestTrackerCommitHeldInsideBlock(t *testing.T) {
+	tr := NewTracker()
+	tp := TopicPartition{Topic: "t", Partition: 0}
+	e := tr.Assign(tp)
+	tr.Start(tp, e, 0)
+	tr.Ack(tp, e, 0, 10)
+	c, ok := tr.RegisterBlock(tp, e, 10, 20)
+	if !ok || c.Offset != 10 {
+		t.Fatalf("registration = %v, %v; want offset 10", c, ok)
+	}
+	tr.Committed(c)
+	// The block's rows are durable; offset 15, its bad record, is not.
+	tr.Ack(tp, e, 10, 15)
+	tr.Ack(tp, e, 16, 20)
+	if p := tr.Pending(nil); len(p) != 0 {
+		t.Fatalf("pending = %v; want nothing: the commit stays at the block's start 10", p)
+	}
+	if c, _ := tr.RegisterBlock(tp, e, 20, 30); c.Offset != 10 || c.Metadata != "etl1:10-20,20-30" {
+		t.Fatalf("the next registration commits %d %q; want 10 naming both blocks", c.Offset, c.Metadata)
+	}
+	tr.Ack(tp, e, 15, 16)
+	if p := tr.Pending(nil); len(p) != 1 || p[0].Offset != 20 || p[0].Metadata != "etl1:20-30" {
+		t.Fatalf("pending = %v; want offset 20 naming the second block", p)
+	}
+}
+
 // TestBlocksCodec: the metadata format read by a new owner and by etl
 // offsets.
 func TestBlocksCodec(t *testing.T) {

@@ -9,6 +9,7 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kgo"
 
+	"github.com/etl-project/etl/internal/clock"
 	"github.com/etl-project/etl/source/kafka"
 )
 
@@ -29,6 +30,17 @@ const (
 	dlqUnhealthyAfter = 10 * time.Second
 )
 
+// deadLetters is what the pipeline needs of the dead-letter producer:
+// *dlq.Writer, or the simulation's fake (sim_test.go).
+type deadLetters interface {
+	// Write sends r's dead-letter copy and calls done with the broker's
+	// answer.
+	Write(r *kgo.Record, reason string, cause error, done func(error))
+	Flush(ctx context.Context) error
+	Close()
+	MaxMessageBytes() (int32, string)
+}
+
 // dlqRecord is a record on its way to the dead-letter topic.
 type dlqRecord struct {
 	l       *lane
@@ -45,7 +57,10 @@ type dlqState struct {
 	failingFrom atomic.Int64 // unix nanoseconds of the first failure since the last success; 0: none
 	mu          sync.Mutex
 	lastErr     string
-	timers      map[*dlqRecord]*time.Timer // records waiting for their next attempt
+	timers      map[*dlqRecord]clock.Timer // records waiting for their next attempt
+	// jitter, when set (by the simulation), draws the retries' waits in
+	// [0, d]; nil: math/rand/v2's N.
+	jitter func(d time.Duration) time.Duration
 }
 
 // deadLetter writes d's record to the dead-letter topic, and again after a
@@ -64,7 +79,7 @@ func (p *Pipeline) deadLetter(d *dlqRecord) {
 			p.dlqDone(d)
 			return
 		}
-		p.dlqs.failingFrom.CompareAndSwap(0, time.Now().UnixNano())
+		p.dlqs.failingFrom.CompareAndSwap(0, p.clock().UnixNano())
 		p.dlqs.mu.Lock()
 		p.dlqs.lastErr = werr.Error()
 		p.dlqs.mu.Unlock()
@@ -77,7 +92,7 @@ func (p *Pipeline) deadLetter(d *dlqRecord) {
 		default:
 		}
 		d.attempt++
-		wait := dlqBackoff(d.attempt)
+		wait := p.dlqBackoff(d.attempt)
 		if p.dlqLog.Allow() {
 			p.log.Warn("dead-letter write failed: retrying; not committing past the record",
 				"topic", tp.Topic, "partition", tp.Partition, "offset", off, "attempt", d.attempt, "retry_in", wait.Round(time.Millisecond), "err", werr)
@@ -85,9 +100,9 @@ func (p *Pipeline) deadLetter(d *dlqRecord) {
 		p.dlqs.mu.Lock()
 		defer p.dlqs.mu.Unlock()
 		if p.dlqs.timers == nil {
-			p.dlqs.timers = map[*dlqRecord]*time.Timer{}
+			p.dlqs.timers = map[*dlqRecord]clock.Timer{}
 		}
-		p.dlqs.timers[d] = time.AfterFunc(wait, func() {
+		p.dlqs.timers[d] = p.timing().AfterFunc(wait, func() {
 			p.dlqs.mu.Lock()
 			_, mine := p.dlqs.timers[d]
 			delete(p.dlqs.timers, d)
@@ -131,37 +146,44 @@ func (p *Pipeline) dlqDone(d *dlqRecord) {
 
 // dlqBackoff is the wait before the attempt-th retry: full jitter over the
 // capped exponential.
-func dlqBackoff(attempt int) time.Duration {
+func (p *Pipeline) dlqBackoff(attempt int) time.Duration {
 	d := dlqInitialBackoff
 	for i := 1; i < attempt && d < dlqMaxBackoff; i++ {
 		d *= 2
 	}
-	return rand.N(min(d, dlqMaxBackoff) + 1)
+	d = min(d, dlqMaxBackoff)
+	if p.dlqs.jitter != nil {
+		return p.dlqs.jitter(d)
+	}
+	return rand.N(d + 1)
 }
 
 // dlqHealth reports dead-letter writes that have failed, with no success
 // since, for longer than dlqUnhealthyAfter.
 func (p *Pipeline) dlqHealth() (bool, string) {
 	from := p.dlqs.failingFrom.Load()
-	if from == 0 || time.Since(time.Unix(0, from)) < dlqUnhealthyAfter {
+	since := p.clock().Sub(time.Unix(0, from))
+	if from == 0 || since < dlqUnhealthyAfter {
 		return true, ""
 	}
 	p.dlqs.mu.Lock()
 	defer p.dlqs.mu.Unlock()
-	return false, "dead-letter writes failing for " + time.Since(time.Unix(0, from)).Round(time.Second).String() +
+	return false, "dead-letter writes failing for " + since.Round(time.Second).String() +
 		" (records held, not committed): " + p.dlqs.lastErr
 }
 
 // waitDeadLetters waits until no dead-letter write is pending or ctx ends.
 func (p *Pipeline) waitDeadLetters(ctx context.Context) bool {
-	t := time.NewTicker(20 * time.Millisecond)
+	t := p.timing().NewTicker(20 * time.Millisecond)
 	defer t.Stop()
 	for p.dlqs.pending.Load() > 0 {
 		select {
 		case <-ctx.Done():
+			p.yield(hookStopWoken, nil)
 			return false
-		case <-t.C:
+		case <-t.C():
 		}
+		p.yield(hookStopWoken, nil)
 	}
 	return true
 }

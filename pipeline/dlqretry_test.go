@@ -17,6 +17,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kmsg"
 
 	"github.com/etl-project/etl/config"
+	"github.com/etl-project/etl/dlq"
 	"github.com/etl-project/etl/internal/testenv"
 )
 
@@ -102,7 +103,7 @@ func TestDeadLetterFailure(t *testing.T) {
 	})
 	produceValues(t, kb, 100, values(100))
 	testenv.WaitFor(t, "failed dead-letter writes", time.Minute, func() bool {
-		return testutil.ToFloat64(p.dlq.FailedCounter()) > 0
+		return testutil.ToFloat64(p.dlq.(*dlq.Writer).FailedCounter()) > 0
 	})
 	testenv.WaitFor(t, "/healthz to report them", 30*time.Second, func() bool { ok, _ := p.Health(); return !ok })
 	_, msg := p.Health()
@@ -116,7 +117,7 @@ func TestDeadLetterFailure(t *testing.T) {
 	refuse.Store(false)
 	recovered := time.Now()
 	testenv.WaitFor(t, "commits to the end", 2*time.Minute, func() bool { return kb.CommittedOffsets(t, "dlqfail", "events")[0] == 200 })
-	t.Logf("recovered %v after the broker accepted the writes again; %v failed writes", time.Since(recovered).Round(time.Millisecond), testutil.ToFloat64(p.dlq.FailedCounter()))
+	t.Logf("recovered %v after the broker accepted the writes again; %v failed writes", time.Since(recovered).Round(time.Millisecond), testutil.ToFloat64(p.dlq.(*dlq.Writer).FailedCounter()))
 	testenv.WaitFor(t, "/healthz ok", 30*time.Second, func() bool { ok, _ := p.Health(); return ok })
 	dead := readTopic(t, kb, "events.dlq", 20)
 	seen := map[string]bool{}

@@ -151,6 +151,9 @@ func (e *eoState) pruneBounds(offset int64) {
 	e.bounds = e.bounds[:k]
 }
 
+// eoFetchRetry is the wait between two reads of the committed blocks.
+const eoFetchRetry = 250 * time.Millisecond
+
 // eoAssigned reads the committed metadata of newly assigned partitions:
 // the blocks their previous owner registered and that are not durable yet.
 // It retries for a while: without it, blocks already in ClickHouse could
@@ -165,17 +168,32 @@ func (p *Pipeline) eoAssigned(ctx context.Context, parts kafka.Partitions) (map[
 	var committed map[string]map[int32]kafka.Committed
 	var err error
 	// Within the time Health allows a group callback.
-	deadline := time.Now().Add(p.callbackLimit())
+	clk := p.timing()
+	deadline := clk.Now().Add(p.callbackLimit())
 	for {
-		fctx, cancel := context.WithDeadline(ctx, deadline)
+		fctx, cancel := clk.WithTimeout(ctx, deadline.Sub(clk.Now()))
 		committed, err = p.src.FetchCommitted(fctx, parts)
 		cancel()
-		if err == nil || ctx.Err() != nil || time.Now().Add(250*time.Millisecond).After(deadline) {
+		if err == nil || ctx.Err() != nil || clk.Now().Add(eoFetchRetry).After(deadline) {
 			break
 		}
-		time.Sleep(250 * time.Millisecond)
+		t := clk.NewTimer(eoFetchRetry)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+		case <-t.C():
+		}
+		p.yield(hookAssignWoken, nil)
+		if ctx.Err() != nil {
+			break
+		}
 	}
 	if err != nil {
+		if ctx.Err() != nil {
+			// The client is closing (the stop): no lane is taken, and
+			// there is nothing to stop for.
+			return nil, false
+		}
 		p.fail(fmt.Errorf("exactly_once: read the committed blocks of %v: %w", parts, err))
 		return nil, false
 	}

@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"strings"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kgo"
@@ -143,4 +144,70 @@ func TestExactlyOnceTableCheck(t *testing.T) {
 			}
 		})
 	}
+}
+
+// countingDown is a downSource that counts its offset fetches.
+type countingDown struct {
+	downSource
+	fetches int
+}
+
+func (s *countingDown) FetchCommitted(ctx context.Context, parts kafka.Partitions) (map[string]map[int32]kafka.Committed, error) {
+	s.fetches++
+	return s.downSource.FetchCommitted(ctx, parts)
+}
+
+// TestEOAssignedReadsFail: an assignment whose reads of the committed
+// blocks fail reads again every eoFetchRetry for the group callback's
+// limit, then stops the pipeline naming the cause; one whose callback
+// context ends (the client closing) takes no lane and stops nothing.
+func TestEOAssignedReadsFail(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		w := newDirectSimWorld(t, 1)
+		p := w.p
+		p.hook, p.clk = nil, nil
+		src := &countingDown{}
+		p.src = src
+		start := time.Now()
+		if _, ok := p.eoAssigned(context.Background(), kafka.Partitions{"events": {0}}); ok {
+			t.Fatal("eoAssigned reported success with every read failed")
+		}
+		took, limit := time.Since(start), p.callbackLimit()
+		if took > limit {
+			t.Errorf("the reads went on for %s, past the callback's limit %s", took, limit)
+		}
+		if want := 1 + int(limit/eoFetchRetry); src.fetches != want {
+			t.Errorf("%d reads in %s; want one at once and one every %s (%d)", src.fetches, took, eoFetchRetry, want)
+		}
+		select {
+		case err := <-p.failc:
+			if !strings.Contains(err.Error(), "exactly_once: read the committed blocks of") || !strings.Contains(err.Error(), "connection refused") {
+				t.Errorf("the pipeline stopped with %q; want the reads' cause", err)
+			}
+		default:
+			t.Fatal("the pipeline was not stopped")
+		}
+
+		// The client closes while the callback waits to read again.
+		p2 := newDirectSimWorld(t, 1).p
+		p2.hook, p2.clk = nil, nil
+		src2 := &countingDown{}
+		p2.src = src2
+		ctx, cancel := context.WithCancel(context.Background())
+		// (Between two reads: at a read's instant the timer and the
+		// close would be ready at once.)
+		closeAt := time.Second + eoFetchRetry/2
+		time.AfterFunc(closeAt, cancel)
+		if _, ok := p2.eoAssigned(ctx, kafka.Partitions{"events": {0}}); ok {
+			t.Fatal("eoAssigned reported success with every read failed")
+		}
+		if want := 1 + int(closeAt/eoFetchRetry); src2.fetches != want {
+			t.Errorf("%d reads before the close; want %d", src2.fetches, want)
+		}
+		select {
+		case err := <-p2.failc:
+			t.Errorf("the close stopped the pipeline with %v", err)
+		default:
+		}
+	})
 }

@@ -125,14 +125,15 @@ func (p *Pipeline) openDeadLetters() error {
 	if b := cfg.Decode.DLQ.Brokers; len(b) > 0 {
 		kopts = append(kopts, kgo.SeedBrokers(b...))
 	}
-	p.dlq, err = dlq.New(dlq.Options{Topic: cfg.Decode.DLQ.Topic, Pipeline: cfg.Pipeline.Name, Opts: kopts, Registerer: p.component("dlq"), Log: p.log})
+	w, err := dlq.New(dlq.Options{Topic: cfg.Decode.DLQ.Topic, Pipeline: cfg.Pipeline.Name, Opts: kopts, Registerer: p.component("dlq"), Log: p.log})
 	if err != nil {
 		return err
 	}
-	if p.dlq.TopicMissing() {
+	p.dlq = w
+	if w.TopicMissing() {
 		return &ConfigError{Errs: []error{fmt.Errorf("decode.dlq.topic: topic %q does not exist: create it (etl does not rely on the brokers creating topics)", cfg.Decode.DLQ.Topic)}}
 	}
-	if err := p.dlq.WriteDenied(); err != nil {
+	if err := w.WriteDenied(); err != nil {
 		return &ConfigError{Errs: []error{fmt.Errorf("decode.dlq.topic: %w: grant the principal etl connects as WRITE on it (records bound for it would otherwise hold the commits)", err)}}
 	}
 	return nil

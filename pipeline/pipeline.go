@@ -19,7 +19,6 @@ import (
 	"github.com/etl-project/etl/chunk"
 	"github.com/etl-project/etl/config"
 	"github.com/etl-project/etl/decode/avro"
-	"github.com/etl-project/etl/dlq"
 	"github.com/etl-project/etl/fields"
 	"github.com/etl-project/etl/internal/clock"
 	"github.com/etl-project/etl/internal/loglimit"
@@ -95,7 +94,7 @@ type Pipeline struct {
 	lookup      avro.SchemaSource                       // the decoders' writer schemas by id (registrySource), nil without a registry
 	waiters     sync.WaitGroup                          // lanes waiting for a schema
 	stopWaiters chan struct{}
-	dlq         *dlq.Writer // when on_error is dlq
+	dlq         deadLetters // when on_error is dlq
 	dlqs        dlqState
 	dlqLog      *loglimit.Limiter
 	rejectLog   *loglimit.Limiter
@@ -171,6 +170,7 @@ const (
 	hookRevokeCommit    // a revoke processed the acknowledgements and is about to take the commit lock
 	hookDrainWoken      // the stop's drain of the lanes woke (a lane settled, or the drain deadline)
 	hookStopWoken       // the stop woke while waiting for the shards or the workers
+	hookAssignWoken     // an assignment's wait between two reads of the committed blocks woke
 )
 
 // yield calls the simulation's hook, if any.

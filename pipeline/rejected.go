@@ -64,18 +64,18 @@ func (p *Pipeline) onRejected() func(ctx context.Context, r clickhouse.Rejected)
 				p.dlqs.failingFrom.Store(0)
 				return nil
 			}
-			p.dlqs.failingFrom.CompareAndSwap(0, time.Now().UnixNano())
+			p.dlqs.failingFrom.CompareAndSwap(0, p.clock().UnixNano())
 			p.dlqs.mu.Lock()
 			p.dlqs.lastErr = werr.Error()
 			p.dlqs.mu.Unlock()
-			wait := dlqBackoff(attempt)
+			wait := p.dlqBackoff(attempt)
 			if p.dlqLog.Allow() {
 				p.log.Warn("dead-letter write failed: retrying; not committing past the record",
 					"topic", r.Topic, "partition", r.Partition, "offset", r.Offset, "attempt", attempt, "retry_in", wait.Round(time.Millisecond), "err", werr)
 			}
-			t := time.NewTimer(wait)
+			t := p.timing().NewTimer(wait)
 			select {
-			case <-t.C:
+			case <-t.C():
 			case <-ctx.Done():
 				t.Stop()
 				return ctx.Err()

@@ -69,13 +69,16 @@ var simTotals struct {
 	hash                     uint64 // of every seed's trace hash, in seed order
 	maxMeta                  int    // the longest commit metadata seen
 	holds                    int    // lanes held for the budget (etl_backpressure_decode_holds_total)
+	fcRetries, fcStops       int    // offset fetches failed in an assignment; stops because every one did
+	crashes                  int
 }
 
 func TestMain(m *testing.M) {
 	flag.Parse()
 	code := m.Run()
 	if *simSummary {
-		fmt.Printf("sim: longest commit metadata %d bytes, %d lanes held for the budget\n", simTotals.maxMeta, simTotals.holds)
+		fmt.Printf("sim: longest commit metadata %d bytes, %d lanes held for the budget, %d offset fetches failed, %d stops for it, %d crashes\n",
+			simTotals.maxMeta, simTotals.holds, simTotals.fcRetries, simTotals.fcStops, simTotals.crashes)
 		fmt.Printf("sim: shards:%s\n", simShardSummary())
 		fmt.Printf("sim: %d seeds, %d steps, %d violations, %d replayed, trace %016x\n",
 			simTotals.seeds, simTotals.steps, simTotals.violations, simTotals.replayed, simTotals.hash)
@@ -189,6 +192,7 @@ type simWorld struct {
 	firstBad int
 	trace    hash.Hash64 // every tracef line, traced or not: a seed's replay must match
 	ledger   *simLedger  // the bytes in flight as the simulation counts them
+	params   simParams
 
 	// The pipeline's loops on goroutines of their own (simloops_test.go).
 	clock       *simClock // the simulation's time, for the shards and the loops
@@ -198,6 +202,19 @@ type simWorld struct {
 	inner       chan *simReq
 	serving     atomic.Bool // a loop's goroutine runs: its hooks are handed over
 	revokeAt    time.Time
+	asgLoop     *simLoop // an assignment under exactly-once (Assigned, on the poll loop), reading the committed blocks
+	asgAt       time.Time
+	asgParts    []TopicPartition
+	asgRead     bool             // ... and a read of the committed blocks succeeded
+	fcFaults    bool             // reads of the committed offsets fail at times
+	fcDownUntil time.Time        // ... and every read fails until then
+	dlq         *simDLQ          // decode.on_error dlq: the dead-letter producer
+	crashAt     int              // the step at which the process crashes (0: never)
+	killShardAt int              // the step at which a shard's table goes for good (0: never)
+	deadShard   int              // ... that shard (-1: none)
+	crashing    bool             // the crashed process's goroutines are being ended
+	takes       map[uint64]int   // per row id: the lanes that took its record
+	landed      []map[uint64]int // per table and row id: inserts that landed and were answered an error
 	revokeParts []TopicPartition
 	revokeLanes []*lane                       // the revoked partitions' lanes as the revoke began
 	registered  map[TopicPartition][][2]int64 // exactly-once blocks in the metadata at each partition's last assignment
@@ -223,7 +240,7 @@ const simTopic = "events"
 
 func newSimWorld(t testing.TB, seed int64) *simWorld {
 	w := &simWorld{t: t, seed: seed, rng: rand.New(rand.NewSource(seed)), now: time.Unix(1_700_000_000, 0),
-		log: map[TopicPartition][]simRec{}, registered: map[TopicPartition][][2]int64{}, trace: fnv.New64a(), ledger: newSimLedger(), inner: make(chan *simReq)}
+		log: map[TopicPartition][]simRec{}, registered: map[TopicPartition][][2]int64{}, takes: map[uint64]int{}, trace: fnv.New64a(), ledger: newSimLedger(), inner: make(chan *simReq)}
 	w.clock = &simClock{now: w.now}
 	r := w.rng
 	w.eo = r.Intn(3) == 0
@@ -259,10 +276,6 @@ func newSimWorld(t testing.TB, seed int64) *simWorld {
 		t.Fatal(err)
 	}
 	w.minPause = minPause
-	budget, err := backpressure.New(backpressure.Options{Bytes: budgetBytes, HighRatio: 0.8, LowRatio: 0.5, MinPause: minPause})
-	if err != nil {
-		t.Fatal(err)
-	}
 	cfg := &config.Config{Delivery: "at_least_once"}
 	if w.eo {
 		cfg.Delivery = "exactly_once"
@@ -289,12 +302,77 @@ func newSimWorld(t testing.TB, seed int64) *simWorld {
 		cfg.Decode.JSON.Framing = "ndjson"
 		cfg.Decode.MaxBytesPerRecord = 1 << 20
 	}
-	// A third of the seeds leave offsets without a record between
-	// records, as compaction and transaction markers do (decided apart
-	// from the seed's other draws).
-	w.gaps = rand.New(rand.NewSource(seed)).Intn(3) == 0
-	w.desc = fmt.Sprintf("gaps=%v ndjson=%v %s on_error=%s eo=%v parts=%d records=%d shards=%d queue=%d chunk=%d budget=%d min_pause=%s inflight=%d max_rows=%d max_open_blocks=%d read_ahead=%d",
-		w.gaps, w.ndjson, mode, map[bool]string{false: "skip", true: "fail"}[w.failMode], w.eo, nparts, w.toMake, ndest, queueCap, chunkTarget, budgetBytes, minPause, maxInflight, maxRows, cfg.Checkpoint.MaxOpenBlocks, cfg.Backpressure.PartitionReadAhead)
+	// Faults drawn from a stream of their own, so that adding one leaves
+	// the seed's other draws as they were. A third of the seeds leave
+	// offsets without a record between records, as compaction and
+	// transaction markers do; under exactly-once, half the seeds fail
+	// reads of the committed offsets at times.
+	x := rand.New(rand.NewSource(^seed))
+	w.gaps = x.Intn(3) == 0
+	w.fcFaults = x.Intn(2) == 0 && w.eo
+	// A quarter of the seeds crash once (a new process starts over the
+	// same Kafka and tables).
+	if x.Intn(4) == 0 {
+		w.crashAt = 200 + x.Intn(1200)
+	}
+	// One seed in eight loses a table for good mid-run.
+	w.deadShard = -1
+	if x.Intn(8) == 0 {
+		w.killShardAt = 100 + x.Intn(1300)
+	}
+	// A third of the seeds that do not stop on a bad record send bad
+	// records, and rows the table refuses, to a dead-letter topic.
+	dlqMode := x.Intn(3) == 0 && !w.failMode
+	onErr := map[bool]string{false: "skip", true: "fail"}[w.failMode]
+	if dlqMode {
+		onErr = "dlq"
+	}
+	w.desc = fmt.Sprintf("table_gone_at=%d crash_at=%d offset_fetch_faults=%v gaps=%v ndjson=%v %s on_error=%s eo=%v parts=%d records=%d shards=%d queue=%d chunk=%d budget=%d min_pause=%s inflight=%d max_rows=%d max_open_blocks=%d read_ahead=%d",
+		w.killShardAt, w.crashAt, w.fcFaults, w.gaps, w.ndjson, mode, onErr, w.eo, nparts, w.toMake, ndest, queueCap, chunkTarget, budgetBytes, minPause, maxInflight, maxRows, cfg.Checkpoint.MaxOpenBlocks, cfg.Backpressure.PartitionReadAhead)
+	w.params = simParams{cfg: cfg, schema: schema, mode: mode, nsinks: nsinks, ndest: ndest, queueCap: queueCap,
+		chunkTarget: chunkTarget, budgetBytes: budgetBytes, minPause: minPause, maxInflight: maxInflight, batch: batch, dlq: dlqMode}
+	p := w.newPipeline()
+	cfg.Sink.ClickHouse = p.sinks[0].cfg
+	w.src = &simSource{w: w, paused: map[TopicPartition]bool{}, owned: map[TopicPartition]bool{},
+		pos: map[TopicPartition]int64{}, start: map[TopicPartition]int64{}, committed: map[TopicPartition]kafka.Committed{}}
+	p.src = w.src
+	p.pause = newPauser(w.src, prometheus.NewGauge(prometheus.GaugeOpts{Name: "etl_sim_paused"}))
+	w.p = p
+	w.newSimSink(queueCap, maxInflight, 1+r.Intn(3), batch)
+	// Some seeds have records whose rows the table refuses, where
+	// on_error lets the shard bisect them out.
+	w.poison = p.onRejected() != nil && r.Intn(2) == 0
+	// The committer's interval: its periodic commits.
+	cfg.Checkpoint.CommitInterval = config.Duration(time.Duration(20+r.Intn(300)) * time.Millisecond)
+	w.desc += fmt.Sprintf(" commit_interval=%s", cfg.Checkpoint.CommitInterval.D())
+	p.queue = w.sink
+	p.hook = w.hook
+	w.p, w.h = p, (*handler)(p)
+	return w
+}
+
+// simParams is what a seed drew for its pipeline: a restart after a crash
+// builds the same.
+type simParams struct {
+	cfg                                               *config.Config
+	schema                                            *chunk.Schema
+	mode                                              string
+	nsinks, ndest, queueCap, chunkTarget, maxInflight int
+	budgetBytes                                       int64
+	minPause                                          time.Duration
+	batch                                             config.Batch
+	dlq                                               bool
+}
+
+// newPipeline builds the seed's pipeline (without its source, pauser and
+// sink).
+func (w *simWorld) newPipeline() *Pipeline {
+	sp := w.params
+	cfg, schema, mode, nsinks, ndest, chunkTarget, batch := sp.cfg, sp.schema, sp.mode, sp.nsinks, sp.ndest, sp.chunkTarget, sp.batch
+	budget, err := backpressure.New(backpressure.Options{Bytes: sp.budgetBytes, HighRatio: 0.8, LowRatio: 0.5, MinPause: sp.minPause})
+	if err != nil {
+		w.t.Fatal(err)
+	}
 	p := &Pipeline{
 		cfg:         cfg,
 		log:         slog.New(slog.NewTextHandler(io.Discard, nil)),
@@ -317,6 +395,13 @@ func newSimWorld(t testing.TB, seed int64) *simWorld {
 	if w.failMode {
 		p.onError = config.OnErrorFail
 	}
+	if sp.dlq {
+		w.dlq = newSimDLQ(w, w.dlq)
+		p.onError = config.OnErrorDLQ
+		p.dlq = w.dlq
+		p.dlqLog = loglimit.New(1, time.Second)
+		p.dlqs.jitter = w.simJitter
+	}
 	for si := 0; si < nsinks; si++ {
 		chc := &config.ClickHouse{Batch: batch}
 		if mode == "by-key" {
@@ -329,23 +414,7 @@ func newSimWorld(t testing.TB, seed int64) *simWorld {
 		sk.target.Store(&clickhouse.Target{Schema: schema, Fields: schema.Names})
 		p.sinks = append(p.sinks, sk)
 	}
-	cfg.Sink.ClickHouse = p.sinks[0].cfg
-	w.src = &simSource{w: w, paused: map[TopicPartition]bool{}, owned: map[TopicPartition]bool{},
-		pos: map[TopicPartition]int64{}, start: map[TopicPartition]int64{}, committed: map[TopicPartition]kafka.Committed{}}
-	p.src = w.src
-	p.pause = newPauser(w.src, prometheus.NewGauge(prometheus.GaugeOpts{Name: "etl_sim_paused"}))
-	w.p = p
-	w.newSimSink(queueCap, maxInflight, 1+r.Intn(3), batch)
-	// Some seeds have records whose rows the table refuses, where
-	// on_error lets the shard bisect them out.
-	w.poison = p.onRejected() != nil && r.Intn(2) == 0
-	// The committer's interval: its periodic commits.
-	cfg.Checkpoint.CommitInterval = config.Duration(time.Duration(20+r.Intn(300)) * time.Millisecond)
-	w.desc += fmt.Sprintf(" commit_interval=%s", cfg.Checkpoint.CommitInterval.D())
-	p.queue = w.sink
-	p.hook = w.hook
-	w.p, w.h = p, (*handler)(p)
-	return w
+	return p
 }
 
 // newDirectSimWorld is the world of the first seed from seed on that runs
@@ -376,20 +445,31 @@ func (w *simWorld) violation(format string, args ...any) {
 	}
 }
 
+// deadReturned reports whether the shard whose table is gone returned its
+// error: Run stops then.
+func (w *simWorld) deadReturned() bool {
+	return w.deadShard >= 0 && w.sink.shards[w.deadShard].returned
+}
+
 // run plays the seed: random steps, then a quiesce, then the final checks.
 func (w *simWorld) run() (int, []string) {
 	w.sink.start()
-	defer w.sink.end()
+	defer func() { w.sink.end() }() // the sink of the last process
 	w.startLoops()
 	defer w.endLoops()
 	// The group's first assignment.
 	w.assign(w.parts)
-	for w.step = 1; w.step <= *simSteps && len(w.errs) == 0 && !w.failed; w.step++ {
+	for w.step = 1; w.step <= *simSteps && len(w.errs) == 0 && !w.failed && !w.deadReturned(); w.step++ {
 		w.randomStep()
 		w.checkStep()
 	}
 	if w.failed && len(w.errs) == 0 {
 		w.stop(-1, -1) // Run stops on the fatal error
+	} else if d := w.deadShard; d >= 0 && len(w.errs) == 0 {
+		// A table gone for good mid-run: Run stops once its shard
+		// returned the error (or at the end of the steps, with the shard
+		// not having written since).
+		w.stop(d, -1)
 	} else if len(w.errs) == 0 {
 		// Most seeds end in a quiesce; some stop the pipeline instead,
 		// cleanly, with a shard failed for good, or with a shard that
@@ -418,6 +498,7 @@ func (w *simWorld) calmRound() {
 	w.runWorker()
 	w.sinkStep(true)
 	w.sinkStep(true)
+	w.dlqStep()
 	w.runLoop(w.cmt)
 	w.advance(50 * time.Millisecond)
 	w.runLoops()
@@ -460,6 +541,22 @@ func (w *simWorld) lanesIdle() bool {
 // pipeline would.
 func (w *simWorld) randomStep() {
 	r := w.rng
+	if w.step == w.crashAt && !w.stopping && !w.failed && w.deadShard < 0 {
+		w.crash()
+		return
+	}
+	if w.step == w.killShardAt && !w.stopping && !w.failed {
+		// The table of a shard is gone for good: every insert of it is
+		// refused with a permanent error from now on.
+		w.deadShard = r.Intn(len(w.sink.shards))
+		w.sink.shards[w.deadShard].dead = true
+		w.tracef("shard %d: its table is gone", w.deadShard)
+		return
+	}
+	if w.dlq != nil && r.Intn(8) == 0 {
+		w.dlqStep() // the broker answers dead-letter writes
+		return
+	}
 	switch k := r.Intn(100); {
 	case k < 12:
 		w.produce(1 + r.Intn(40))
@@ -489,6 +586,9 @@ func (w *simWorld) randomStep() {
 // hookBody runs, at a point where the real code may lose control, what
 // another goroutine could do at that moment.
 func (w *simWorld) hookBody(at hookPoint, l *lane) {
+	if w.crashing {
+		return // the process is dead: nothing runs beside its goroutines' end
+	}
 	w.checkHook(at, l)
 	if at == hookFollowedBudget {
 		return // a check only: nothing else runs here
@@ -525,6 +625,21 @@ func (w *simWorld) hookBody(at hookPoint, l *lane) {
 		default:
 			w.controller(time.Duration(r.Intn(100)) * time.Millisecond)
 		}
+		return
+	}
+	if w.committing {
+		// A hook of a loop run inside a commit's hook: the commit lock is
+		// held, so nothing that takes it (a worker registering an
+		// exactly-once block, the committer, a revoke) may run here.
+		if r.Intn(2) == 0 {
+			w.sinkStep(w.calm)
+		} else if !w.inPoll {
+			w.fetch()
+		}
+		return
+	}
+	if w.dlq != nil && r.Intn(10) == 0 {
+		w.dlqStep()
 		return
 	}
 	group := !w.calm && !w.inPoll && !w.inGroup // a group callback may run now
@@ -605,6 +720,9 @@ func (w *simWorld) produce(n int) {
 			}
 		}
 		rec.rec = &kgo.Record{Topic: tp.Topic, Partition: tp.Partition, Offset: off, Value: v, Timestamp: w.now}
+		if w.dlq != nil {
+			w.dlq.produced(rec.rec)
+		}
 		w.log[tp] = append(w.log[tp], rec)
 	}
 }
@@ -631,7 +749,7 @@ func (w *simWorld) indexOf(tp TopicPartition, offset int64) int64 {
 // pipeline, as one poll does. Nothing is fetched while a revoke runs: the
 // poll loop is blocked in the callback.
 func (w *simWorld) fetch() {
-	if w.revoking() || w.stopping {
+	if w.revoking() || w.inGroup || w.stopping {
 		return
 	}
 	var can []TopicPartition
@@ -664,6 +782,7 @@ func (w *simWorld) fetch() {
 		w.p.pause.mu.Lock()
 		exempt := w.p.pause.replaying[tp]
 		w.p.pause.mu.Unlock()
+		w.noteTakes(l, tp, from, to)
 		w.ledger.fetched(l, offs, bytes, exempt)
 	}
 	w.inPoll = true
@@ -719,19 +838,44 @@ func (w *simWorld) assign(tps []TopicPartition) {
 		w.registered[tp], _ = checkpoint.DecodeBlocks(w.src.committed[tp].Metadata)
 	}
 	w.tracef("assign %v", tps)
-	defer w.groupCallback("assign")()
-	w.h.Assigned(context.Background(), parts)
-	for _, tp := range tps {
-		if l := w.p.lanes[tp]; l != nil && !slices.Contains(w.lanes, l) {
-			w.lanes = append(w.lanes, l)
+	done := w.groupCallback("assign")
+	end := func() {
+		for _, tp := range tps {
+			if l := w.p.lanes[tp]; l != nil && !slices.Contains(w.lanes, l) {
+				w.lanes = append(w.lanes, l)
+			}
 		}
+		done()
 	}
+	if !w.eo {
+		w.h.Assigned(context.Background(), parts)
+		end()
+		return
+	}
+	// Under exactly-once the callback reads the committed blocks, and
+	// waits between reads that fail: the poll loop stays in it, on a
+	// goroutine of its own here, until it returns.
+	lp := w.newLoop("assign")
+	ctx, cancel := context.WithCancel(context.Background())
+	lp.cancel = cancel
+	w.asgLoop, w.asgAt, w.asgParts, w.asgRead = lp, w.now, tps, false
+	w.startLoop(lp, func() { w.h.Assigned(ctx, parts) }, func() {
+		w.tracef("assign %v ends", tps)
+		if !w.asgRead && ctx.Err() == nil && len(w.p.failc) == 0 {
+			// Without the blocks the previous owners registered, a
+			// block could be written twice.
+			w.violation("the assignment of %v returned with every read of the committed blocks failed, and the pipeline goes on", tps)
+		}
+		end()
+		w.asgLoop, w.asgParts = nil, nil
+		cancel()
+	})
 }
 
 // rebalance starts a revoke of some owned partitions, or assigns the
 // partitions nobody owns.
 func (w *simWorld) rebalance() {
-	if w.revoking() || w.stopping {
+	if w.revoking() || w.inGroup || w.stopping {
 		return
 	}
 	var owned, free []TopicPartition
@@ -773,7 +917,7 @@ func (w *simWorld) groupCallback(what string) (done func()) {
 // lose takes a random owned partition away without a revoke (session
 // expired): it is the group's to give again at once.
 func (w *simWorld) lose() {
-	if w.revoking() || w.stopping {
+	if w.revoking() || w.inGroup || w.stopping {
 		return
 	}
 	var owned []TopicPartition
@@ -807,6 +951,13 @@ func (w *simWorld) checkStep() {
 			w.failed = true // a bad record under on_error fail: the pipeline stops
 			w.fatal = err
 			w.tracef("the pipeline stops: %v", err)
+		} else if !w.asgRead && errors.Is(err, errSimFetchCommitted) {
+			// Every read of the committed blocks failed within the
+			// assignment's limit: without them the pipeline must stop.
+			simTotals.fcStops++
+			w.failed = true
+			w.fatal = err
+			w.tracef("the pipeline stops: %v", err)
 		} else {
 			w.violation("the pipeline stopped: %v", err)
 		}
@@ -837,8 +988,22 @@ func (w *simWorld) checkStep() {
 	for _, c := range p.acks.items {
 		held += int64(c.Size())
 	}
-	if got := p.budget.Inflight(); got != held {
-		w.violation("budget counts %d bytes in flight, the lanes, queues, inserts and acknowledgements hold %d", got, held)
+	if w.dlq != nil && (w.stopping || w.failed) {
+		// The stop gives up the bad records waiting to be written again:
+		// what the producer holds is between what it was given and not
+		// answered and that plus what failed.
+		lo, hi := held+w.dlq.writing(), held+w.dlq.held()
+		if got := p.budget.Inflight(); got < lo || got > hi {
+			w.violation("budget counts %d bytes in flight, the lanes, queues, inserts, acknowledgements and dead-letter writes hold %d to %d", got, lo, hi)
+		}
+	} else {
+		var dl int64
+		if w.dlq != nil {
+			dl = w.dlq.held()
+		}
+		if got := p.budget.Inflight(); got != held+dl {
+			w.violation("budget counts %d bytes in flight, the lanes, queues, inserts and acknowledgements hold %d and the dead-letter writes %d", got, held, dl)
+		}
 	}
 	w.checkLedger()
 	// The sink's chunks are counted from the hand-over to the
@@ -928,7 +1093,7 @@ func (w *simWorld) quiesce() {
 	assigned := false
 	done := false
 	for i := 0; i < 20000 && len(w.errs) == 0; i++ {
-		if !assigned && !w.revoking() {
+		if !assigned && !w.revoking() && !w.inGroup {
 			// The revoke in progress ended: the group gives what is
 			// free.
 			assigned = true
@@ -985,11 +1150,17 @@ func (w *simWorld) checkTables(complete bool) {
 						w.violation("record %v@%d (id %d), whose rows the table refuses, is in table %d %d times", tp, sr.rec.Offset, id, si, got)
 					case sr.poison && complete && !w.sink.hasRec(sr):
 						w.violation("record %v@%d (id %d), whose rows the table refuses, was not handed to on_error", tp, sr.rec.Offset, id)
+					case sr.poison && complete && w.dlq != nil && !w.dlq.copied[id]:
+						w.violation("record %v@%d (id %d), whose rows the table refuses, has no acknowledged dead-letter copy of its rows", tp, sr.rec.Offset, id)
+					case sr.bad && complete && w.dlq != nil && !w.dlq.has(sr):
+						w.violation("bad record %v@%d has no acknowledged dead-letter copy", tp, sr.rec.Offset)
 					case sr.poison || sr.bad:
 					case complete && got == 0:
 						w.violation("record %v@%d (id %d) never reached table %d", tp, sr.rec.Offset, id, si)
 					case w.eo && got > 1:
 						w.violation("exactly-once: record %v@%d (id %d) is in table %d %d times", tp, sr.rec.Offset, id, si, got)
+					case got > w.takes[id]+w.landedOn(si, id):
+						w.violation("record %v@%d (id %d) is in table %d %d times: %d lanes took it, %d inserts of it landed and were retried", tp, sr.rec.Offset, id, si, got, w.takes[id], w.landedOn(si, id))
 					}
 				}
 			}
@@ -1030,6 +1201,7 @@ type simSource struct {
 	pos       map[TopicPartition]int64 // next offset to fetch
 	start     map[TopicPartition]int64 // where the assignment started
 	committed map[TopicPartition]kafka.Committed
+	dead      bool // the process crashed: it commits nothing more
 }
 
 func (s *simSource) Pause(p kafka.Partitions) {
@@ -1088,6 +1260,9 @@ var errSimCommit = errors.New("sim: commit failed")
 // Commit checks every commit against what the table holds.
 func (s *simSource) Commit(_ context.Context, offs []kafka.Offset) error {
 	w := s.w
+	if s.dead {
+		return errSimCommit // the process crashed
+	}
 	if !w.calm && w.rng.Intn(20) == 0 {
 		return errSimCommit
 	}
@@ -1110,6 +1285,9 @@ func (s *simSource) Commit(_ context.Context, offs []kafka.Offset) error {
 			if sr := w.log[tp][i]; (!sr.bad || w.failMode) && !w.sink.hasRec(sr) {
 				w.violation("commit of %v offset %d, but offset %d is not in the table", tp, o.Offset, sr.rec.Offset)
 				break
+			} else if sr.bad && w.dlq != nil && !w.dlq.has(sr) {
+				w.violation("commit of %v offset %d, but the bad record at %d has no acknowledged dead-letter copy", tp, o.Offset, sr.rec.Offset)
+				break
 			}
 		}
 		if o.Offset < s.committed[tp].Offset {
@@ -1121,7 +1299,35 @@ func (s *simSource) Commit(_ context.Context, offs []kafka.Offset) error {
 	return nil
 }
 
-func (s *simSource) FetchCommitted(_ context.Context, parts kafka.Partitions) (map[string]map[int32]kafka.Committed, error) {
+var errSimFetchCommitted = errors.New("sim: offset fetch failed")
+
+// FetchCommitted reads the committed offsets and their metadata; with
+// fcFaults it fails at times, and for a while (the coordinator away),
+// beyond the assignment's limit at times.
+func (s *simSource) FetchCommitted(ctx context.Context, parts kafka.Partitions) (map[string]map[int32]kafka.Committed, error) {
+	w := s.w
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	if w.fcFaults && !w.calm {
+		if w.now.Before(w.fcDownUntil) {
+			simTotals.fcRetries++
+			w.tracef("offset fetch fails (down)")
+			return nil, errSimFetchCommitted
+		}
+		switch k := w.rng.Intn(10); {
+		case k < 3:
+			simTotals.fcRetries++
+			w.tracef("offset fetch fails")
+			return nil, errSimFetchCommitted
+		case k < 4:
+			simTotals.fcRetries++
+			w.fcDownUntil = w.now.Add(time.Duration(w.rng.Intn(2*int(w.p.callbackLimit()/time.Millisecond))) * time.Millisecond)
+			w.tracef("offset fetches fail until %s", w.fcDownUntil.Format("15:04:05.000"))
+			return nil, errSimFetchCommitted
+		}
+	}
+	w.asgRead = true
 	out := map[string]map[int32]kafka.Committed{}
 	for topic, ps := range parts {
 		out[topic] = map[int32]kafka.Committed{}

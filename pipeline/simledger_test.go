@@ -186,14 +186,18 @@ func (w *simWorld) checkLedger() {
 		}
 	}
 	recs := g.records()
+	var dl int64 // the bad records' bytes the dead-letter producer holds
+	if w.dlq != nil {
+		dl = w.dlq.held()
+	}
 	w.checkOpenBlocks()
 	b := w.p.budget.Inflight()
 	if b < g.sink {
 		w.violation("budget counts %d bytes in flight, less than the %d of the chunks the sink took and did not acknowledge", b, g.sink)
 	}
-	if hi := g.sink + copies + recs + outs; b > hi {
-		w.violation("budget counts %d bytes in flight, more than anything holds: sink %d and its inserts' copies %d, records fetched and not handed over %d, the lanes' outputs %d",
-			b, g.sink, copies, recs, outs)
+	if hi := g.sink + copies + recs + outs + dl; b > hi {
+		w.violation("budget counts %d bytes in flight, more than anything holds: sink %d and its inserts' copies %d, records fetched and not handed over %d, the lanes' outputs %d, dead-letter writes %d",
+			b, g.sink, copies, recs, outs, dl)
 	}
 	// The allowance: two polls' records (the budget pauses the source
 	// after the poll that crossed its high watermark, from the next
@@ -207,10 +211,10 @@ func (w *simWorld) checkLedger() {
 		replay += ll.held0
 	}
 	allow := 2*g.maxPoll + replay + outs
-	held := g.sink + copies + recs + outs
+	held := g.sink + copies + recs + outs + dl
 	if over := held - w.p.budget.Bytes(); over > allow {
-		w.violation("memory held %d (sink %d, records %d, outputs %d) passes the budget %d by %d, more than its allowance %d (a poll %d, exactly-once rebuilds %d, outputs %d)",
-			held, g.sink, recs, outs, w.p.budget.Bytes(), over, allow, 2*g.maxPoll, replay, outs)
+		w.violation("memory held %d (sink %d, records %d, outputs %d, dead-letter writes %d) passes the budget %d by %d, more than its allowance %d (a poll %d, exactly-once rebuilds %d, outputs %d)",
+			held, g.sink, recs, outs, dl, w.p.budget.Bytes(), over, allow, 2*g.maxPoll, replay, outs)
 	}
 }
 

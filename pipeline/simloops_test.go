@@ -71,6 +71,8 @@ func (w *simWorld) gateOf(at hookPoint) *simLoop {
 		return w.revLoop
 	case hookDrainWoken, hookStopWoken:
 		return w.stp
+	case hookAssignWoken:
+		return w.asgLoop
 	}
 	return nil
 }
@@ -135,7 +137,7 @@ func (w *simWorld) collectGates() {
 // loops is every live loop, in a fixed order.
 func (w *simWorld) loops() []*simLoop {
 	var out []*simLoop
-	for _, lp := range []*simLoop{w.ctl, w.cmt, w.revLoop, w.stp} {
+	for _, lp := range []*simLoop{w.ctl, w.cmt, w.revLoop, w.asgLoop, w.stp} {
 		if lp != nil && !lp.ended {
 			out = append(out, lp)
 		}
@@ -312,6 +314,9 @@ func (w *simWorld) revokeSettled() bool {
 			return false
 		}
 	}
+	if w.dlq != nil && w.dlq.holds(w.revokeParts) {
+		return false // a bad record's dead-letter copy not acknowledged
+	}
 	s := w.sink
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -372,6 +377,9 @@ func (w *simWorld) checkLoops() {
 		}
 		w.violation("the revoke of %v still waits, but no chunk of its lanes is in the sink or waits to be applied (lanes: %s)", w.revokeParts, strings.Join(outs, "; "))
 	}
+	if lp := w.asgLoop; lp != nil && lp.pending == nil && w.now.Sub(w.asgAt) > w.p.callbackLimit() {
+		w.violation("the assignment of %v has read the committed blocks for %s: past the group callback's limit %s", w.asgParts, w.now.Sub(w.asgAt), w.p.callbackLimit())
+	}
 	if lp := w.stp; lp != nil && !lp.ended && lp.pending == nil && w.now.After(w.stopBy) {
 		w.violation("the stop begun at %s has not ended by %s (now %s): past its limit", w.stopAt.Format("15:04:05.000"), w.stopBy.Format("15:04:05.000"), w.now.Format("15:04:05.000"))
 	}
@@ -413,12 +421,22 @@ func (w *simWorld) stop(failed, hung int) {
 		// callback.
 		from = w.revokeAt.Add(revokeDT + revokeCommitTimeout)
 	}
+	if w.asgLoop != nil {
+		// An assignment's reads of the committed blocks end with the
+		// client's context (one more read may be under way).
+		from = w.now.Add(eoFetchRetry)
+	}
 	w.stopBy = from.Add(dt + revokeCommitTimeout)
 	w.tracef("stop (failed shard %d, hung shard %d)", failed, hung)
 	rt := &running{
 		stopSource: func() {
 			w.stopping = true
 			if lp := w.revLoop; lp != nil {
+				<-lp.done
+			}
+			if lp := w.asgLoop; lp != nil {
+				// Closing the client ends the callback's context.
+				lp.cancel()
 				<-lp.done
 			}
 			// The stop goes on to drainLanes, with no hook between.

@@ -2,6 +2,7 @@ package pipeline
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"hash/fnv"
 	"io"
@@ -237,7 +238,12 @@ func (w *simWorld) newSimSink(queueCap, maxInflight, nreps int, batch config.Bat
 	if base := p.onRejected(); base != nil {
 		onRejected = func(ctx context.Context, rj clickhouse.Rejected) error {
 			s.noteRejected(rj)
-			return base(ctx, rj)
+			err := base(ctx, rj)
+			if err == nil {
+				// Handed to on_error: under dlq, its copy acknowledged.
+				s.markRejected(rj)
+			}
+			return err
 		}
 	}
 	seed := w.seed
@@ -346,7 +352,10 @@ func (s *simSink) settle() {
 		case err := <-ss.res:
 			ss.returned, ss.runErr = true, err
 			s.w.tracef("shard %d: Run returned %v", ss.idx, err)
-			if !ss.dead && !s.hardStopped && (!ss.closed || err != nil) {
+			// A shard whose on_error handler gave up a dead-letter write
+			// once the stop halted the pipeline returns its error.
+			gaveUp := ss.closed && errors.Is(err, errSimDLQ) && simHalted(s.w.p)
+			if !ss.dead && !s.hardStopped && !gaveUp && (!ss.closed || err != nil) {
 				s.w.violation("shard %d stopped: %v", ss.idx, err)
 			}
 		default:
@@ -440,6 +449,14 @@ func (s *simSink) noteRejected(rj clickhouse.Rejected) {
 		if !s.poison[id] {
 			s.errorf("row id %d handed to OnRejected, but the table takes it", id)
 		}
+	}
+}
+
+// markRejected notes the rows of a record on_error took.
+func (s *simSink) markRejected(rj clickhouse.Rejected) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for _, id := range simIDs(rj.Chunk)[rj.From:rj.To] {
 		s.rejected[id] = true
 	}
 }
@@ -608,6 +625,7 @@ func (w *simWorld) sinkStep(calm bool) {
 		// reset after the server took the block): the shard retries
 		// a block the table already has.
 		pd.landed, err = true, simTransient
+		w.noteLanded(ss.sink, pd.chunks)
 	}
 	w.tracef("shard %d replica %d: insert of %d chunks (%d rows) answered %v (landed %v)", pd.shard, pd.replica, len(pd.chunks), pd.rows, err, pd.landed)
 	s.answer(pd, err)
@@ -789,6 +807,9 @@ type simClock struct {
 	now    time.Time
 	seq    int64
 	timers []*simTimer
+	// afterFunc: a function of AfterFunc runs (on the simulation's
+	// goroutine).
+	afterFunc bool
 }
 
 type simTimer struct {
@@ -919,4 +940,35 @@ func (t *simTimer) Reset(d time.Duration) bool {
 		c.timers = append(c.timers, t)
 	}
 	return was
+}
+
+// simHalted reports whether the stop halted the pipeline's retries.
+func simHalted(p *Pipeline) bool {
+	select {
+	case <-p.haltChan():
+		return true
+	default:
+		return false
+	}
+}
+
+// noteLanded counts, for the at-least-once bound, the rows of an insert
+// that landed in table and was answered an error (the shard retries it).
+func (w *simWorld) noteLanded(table int, chunks []*chunk.Chunk) {
+	for len(w.landed) <= table {
+		w.landed = append(w.landed, map[uint64]int{})
+	}
+	for _, c := range chunks {
+		for _, id := range simIDs(c) {
+			w.landed[table][id]++
+		}
+	}
+}
+
+// landedOn is the inserts of row id that landed in table and were retried.
+func (w *simWorld) landedOn(table int, id uint64) int {
+	if table >= len(w.landed) {
+		return 0
+	}
+	return w.landed[table][id]
 }

@@ -1,6 +1,7 @@
 // Package clock is the source of time of the pipeline's loops: the
 // controller's and the committer's tickers, the revoke's and the stop's
-// drain deadlines. Production uses System, package time's clock; the
+// drain deadlines, the exactly-once assignment's and the dead-letter
+// writes' retries. Production uses System, package time's clock; the
 // simulation (pipeline/sim_test.go) its own, whose timers fire as it moves
 // time on.
 package clock
@@ -21,6 +22,9 @@ type Clock interface {
 	// WithTimeout is context.WithTimeout on this clock: the context ends
 	// with context.DeadlineExceeded d from now.
 	WithTimeout(parent context.Context, d time.Duration) (context.Context, context.CancelFunc)
+	// AfterFunc calls f, on a goroutine of the clock's choosing, d from
+	// now, as time.AfterFunc does; the timer's channel is not used.
+	AfterFunc(d time.Duration, f func()) Timer
 }
 
 // Timer is a timer of a Clock, with time.Timer's semantics (Go 1.23 and
@@ -43,9 +47,10 @@ var System Clock = system{}
 
 type system struct{}
 
-func (system) Now() time.Time                   { return time.Now() }
-func (system) NewTimer(d time.Duration) Timer   { return sysTimer{time.NewTimer(d)} }
-func (system) NewTicker(d time.Duration) Ticker { return sysTicker{time.NewTicker(d)} }
+func (system) Now() time.Time                            { return time.Now() }
+func (system) NewTimer(d time.Duration) Timer            { return sysTimer{time.NewTimer(d)} }
+func (system) NewTicker(d time.Duration) Ticker          { return sysTicker{time.NewTicker(d)} }
+func (system) AfterFunc(d time.Duration, f func()) Timer { return sysTimer{time.AfterFunc(d, f)} }
 func (system) WithTimeout(parent context.Context, d time.Duration) (context.Context, context.CancelFunc) {
 	return context.WithTimeout(parent, d)
 }
