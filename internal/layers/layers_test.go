@@ -19,8 +19,9 @@ var layers = [][]string{
 	{"internal/names", "internal/loglimit", "internal/clock", "chunk", "backpressure", "dlq", "schemaregistry"},
 	// The configuration, and the decoder interface over chunks.
 	{"config", "decode"},
-	// Formats, the transform chain and the Native block encoder.
-	{"decode/avro", "decode/json", "transform", "sink/clickhouse/native"},
+	// Formats, the transform chain, the Native block encoder and the
+	// filler of Kafka's own fields.
+	{"decode/avro", "decode/json", "transform", "sink/clickhouse/native", "meta"},
 	// The ends and the bookkeeping: Kafka, ClickHouse, checkpoints, table
 	// schemas, the record generator.
 	{"source/kafka", "sink/clickhouse", "checkpoint", "schema", "gen"},
