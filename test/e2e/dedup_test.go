@@ -37,16 +37,17 @@ func (e *env) dedupConfig(group string) string {
 
 // TestDedupAtLeastOnceKill: the deduplication recipe. etl schema proposes
 // a ReplacingMergeTree ordered by (topic, partition, offset) for the
-// 18.16 server, which creates it as printed; runs of the binary at
-// at_least_once fill it and are killed with SIGKILL three times while
-// they write (once at a moment the test picks, once it has written rows
-// of its run; twice between an insert and its acknowledgement, so that a
-// block is in the table but its offsets are not committed), then a last
-// run goes to the end. The kills leave duplicates (merges are stopped, so
-// that plain count() shows them until the test asks for the merge);
-// SELECT count() FROM t FINAL is the number of records produced, each id
-// once at its own partition and offset; after OPTIMIZE TABLE ... FINAL
-// plain count() is too, every row holding what was produced.
+// 18.16 server, from its flags as from sink.clickhouse.schema, and the
+// server creates it as printed. Runs of the binary at at_least_once fill
+// it and are killed with SIGKILL three times while they write: once when
+// it has written and committed rows of its run and more keep coming, twice
+// between an insert and its acknowledgement (a block in the table whose
+// offsets are not committed); then a last run goes to the end. The kills
+// leave duplicates (merges are stopped, so that plain count() shows them
+// until the test asks for the merge); SELECT count() FROM t FINAL is the
+// number of records produced, each id once at its own partition and
+// offset; after OPTIMIZE TABLE ... FINAL plain count() is too, every row
+// holding what was produced.
 func TestDedupAtLeastOnceKill(t *testing.T) {
 	const (
 		runs   = 4 // three killed, the last to the end
@@ -62,6 +63,13 @@ func TestDedupAtLeastOnceKill(t *testing.T) {
 	if !strings.Contains(out, "ENGINE = ReplacingMergeTree\nORDER BY (`topic`, `partition`, `offset`)") {
 		t.Fatalf("etl schema printed:\n%s", out)
 	}
+	// The same table from the configuration's keys, as schema.create
+	// would make it.
+	keys := writeConfig(t, strings.Replace(readFile(t, cfg), dedupColumns,
+		dedupColumns+"    schema: {engine: ReplacingMergeTree, order_by: [topic, partition, offset]}\n", 1))
+	if code, fromKeys, errOut := etlCmd(t, "schema", "-config", keys); code != 0 || fromKeys != out {
+		t.Fatalf("etl schema with sink.clickhouse.schema: exit %d\n%s%s\nwant\n%s", code, fromKeys, errOut, out)
+	}
 	for _, s := range ddlStatements(out) {
 		e.ch.Exec(t, s)
 	}
@@ -74,12 +82,18 @@ func TestDedupAtLeastOnceKill(t *testing.T) {
 	e.ch.Exec(t, "SYSTEM STOP MERGES default.events")
 
 	for run := range runs - 1 {
-		produced := e.produceAsync(uint64(run*perRun), perRun, 10_000)
+		produced := e.produceAsync(uint64(run*perRun), perRun, 4_000)
 		if run == 0 {
 			p := startETL(t, cfg)
-			// Killed while it writes: rows of this run are in the table
-			// and more keep coming.
+			// Killed while it writes: rows of this run are in the table,
+			// some of them committed, and more keep coming.
 			e.waitRows(perRun/4, time.Minute, p)
+			testenv.WaitFor(t, "a first commit", time.Minute, func() bool {
+				if !p.running() {
+					t.Fatalf("etl exited with %v before its first commit", p.err)
+				}
+				return len(e.kb.CommittedOffsets(t, "dedup", topic)) > 0
+			})
 			if code := p.stop(t, syscall.SIGKILL, 10*time.Second); code != 128+int(syscall.SIGKILL) {
 				t.Fatalf("run %d: exit code %d, want SIGKILL's", run, code)
 			}
