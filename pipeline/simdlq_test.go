@@ -138,6 +138,20 @@ func (q *simDLQ) holds(tps []TopicPartition) bool {
 	return false
 }
 
+// givenUpAt reports whether tp's committed offset stops at a bad record
+// whose write failed and was not written again (the stop gives such
+// records up).
+func (q *simDLQ) givenUpAt(w *simWorld, tp TopicPartition) bool {
+	i := w.indexOf(tp, w.src.committed[tp].Offset)
+	if i >= int64(len(w.log[tp])) {
+		return false
+	}
+	r := w.log[tp][i].rec
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	return q.retrying[r] > 0
+}
+
 // has reports whether sr's copy was acknowledged.
 func (q *simDLQ) has(sr simRec) bool {
 	q.mu.Lock()

@@ -22,6 +22,7 @@ import (
 	"github.com/etl-project/etl/backpressure"
 	"github.com/etl-project/etl/chunk"
 	"github.com/etl-project/etl/config"
+	"github.com/etl-project/etl/gen"
 	"github.com/etl-project/etl/sink/clickhouse"
 )
 
@@ -464,11 +465,19 @@ func (s *simSink) markRejected(rj clickhouse.Rejected) {
 func simIDs(c *chunk.Chunk) []uint64 { return c.Cols[0].(*chunk.Fixed[uint64]).Data[:c.Rows] }
 
 // Insert registers the insert and waits for the simulation's answer.
-func (r *simReplica) Insert(ctx context.Context, _ *clickhouse.Target, chunks []*chunk.Chunk) error {
+func (r *simReplica) Insert(ctx context.Context, t *clickhouse.Target, chunks []*chunk.Chunk) error {
 	s := r.s
 	pd := &simPending{shard: r.shard, replica: r.idx, chunks: chunks, reply: make(chan error, 1), original: true}
 	s.mu.Lock()
 	ss := s.shards[r.shard]
+	for _, c := range chunks {
+		if c.Schema != t.Schema {
+			// One insert, one target: each chunk goes with the columns it
+			// was built for.
+			s.errorf("shard %d inserts a chunk of %d columns with a target of %d columns (%v)", r.shard, len(c.Schema.Names), len(t.Schema.Names), t.Schema.Names)
+			break
+		}
+	}
 	for _, c := range chunks {
 		pd.rows += c.Rows
 		pd.bytes += c.Size()
@@ -971,4 +980,34 @@ func (w *simWorld) landedOn(table int, id uint64) int {
 		return 0
 	}
 	return w.landed[table][id]
+}
+
+// alterTable changes the columns of a random sink's table, as the
+// describer's read installs them (refreshTarget): the same columns again
+// (a change the insert does not see, such as a comment) or one more, a
+// String column no record has (filled with its default). Chunks built for
+// the old columns are still inserted with them.
+func (w *simWorld) alterTable() {
+	p := w.p
+	si := w.rng.Intn(len(p.sinks))
+	sk := p.sinks[si]
+	cur := sk.target.Load()
+	ns := &chunk.Schema{Names: slices.Clone(cur.Schema.Names), Types: slices.Clone(cur.Schema.Types)}
+	if len(ns.Names) < len(gen.Columns)+3 && w.rng.Intn(2) == 0 {
+		t, err := chunk.ParseType("String")
+		if err != nil {
+			w.t.Fatal(err)
+		}
+		ns.Names = append(ns.Names, fmt.Sprintf("extra%d", len(ns.Names)))
+		ns.Types = append(ns.Types, t)
+	}
+	live := &clickhouse.Target{Schema: ns, Fields: ns.Names}
+	for _, ss := range w.sink.shards {
+		if ss.sink == si {
+			ss.sh.AddTarget(live)
+		}
+	}
+	sk.target.Store(live)
+	simTotals.alters++
+	w.tracef("sink %d: the table's columns are now %v", si, ns.Names)
 }

@@ -430,8 +430,10 @@ func (s *Shard) Run(ctx context.Context) error {
 		full string
 		// held: a chunk of another schema than cur's, taken from the
 		// queue while every insert slot was busy; it begins the next
-		// batch once cur has gone.
-		held *chunk.Chunk
+		// batch once cur has gone, that batch's linger counting from
+		// heldAt, when it was taken.
+		held   *chunk.Chunk
+		heldAt time.Time
 	)
 	defer func() {
 		if linger != nil {
@@ -469,11 +471,14 @@ func (s *Shard) Run(ctx context.Context) error {
 		}()
 	}
 
-	// take adds c to cur and decides whether cur is complete.
-	take := func(c *chunk.Chunk) {
+	// take adds c, taken from the queue at at, to cur and decides
+	// whether cur is complete.
+	take := func(c *chunk.Chunk, at time.Time) {
 		if len(cur.chunks) == 0 {
-			if s.o.Linger > 0 {
-				lingerC = s.restart(&linger, s.o.Linger)
+			if d := s.o.Linger - s.clock.Now().Sub(at); s.o.Linger > 0 && d > 0 {
+				lingerC = s.restart(&linger, d)
+			} else if s.o.Linger > 0 {
+				lingered = true // its linger ran out while it was held
 			}
 			burst = s.o.Idle > 0 && s.clock.Now().Before(burstUntil)
 		}
@@ -525,7 +530,7 @@ func (s *Shard) Run(ctx context.Context) error {
 		if held != nil && len(cur.chunks) == 0 {
 			c := held
 			held = nil
-			take(c)
+			take(c, heldAt)
 			continue
 		}
 		if queue == nil && len(cur.chunks) == 0 && inflight == 0 {
@@ -559,10 +564,10 @@ func (s *Shard) Run(ctx context.Context) error {
 			if len(cur.chunks) > 0 && cur.chunks[0].Schema != c.Schema {
 				// The table changed: one insert names one set of
 				// columns, so cur goes first (when a slot is free).
-				held = c
+				held, heldAt = c, s.clock.Now()
 				continue
 			}
-			take(c)
+			take(c, s.clock.Now())
 		case <-lingerC:
 			lingerC, lingered = nil, true
 		case <-idleC:

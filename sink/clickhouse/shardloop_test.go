@@ -882,6 +882,66 @@ func TestShardSchemaChangeWhileInsertingExact(t *testing.T) {
 	})
 }
 
+// TestShardHeldChunkLingersFromItsTake: a chunk of another schema held
+// while the batch before it waits for a slot begins the next batch when a
+// slot frees, and that batch's linger counts from when the chunk was taken
+// from the queue, not from when the slot freed: a chunk waits at most its
+// linger beyond the inserts ahead of it.
+func TestShardHeldChunkLingersFromItsTake(t *testing.T) {
+	t.Parallel()
+	synctest.Test(t, func(t *testing.T) {
+		tg, tg2 := idTarget(t, "hl"), idTarget(t, "hl2")
+		f := newFake("a")
+		release := make(chan struct{})
+		f.answer = func(ctx context.Context, n int, _ fakeCall) error {
+			if n > 0 {
+				return nil
+			}
+			select {
+			case <-release:
+				return nil
+			case <-ctx.Done():
+				return ctx.Err()
+			}
+		}
+		a := newAcks()
+		s := NewShard(ShardOptions{
+			Name: "hl", Client: f, Target: tg, QueueCapacity: 4, MaxRows: 100, MaxInflight: 1, Linger: time.Second,
+			OnDone: a.onDone, Log: testLog(t), Metrics: NewMetrics(nil, nil),
+		})
+		s.AddTarget(tg2)
+		res, _ := runShard(t, s)
+		start := time.Now()
+		enqueue(t, s, idChunk(t, tg, 0, 5)) // its batch goes at its linger; the insert hangs
+		advance(time.Second + 100*time.Millisecond)
+		enqueue(t, s, idChunk(t, tg, 5, 5)) // the next batch: lingers, waits for the slot
+		advance(100 * time.Millisecond)
+		enqueue(t, s, idChunk(t, tg2, 10, 5)) // another schema: held
+		synctest.Wait()
+		advance(5 * time.Second)
+		freed := time.Now()
+		close(release) // the slot frees: the second batch goes, then the held chunk's
+		synctest.Wait()
+		advance(2 * time.Second)
+		closeRun(t, s, res)
+		f.mu.Lock()
+		defer f.mu.Unlock()
+		if len(f.all) != 3 {
+			t.Fatalf("%d inserts, want 3", len(f.all))
+		}
+		third := f.all[2]
+		if third.target != tg2 {
+			t.Fatalf("third insert of %s, want the held chunk's table", third.target.Table)
+		}
+		// Taken at 1.2 s, its linger of 1 s had passed when the slot freed
+		// at 6.2 s: it goes then, not a linger later.
+		if got := third.at.Sub(freed); got != 0 {
+			t.Errorf("the held chunk's batch went %s after the slot freed (%s after the start); want at once: its linger ran out while it was held",
+				got, third.at.Sub(start))
+		}
+	})
+}
+
 // TestShardHardStopDuringBackoffExact: cancelling Run while inserts wait
 // out a retry backoff ends it at that instant with the context's error;
 // nothing is acknowledged, and the chunk never taken stays queued.
