@@ -180,6 +180,8 @@ type Decode struct {
 	ValidateSchema string `yaml:"validate_schema"`
 	JSON           JSON   `yaml:"json"`
 	Avro           Avro   `yaml:"avro"`
+	// Key is how record keys are decoded (decode.key, key.go).
+	Key Key `yaml:"key"`
 	// OnError is what happens to a record that cannot be written; empty
 	// means dlq when DLQ.Topic is set, else fail.
 	OnError OnError `yaml:"on_error"`
@@ -582,6 +584,7 @@ func Defaults() *Config {
 		}},
 		Decode: Decode{Format: "json", ValidateSchema: "off", JSON: JSON{Framing: "single"},
 			Avro:           Avro{Framing: "confluent", NegativeCacheTTL: Duration(time.Minute)},
+			Key:            Key{Format: KeyNone},
 			MaxRecordBytes: 1 * MiB, MaxRowsPerRecord: 100_000},
 		Sink: Sink{ClickHouse: &ClickHouse{
 			Database: "default",

@@ -18,6 +18,10 @@
 //	_headers.key      Array(String): the header keys, in order
 //	_headers.value    Array(String), Array(Nullable(String)): their values
 //	_raw              String: the record's value, its bytes unchanged
+//	_tombstone        UInt8, Bool: 1 (true) when the value is null
+//	_key.NAME         the field NAME of the key, decoded as
+//	                  decode.key.format says (json, avro): any type
+//	                  the key's decoder fills
 //
 // A source field:NAME names the record field NAME (the spelling that
 // reaches a field whose name is one of the sources above); any other
@@ -56,15 +60,15 @@ const FieldPrefix = "field:"
 
 // Sources lists the metadata sources, in the order the documentation
 // gives them.
-var Sources = []string{Topic, Partition, Offset, Timestamp, TimestampType, Key, Headers, HeaderKeys, HeaderValues, Raw}
+var Sources = []string{Topic, Partition, Offset, Timestamp, TimestampType, Key, Headers, HeaderKeys, HeaderValues, Raw, Tombstone}
 
 // IsSource reports whether src is a metadata source.
 func IsSource(src string) bool {
 	switch src {
-	case Topic, Partition, Offset, Timestamp, TimestampType, Key, Headers, HeaderKeys, HeaderValues, Raw:
+	case Topic, Partition, Offset, Timestamp, TimestampType, Key, Headers, HeaderKeys, HeaderValues, Raw, Tombstone:
 		return true
 	}
-	return false
+	return IsKeyField(src)
 }
 
 // Field returns the record field a source that is not a metadata source
@@ -130,6 +134,13 @@ func Types(src string) []string {
 		return []string{"Array(String)", "Array(Nullable(String))"}
 	case Raw:
 		return []string{"String"}
+	case Tombstone:
+		return []string{"UInt8", "Bool"}
+	}
+	if IsKeyField(src) {
+		// Any type the key's decoder fills; a text is the guess etl
+		// schema proposes.
+		return []string{"String"}
 	}
 	return nil
 }
@@ -140,16 +151,23 @@ func Types(src string) []string {
 var exprTypes = map[string]string{
 	Topic: "String", Partition: "Int32", Offset: "Int64", Timestamp: "DateTime64(3)", TimestampType: "Int8",
 	Key: "Nullable(String)", HeaderKeys: "Array(String)", HeaderValues: "Array(String)", Raw: "String",
+	Tombstone: "Bool",
 }
 
 // WithTypes returns types (a source field's name to its type, from a
 // schema) with the types of the metadata sources the transform chain
 // reads added (they win over a field of the same name: field:NAME reaches
-// that one).
-func WithTypes(types map[string]string) map[string]string {
-	out := make(map[string]string, len(types)+len(exprTypes))
+// that one). keyFields are the key's fields (_key.NAME) the chain reads:
+// read as String when no column they flow into unchanged or
+// decode.fields entry types them ("" when the key lacks the field; a
+// String, unlike a Nullable, compares to the Bool a filter takes).
+func WithTypes(types map[string]string, keyFields ...string) map[string]string {
+	out := make(map[string]string, len(types)+len(exprTypes)+len(keyFields))
 	maps.Copy(out, types)
 	maps.Copy(out, exprTypes)
+	for _, k := range keyFields {
+		out[k] = "String"
+	}
 	return out
 }
 
@@ -173,6 +191,7 @@ const (
 	partitionInt64
 	offsetInt64
 	offsetUInt64
+	keyField // a field of the decoded key (Filler.key)
 )
 
 // fastOf is the fastKind of source src into a column of type t.
@@ -190,12 +209,15 @@ func fastOf(src string, t *chunk.Type) fastKind {
 	return slow
 }
 
-// Filler fills the metadata columns of chunks of one schema. It holds no
-// state between calls and is safe for concurrent use.
+// Filler fills the metadata columns of chunks of one schema. Without a
+// key to decode (DecodesKey false) it holds no state between calls and is
+// safe for concurrent use; one that decodes keys holds the current
+// record's key (DecodeKey) and belongs to one worker.
 type Filler struct {
 	cols []column
 	name []string
 	typ  []string
+	key  *keyPart // nil when keys are bytes (decode.key.format none)
 }
 
 // Compile returns the filler of the columns of s whose sources (srcs[i]
@@ -205,12 +227,33 @@ type Filler struct {
 // to). A column whose type does not fit its source is refused, naming the
 // column, the source and the types that fit.
 func Compile(s *chunk.Schema, srcs []string, version string, rg chunk.ServerRanges) (*Filler, error) {
+	return CompileWith(s, srcs, Options{Version: version, Ranges: rg})
+}
+
+// CompileWith is Compile with the record's key decoded as o.KeyFormat
+// says: the filler then decodes each record's key (DecodeKey) even when
+// no column reads it (a key that cannot be decoded rejects the record),
+// and fills the columns of sources _key.NAME from it. A _key.NAME source
+// without a json or avro key format is refused.
+func CompileWith(s *chunk.Schema, srcs []string, o Options) (*Filler, error) {
 	var f *Filler
+	var keyCols []int
+	version, rg := o.Version, o.Ranges
 	for i, src := range srcs {
 		if !IsSource(src) {
 			continue
 		}
 		t := s.Types[i]
+		if IsKeyField(src) {
+			if f == nil {
+				f = &Filler{}
+			}
+			keyCols = append(keyCols, i)
+			f.cols = append(f.cols, column{col: i, source: src, fast: keyField})
+			f.name = append(f.name, s.Names[i])
+			f.typ = append(f.typ, t.Name)
+			continue
+		}
 		set, ok := compileSetter(src, t, rg)
 		if !ok {
 			return nil, fmt.Errorf("column %s (%s) cannot hold %s: its type must be one of %s",
@@ -227,7 +270,7 @@ func Compile(s *chunk.Schema, srcs []string, version string, rg chunk.ServerRang
 		f.name = append(f.name, s.Names[i])
 		f.typ = append(f.typ, t.Name)
 	}
-	return f, nil
+	return compileKey(f, s, srcs, keyCols, o)
 }
 
 // Columns returns the indexes of the columns f fills.
@@ -265,6 +308,9 @@ func (f *Filler) Fill(r *kgo.Record, c *chunk.Chunk, from int) *decode.Error {
 			continue
 		case offsetUInt64:
 			fillFixed(c.Cols[m.col].(*chunk.Fixed[uint64]), from, n, uint64(r.Offset))
+			continue
+		case keyField:
+			f.key.set(f.key.cols[i], c.Cols[m.col], from, n)
 			continue
 		}
 		if err := m.set(r, c.Cols[m.col], from, n); err != nil {

@@ -72,6 +72,8 @@ func compileSetter(src string, t *chunk.Type, rg chunk.ServerRanges) (setter, bo
 		if b.Kind == chunk.KindString {
 			return bytesSetter(b, func(r *kgo.Record) []byte { return r.Value })
 		}
+	case Tombstone:
+		return tombstoneSetter(b)
 	case HeaderKeys:
 		if b.Kind == chunk.KindArray && b.Elem.Base().Kind == chunk.KindString {
 			return func(r *kgo.Record, col chunk.Column, from, n int) error {

@@ -51,6 +51,7 @@ func newBase(cfg *config.Config, log *slog.Logger, reg prometheus.Registerer) (*
 		workers:     cfg.Pipeline.Workers,
 		onError:     cfg.Decode.OnError,
 		exactlyOnce: cfg.Delivery == config.ExactlyOnce,
+		tombstones:  cfg.Tombstones(),
 		stopWaiters: make(chan struct{}),
 		rejectLog:   loglimit.New(10, 10*time.Second),
 		dlqLog:      loglimit.New(1, 10*time.Second),

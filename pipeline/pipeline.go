@@ -89,6 +89,7 @@ type Pipeline struct {
 	workers     int
 	onError     config.OnError                          // decode.on_error
 	exactlyOnce bool                                    // delivery: exactly_once (the block policy, exactly.go)
+	tombstones  bool                                    // records of a null value go through the chain (config.Tombstones, keys.go)
 	component   func(name string) prometheus.Registerer // the registerer of each component (metrics.go)
 	schemas     *fields.Schemas                         // the Avro schemas and registry client (empty for JSON)
 	lookup      avro.SchemaSource                       // the decoders' writer schemas by id (registrySource), nil without a registry

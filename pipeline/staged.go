@@ -147,7 +147,7 @@ func (p *Pipeline) stagedLayoutFor(targets []*clickhouse.Target) (*stagedShared,
 		}
 		outs[i] = o
 	}
-	stage, err := transform.InputsKnown(p.cfg.Transform, outs, p.cfg.Decode.Fields, meta.WithTypes(p.schemas.Types()))
+	stage, err := transform.InputsKnown(p.cfg.Transform, outs, p.cfg.Decode.Fields, meta.WithTypes(p.schemas.Types(), p.cfg.ExprKeyFields()...))
 	if err != nil {
 		return nil, err
 	}
@@ -274,7 +274,13 @@ func (o *stagedOut) add(r *kgo.Record) error {
 	p, l := o.p, o.l
 	defer o.doneStage()
 	l.stage.Reset()
-	_, err := o.dec.Decode(r.Value, l.stage)
+	var err error
+	if o.dec.meta.DecodesKey() {
+		err = o.dec.meta.DecodeKey(r)
+	}
+	if err == nil && (r.Value != nil || !p.appendTombstone(l.stage)) {
+		_, err = o.dec.Decode(r.Value, l.stage)
+	}
 	if err == nil && o.dec.meta != nil {
 		// The staging rows are the record's only: its metadata fills
 		// them all, for the chain to read like fields.

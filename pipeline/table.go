@@ -58,7 +58,7 @@ func (p *Pipeline) newDecoder(t *clickhouse.Target) (decode.Decoder, error) {
 // nil when no column's source is a record's metadata, fills the columns
 // the decoder leaves to it (meta.DecoderFields).
 func (p *Pipeline) newDecoderMeasured(t *clickhouse.Target, hooks decode.RowLimits) (decode.Decoder, *meta.Filler, error) {
-	filler, err := meta.Compile(t.Schema, t.Fields, p.serverVersion(), p.serverRanges())
+	filler, err := meta.CompileWith(t.Schema, t.Fields, p.metaOptions())
 	if err != nil {
 		return nil, nil, fmt.Errorf("columns: %w", err)
 	}

@@ -299,10 +299,14 @@ func (o *directOutputs) add(r *kgo.Record) error {
 		l.unmeasured, l.unmeasuredBytes = 0, 0
 	}
 	l.recStart, l.recOffset = l.cur.Rows, r.Offset
+	var err error
 	if o.dec.meta != nil {
 		l.rec = r
+		err = o.dec.meta.DecodeKey(r)
 	}
-	_, err := o.dec.Decode(r.Value, l.cur)
+	if err == nil {
+		_, err = o.dec.Decode(r.Value, l.cur)
+	}
 	if o.dec.meta != nil {
 		err = o.fillMeta(r, err)
 	}
