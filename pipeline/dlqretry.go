@@ -73,16 +73,12 @@ func (p *Pipeline) deadLetter(d *dlqRecord) {
 	}
 	tp, epoch, off := d.l.tp, d.l.epoch, d.r.Offset
 	p.dlq.Write(d.r, d.reason, d.cause, func(werr error) {
+		p.dlqAnswered(werr)
 		if werr == nil {
-			p.dlqs.failingFrom.Store(0)
 			p.tracker.Ack(tp, epoch, off, kafka.RecordEnd(d.r)) // a refused batch: all its offsets
 			p.dlqDone(d)
 			return
 		}
-		p.dlqs.failingFrom.CompareAndSwap(0, p.clock().UnixNano())
-		p.dlqs.mu.Lock()
-		p.dlqs.lastErr = werr.Error()
-		p.dlqs.mu.Unlock()
 		select {
 		case <-p.haltChan():
 			p.log.Error("dead-letter write failed and the pipeline is stopping: not committing past the record",
@@ -118,6 +114,20 @@ func (p *Pipeline) deadLetter(d *dlqRecord) {
 			}
 		})
 	})
+}
+
+// dlqAnswered notes the broker's answer to a dead-letter write for
+// /healthz: a success ends a run of failures, a failure starts one (or
+// goes on with it) and is the last error.
+func (p *Pipeline) dlqAnswered(werr error) {
+	if werr == nil {
+		p.dlqs.failingFrom.Store(0)
+		return
+	}
+	p.dlqs.failingFrom.CompareAndSwap(0, p.clock().UnixNano())
+	p.dlqs.mu.Lock()
+	p.dlqs.lastErr = werr.Error()
+	p.dlqs.mu.Unlock()
 }
 
 // dlqGiveUp gives up the records waiting to be written again (the stop,

@@ -60,14 +60,10 @@ func (p *Pipeline) onRejected() func(ctx context.Context, r clickhouse.Rejected)
 			case <-ctx.Done():
 				return ctx.Err()
 			}
+			p.dlqAnswered(werr)
 			if werr == nil {
-				p.dlqs.failingFrom.Store(0)
 				return nil
 			}
-			p.dlqs.failingFrom.CompareAndSwap(0, p.clock().UnixNano())
-			p.dlqs.mu.Lock()
-			p.dlqs.lastErr = werr.Error()
-			p.dlqs.mu.Unlock()
 			wait := p.dlqBackoff(attempt)
 			if p.dlqLog.Allow() {
 				p.log.Warn("dead-letter write failed: retrying; not committing past the record",

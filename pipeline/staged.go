@@ -284,9 +284,7 @@ func (o *stagedOut) add(r *kgo.Record) error {
 	if err == nil && o.dec.meta != nil {
 		// The staging rows are the record's only: its metadata fills
 		// them all, for the chain to read like fields.
-		if e := o.dec.meta.Fill(r, l.stage, 0); e != nil {
-			err = e
-		}
+		err = o.dec.meta.Fill(r, l.stage, 0)
 	}
 	if err != nil {
 		if schemaPending(err) == nil {

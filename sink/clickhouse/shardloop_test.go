@@ -764,18 +764,7 @@ func TestShardBuildsNextBatchWhileInsertingExact(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		tg := idTarget(t, "nb")
 		f := newFake("a")
-		release := make(chan struct{})
-		f.answer = func(ctx context.Context, n int, _ fakeCall) error {
-			if n > 0 {
-				return nil
-			}
-			select {
-			case <-release:
-				return nil
-			case <-ctx.Done():
-				return ctx.Err()
-			}
-		}
+		release := hangFirst(f)
 		s, a, m, res, _ := loopShard(t, ShardOptions{Name: "nb", QueueCapacity: 2, MaxRows: 30, MaxInflight: 1}, tg, f)
 		var chunks []*chunk.Chunk
 		for i := range 9 {
@@ -811,6 +800,24 @@ func TestShardBuildsNextBatchWhileInsertingExact(t *testing.T) {
 	})
 }
 
+// hangFirst makes f's first insert wait until the returned channel is
+// closed (or its context ends); the others succeed at once.
+func hangFirst(f *fakeReplica) chan struct{} {
+	release := make(chan struct{})
+	f.answer = func(ctx context.Context, n int, _ fakeCall) error {
+		if n > 0 {
+			return nil
+		}
+		select {
+		case <-release:
+			return nil
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
+	return release
+}
+
 // TestShardSchemaChangeWhileInsertingExact: a chunk of another schema that
 // arrives while every insert slot is busy waits for the batch being built
 // to go (closed by "schema"), then begins the next one; nothing more is
@@ -820,18 +827,7 @@ func TestShardSchemaChangeWhileInsertingExact(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		tg, tg2 := idTarget(t, "sc"), idTarget(t, "sc2")
 		f := newFake("a")
-		release := make(chan struct{})
-		f.answer = func(ctx context.Context, n int, _ fakeCall) error {
-			if n > 0 {
-				return nil
-			}
-			select {
-			case <-release:
-				return nil
-			case <-ctx.Done():
-				return ctx.Err()
-			}
-		}
+		release := hangFirst(f)
 		a := newAcks()
 		m := NewMetrics(nil, nil)
 		s := NewShard(ShardOptions{
@@ -892,18 +888,7 @@ func TestShardHeldChunkLingersFromItsTake(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		tg, tg2 := idTarget(t, "hl"), idTarget(t, "hl2")
 		f := newFake("a")
-		release := make(chan struct{})
-		f.answer = func(ctx context.Context, n int, _ fakeCall) error {
-			if n > 0 {
-				return nil
-			}
-			select {
-			case <-release:
-				return nil
-			case <-ctx.Done():
-				return ctx.Err()
-			}
-		}
+		release := hangFirst(f)
 		a := newAcks()
 		s := NewShard(ShardOptions{
 			Name: "hl", Client: f, Target: tg, QueueCapacity: 4, MaxRows: 100, MaxInflight: 1, Linger: time.Second,
