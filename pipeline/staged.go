@@ -284,7 +284,10 @@ func (o *stagedOut) add(r *kgo.Record) error {
 	if err == nil && o.dec.meta != nil {
 		// The staging rows are the record's only: its metadata fills
 		// them all, for the chain to read like fields.
-		err = o.dec.meta.Fill(r, l.stage, 0)
+		// (Fill's *decode.Error: nil must stay a nil error.)
+		if e := o.dec.meta.Fill(r, l.stage, 0); e != nil {
+			err = e
+		}
 	}
 	if err != nil {
 		if schemaPending(err) == nil {
