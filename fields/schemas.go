@@ -13,6 +13,7 @@ import (
 
 	"github.com/etl-project/etl/config"
 	"github.com/etl-project/etl/decode/avro"
+	"github.com/etl-project/etl/meta"
 	"github.com/etl-project/etl/schema"
 	"github.com/etl-project/etl/schemaregistry"
 )
@@ -195,6 +196,15 @@ func (s *Schemas) Source(ctx context.Context, cfg *config.Config) (schema.Source
 		}
 		return schema.FromFields(cfg.Decode.Fields, cfg.Decode.FieldOrder), nil
 	}
+	src, err := s.valueSource(ctx, cfg)
+	if err != nil {
+		return src, err
+	}
+	return s.keySource(ctx, cfg, src)
+}
+
+// valueSource is Source for Avro values.
+func (s *Schemas) valueSource(ctx context.Context, cfg *config.Config) (schema.Source, error) {
 	if text := s.Reader; text != "" {
 		return avroSource(text, "decode.avro.reader_schema")
 	}
@@ -218,6 +228,56 @@ func (s *Schemas) Source(ctx context.Context, cfg *config.Config) (schema.Source
 		src = schema.Merge(src, one)
 	}
 	return src, nil
+}
+
+// keySource adds to src the types of the key's fields (_key.NAME) from
+// the latest schema of each listed topic's "<topic>-key" subject, when
+// keys are Avro and a column or an expression reads one of their fields.
+// Under topics_regex the subjects are not known ahead: the fields stay
+// untyped (String).
+func (s *Schemas) keySource(ctx context.Context, cfg *config.Config, src schema.Source) (schema.Source, error) {
+	if cfg.KeyFormat() != config.KeyAvro || s.Registry == nil || !readsKeyFields(cfg) || cfg.Source.Kafka == nil {
+		return src, nil
+	}
+	for _, t := range cfg.Source.Kafka.Topics {
+		subject := t + "-key"
+		sc, err := s.Registry.Latest(ctx, subject)
+		if err != nil {
+			return schema.Source{}, fmt.Errorf("decode.key.format avro: the latest schema of subject %q, which types the key's fields: %w", subject, err)
+		}
+		one, err := schema.FromAvro(sc.Text)
+		if err != nil {
+			return schema.Source{}, fmt.Errorf("decode.key.format avro: subject %q schema id %d: %w", subject, sc.ID, err)
+		}
+		if src.Fields == nil {
+			src.Fields = map[string]string{}
+		}
+		for f, typ := range one.Fields {
+			if _, ok := src.Fields[meta.KeyPrefix+f]; !ok {
+				src.Fields[meta.KeyPrefix+f] = typ
+			}
+		}
+	}
+	return src, nil
+}
+
+// readsKeyFields reports whether a sink's columns or the transform's
+// expressions read a field of the key.
+func readsKeyFields(cfg *config.Config) bool {
+	if len(cfg.ExprKeyFields()) > 0 {
+		return true
+	}
+	for _, ns := range cfg.SinkList() {
+		if ns.ClickHouse == nil {
+			continue
+		}
+		for _, src := range ns.ClickHouse.Columns {
+			if meta.IsKeyField(src) {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 // avroSource reads the fields of an Avro schema; where names its key.

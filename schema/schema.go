@@ -48,7 +48,8 @@ func FromAvro(text string) (Source, error) {
 }
 
 // FromFields reads decode.fields, in the order given (fields missing from
-// order come last, sorted).
+// order come last, sorted). An entry that names a field of the record's
+// key (_key.NAME) types that field and is no column of its own.
 func FromFields(fields map[string]string, order []string) Source {
 	src := Source{Fields: map[string]string{}}
 	seen := map[string]bool{}
@@ -66,7 +67,9 @@ func FromFields(fields map[string]string, order []string) Source {
 		}
 		seen[n] = true
 		src.Fields[n] = t
-		src.Columns = append(src.Columns, Column{Name: n, Type: t})
+		if !meta.IsKeyField(n) {
+			src.Columns = append(src.Columns, Column{Name: n, Type: t})
+		}
 	}
 	return src
 }
@@ -254,7 +257,7 @@ func Derive(src Source, o Options) ([]Column, error) {
 		}
 		cols = append(cols, c)
 	}
-	overrides, metaCols := o.Server.metaColumns(o.Overrides)
+	overrides, metaCols := o.Server.metaColumns(o.Overrides, src.Fields)
 	cols = slices.DeleteFunc(cols, func(c Column) bool {
 		return c.Group == "" && slices.ContainsFunc(metaCols, func(m Column) bool { return m.Name == c.Name })
 	})
@@ -298,14 +301,23 @@ func Derive(src Source, o Options) ([]Column, error) {
 // metaColumns splits a sink's column map: the columns mapped to a
 // record's metadata (meta.IsSource), each with the type that server s
 // has for it, and the rest of the map. A source field:NAME reads field
-// NAME.
-func (s Server) metaColumns(m map[string]string) (map[string]string, []Column) {
+// NAME. A field of the key (_key.NAME) takes its type from types (the
+// key's schema, or its decode.fields entry), String when they lack it.
+func (s Server) metaColumns(m, types map[string]string) (map[string]string, []Column) {
 	var cols []Column
 	rest := make(map[string]string, len(m))
 	for _, name := range slices.Sorted(maps.Keys(m)) {
 		src := m[name]
 		if !meta.IsSource(src) {
 			rest[name] = meta.Field(src)
+			continue
+		}
+		if t, ok := types[src]; ok && meta.IsKeyField(src) {
+			if adapted, why := s.Adapt(t); why == "" {
+				cols = append(cols, Column{Name: name, Type: adapted})
+			} else {
+				cols = append(cols, Column{Name: name, Note: why})
+			}
 			continue
 		}
 		switch src {

@@ -333,3 +333,24 @@ sink: {clickhouse: {addr: ["b:1"], table: t, columns: {off: _offset}}}
 		t.Errorf("got\n%s\nwant\n%s", got, want)
 	}
 }
+
+// TestDeriveKeyFields: a decode.fields entry for a field of the key
+// (_key.NAME) types the column mapped to it and makes no column of its
+// own; a key field nothing types is proposed as String; a type the server
+// lacks is a note, not a column.
+func TestDeriveKeyFields(t *testing.T) {
+	src := FromFields(map[string]string{"id": "Int64", "_key.uid": "UInt64", "_key.at": "DateTime64(3)"}, []string{"id"})
+	overrides := map[string]string{"uid": "_key.uid", "region": "_key.region", "at": "_key.at"}
+	for _, c := range []struct{ server, want string }{
+		{"18.16", "id Int64\nat DateTime\nregion String\nuid UInt64"},
+		{"24.3", "id Int64\nat DateTime64(3)\nregion String\nuid UInt64"},
+	} {
+		cols, err := Derive(src, Options{Server: mustServer(t, c.server), Overrides: overrides})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := names(cols); got != c.want {
+			t.Errorf("server %s: got\n%s\nwant\n%s", c.server, got, c.want)
+		}
+	}
+}

@@ -26,6 +26,12 @@
 # registry double (devbroker -registry), flattened, filtered and derived
 # by configs/bench-nested-avro.yaml into a table with LowCardinality,
 # Nullable and Array columns (about 4.4M rows).
+#
+# WORKLOAD=json-meta is the json workload with two more columns filled
+# from each record's Kafka metadata (kpartition Int32 from _partition,
+# koffset Int64 from _offset; configs/bench-meta.yaml): what those columns
+# cost, measured against json with scripts/bench-ab.sh
+# (A=bin/etl B=bin/etl B_WORKLOAD=json-meta).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 WORKLOAD=${WORKLOAD:-json}
@@ -35,13 +41,18 @@ json)
 	CONFIG=${CONFIG:-configs/bench.yaml}
 	TOPIC=events TABLE=events
 	;;
+json-meta)
+	N=${N:-4000000}
+	CONFIG=${CONFIG:-configs/bench-meta.yaml}
+	TOPIC=events TABLE=events
+	;;
 nested-avro)
 	N=${N:-56000}
 	CONFIG=${CONFIG:-configs/bench-nested-avro.yaml}
 	TOPIC=batches TABLE=batches
 	;;
 *)
-	echo "WORKLOAD=$WORKLOAD is not one of json, nested-avro" >&2
+	echo "WORKLOAD=$WORKLOAD is not one of json, json-meta, nested-avro" >&2
 	exit 2
 	;;
 esac
@@ -87,13 +98,16 @@ for _ in $(seq 100); do
 done
 . scripts/settle.sh
 q() { curl -sSf "http://127.0.0.1:$CH_HTTP/?allow_experimental_low_cardinality_type=1" --data-binary "$1"; }
-ddl=$(bin/etl gen -format "$WORKLOAD" -ddl -table "default.$TABLE")
+# GEN: the data set etl gen produces (json-meta's is json's).
+GEN=${WORKLOAD%-meta}
+ddl=$(bin/etl gen -format "$GEN" -ddl -table "default.$TABLE")
 if [[ -n "${REPLICATED:-}" ]]; then
 	ddl=${ddl/ENGINE = MergeTree/ENGINE = ReplicatedMergeTree(\'/clickhouse/tables/01/events\', \'r1\')}
 	ddl="$ddl SETTINGS replicated_deduplication_window = 1000"
 fi
 q "$ddl"
-bin/etl gen -format "$WORKLOAD" -registry "http://$REGISTRY" -brokers "$BROKER" -topic "$TOPIC" -count "$N" ${CODEC:+-compression "$CODEC"} >"$DIR/gen.log"
+[[ $WORKLOAD == json-meta ]] && q "ALTER TABLE default.$TABLE ADD COLUMN kpartition Int32, ADD COLUMN koffset Int64"
+bin/etl gen -format "$GEN" -registry "http://$REGISTRY" -brokers "$BROKER" -topic "$TOPIC" -count "$N" ${CODEC:+-compression "$CODEC"} >"$DIR/gen.log"
 cat "$DIR/gen.log"
 # ROWS: the rows the pipeline writes (N, or the rows the nested chain keeps).
 ROWS=$N
@@ -165,13 +179,18 @@ rows=$(q "SELECT count() FROM default.$TABLE")
 # for the server's old_parts_lifetime of 8 minutes).
 parts=$(q "SELECT count() FROM system.parts WHERE database = 'default' AND table = '$TABLE' AND level = 0")
 active=$(q "SELECT count() FROM system.parts WHERE database = 'default' AND table = '$TABLE' AND active")
+if [[ $WORKLOAD == json-meta ]]; then
+	# The metadata columns hold what Kafka gave: 6 partitions whose offsets
+	# run from 0 without a gap.
+	echo "metadata columns: $(q "SELECT uniqExact(kpartition), sum(koffset_max + 1) = sum(c), sum(c) FROM (SELECT kpartition, max(koffset) AS koffset_max, count() AS c FROM default.$TABLE GROUP BY kpartition) FORMAT TSV" | awk '{ printf "%d partitions, offsets dense: %s, rows %d", $1, ($2 == 1 ? "yes" : "no"), $3 }')"
+fi
 usage=$(grep 'resource usage' "$DIR/etl.log" | tail -1)
 cpu=$(sed -E 's/.*cpu_seconds=([0-9.]+).*/\1/' <<<"$usage")
 rss=$(sed -E 's/.*max_rss_bytes=([0-9]+).*/\1/' <<<"$usage")
 awk -v n="$rows" -v s="$start" -v e="$end" -v cpu="$cpu" -v rss="$rss" -v ch0="$ch0" -v ch1="$ch1" -v br0="$br0" -v br1="$br1" -v cores="$(nproc)" -v parts="$parts" -v active="$active" -v settled="$settled" 'BEGIN {
 	ch = ch1 - ch0; br = br1 - br0
 	el = e - s
-	printf "rows: %d in %.2f s\nthroughput: %.0f rows/s\netl CPU: %.2f s (%.2f CPU-s per million rows)\netl peak RSS: %.1f MiB\n", n, el, n / el, cpu, cpu / (n / 1e6), rss / 1048576
+	printf "rows: %d in %.2f s\nthroughput: %.0f rows/s\netl CPU: %.2f s (%.3f CPU-s per million rows)\netl peak RSS: %.1f MiB\n", n, el, n / el, cpu, cpu / (n / 1e6), rss / 1048576
 	printf "during the run: ClickHouse CPU %.2f s (with its merges, until %.1f s after the last row), broker CPU %.2f s (machine: %.1f CPU-s available)\n", ch, settled - e, br, el * cores
 	printf "ClickHouse: %.2f CPU-s per million rows; %d parts created, %.1f per million rows; %d active once merges stopped\n", ch / (n / 1e6), parts, parts / (n / 1e6), active
 }'
@@ -182,7 +201,7 @@ if [[ -n "$warm" && -n "$hot" ]]; then
 	awk -v w="$warm" -v h="$hot" -v s="$warm_t" -v e="$hot_t" -v c0="$warm_cpu" -v c1="$hot_cpu" -v d0="${warm_dec:-0}" -v d1="${hot_dec:-0}" -v f0="${warm_flt:-0}" -v f1="${hot_flt:-0}" 'BEGIN {
 		r = h - w; el = e - s; d = d1 - d0
 		if (r > 0 && el > 0) printf "steady state (%d rows, from %d to %d in ClickHouse): %.0f rows/s\n", r, w, h, r / el
-		if (d > 0) printf "steady state etl CPU: %.2f CPU-s per million rows (%.2f s for the %d rows it decoded meanwhile)\n", (c1 - c0) / (d / 1e6), c1 - c0, d
+		if (d > 0) printf "steady state etl CPU: %.3f CPU-s per million rows (%.2f s for the %d rows it decoded meanwhile)\n", (c1 - c0) / (d / 1e6), c1 - c0, d
 		if (d > 0) printf "steady state etl page faults: %d (%.0f per million rows)\n", f1 - f0, (f1 - f0) / (d / 1e6)
 	}'
 fi

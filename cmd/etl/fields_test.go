@@ -158,3 +158,40 @@ metrics: {listen: "off"}
 		t.Errorf("stderr lacks %q:\n%s", w, errb.String())
 	}
 }
+
+// TestSchemaAvroKeyFields: with Avro keys, etl schema types the columns
+// mapped to the key's fields (_key.NAME) from the latest schema of the
+// topic's <topic>-key subject; without that subject it refuses, naming
+// it, rather than guessing.
+func TestSchemaAvroKeyFields(t *testing.T) {
+	reg := registrytest.New(t)
+	reg.Register("orders-value", ordersSchema)
+	cfg := writeFile(t, "p.yaml", fmt.Sprintf(`pipeline: {name: x}
+source: {kafka: {brokers: ["127.0.0.1:1"], topics: [orders], group_id: g}}
+decode: {format: avro, avro: {framing: confluent, registry: {url: %q}}, key: {format: avro}}
+sink: {clickhouse: {addr: ["127.0.0.1:1"], table: orders, columns: {kid: _key.id, kregion: _key.region, kat: _key.at}}}
+metrics: {listen: "off"}
+`, reg.URL()))
+	var out, errb bytes.Buffer
+	if code := run([]string{"schema", "-server-version", "18.16", "-config", cfg}, &out, &errb); code != exitFailed {
+		t.Fatalf("exit code %d without the key's subject; stdout:\n%s\nstderr:\n%s", code, out.String(), errb.String())
+	}
+	if w := `the latest schema of subject "orders-key", which types the key's fields`; !strings.Contains(errb.String(), w) {
+		t.Errorf("stderr lacks %q:\n%s", w, errb.String())
+	}
+	reg.Register("orders-key", `{"type":"record","name":"K","fields":[{"name":"id","type":"long"},{"name":"region","type":"string"},
+ {"name":"at","type":{"type":"long","logicalType":"timestamp-millis"}}]}`)
+	out.Reset()
+	errb.Reset()
+	if code := run([]string{"schema", "-server-version", "18.16", "-config", cfg}, &out, &errb); code != exitOK {
+		t.Fatalf("exit code %d; stderr:\n%s", code, errb.String())
+	}
+	for _, w := range []string{"`kid` Int64", "`kregion` String", "`kat` DateTime", "`order_id` String"} {
+		if !strings.Contains(out.String(), w) {
+			t.Errorf("DDL lacks %s:\n%s", w, out.String())
+		}
+	}
+	if strings.Contains(out.String(), "_key") {
+		t.Errorf("DDL has a column of the key's own name:\n%s", out.String())
+	}
+}
