@@ -16,6 +16,7 @@ all: build
 build:
 	$(GO) build -ldflags "$(LDFLAGS)" -o $(BIN)/etl ./cmd/etl
 	$(GO) build -o $(BIN)/devbroker ./cmd/devbroker
+	$(GO) build -o $(BIN)/floorconsumer ./cmd/floorconsumer
 
 # Everything: the hygiene gates (lint), the deployment files' checks, unit
 # tests and the integration tests against a real ClickHouse and a real
@@ -139,9 +140,11 @@ demo-stop:
 bench: build
 	scripts/bench.sh
 
-# The same JSON backlog through etl and through ClickHouse's Kafka engine,
-# on one server: rows/s and CPU per million rows for each, and the ratio
-# (scripts/bench-compare.sh; docs/BENCHMARKS.md).
+# The same JSON backlog through etl, ClickHouse's Kafka engine and the
+# machine's floors (a bare franz-go consumer, clickhouse-client with a
+# Native file), on one server: rows/s, CPU per million rows, peak RSS and
+# parts for each, and the ratios (scripts/bench-compare.sh;
+# docs/BENCHMARKS.md).
 bench-compare: build
 	scripts/bench-compare.sh
 

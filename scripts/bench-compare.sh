@@ -40,6 +40,21 @@
 # per row for etl's default inserts with 1M-row inserts of the same rows,
 # and the defaults' rows/s with the tuned configuration's.
 #
+# Unless FLOORS=0, each round also runs the machine's two floors on the
+# same topic and server:
+#   - franz-go: bin/floorconsumer, a franz-go consumer with franz-go's
+#     default fetch sizes in a new group, reading every record and
+#     discarding it (the client floor: what any Go consumer pays);
+#   - native-file: clickhouse-client inserting the same rows (etl's table
+#     of round 1, dumped once as a Native file) into a fresh table (the
+#     server floor: what the server pays for the rows from its own
+#     client), until merges settle, as for etl.
+# Every arm's table must hold the same rows. Each arm's peak RSS (etl's
+# from its resource usage log line, the others' from GNU time) and the
+# active parts once merges stopped are listed too, and the last line is
+#   floors: etl/native-file rows/s A; server CPU etl/native-file B; etl CPU/franz-go C; etl/kafka-engine rows/s D
+# with the ratios of the arms' medians.
+#
 # With gnuplot installed (Debian's gnuplot-nox), CHARTS=DIR draws
 # DIR/compare-rows.png (rows in ClickHouse over time, each run of each arm)
 # and DIR/compare-inflight.png (etl's in-flight bytes against its budget).
@@ -59,9 +74,14 @@ ENGINE_BLOCK=${ENGINE_BLOCK-1048576}
 ENGINE_FLUSH_MS=${ENGINE_FLUSH_MS-2000}
 ENGINE_PART_FETCH=${ENGINE_PART_FETCH:-} # librdkafka's max.partition.fetch.bytes (1 MiB by default)
 TIMEOUT=${TIMEOUT:-300} # seconds an arm may take before the run fails
+FLOORS=${FLOORS:-1}
 # SETTLE_QUIET, SETTLE_MAX: scripts/settle.sh
 . scripts/settle.sh
-[[ -x bin/etl && -x bin/devbroker ]] || make build >/dev/null
+[[ -x bin/etl && -x bin/devbroker && -x bin/floorconsumer ]] || make build >/dev/null
+if [[ $FLOORS != 0 ]]; then
+	command -v clickhouse-client >/dev/null || { echo "bench-compare: FLOORS needs clickhouse-client" >&2; exit 1; }
+	/usr/bin/time -f %M true 2>/dev/null || { echo "bench-compare: FLOORS needs GNU time (/usr/bin/time)" >&2; exit 1; }
+fi
 
 cleanup() {
 	[[ -n "${etl:-}" ]] && kill -9 "$etl" 2>/dev/null || true
@@ -174,9 +194,50 @@ run_etl() {
 	etl=
 	settle "$table"
 	ch1=$(cpu_of "$chpid")
-	awk -v arm="$arm" -v r="$r" -v n="$N" -v t0="$t0" -v e="$end" -v cpu="$cpu" -v ch="$(awk -v a="$ch0" -v b="$ch1" 'BEGIN { print b - a }')" -v f="$first" 'BEGIN {
+	rss=$(sed -nE 's/.*resource usage.*max_rss_bytes=([0-9]+).*/\1/p' "$DIR/$arm-$r.log" | tail -1)
+	awk -v arm="$arm" -v r="$r" -v n="$N" -v t0="$t0" -v e="$end" -v cpu="$cpu" -v ch="$(awk -v a="$ch0" -v b="$ch1" 'BEGIN { print b - a }')" -v f="$first" -v rss="${rss:-0}" -v parts="$(active_parts "$name")" 'BEGIN {
 		el = e - t0
-		printf "%s\t%d\t%.0f\t%.3f\t%.3f\t%.2f\n", arm, r, n / el, cpu / (n / 1e6), ch / (n / 1e6), f
+		printf "%s\t%d\t%.0f\t%.3f\t%.3f\t%.2f\t%.0f\t%d\n", arm, r, n / el, cpu / (n / 1e6), ch / (n / 1e6), f, rss / 1048576, parts
+	}' >>"$results"
+}
+
+# active_parts NAME: the active parts of default.NAME.
+active_parts() { q "SELECT count() FROM system.parts WHERE database = 'default' AND table = '$1' AND active"; }
+
+# timed OUT CMD...: runs CMD under GNU time, which writes "elapsed user
+# system maxrss_kb" to OUT.
+timed() {
+	local out=$1
+	shift
+	/usr/bin/time -f '%e %U %S %M' -o "$out" "$@"
+}
+
+# run_franz ROUND: the client floor, bin/floorconsumer over the topic.
+run_franz() {
+	local r=$1 t0 e
+	t0=$(now)
+	timed "$DIR/franz-$r.time" bin/floorconsumer -brokers "$BROKER" -topic events -group "floor-$r-$$" -count "$N" -timeout "${TIMEOUT}s" >"$DIR/franz-$r.log"
+	e=$(now)
+	read -r _ user sys rss <"$DIR/franz-$r.time"
+	awk -v r="$r" -v n="$N" -v t0="$t0" -v e="$e" -v cpu="$(awk -v u="$user" -v s="$sys" 'BEGIN { print u + s }')" -v rss="$rss" 'BEGIN {
+		printf "franz-go\t%d\t%.0f\t%.3f\t-\t-\t%.0f\t-\n", r, n / (e - t0), cpu / (n / 1e6), rss / 1024
+	}' >>"$results"
+}
+
+# run_native ROUND: the server floor, clickhouse-client inserting
+# $DIR/rows.native into default.native_ROUND.
+run_native() {
+	local r=$1 table=default.native_$1 ch0 ch1 t0 e
+	q "CREATE TABLE $table ($cols) ENGINE = MergeTree ORDER BY $order"
+	ch0=$(cpu_of "$chpid")
+	t0=$(now)
+	timed "$DIR/native-$r.time" clickhouse-client --host 127.0.0.1 --port "$CH_TCP" --query "INSERT INTO $table FORMAT Native" <"$DIR/rows.native"
+	e=$(now)
+	settle "$table"
+	ch1=$(cpu_of "$chpid")
+	read -r _ user sys rss <"$DIR/native-$r.time"
+	awk -v r="$r" -v n="$N" -v t0="$t0" -v e="$e" -v cpu="$(awk -v u="$user" -v s="$sys" 'BEGIN { print u + s }')" -v ch="$(awk -v a="$ch0" -v b="$ch1" 'BEGIN { print b - a }')" -v rss="$rss" -v parts="$(active_parts "native_$r")" 'BEGIN {
+		printf "native-file\t%d\t%.0f\t%.3f\t%.3f\t-\t%.0f\t%d\n", r, n / (e - t0), cpu / (n / 1e6), ch / (n / 1e6), rss / 1024, parts
 	}' >>"$results"
 }
 
@@ -197,10 +258,21 @@ run_engine() {
 	q "DROP TABLE default.kafka_$r"
 	settle "$table"
 	ch1=$(cpu_of "$chpid")
-	awk -v r="$r" -v n="$N" -v t0="$t0" -v e="$end" -v ch="$(awk -v a="$ch0" -v b="$ch1" 'BEGIN { print b - a }')" -v f="$first" 'BEGIN {
+	awk -v r="$r" -v n="$N" -v t0="$t0" -v e="$end" -v ch="$(awk -v a="$ch0" -v b="$ch1" 'BEGIN { print b - a }')" -v f="$first" -v parts="$(active_parts "engine_$r")" 'BEGIN {
 		el = e - t0
-		printf "kafka-engine\t%d\t%.0f\t%.3f\t%.3f\t%.2f\n", r, n / el, ch / (n / 1e6), ch / (n / 1e6), f
+		printf "kafka-engine\t%d\t%.0f\t%.3f\t%.3f\t%.2f\t-\t%d\n", r, n / el, ch / (n / 1e6), ch / (n / 1e6), f, parts
 	}' >>"$results"
+}
+
+# floors ROUND: the two floors' arms, the Native file made from etl's
+# first table when it does not exist yet.
+floors() {
+	[[ $FLOORS == 0 ]] && return 0
+	if [[ ! -s "$DIR/rows.native" ]]; then
+		clickhouse-client --host 127.0.0.1 --port "$CH_TCP" --query "SELECT * FROM default.etl_1 FORMAT Native" >"$DIR/rows.native"
+	fi
+	run_franz "$1"
+	run_native "$1"
 }
 
 for r in $(seq "$RUNS"); do
@@ -208,23 +280,27 @@ for r in $(seq "$RUNS"); do
 		run_etl "$r"
 		run_engine "$r"
 		[[ -n "${TUNED:-}" ]] && run_etl "$r" etl-tuned "$TUNED"
+		floors "$r"
 	else
+		floors "$r"
 		[[ -n "${TUNED:-}" ]] && run_etl "$r" etl-tuned "$TUNED"
 		run_engine "$r"
 		run_etl "$r"
 	fi
 	a=$(q "$check FROM default.etl_$r")
-	for t in engine_$r ${TUNED:+etl_tuned_$r}; do
+	native=
+	[[ $FLOORS != 0 ]] && native=native_$r
+	for t in engine_$r ${TUNED:+etl_tuned_$r} $native; do
 		b=$(q "$check FROM default.$t")
 		if [[ "$a" != "$b" ]]; then
 			printf 'round %d: the tables differ\n  etl_%d: %s\n  %s: %s\n' "$r" "$r" "$a" "$t" "$b" >&2
 			exit 1
 		fi
 	done
-	tail -"$((${TUNED:+1} + 2))" "$results" | sed "s/^/round $r: /"
+	tail -"$((${TUNED:+1} + 2 + (FLOORS != 0 ? 2 : 0)))" "$results" | sed "s/^/round $r: /"
 done
 
-echo "arm	run	rows/s	CPU-s/M (own)	server CPU-s/M	first row (s)"
+echo "arm	run	rows/s	CPU-s/M (own)	server CPU-s/M	first row (s)	peak RSS (MiB)	active parts"
 sort "$results"
 if [[ -n "${CHARTS:-}" ]]; then
 	if command -v gnuplot >/dev/null; then
@@ -270,15 +346,25 @@ function median(a, n,   i, j, t) {
 	for (i = 1; i <= n; i++) for (j = i + 1; j <= n; j++) if (a[j] < a[i]) { t = a[i]; a[i] = a[j]; a[j] = t }
 	return n % 2 ? a[(n + 1) / 2] : (a[n / 2] + a[n / 2 + 1]) / 2
 }
-$1 == "etl" { er[++ne] = $3; ec[ne] = $4; es[ne] = $5 }
-$1 == "kafka-engine" { kr[++nk] = $3; kc[nk] = $4 }
+$1 == "etl" { er[++ne] = $3; ec[ne] = $4; es[ne] = $5; em[ne] = $7; ep[ne] = $8 }
+$1 == "kafka-engine" { kr[++nk] = $3; kc[nk] = $4; kp[nk] = $8 }
 $1 == "etl-tuned" { tr[++nt] = $3; tc[nt] = $4; ts[nt] = $5 }
+$1 == "franz-go" { fr[++nf] = $3; fc[nf] = $4; fm[nf] = $7 }
+$1 == "native-file" { nr[++nn] = $3; nc[nn] = $4; ns[nn] = $5; nm[nn] = $7; np[nn] = $8 }
 END {
 	R1 = median(er, ne); C1 = median(ec, ne); S1 = median(es, ne); R2 = median(kr, nk); C2 = median(kc, nk)
+	printf "medians:\narm\trows/s\tclient CPU-s/M\tserver CPU-s/M\tpeak RSS (MiB)\tactive parts\n"
+	printf "etl\t%.0f\t%.3f\t%.3f\t%.0f\t%g\n", R1, C1, S1, median(em, ne), median(ep, ne)
+	printf "kafka-engine\t%.0f\t(in server)\t%.3f\t(server)\t%g\n", R2, C2, median(kp, nk)
+	if (nf > 0) printf "franz-go\t%.0f\t%.3f\t-\t%.0f\t-\n", median(fr, nf), median(fc, nf), median(fm, nf)
+	if (nn > 0) printf "native-file\t%.0f\t%.3f\t%.3f\t%.0f\t%g\n", median(nr, nn), median(nc, nn), median(ns, nn), median(nm, nn), median(np, nn)
 	printf "server CPU per million rows: %.2f CPU-s for etl'"'"'s inserts, %.2f CPU-s for the Kafka engine\n", S1, C2
 	if (nt > 0) {
 		R3 = median(tr, nt); C3 = median(tc, nt); S3 = median(ts, nt)
 		printf "tuned: etl-tuned %.0f rows/s %.2f CPU-s/M, server %.2f CPU-s/M; the defaults reach %.0f%% of its rows/s, and their inserts cost the server %.0f%% of its\n", R3, C3, S3, 100 * R1 / R3, 100 * S1 / S3
 	}
 	printf "compare: etl %.0f rows/s %.2f CPU-s/M; kafka-engine %.0f rows/s %.2f CPU-s/M; ratio %.2f\n", R1, C1, R2, C2, R1 / R2
+	if (nf > 0 && nn > 0)
+		printf "floors: etl/native-file rows/s %.2f; server CPU etl/native-file %.2f; etl CPU/franz-go %.2f; etl/kafka-engine rows/s %.2f\n",
+			R1 / median(nr, nn), S1 / median(ns, nn), C1 / median(fc, nf), R1 / R2
 }' "$results"

@@ -32,6 +32,10 @@
 # koffset Int64 from _offset; configs/bench-meta.yaml): what those columns
 # cost, measured against json with scripts/bench-ab.sh
 # (A=bin/etl B=bin/etl B_WORKLOAD=json-meta).
+#
+# WORKLOAD=json-raw writes the same JSON records unparsed
+# (decode.format: raw; configs/bench-raw.yaml): each value whole into a
+# String column beside its partition and offset.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 WORKLOAD=${WORKLOAD:-json}
@@ -46,13 +50,18 @@ json-meta)
 	CONFIG=${CONFIG:-configs/bench-meta.yaml}
 	TOPIC=events TABLE=events
 	;;
+json-raw)
+	N=${N:-4000000}
+	CONFIG=${CONFIG:-configs/bench-raw.yaml}
+	TOPIC=events TABLE=events
+	;;
 nested-avro)
 	N=${N:-56000}
 	CONFIG=${CONFIG:-configs/bench-nested-avro.yaml}
 	TOPIC=batches TABLE=batches
 	;;
 *)
-	echo "WORKLOAD=$WORKLOAD is not one of json, json-meta, nested-avro" >&2
+	echo "WORKLOAD=$WORKLOAD is not one of json, json-meta, json-raw, nested-avro" >&2
 	exit 2
 	;;
 esac
@@ -98,9 +107,12 @@ for _ in $(seq 100); do
 done
 . scripts/settle.sh
 q() { curl -sSf "http://127.0.0.1:$CH_HTTP/?allow_experimental_low_cardinality_type=1" --data-binary "$1"; }
-# GEN: the data set etl gen produces (json-meta's is json's).
+# GEN: the data set etl gen produces (json-meta's and json-raw's are
+# json's).
 GEN=${WORKLOAD%-meta}
+GEN=${GEN%-raw}
 ddl=$(bin/etl gen -format "$GEN" -ddl -table "default.$TABLE")
+[[ $WORKLOAD == json-raw ]] && ddl="CREATE TABLE default.$TABLE (raw String, kpartition Int32, koffset Int64) ENGINE = MergeTree ORDER BY tuple()"
 if [[ -n "${REPLICATED:-}" ]]; then
 	ddl=${ddl/ENGINE = MergeTree/ENGINE = ReplicatedMergeTree(\'/clickhouse/tables/01/events\', \'r1\')}
 	ddl="$ddl SETTINGS replicated_deduplication_window = 1000"
@@ -179,7 +191,7 @@ rows=$(q "SELECT count() FROM default.$TABLE")
 # for the server's old_parts_lifetime of 8 minutes).
 parts=$(q "SELECT count() FROM system.parts WHERE database = 'default' AND table = '$TABLE' AND level = 0")
 active=$(q "SELECT count() FROM system.parts WHERE database = 'default' AND table = '$TABLE' AND active")
-if [[ $WORKLOAD == json-meta ]]; then
+if [[ $WORKLOAD == json-meta || $WORKLOAD == json-raw ]]; then
 	# The metadata columns hold what Kafka gave: 6 partitions whose offsets
 	# run from 0 without a gap.
 	echo "metadata columns: $(q "SELECT uniqExact(kpartition), sum(koffset_max + 1) = sum(c), sum(c) FROM (SELECT kpartition, max(koffset) AS koffset_max, count() AS c FROM default.$TABLE GROUP BY kpartition) FORMAT TSV" | awk '{ printf "%d partitions, offsets dense: %s, rows %d", $1, ($2 == 1 ? "yes" : "no"), $3 }')"

@@ -33,7 +33,7 @@ var layers = [][]string{
 	// The operator commands, built from the runtime's parts.
 	{"inspect"},
 	// The binaries, and the mutation runner (make mutate).
-	{"cmd/etl", "cmd/devbroker", "internal/mutate"},
+	{"cmd/etl", "cmd/devbroker", "cmd/floorconsumer", "internal/mutate"},
 }
 
 // testOnly are packages for tests: no production package may import them
