@@ -38,6 +38,10 @@ type Partition struct {
 	// blocks registered for an insert whose outcome the next owner
 	// checks before reading on.
 	Pending [][2]int64 `json:"pending_blocks"`
+	// MetadataBytes is the size of the commit's metadata (the
+	// exactly-once blocks; 0 at at-least-once): what each commit of the
+	// partition carries besides its offset.
+	MetadataBytes int `json:"metadata_bytes"`
 }
 
 // Member is one member of the group.
@@ -113,6 +117,7 @@ func Describe(ctx context.Context, adm *kadm.Client, group string, topics []stri
 		if c, ok := committed.Lookup(e.Topic, e.Partition); ok && c.At >= 0 {
 			p.Committed = c.At
 			p.Lag = max(0, p.End-c.At)
+			p.MetadataBytes = len(c.Metadata)
 			blocks, err := checkpoint.DecodeBlocks(c.Metadata)
 			if err == nil {
 				for _, b := range blocks {

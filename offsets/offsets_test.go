@@ -43,10 +43,10 @@ func TestPendingBlocksAndReset(t *testing.T) {
 		t.Fatalf("report %+v", r)
 	}
 	p0, p1 := r.Partitions[0], r.Partitions[1]
-	if p0.Committed != 10 || p0.End != 15 || p0.Lag != 5 || fmt.Sprint(p0.Pending) != "[[10 13] [13 15]]" {
+	if p0.Committed != 10 || p0.End != 15 || p0.Lag != 5 || fmt.Sprint(p0.Pending) != "[[10 13] [13 15]]" || p0.MetadataBytes != len("etl1:4-10,10-13,13-15") {
 		t.Fatalf("partition 0: %+v", p0)
 	}
-	if p1.Committed != 15 || p1.End != 15 || p1.Lag != 0 || len(p1.Pending) != 0 {
+	if p1.Committed != 15 || p1.End != 15 || p1.Lag != 0 || len(p1.Pending) != 0 || p1.MetadataBytes != 0 {
 		t.Fatalf("partition 1: %+v", p1)
 	}
 	if _, err := Describe(ctx, adm, "g", []string{"orders", "missing"}); err == nil {
