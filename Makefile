@@ -9,7 +9,7 @@ DEMO_DIR  ?= .demo
 # dependencies never raise the versions this module selects.
 STATICCHECK ?= $(GO) run honnef.co/go/tools/cmd/staticcheck@v0.8.2
 
-.PHONY: all build test test-short lint tools vet fmt check-deploy sim mutate bench-smoke fuzz demo demo-stop bench bench-compare bench-ab clean
+.PHONY: all build test test-short lint tools vet fmt check-deploy sim mutate bench-smoke fuzz demo demo-stop bench bench-compare bench-scale bench-ab clean
 
 all: build
 
@@ -147,6 +147,13 @@ bench: build
 # docs/BENCHMARKS.md).
 bench-compare: build
 	scripts/bench-compare.sh
+
+# Many partitions: 1,000 partitions over 10 topics against one topic of 6,
+# drained by one member and by three, idle, and a member joining and one
+# leaving while records stream in (scripts/bench-scale.sh;
+# docs/BENCHMARKS.md).
+bench-scale: build
+	scripts/bench-scale.sh
 
 # Two etl binaries through make bench in alternating pairs: etl built from
 # REF (default HEAD~1) against the work tree's, ROUNDS rounds (default 4);
