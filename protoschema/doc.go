@@ -1,0 +1,14 @@
+// Package protoschema turns Protobuf schemas into protoreflect descriptors
+// for the Protobuf decoder: local schemas, .proto files with their import
+// paths or a compiled FileDescriptorSet.
+//
+// .proto sources are compiled with github.com/bufbuild/protocompile, a
+// pure-Go compiler that resolves imports (the well-known types'
+// google/protobuf/*.proto among them, without the user shipping them) and
+// reports errors with their file, line and column. Descriptor sets are
+// read with google.golang.org/protobuf's protodesc.
+//
+// The result of either is a *Files: the compiled files and every message
+// of them and of their imports by full name (Message, with a did-you-mean
+// for a name it does not hold).
+package protoschema
