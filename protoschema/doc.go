@@ -1,6 +1,7 @@
 // Package protoschema turns Protobuf schemas into protoreflect descriptors
 // for the Protobuf decoder: local schemas, .proto files with their import
-// paths or a compiled FileDescriptorSet.
+// paths or a compiled FileDescriptorSet. It also reads and writes the
+// Confluent Protobuf framing (magic byte, schema id, message-index list).
 //
 // .proto sources are compiled with github.com/bufbuild/protocompile, a
 // pure-Go compiler that resolves imports (the well-known types'
@@ -8,7 +9,8 @@
 // reports errors with their file, line and column. Descriptor sets are
 // read with google.golang.org/protobuf's protodesc.
 //
-// The result of either is a *Files: the compiled files and every message
-// of them and of their imports by full name (Message, with a did-you-mean
-// for a name it does not hold).
+// The result of either is a *Files: the compiled files, every message of
+// them and of their imports by full name (Message, with a did-you-mean for
+// a name it does not hold), and the file a record's message indexes point
+// into (Root, MessageAt).
 package protoschema

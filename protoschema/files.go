@@ -135,6 +135,16 @@ func listNames(ns []string) string {
 	return fmt.Sprintf("%s and %d more", strings.Join(ns[:listedMessages], ", "), len(ns)-listedMessages)
 }
 
+// MessageAt returns the message a record's message indexes name in Root
+// (see ParseFrame).
+func (f *Files) MessageAt(indexes []int) (protoreflect.MessageDescriptor, error) {
+	md, err := MessageAt(f.Root(), indexes)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", f.label, err)
+	}
+	return md, nil
+}
+
 // CompileFiles compiles the .proto files and everything they import. Each
 // file and import is looked for under importPaths, in order (the working
 // directory when there is none); a file named by a path under one of the
