@@ -21,5 +21,9 @@
 // schema or one of its references is being fetched it answers ErrPending,
 // and Wait gives the channel to wait on; an id (or a reference) the
 // registry denies is ErrUnknown. Fetch is the blocking twin, for startup
-// and the operator commands.
+// and the operator commands. A Resolver, one per worker, resolves framed
+// records to their message through such a Source (a Registry, or the
+// pipeline's wrapper of one), caching the message per schema id and
+// message-index path, so that a record of a known message allocates
+// nothing.
 package protoschema
