@@ -92,10 +92,11 @@ func TestRegistryReferencesTwoLevels(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	// The schema, then each reference, is fetched in the background: one
-	// wait each.
-	if pending != 3 {
-		t.Errorf("Lookup was pending %d times, want 3 (the schema and its two references)", pending)
+	// The schema, then each reference, is fetched in the background: at
+	// most one wait each (fewer when a fetch ends before Wait walks the
+	// schema again, Wait then starting the next one).
+	if pending < 1 || pending > 3 {
+		t.Errorf("Lookup was pending %d times, want 1 to 3 (the schema and its two references)", pending)
 	}
 	requests := srv.Requests()
 	if requests != 3 {
