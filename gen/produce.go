@@ -40,6 +40,12 @@ type ProduceOptions struct {
 	// schema id (NestedSchema's, registered by the caller), instead of
 	// JSON events.
 	NestedSchemaID int32
+	// ProtobufSchemaID, when not 0, makes the records the nested data
+	// set's batches in Protobuf (Batch.AppendProtobufConfluent) under this
+	// schema id (ProtobufBatchSchema's, registered by the caller with its
+	// reference). At most one of NestedSchemaID and ProtobufSchemaID is
+	// set.
+	ProtobufSchemaID int32
 	// Progress, if set, is called from Produce's goroutine with the number
 	// of records acknowledged so far, about every 1024 records sent and
 	// once at the end.
@@ -62,6 +68,9 @@ const progressEvery = 1024
 func Produce(ctx context.Context, cl *kgo.Client, o ProduceOptions) (uint64, error) {
 	if o.Rate < 0 || o.Partitions < 0 || o.Duration < 0 {
 		return 0, fmt.Errorf("gen: produce: negative Rate, Partitions or Duration in %+v", o)
+	}
+	if o.NestedSchemaID != 0 && o.ProtobufSchemaID != 0 {
+		return 0, errors.New("gen: produce: NestedSchemaID (Avro) and ProtobufSchemaID both set")
 	}
 	// stop ends the loop on the first failure; records already handed to
 	// the client keep the caller's ctx, so they still complete and are
@@ -128,9 +137,12 @@ loop:
 			Topic: o.Topic,
 			Key:   strconv.AppendUint(nil, id, 10),
 		}
-		if o.NestedSchemaID != 0 {
+		switch {
+		case o.NestedSchemaID != 0:
 			r.Value = MakeBatch(o.Seed, id).AppendAvro(AppendConfluent(nil, o.NestedSchemaID))
-		} else {
+		case o.ProtobufSchemaID != 0:
+			r.Value = MakeBatch(o.Seed, id).AppendProtobufConfluent(nil, o.ProtobufSchemaID)
+		default:
 			r.Value = Make(o.Seed, id).AppendJSONTS(nil, o.TS)
 		}
 		if o.Partitions > 0 {

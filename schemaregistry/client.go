@@ -13,6 +13,10 @@
 // retried in the background with capped exponential backoff while Lookup
 // keeps answering ErrPending: such a record waits, it is never reported as
 // unknown.
+//
+// The schemas a Protobuf schema references are named by subject and
+// version: LookupVersion, WaitVersion and FetchVersion serve them with the
+// same cache, negative cache and background retries (version.go).
 package schemaregistry
 
 import (
@@ -149,6 +153,13 @@ type Client struct {
 	closed  bool
 	missing map[int32]time.Time // id -> when it stops being known-missing
 	pending map[int32]*fetch
+	// The schemas fetched by subject and version (the references of
+	// Protobuf schemas), those the registry denied and those being
+	// fetched. Read once per schema id that references them, so a lock
+	// is cheap enough.
+	versions        map[versionKey]*Schema
+	missingVersions map[versionKey]missingVersion
+	pendingVersions map[versionKey]*fetch
 
 	logMu         sync.Mutex
 	lastLog       time.Time
@@ -157,7 +168,7 @@ type Client struct {
 	failingStreak int
 }
 
-// fetch is one background fetch of one id.
+// fetch is one background fetch of one id, or of one subject's version.
 type fetch struct {
 	done chan struct{} // closed when the fetch completes
 	err  error         // Lookup's answer while pending; guarded by Client.mu
@@ -216,6 +227,10 @@ func New(o Options) (*Client, error) {
 		sem:      make(chan struct{}, maxConcurrentFetches),
 		missing:  make(map[int32]time.Time),
 		pending:  make(map[int32]*fetch),
+
+		versions:        make(map[versionKey]*Schema),
+		missingVersions: make(map[versionKey]missingVersion),
+		pendingVersions: make(map[versionKey]*fetch),
 	}
 	if c.timeout == 0 {
 		c.timeout = DefaultTimeout
@@ -278,7 +293,11 @@ func (c *Client) Lookup(id int32) (*Schema, error) {
 	f := &fetch{done: make(chan struct{}), err: fmt.Errorf("%w: schema id %d", ErrPending, id)}
 	c.pending[id] = f
 	c.wg.Add(1)
-	go c.background(id, f)
+	go c.background(f,
+		func() bool { return (*c.cache.Load())[id] != nil }, // Fetch or Prewarm got it meanwhile
+		func(ctx context.Context) error { _, err := c.fetchID(ctx, id); return err },
+		func(err error) bool { return errors.Is(err, ErrUnknownID) },
+		func() { c.complete(id, f) })
 	return nil, f.err
 }
 
@@ -380,13 +399,16 @@ func (c *Client) missingLocked(id int32) error {
 	return nil
 }
 
-// background fetches id until it has the schema, the registry reports the
-// id unknown, or the client is closed, backing off between failed attempts.
-func (c *Client) background(id int32, f *fetch) {
+// background runs get until it succeeds, fails with an error final
+// reports as the registry's answer (the schema does not exist), or the
+// client is closed, backing off between failed attempts; then done ends
+// the fetch. have reports that another call cached the schema meanwhile.
+// f.err describes the last failure while attempts go on.
+func (c *Client) background(f *fetch, have func() bool, get func(context.Context) error, final func(error) bool, done func()) {
 	defer c.wg.Done()
-	defer c.complete(id, f)
+	defer done()
 	for attempt := 0; ; attempt++ {
-		if (*c.cache.Load())[id] != nil { // Fetch or Prewarm got it meanwhile
+		if have() {
 			return
 		}
 		select {
@@ -394,9 +416,9 @@ func (c *Client) background(id int32, f *fetch) {
 		case <-c.ctx.Done():
 			return
 		}
-		_, err := c.fetchID(c.ctx, id)
+		err := get(c.ctx)
 		<-c.sem
-		if err == nil || errors.Is(err, ErrUnknownID) || c.ctx.Err() != nil {
+		if err == nil || final(err) || c.ctx.Err() != nil {
 			return
 		}
 		c.mu.Lock()

@@ -21,7 +21,7 @@ const (
 )
 
 // schemaResponse is the body of GET /schemas/ids/{id} and, with its other
-// fields, of GET /subjects/{subject}/versions/latest.
+// fields, of GET /subjects/{subject}/versions/{version} (and .../latest).
 type schemaResponse struct {
 	Subject    string      `json:"subject"`
 	Version    int         `json:"version"`

@@ -9,7 +9,8 @@
 // broker listens on 127.0.0.1 only, whatever host -listen names. With
 // -registry 127.0.0.1:PORT it also serves a schema registry double
 // (schemaregistry/registrytest: enough of Confluent's REST API to register
-// and read Avro schemas; held in memory). -tls-cert and -tls-key serve TLS
+// and read schemas by id, by subject and version or the latest, Avro and
+// Protobuf with their references; held in memory). -tls-cert and -tls-key serve TLS
 // (-tls-client-ca also requires client certificates signed by that CA),
 // and -sasl MECHANISM:USER:PASSWORD (comma-separated for several) requires
 // SASL (PLAIN, SCRAM-SHA-256, SCRAM-SHA-512) with those users. It runs

@@ -36,8 +36,8 @@ func genCmd(args []string, stdout, stderr io.Writer) int {
 	printDDL := fs.Bool("ddl", false, "print the CREATE TABLE statement for the generated records and exit")
 	table := fs.String("table", "default.events", "table name for -ddl")
 	tsForm := fs.String("ts", "mixed", "form of the timestamps: mixed (RFC 3339, epoch seconds and epoch milliseconds by record), rfc3339, seconds or millis")
-	format := fs.String("format", "json", "records to produce: json (6-column events) or nested-avro (Confluent-framed Avro batches of 100 nested events, registered with -registry)")
-	registry := fs.String("registry", envOr("SCHEMA_REGISTRY_URL", ""), "with -format nested-avro: the schema registry `URL` the schema is registered with (subject <topic>-value)")
+	format := fs.String("format", "json", "records to produce: json (6-column events), nested-avro (Confluent-framed Avro batches of 100 nested events, registered with -registry) or nested-protobuf (the same batches in Protobuf, Confluent-framed, the schema registered with -registry as two files, the event's a reference; protobuf for short)")
+	registry := fs.String("registry", envOr("SCHEMA_REGISTRY_URL", ""), "with -format nested-avro or nested-protobuf: the schema registry `URL` the schema is registered with (subject <topic>-value; the Protobuf event's file under "+gen.ProtobufEventImport+")")
 	compression := fs.String("compression", "snappy", "compression of the produced batches: none, gzip, snappy, lz4 or zstd")
 	if code, done := parseFlags(fs, args); done {
 		return code
@@ -56,13 +56,15 @@ func genCmd(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "etl gen: -compression %q is not one of none, gzip, snappy, lz4, zstd\n", *compression)
 		return exitUsage
 	}
-	nested := false
+	nested, protobuf := false, false
 	switch *format {
 	case "json":
 	case "nested-avro":
 		nested = true
+	case "nested-protobuf", "protobuf":
+		nested, protobuf = true, true
 	default:
-		fmt.Fprintf(stderr, "etl gen: -format %q is not one of json, nested-avro\n", *format)
+		fmt.Fprintf(stderr, "etl gen: -format %q is not one of json, nested-avro, nested-protobuf\n", *format)
 		return exitUsage
 	}
 	if *printDDL {
@@ -80,10 +82,15 @@ func genCmd(args []string, stdout, stderr io.Writer) int {
 	var schemaID int32
 	if nested {
 		if *registry == "" {
-			fmt.Fprintln(stderr, "etl gen: -format nested-avro needs -registry")
+			fmt.Fprintf(stderr, "etl gen: -format %s needs -registry\n", *format)
 			return exitUsage
 		}
-		if schemaID, err = registerSchema(*registry, *topic+"-value", gen.NestedSchema); err != nil {
+		if protobuf {
+			schemaID, err = registerProtobuf(*registry, *topic+"-value")
+		} else {
+			schemaID, err = registerSchema(*registry, *topic+"-value", map[string]any{"schema": gen.NestedSchema})
+		}
+		if err != nil {
 			fmt.Fprintf(stderr, "etl gen: %v\n", err)
 			return exitFailed
 		}
@@ -124,10 +131,16 @@ func genCmd(args []string, stdout, stderr io.Writer) int {
 		}
 	}
 	began := time.Now()
-	n, err := gen.Produce(ctx, cl, gen.ProduceOptions{
+	po := gen.ProduceOptions{
 		Topic: *topic, Seed: *seed, Start: *start, Count: *count, Rate: *rate, Duration: *duration,
-		Partitions: *partitions, TS: ts, NestedSchemaID: schemaID,
-	})
+		Partitions: *partitions, TS: ts,
+	}
+	if protobuf {
+		po.ProtobufSchemaID = schemaID
+	} else {
+		po.NestedSchemaID = schemaID
+	}
+	n, err := gen.Produce(ctx, cl, po)
 	el := time.Since(began)
 	fmt.Fprintf(stdout, "produced %d records to %s in %v (%.0f records/s)\n", n, *topic, el.Round(time.Millisecond), float64(n)/el.Seconds())
 	if nested && err == nil {
@@ -140,10 +153,12 @@ func genCmd(args []string, stdout, stderr io.Writer) int {
 	return exitOK
 }
 
-// registerSchema registers an Avro schema under subject with the registry
-// at base (POST /subjects/{subject}/versions) and returns its id.
-func registerSchema(base, subject, schema string) (int32, error) {
-	body, err := json.Marshal(map[string]string{"schema": schema})
+// registerSchema registers a schema under subject with the registry at
+// base (POST /subjects/{subject}/versions, body the request's JSON:
+// schema, and schemaType and references when not Avro) and returns its
+// id.
+func registerSchema(base, subject string, request map[string]any) (int32, error) {
+	body, err := json.Marshal(request)
 	if err != nil {
 		return 0, err
 	}
@@ -168,6 +183,58 @@ func registerSchema(base, subject, schema string) (int32, error) {
 		return 0, fmt.Errorf("register schema under %s: HTTP %d %s", subject, resp.StatusCode, out.Message)
 	}
 	return out.ID, nil
+}
+
+// registerProtobuf registers the nested data set's Protobuf schema with
+// the registry at base: the event's file under the subject named by its
+// import path, then the batch's file, which references that version of
+// it, under subject. It returns the batch schema's id, the one the
+// records carry.
+func registerProtobuf(base, subject string) (int32, error) {
+	eventID, err := registerSchema(base, gen.ProtobufEventImport, map[string]any{
+		"schema": gen.ProtobufEventSchema, "schemaType": "PROTOBUF",
+	})
+	if err != nil {
+		return 0, err
+	}
+	version, err := latestVersion(base, gen.ProtobufEventImport, eventID)
+	if err != nil {
+		return 0, err
+	}
+	return registerSchema(base, subject, map[string]any{
+		"schema": gen.ProtobufBatchSchema, "schemaType": "PROTOBUF",
+		"references": []map[string]any{{"name": gen.ProtobufEventImport, "subject": gen.ProtobufEventImport, "version": version}},
+	})
+}
+
+// latestVersion returns the version number of subject's latest version
+// (GET /subjects/{subject}/versions/latest), which must be schema id, just
+// registered.
+func latestVersion(base, subject string, id int32) (int, error) {
+	u := strings.TrimRight(base, "/") + "/subjects/" + url.PathEscape(subject) + "/versions/latest"
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u, nil)
+	if err != nil {
+		return 0, fmt.Errorf("version of %s: %w", subject, err)
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return 0, fmt.Errorf("version of %s: %w", subject, err)
+	}
+	defer resp.Body.Close()
+	var out struct {
+		ID      int32  `json:"id"`
+		Version int    `json:"version"`
+		Message string `json:"message"`
+	}
+	if err := json.NewDecoder(io.LimitReader(resp.Body, 1<<20)).Decode(&out); err != nil || resp.StatusCode != http.StatusOK || out.Version < 1 {
+		return 0, fmt.Errorf("version of %s: HTTP %d %s", subject, resp.StatusCode, out.Message)
+	}
+	if out.ID != id {
+		return 0, fmt.Errorf("version of %s: its latest version %d is schema id %d, not the id %d just registered", subject, out.Version, out.ID, id)
+	}
+	return out.Version, nil
 }
 
 // compressionCodecs are the codecs -compression names.

@@ -17,8 +17,9 @@ const module = "github.com/etl-project/etl/"
 var layers = [][]string{
 	// Foundations: no other package of the module.
 	{"internal/names", "internal/loglimit", "internal/clock", "chunk", "backpressure", "dlq", "schemaregistry"},
-	// The configuration, and the decoder interface over chunks.
-	{"config", "decode"},
+	// The configuration, the decoder interface over chunks, and the
+	// Protobuf schemas (local and from the registry) and their framing.
+	{"config", "decode", "protoschema"},
 	// Formats, the transform chain, the Native block encoder and the
 	// filler of Kafka's own fields.
 	{"decode/avro", "decode/json", "transform", "sink/clickhouse/native", "meta"},

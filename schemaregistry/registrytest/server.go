@@ -20,17 +20,23 @@ import (
 //
 //	GET  /schemas/ids/{id}
 //	GET  /subjects/{subject}/versions/latest
+//	GET  /subjects/{subject}/versions/{version}
 //	POST /subjects/{subject}/versions
 //
 // with the registry's JSON bodies and error codes (40401 unknown subject,
-// 40403 unknown schema id). It is safe for concurrent use.
+// 40402 unknown version, 40403 unknown schema id, 42202 a version that is
+// not a number). Schemas of every type are served (AVRO, PROTOBUF, JSON),
+// with their references. Unlike a real registry it does not check that a
+// schema's references exist, so a test can serve a schema whose reference
+// is missing, or references that form a cycle. It is safe for concurrent
+// use.
 type Server struct {
 	srv     *httptest.Server
 	handler http.Handler
 
 	mu       sync.Mutex
 	schemas  []schema           // schema id i+1 is schemas[i]
-	byText   map[string]int32   // schema text -> id, as the registry dedups
+	byText   map[string]int32   // schema key (type, text, references) -> id, as the registry dedups
 	subjects map[string][]int32 // subject -> ids of its versions, oldest first
 	down     bool
 	held     chan struct{} // requests wait on it while not nil
@@ -42,13 +48,37 @@ type Server struct {
 type schema struct {
 	text       string
 	schemaType string
-	references []reference
+	references []Reference
 }
 
-type reference struct {
+// key identifies a schema as the registry dedups them: the same text with
+// another type or other references is another schema.
+func (sc schema) key() string {
+	k := sc.schemaType
+	if k == "" {
+		k = "AVRO"
+	}
+	k += "\x00" + sc.text
+	for _, r := range sc.references {
+		k += "\x00" + r.Name + "\x00" + r.Subject + "\x00" + strconv.Itoa(r.Version)
+	}
+	return k
+}
+
+// Reference names a schema that another imports: for Protobuf, Name is
+// the import path and Subject and Version the referenced schema.
+type Reference struct {
 	Name    string `json:"name"`
 	Subject string `json:"subject"`
 	Version int    `json:"version"`
+}
+
+// Schema is a schema to register: its text, its type (AVRO when empty,
+// PROTOBUF, JSON) and its references.
+type Schema struct {
+	Text       string
+	Type       string
+	References []Reference
 }
 
 // New starts a server; it is closed when the test ends.
@@ -102,6 +132,7 @@ func newServer() *Server {
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET /schemas/ids/{id}", s.getByID)
 	mux.HandleFunc("GET /subjects/{subject}/versions/latest", s.getLatest)
+	mux.HandleFunc("GET /subjects/{subject}/versions/{version}", s.getVersion)
 	mux.HandleFunc("POST /subjects/{subject}/versions", s.register)
 	s.handler = s.gate(mux)
 	return s
@@ -121,7 +152,17 @@ func (s *Server) Transport() http.RoundTripper { return inMemory{s.handler} }
 // /subjects/{subject}/versions does, and returns its id: a schema text
 // already registered under any subject keeps its id.
 func (s *Server) Register(subject, schemaText string) int32 {
-	return s.add(subject, schema{text: schemaText})
+	id, _ := s.add(subject, schema{text: schemaText})
+	return id
+}
+
+// RegisterSchema registers sc under subject, as POST
+// /subjects/{subject}/versions does, and returns its id and its version
+// under subject (the version a reference to it names). A schema already
+// registered (the same type, text and references) keeps its id, and its
+// version if subject already has it.
+func (s *Server) RegisterSchema(subject string, sc Schema) (id int32, version int) {
+	return s.add(subject, schema{text: sc.Text, schemaType: sc.Type, references: sc.References})
 }
 
 // SetDown makes the server answer every request with 503 while down is
@@ -169,23 +210,24 @@ func (s *Server) Requests() int {
 	return s.requests
 }
 
-func (s *Server) add(subject string, sc schema) int32 {
+func (s *Server) add(subject string, sc schema) (id int32, version int) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	id, ok := s.byText[sc.text]
+	key := sc.key()
+	id, ok := s.byText[key]
 	if !ok {
 		s.schemas = append(s.schemas, sc)
 		id = int32(len(s.schemas))
-		s.byText[sc.text] = id
+		s.byText[key] = id
 	}
 	versions := s.subjects[subject]
-	for _, v := range versions {
+	for i, v := range versions {
 		if v == id {
-			return id
+			return id, i + 1
 		}
 	}
 	s.subjects[subject] = append(versions, id)
-	return id
+	return id, len(versions) + 1
 }
 
 // gate counts requests and answers for a down server or missing
@@ -246,23 +288,47 @@ func (s *Server) getByID(w http.ResponseWriter, r *http.Request) {
 }
 
 func (s *Server) getLatest(w http.ResponseWriter, r *http.Request) {
-	subject := r.PathValue("subject")
+	s.serveVersion(w, r.PathValue("subject"), -1)
+}
+
+// getVersion serves one version of a subject; -1 is the latest, as the
+// registry takes it.
+func (s *Server) getVersion(w http.ResponseWriter, r *http.Request) {
+	v, err := strconv.Atoi(r.PathValue("version"))
+	if err != nil || v == 0 || v < -1 {
+		writeError(w, http.StatusUnprocessableEntity, 42202,
+			"The specified version '"+r.PathValue("version")+"' is not a valid version id. Allowed values are between [1, 2^31-1] and the string \"latest\"")
+		return
+	}
+	s.serveVersion(w, r.PathValue("subject"), v)
+}
+
+// serveVersion answers with version v of subject (-1: the latest).
+func (s *Server) serveVersion(w http.ResponseWriter, subject string, v int) {
 	s.mu.Lock()
 	versions := s.subjects[subject]
+	if v == -1 {
+		v = len(versions)
+	}
 	var (
 		id int32
 		sc schema
 	)
-	if len(versions) > 0 {
-		id = versions[len(versions)-1]
+	ok := len(versions) > 0 && v >= 1 && v <= len(versions)
+	if ok {
+		id = versions[v-1]
 		sc = s.schemas[id-1]
 	}
 	s.mu.Unlock()
-	if len(versions) == 0 {
+	switch {
+	case len(versions) == 0:
 		writeError(w, http.StatusNotFound, 40401, "Subject '"+subject+"' not found.")
 		return
+	case !ok:
+		writeError(w, http.StatusNotFound, 40402, "Version "+strconv.Itoa(v)+" not found.")
+		return
 	}
-	body := map[string]any{"subject": subject, "version": len(versions), "id": id, "schema": sc.text}
+	body := map[string]any{"subject": subject, "version": v, "id": id, "schema": sc.text}
 	if sc.schemaType != "" && sc.schemaType != "AVRO" {
 		body["schemaType"] = sc.schemaType
 	}
@@ -276,13 +342,13 @@ func (s *Server) register(w http.ResponseWriter, r *http.Request) {
 	var req struct {
 		Schema     string      `json:"schema"`
 		SchemaType string      `json:"schemaType"`
-		References []reference `json:"references"`
+		References []Reference `json:"references"`
 	}
 	if err := json.NewDecoder(http.MaxBytesReader(w, r.Body, 16<<20)).Decode(&req); err != nil || req.Schema == "" {
 		writeError(w, http.StatusUnprocessableEntity, 42201, "Invalid schema")
 		return
 	}
-	id := s.add(r.PathValue("subject"), schema{text: req.Schema, schemaType: req.SchemaType, references: req.References})
+	id, _ := s.add(r.PathValue("subject"), schema{text: req.Schema, schemaType: req.SchemaType, references: req.References})
 	writeJSON(w, http.StatusOK, map[string]any{"id": id})
 }
 
