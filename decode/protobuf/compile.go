@@ -31,14 +31,15 @@ func (b *builder) fieldEmit(fd protoreflect.FieldDescriptor, t *chunk.Type, path
 		em.list, err = b.compileMap(fd, t)
 		return em, true, err
 	case fd.IsList():
-		em.list, err = b.compileList(fd, t)
+		em.list, em.elem, err = b.compileList(fd, t)
+		em.ewt = wireType(fd)
 		return em, true, err
 	case fd.Message() != nil:
 		var ms *msgSetter
 		if ms, err = b.compileMessage(fd.Message(), t); err != nil {
 			return em, true, err
 		}
-		em.list, em.presence = ms.merge, true
+		em.list, em.one, em.presence = ms.merge, ms.one, true
 		return em, true, nil
 	}
 	em.set, err = compileScalar(fd, t, b.rg)
@@ -59,7 +60,7 @@ func (b *builder) fieldEmit(fd protoreflect.FieldDescriptor, t *chunk.Type, path
 
 // nullable wraps the setter of a Nullable column's inner type.
 func nullable(inner setter) setter {
-	return func(d *Decoder, v *val, col chunk.Column) *decode.Error {
+	return func(d *Decoder, v val, col chunk.Column) *decode.Error {
 		n := col.(*chunk.Nullable)
 		if e := inner(d, v, n.Inner); e != nil {
 			return e
@@ -81,22 +82,24 @@ func nullableList(inner listSetter) listSetter {
 }
 
 // compileList compiles repeated field fd into Array column type t.
-func (b *builder) compileList(fd protoreflect.FieldDescriptor, t *chunk.Type) (listSetter, error) {
+// It also returns the setter of one element, into the Array's inner
+// column.
+func (b *builder) compileList(fd protoreflect.FieldDescriptor, t *chunk.Type) (listSetter, setter, error) {
 	if t.Kind != chunk.KindArray {
-		return nil, fmt.Errorf("%s cannot go into %s: want an Array", kindName(fd), t.Name)
+		return nil, nil, fmt.Errorf("%s cannot go into %s: want an Array", kindName(fd), t.Name)
 	}
 	et := t.Elem.Base()
 	var elem setter
 	if fd.Message() != nil {
 		ms, err := b.compileMessage(fd.Message(), et)
 		if err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 		elem = ms.one
 	} else {
 		var err error
 		if elem, err = compileScalar(fd, et, b.rg); err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 	}
 	ewt := wireType(fd)
@@ -110,13 +113,13 @@ func (b *builder) compileList(fd protoreflect.FieldDescriptor, t *chunk.Type) (l
 				}
 				continue
 			}
-			if e := elem(d, v, a.Inner); e != nil {
+			if e := elem(d, *v, a.Inner); e != nil {
 				return e
 			}
 		}
 		a.EndRow()
 		return nil
-	}, nil
+	}, elem, nil
 }
 
 // compileMap compiles map field fd into Map column type t: its entries
@@ -292,7 +295,7 @@ func (b *builder) compileTuple(md protoreflect.MessageDescriptor, t *chunk.Type)
 		return nil
 	}
 	return &msgSetter{
-		one: func(d *Decoder, v *val, col chunk.Column) *decode.Error {
+		one: func(d *Decoder, v val, col chunk.Column) *decode.Error {
 			r.reset()
 			if e := d.scan(r, m, v.b, v.off); e != nil {
 				return e
@@ -354,7 +357,7 @@ func scalarRec(md protoreflect.MessageDescriptor, nums ...protowire.Number) (*re
 // whose value finish appends.
 func finishSetter(r *rec, finish func(d *Decoder, r *rec, col chunk.Column) *decode.Error) *msgSetter {
 	return &msgSetter{
-		one: func(d *Decoder, v *val, col chunk.Column) *decode.Error {
+		one: func(d *Decoder, v val, col chunk.Column) *decode.Error {
 			r.reset()
 			if e := d.scan(r, r.msg, v.b, v.off); e != nil {
 				return e
@@ -393,7 +396,7 @@ func (b *builder) wrapperSetter(md protoreflect.MessageDescriptor, t *chunk.Type
 	}
 	r, zeros := scalarRec(md, 1)
 	return finishSetter(r, func(d *Decoder, r *rec, col chunk.Column) *decode.Error {
-		return set(d, r.get(0, &zeros[0]), col)
+		return set(d, *r.get(0, &zeros[0]), col)
 	}), nil
 }
 
@@ -481,7 +484,7 @@ func compileScalar(fd protoreflect.FieldDescriptor, t *chunk.Type, rg chunk.Serv
 			if k == protoreflect.Int64Kind && t.Kind == chunk.KindInt64 {
 				return setInt64Int64, nil
 			}
-			return func(d *Decoder, v *val, col chunk.Column) *decode.Error {
+			return func(d *Decoder, v val, col chunk.Column) *decode.Error {
 				x := signed(k, v.u)
 				if ints.AppendInt(col, x) != nil {
 					return outOfRange(x)
@@ -489,7 +492,7 @@ func compileScalar(fd protoreflect.FieldDescriptor, t *chunk.Type, rg chunk.Serv
 				return nil
 			}, nil
 		}
-		return func(d *Decoder, v *val, col chunk.Column) *decode.Error {
+		return func(d *Decoder, v val, col chunk.Column) *decode.Error {
 			x := unsigned(k, v.u)
 			if ints.AppendUint(col, x) != nil {
 				return outOfRangeU(x)
@@ -502,19 +505,19 @@ func compileScalar(fd protoreflect.FieldDescriptor, t *chunk.Type, rg chunk.Serv
 	}
 	if floats, ok := chunk.FloatsOf(t); ok {
 		if signedKind(k) {
-			return func(d *Decoder, v *val, col chunk.Column) *decode.Error {
+			return func(d *Decoder, v val, col chunk.Column) *decode.Error {
 				_ = floats.AppendInt(col, signed(k, v.u)) // every integer has a nearest float
 				return nil
 			}, nil
 		}
-		return func(d *Decoder, v *val, col chunk.Column) *decode.Error {
+		return func(d *Decoder, v val, col chunk.Column) *decode.Error {
 			_ = floats.AppendFloat(col, float64(unsigned(k, v.u))) // below Float32's maximum
 			return nil
 		}, nil
 	}
 	if dec, ok := chunk.DecimalsOf(t); ok {
 		if signedKind(k) {
-			return func(d *Decoder, v *val, col chunk.Column) *decode.Error {
+			return func(d *Decoder, v val, col chunk.Column) *decode.Error {
 				x := signed(k, v.u)
 				if dec.AppendInt(col, x) != nil {
 					return &decode.Error{Reason: decode.ReasonOutOfRange,
@@ -523,7 +526,7 @@ func compileScalar(fd protoreflect.FieldDescriptor, t *chunk.Type, rg chunk.Serv
 				return nil
 			}, nil
 		}
-		return func(d *Decoder, v *val, col chunk.Column) *decode.Error {
+		return func(d *Decoder, v val, col chunk.Column) *decode.Error {
 			x := unsigned(k, v.u)
 			d.json = strconv.AppendUint(d.json[:0], x, 10)
 			if dec.AppendDigits(col, false, d.json, 0) != nil {
@@ -534,7 +537,7 @@ func compileScalar(fd protoreflect.FieldDescriptor, t *chunk.Type, rg chunk.Serv
 		}, nil
 	}
 	if texts, ok := chunk.TextsOf(t); ok && t.Kind == chunk.KindIPv4 && !signedKind(k) && k != protoreflect.Uint64Kind && k != protoreflect.Fixed64Kind {
-		return func(d *Decoder, v *val, col chunk.Column) *decode.Error {
+		return func(d *Decoder, v val, col chunk.Column) *decode.Error {
 			_ = texts.AppendInt(col, int64(unsigned(k, v.u))) // every 32-bit number is an address
 			return nil
 		}, nil
@@ -542,7 +545,7 @@ func compileScalar(fd protoreflect.FieldDescriptor, t *chunk.Type, rg chunk.Serv
 	return nil, cannot(fd, t)
 }
 
-func setInt64Int64(d *Decoder, v *val, col chunk.Column) *decode.Error {
+func setInt64Int64(d *Decoder, v val, col chunk.Column) *decode.Error {
 	col.(*chunk.Fixed[int64]).Append(int64(v.u))
 	return nil
 }
@@ -555,23 +558,23 @@ func compileFloat(fd protoreflect.FieldDescriptor, t *chunk.Type) (setter, error
 	}
 	if fd.Kind() == protoreflect.FloatKind {
 		if t.Kind == chunk.KindFloat32 {
-			return func(d *Decoder, v *val, col chunk.Column) *decode.Error {
+			return func(d *Decoder, v val, col chunk.Column) *decode.Error {
 				chunk.AppendFloat32(col, math.Float32frombits(uint32(v.u)))
 				return nil
 			}, nil
 		}
-		return func(d *Decoder, v *val, col chunk.Column) *decode.Error {
+		return func(d *Decoder, v val, col chunk.Column) *decode.Error {
 			_ = floats.AppendFloat(col, float64(math.Float32frombits(uint32(v.u)))) // a float fits both types
 			return nil
 		}, nil
 	}
 	if t.Kind == chunk.KindFloat64 {
-		return func(d *Decoder, v *val, col chunk.Column) *decode.Error {
+		return func(d *Decoder, v val, col chunk.Column) *decode.Error {
 			chunk.AppendFloat64(col, math.Float64frombits(v.u))
 			return nil
 		}, nil
 	}
-	return func(d *Decoder, v *val, col chunk.Column) *decode.Error {
+	return func(d *Decoder, v val, col chunk.Column) *decode.Error {
 		x := math.Float64frombits(v.u)
 		if floats.AppendFloat(col, x) != nil {
 			return &decode.Error{Reason: decode.ReasonOutOfRange, Err: fmt.Errorf("value %g out of range", x)}
@@ -587,7 +590,7 @@ func compileBytes(fd protoreflect.FieldDescriptor, t *chunk.Type) (setter, error
 		return setString, nil
 	}
 	if dec, ok := chunk.DecimalsOf(t); ok && fd.Kind() == protoreflect.StringKind {
-		return func(d *Decoder, v *val, col chunk.Column) *decode.Error {
+		return func(d *Decoder, v val, col chunk.Column) *decode.Error {
 			switch err := dec.AppendText(col, v.b); {
 			case err == nil:
 				return nil
@@ -603,7 +606,7 @@ func compileBytes(fd protoreflect.FieldDescriptor, t *chunk.Type) (setter, error
 		return nil, cannot(fd, t)
 	}
 	raw := fd.Kind() == protoreflect.BytesKind
-	return func(d *Decoder, v *val, col chunk.Column) *decode.Error {
+	return func(d *Decoder, v val, col chunk.Column) *decode.Error {
 		var err error
 		if raw {
 			err = texts.AppendBytes(col, v.b)
@@ -621,7 +624,7 @@ func compileBytes(fd protoreflect.FieldDescriptor, t *chunk.Type) (setter, error
 	}, nil
 }
 
-func setString(d *Decoder, v *val, col chunk.Column) *decode.Error {
+func setString(d *Decoder, v val, col chunk.Column) *decode.Error {
 	chunk.AppendString(col, v.b)
 	return nil
 }
@@ -654,7 +657,7 @@ func setEnumName(ed protoreflect.EnumDescriptor, t *chunk.Type) setter {
 		}
 	}
 	full := string(ed.FullName())
-	return func(d *Decoder, v *val, col chunk.Column) *decode.Error {
+	return func(d *Decoder, v val, col chunk.Column) *decode.Error {
 		n := int32(v.u)
 		var name string
 		if n >= 0 && int(n) < len(dense) {

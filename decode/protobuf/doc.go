@@ -23,6 +23,14 @@
 // schema), are skipped unparsed. Decoding allocates nothing but column
 // growth (and the scratch buffers' first growth).
 //
+// Most messages are written in field number order, each field once (a
+// repeated field's occurrences together): a plan without oneofs,
+// flattened messages or maps first reads the message in one pass,
+// appending each value as it comes, and only a message (or a Nested
+// element) out of that order, or one with a value its column refuses,
+// is taken back and read again the slow way above; the result is the
+// same either way.
+//
 // # Absent fields
 //
 // A field that is not on the wire has its default value as Protobuf

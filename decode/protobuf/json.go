@@ -70,7 +70,7 @@ func jsonSetter(md protoreflect.MessageDescriptor, t *chunk.Type) (*msgSetter, e
 		return nil
 	}
 	return &msgSetter{
-		one: func(d *Decoder, v *val, col chunk.Column) *decode.Error {
+		one: func(d *Decoder, v val, col chunk.Column) *decode.Error {
 			lo := len(d.parts)
 			d.parts = append(d.parts, part{v.b, v.off})
 			return write(d, lo, col)

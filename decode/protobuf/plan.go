@@ -63,6 +63,7 @@ func (b *builder) addPath(p string, i int) {
 func (b *builder) record(md protoreflect.MessageDescriptor) *rec {
 	r := &rec{}
 	r.msg = b.message(r, md, "", -1)
+	r.fastOK = fastOK(r)
 	return r
 }
 
@@ -194,6 +195,7 @@ func (b *builder) nested(f *fieldPlan, fd protoreflect.FieldDescriptor, dedup *m
 	b.elem++
 	er := &rec{}
 	er.msg = b.message(er, fd.Message(), path+".", -1)
+	er.fastOK = fastOK(er)
 	b.elem--
 	fed := map[int]bool{}
 	for _, em := range er.emits {

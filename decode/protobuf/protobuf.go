@@ -67,12 +67,12 @@ type Decoder struct {
 
 	// Scratch, reused from record to record.
 	inner []chunk.Column // the element columns of Nested groups' Arrays
+	recs  uint64         // the records' count, which tells when inner is set
 	keys  map[string]struct{}
 	ikeys map[uint64]struct{}
 	json  []byte
 	parts []part
 	ents  []jsonEntry
-	pk    val // a packed run's element
 }
 
 var _ decode.Decoder = (*Decoder)(nil)
@@ -112,6 +112,10 @@ type rec struct {
 	occ   []occ
 	gen   uint32
 	emits []emit
+	// fastOK: the plan takes the fast path (fast.go); done[i] is gen
+	// when emit i was fed there.
+	fastOK bool
+	done   []uint32
 	// labels name the columns of a Tuple's rec (its elements) or of a
 	// map entry's (key and value) in errors, which the caller puts under
 	// its column; nil for a rec whose emits write the chunk's columns.
@@ -151,11 +155,17 @@ type emit struct {
 	// FixedString).
 	zeroDefault bool
 	nested      *nestedEmit
+	// For the fast path (fast.go): the element setter of a repeated
+	// field into an Array (ewt: the element's wire type), the setter of
+	// one occurrence of a message into its column.
+	elem setter
+	ewt  protowire.Type
+	one  setter
 }
 
 // setter converts one occurrence of a field and appends it to col. The
 // *decode.Error has only Reason and Err set.
-type setter func(d *Decoder, v *val, col chunk.Column) *decode.Error
+type setter func(d *Decoder, v val, col chunk.Column) *decode.Error
 
 // listSetter converts the chain of occurrences from head (-1: none) of
 // rec r into one value of col.
@@ -169,6 +179,7 @@ type nestedEmit struct {
 	cols  []int
 	unfed []int
 	dedup *mapKey // a map field's entries: a later entry replaces an earlier one of the same key
+	at    uint64  // the record d.inner was set for (the fast path)
 }
 
 // New compiles a decoder of messages of type md into chunks of schema s.
@@ -242,6 +253,13 @@ func (d *Decoder) Decode(payload []byte, c *chunk.Chunk) (int, error) {
 	}
 	rows := c.Rows
 	r := d.top
+	d.recs++
+	if r.fastOK {
+		if d.fast(r, payload, 0, c.Cols, c) {
+			return d.end(c, rows)
+		}
+		c.Truncate(rows)
+	}
 	r.reset()
 	if e := d.scan(r, r.msg, payload, 0); e != nil {
 		return 0, e
@@ -250,6 +268,12 @@ func (d *Decoder) Decode(payload []byte, c *chunk.Chunk) (int, error) {
 		c.Truncate(rows)
 		return 0, e
 	}
+	return d.end(c, rows)
+}
+
+// end completes the row of a record whose fields were appended to c
+// (which had rows rows before it).
+func (d *Decoder) end(c *chunk.Chunk, rows int) (int, error) {
 	for _, ci := range d.missing {
 		c.Cols[ci].AppendDefault()
 	}
@@ -276,13 +300,13 @@ func (d *Decoder) emit(r *rec, cols []chunk.Column, c *chunk.Chunk) *decode.Erro
 		case em.set != nil:
 			col := cols[em.col]
 			if r.set(em.slot) {
-				e = em.set(d, &r.slots[em.slot].v, col)
+				e = em.set(d, r.slots[em.slot].v, col)
 			} else if em.nullable && (em.presence || em.parent >= 0 && !r.set(em.parent)) {
 				col.(*chunk.Nullable).AppendNull()
 			} else if em.zeroDefault {
 				col.AppendDefault()
 			} else {
-				e = em.set(d, &em.zero, col)
+				e = em.set(d, em.zero, col)
 			}
 		case em.list != nil:
 			col := cols[em.col]

@@ -81,6 +81,10 @@ type fieldPlan struct {
 	// clears are the slots a oneof member's occurrence empties: the
 	// other members' and those of the messages flattened from them.
 	clears []int32
+	// For the fast path (fast.go): the emits the field feeds, and
+	// whether its occurrences append (a repeated field).
+	emits []int32
+	rep   bool
 }
 
 func corruptAt(off int, format string, args ...any) *decode.Error {
@@ -166,7 +170,7 @@ func (d *Decoder) scan(r *rec, m *msgPlan, b []byte, base int) *decode.Error {
 		if wt != f.wt && !(f.packed && wt == protowire.BytesType) {
 			return corruptAt(base+start, "field %q (%s, number %d): wire type %s, want %s", f.path, f.kind, num, wireName(wt), wireName(f.wt))
 		}
-		if f.utf8 && !utf8.Valid(v.b) {
+		if f.utf8 && !validUTF8(v.b) {
 			return corruptAt(v.off, "field %q: string is not valid UTF-8", f.path)
 		}
 		for _, s := range f.clears {
@@ -177,8 +181,9 @@ func (d *Decoder) scan(r *rec, m *msgPlan, b []byte, base int) *decode.Error {
 			if s.gen != r.gen {
 				s.gen, s.head, s.tail = r.gen, -1, -1
 			}
-			s.v = v
-			if f.list {
+			if !f.list {
+				s.v = v
+			} else {
 				o := int32(len(r.occ))
 				r.occ = append(r.occ, occ{v: v, next: -1})
 				if s.tail >= 0 {
@@ -237,8 +242,7 @@ func wireName(wt protowire.Type) string {
 // elements have wire type ewt, each through elem into col.
 func (d *Decoder) packed(v *val, ewt protowire.Type, elem setter, col chunk.Column) *decode.Error {
 	b := v.b
-	e := &d.pk // not a local: setters would make it escape
-	*e = val{wt: ewt}
+	e := val{wt: ewt}
 	for i := 0; i < len(b); {
 		e.off = v.off + i
 		switch ewt {
@@ -413,4 +417,21 @@ func sameKey(a, b *val) bool {
 		return string(a.b) == string(b.b)
 	}
 	return a.u == b.u
+}
+
+// validUTF8 is utf8.Valid with a fast path for ASCII, which most strings
+// are.
+func validUTF8(b []byte) bool {
+	i := 0
+	for ; len(b)-i >= 8; i += 8 {
+		if binary.LittleEndian.Uint64(b[i:])&0x8080808080808080 != 0 {
+			return utf8.Valid(b[i:])
+		}
+	}
+	for ; i < len(b); i++ {
+		if b[i] >= 0x80 {
+			return utf8.Valid(b[i:])
+		}
+	}
+	return true
 }

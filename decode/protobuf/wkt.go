@@ -7,6 +7,7 @@ import (
 	"strconv"
 	"time"
 
+	"google.golang.org/protobuf/encoding/protowire"
 	"google.golang.org/protobuf/reflect/protoreflect"
 
 	"github.com/etl-project/etl/chunk"
@@ -21,17 +22,64 @@ const (
 	nanosPerSecond = 1_000_000_000
 )
 
-// secondsNanos returns the seconds and nanos of a Timestamp or Duration
-// read by r (scalarRec of fields 1 and 2).
-func secondsNanos(r *rec, zeros []val) (int64, int64) {
-	return int64(r.get(0, &zeros[0]).u), int64(int32(r.get(1, &zeros[1]).u))
+// secNanos is the msgSetter of a Timestamp or Duration (name): its
+// seconds (field 1) and nanos (field 2), the last of each, go to finish.
+func secNanos(name string, finish func(d *Decoder, sec, ns int64, col chunk.Column) *decode.Error) *msgSetter {
+	return &msgSetter{
+		one: func(d *Decoder, v val, col chunk.Column) *decode.Error {
+			sec, ns, e := readSecNanos(v.b, v.off, name, 0, 0)
+			if e != nil {
+				return e
+			}
+			return finish(d, int64(sec), int64(int32(ns)), col)
+		},
+		merge: func(d *Decoder, r *rec, head int32, col chunk.Column) *decode.Error {
+			var sec, ns uint64
+			for o := head; o >= 0; o = r.occ[o].next {
+				var e *decode.Error
+				if sec, ns, e = readSecNanos(r.occ[o].v.b, r.occ[o].v.off, name, sec, ns); e != nil {
+					return e
+				}
+			}
+			return finish(d, int64(sec), int64(int32(ns)), col)
+		},
+	}
+}
+
+// readSecNanos reads the fields of one occurrence b (at offset off) of a
+// Timestamp or Duration over sec and ns.
+func readSecNanos(b []byte, off int, name string, sec, ns uint64) (uint64, uint64, *decode.Error) {
+	for i := 0; i < len(b); {
+		if c := b[i]; c == 0x08 || c == 0x10 { // field 1 or 2, a varint
+			x, n := protowire.ConsumeVarint(b[i+1:])
+			if n < 0 {
+				return 0, 0, corruptAt(off+i+1, "%s: field %d: %s varint", name, c>>3, varintTrouble(n))
+			}
+			if c == 0x08 {
+				sec = x
+			} else {
+				ns = x
+			}
+			i += 1 + n
+			continue
+		}
+		num, v, next, e := jsonField(b, i, off, name)
+		if e != nil {
+			return 0, 0, e
+		}
+		if num == 1 || num == 2 {
+			return 0, 0, corruptAt(off+i, "%s: field %d has wire type %s, want varint", name, num, wireName(v.wt))
+		}
+		i = next
+	}
+	return sec, ns, nil
 }
 
 // timestampSetter compiles google.protobuf.Timestamp into t: DateTime
 // (seconds), Date and Date32 (the UTC day), DateTime64(P) (rounded down
 // to 10^-P s), or String (RFC 3339, as protojson writes it).
 func timestampSetter(md protoreflect.MessageDescriptor, t *chunk.Type, rg chunk.ServerRanges) (*msgSetter, error) {
-	r, zeros := scalarRec(md, 1, 2)
+	name := string(md.FullName())
 	check := func(sec, ns int64) *decode.Error {
 		if sec < minTimestamp || sec > maxTimestamp || ns < 0 || ns >= nanosPerSecond {
 			return &decode.Error{Reason: decode.ReasonOutOfRange, Err: fmt.Errorf("timestamp of seconds %d and nanos %d is not a valid google.protobuf.Timestamp", sec, ns)}
@@ -40,8 +88,7 @@ func timestampSetter(md protoreflect.MessageDescriptor, t *chunk.Type, rg chunk.
 	}
 	switch t.Kind {
 	case chunk.KindString:
-		return finishSetter(r, func(d *Decoder, r *rec, col chunk.Column) *decode.Error {
-			sec, ns := secondsNanos(r, zeros)
+		return secNanos(name, func(d *Decoder, sec, ns int64, col chunk.Column) *decode.Error {
 			if e := check(sec, ns); e != nil {
 				return e
 			}
@@ -58,8 +105,7 @@ func timestampSetter(md protoreflect.MessageDescriptor, t *chunk.Type, rg chunk.
 		case chunk.KindDate32:
 			what = decode.NotDate32
 		}
-		return finishSetter(r, func(d *Decoder, r *rec, col chunk.Column) *decode.Error {
-			sec, ns := secondsNanos(r, zeros)
+		return secNanos(name, func(d *Decoder, sec, ns int64, col chunk.Column) *decode.Error {
 			if e := check(sec, ns); e != nil {
 				return e
 			}
@@ -73,8 +119,7 @@ func timestampSetter(md protoreflect.MessageDescriptor, t *chunk.Type, rg chunk.
 		p := t.Precision
 		lo, hi := chunk.DateTime64Range(p)
 		scale := decode.Pow10[p]
-		return finishSetter(r, func(d *Decoder, r *rec, col chunk.Column) *decode.Error {
-			sec, ns := secondsNanos(r, zeros)
+		return secNanos(name, func(d *Decoder, sec, ns int64, col chunk.Column) *decode.Error {
 			if e := check(sec, ns); e != nil {
 				return e
 			}
@@ -133,9 +178,8 @@ func appendFraction(b []byte, ns int64) []byte {
 // fraction), Decimal(P, S) (exact seconds; a nonzero digit past S is
 // out_of_range) or String (protojson's "1.5s").
 func durationSetter(md protoreflect.MessageDescriptor, t *chunk.Type) (*msgSetter, error) {
-	r, zeros := scalarRec(md, 1, 2)
-	read := func(r *rec) (int64, int64, *decode.Error) {
-		sec, ns := secondsNanos(r, zeros)
+	name := string(md.FullName())
+	read := func(sec, ns int64) (int64, int64, *decode.Error) {
 		if sec < -maxDuration || sec > maxDuration || ns <= -nanosPerSecond || ns >= nanosPerSecond ||
 			sec > 0 && ns < 0 || sec < 0 && ns > 0 {
 			return 0, 0, &decode.Error{Reason: decode.ReasonOutOfRange, Err: fmt.Errorf("duration of seconds %d and nanos %d is not a valid google.protobuf.Duration", sec, ns)}
@@ -143,8 +187,8 @@ func durationSetter(md protoreflect.MessageDescriptor, t *chunk.Type) (*msgSette
 		return sec, ns, nil
 	}
 	if ints, ok := chunk.IntsOf(t); ok && t.Kind != chunk.KindBool {
-		return finishSetter(r, func(d *Decoder, r *rec, col chunk.Column) *decode.Error {
-			sec, _, e := read(r)
+		return secNanos(name, func(d *Decoder, sec, ns int64, col chunk.Column) *decode.Error {
+			sec, _, e := read(sec, ns)
 			if e != nil {
 				return e
 			}
@@ -155,8 +199,8 @@ func durationSetter(md protoreflect.MessageDescriptor, t *chunk.Type) (*msgSette
 		}), nil
 	}
 	if floats, ok := chunk.FloatsOf(t); ok {
-		return finishSetter(r, func(d *Decoder, r *rec, col chunk.Column) *decode.Error {
-			sec, ns, e := read(r)
+		return secNanos(name, func(d *Decoder, sec, ns int64, col chunk.Column) *decode.Error {
+			sec, ns, e := read(sec, ns)
 			if e != nil {
 				return e
 			}
@@ -165,8 +209,8 @@ func durationSetter(md protoreflect.MessageDescriptor, t *chunk.Type) (*msgSette
 		}), nil
 	}
 	if dec, ok := chunk.DecimalsOf(t); ok {
-		return finishSetter(r, func(d *Decoder, r *rec, col chunk.Column) *decode.Error {
-			sec, ns, e := read(r)
+		return secNanos(name, func(d *Decoder, sec, ns int64, col chunk.Column) *decode.Error {
+			sec, ns, e := read(sec, ns)
 			if e != nil {
 				return e
 			}
@@ -179,8 +223,8 @@ func durationSetter(md protoreflect.MessageDescriptor, t *chunk.Type) (*msgSette
 		}), nil
 	}
 	if t.Kind == chunk.KindString {
-		return finishSetter(r, func(d *Decoder, r *rec, col chunk.Column) *decode.Error {
-			sec, ns, e := read(r)
+		return secNanos(name, func(d *Decoder, sec, ns int64, col chunk.Column) *decode.Error {
+			sec, ns, e := read(sec, ns)
 			if e != nil {
 				return e
 			}
