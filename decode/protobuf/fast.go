@@ -139,6 +139,13 @@ func (d *Decoder) fast(r *rec, b []byte, base int, cols []chunk.Column, c *chunk
 			case v.wt == protowire.VarintType && i < len(b) && b[i] < 0x80:
 				v.u, v.off = uint64(b[i]), base+i
 				i++
+			case v.wt == protowire.VarintType:
+				x, n := protowire.ConsumeVarint(b[i:])
+				if n < 0 {
+					return false
+				}
+				v.u, v.off = x, base+i
+				i += n
 			case v.wt == protowire.BytesType && i < len(b) && b[i] < 0x80 && int(b[i]) < len(b)-i:
 				n := int(b[i])
 				v.b, v.off = b[i+1:i+1+n], base+i+1
