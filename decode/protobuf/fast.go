@@ -27,7 +27,7 @@ func fastOK(r *rec) bool {
 		if f.sub != nil || len(f.clears) > 0 {
 			return false
 		}
-		f.emits, f.rep = f.emits[:0], false
+		f.emits, f.rep, f.set1 = f.emits[:0], false, nil
 	}
 	for ei := range r.emits {
 		em := &r.emits[ei]
@@ -47,7 +47,17 @@ func fastOK(r *rec) bool {
 			}
 		}
 	}
-	r.done = make([]uint32, len(r.emits))
+	r.fields = 0
+	for i := range r.msg.fields {
+		f := &r.msg.fields[i]
+		if len(f.emits) == 0 {
+			continue
+		}
+		r.fields++
+		if em := &r.emits[f.emits[0]]; len(f.emits) == 1 && em.set != nil {
+			f.set1, f.col1 = em.set, em.col
+		}
+	}
 	return true
 }
 
@@ -127,6 +137,7 @@ func (d *Decoder) fast(r *rec, b []byte, base int, cols []chunk.Column, c *chunk
 	m := r.msg
 	var prev protowire.Number
 	var open *fieldPlan // a repeated field whose occurrences are being read
+	fed := 0            // fields read
 	for i := 0; i < len(b); {
 		// readField, inlined for the common forms: a one-byte tag, a
 		// one-byte varint or length.
@@ -184,9 +195,19 @@ func (d *Decoder) fast(r *rec, b []byte, base int, cols []chunk.Column, c *chunk
 		} else if !f.rep {
 			return false // a repeat: the last one wins, or a merge
 		}
+		if f.done != r.gen {
+			f.done = r.gen
+			fed++
+		}
+		if f.set1 != nil {
+			// One column, a scalar: most fields.
+			if f.set1(d, v, cols[f.col1]) != nil {
+				return false
+			}
+			continue
+		}
 		for _, ei := range f.emits {
 			em := &r.emits[ei]
-			r.done[ei] = r.gen
 			switch {
 			case em.set != nil:
 				if em.set(d, v, cols[em.col]) != nil {
@@ -215,10 +236,23 @@ func (d *Decoder) fast(r *rec, b []byte, base int, cols []chunk.Column, c *chunk
 	if open != nil {
 		d.closeFast(r, open, cols, c)
 	}
-	for ei := range r.emits {
-		if r.done[ei] == r.gen {
+	if fed == r.fields {
+		return true
+	}
+	for fi := range m.fields {
+		if f := &m.fields[fi]; len(f.emits) == 0 || f.done == r.gen {
 			continue
 		}
+		if !d.absentFast(r, &m.fields[fi], cols, c) {
+			return false
+		}
+	}
+	return true
+}
+
+// absentFast appends what field f, absent, gives its columns.
+func (d *Decoder) absentFast(r *rec, f *fieldPlan, cols []chunk.Column, c *chunk.Chunk) bool {
+	for _, ei := range f.emits {
 		em := &r.emits[ei]
 		var ok bool
 		switch {

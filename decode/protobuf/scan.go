@@ -85,6 +85,9 @@ type fieldPlan struct {
 	// whether its occurrences append (a repeated field).
 	emits []int32
 	rep   bool
+	set1  setter // the setter of a field of one scalar column
+	col1  int
+	done  uint32 // the rec's gen when the field was read
 }
 
 func corruptAt(off int, format string, args ...any) *decode.Error {
