@@ -176,8 +176,7 @@ func checkMapNested(t *testing.T, i int, c *chunk.Chunk, s *chunk.Schema, row in
 }
 
 // randomWire returns the wire bytes of one or two random messages of md
-// (concatenated), their top-level fields shuffled, some packed runs
-// unpacked or split.
+// (concatenated), perturbed.
 func randomWire(t testing.TB, rng *rand.Rand, md protoreflect.MessageDescriptor) []byte {
 	t.Helper()
 	var wire []byte
@@ -189,6 +188,13 @@ func randomWire(t testing.TB, rng *rand.Rand, md protoreflect.MessageDescriptor)
 		}
 		wire = append(wire, b...)
 	}
+	return perturb(t, rng, md, wire)
+}
+
+// perturb returns message b of md with its fields shuffled (half the
+// time), packed runs unpacked or split, and the same done inside the
+// message fields it holds (half the time each).
+func perturb(t testing.TB, rng *rand.Rand, md protoreflect.MessageDescriptor, wire []byte) []byte {
 	type field struct {
 		num  protowire.Number
 		wt   protowire.Type
@@ -231,6 +237,11 @@ func randomWire(t testing.TB, rng *rand.Rand, md protoreflect.MessageDescriptor)
 				b = b[n:]
 				continue
 			}
+		}
+		// A message: perturbed inside.
+		if fd := md.Fields().ByNumber(num); fd != nil && fd.Message() != nil && wt == protowire.BytesType && rng.IntN(2) == 0 {
+			body, _ := protowire.ConsumeBytes(b[tn:])
+			f.data = protowire.AppendBytes(protowire.AppendTag(nil, num, wt), perturb(t, rng, fd.Message(), body))
 		}
 		fs = append(fs, f)
 		b = b[n:]
