@@ -70,7 +70,7 @@ mutate:
 FUZZTIME ?= 1m
 FUZZ_TARGETS = transform:FuzzExpression decode/json:FuzzFastPath decode/json:FuzzJSON decode/avro:FuzzAvro \
   schemaregistry:FuzzParseFrame sink/clickhouse/native:FuzzNativeEncoder config:FuzzConfig checkpoint:FuzzDecodeBlocks \
-  decode/avro:FuzzServerJSON decode/avro:FuzzServerAvro
+  decode/avro:FuzzServerJSON decode/avro:FuzzServerAvro decode/protobuf:FuzzProtobuf
 fuzz:
 	@if ! echo "$(FUZZTIME)" | grep -Eq '^[0-9]+(\.[0-9]+)?[smh]$$'; then \
 	    echo "FUZZTIME=$(FUZZTIME): want a duration in s, m or h"; exit 2; fi; \

@@ -22,7 +22,7 @@ var layers = [][]string{
 	{"config", "decode", "protoschema"},
 	// Formats, the transform chain, the Native block encoder and the
 	// filler of Kafka's own fields.
-	{"decode/avro", "decode/json", "transform", "sink/clickhouse/native", "meta"},
+	{"decode/avro", "decode/json", "decode/protobuf", "transform", "sink/clickhouse/native", "meta"},
 	// The ends and the bookkeeping: Kafka, ClickHouse, checkpoints, table
 	// schemas, the record generator.
 	{"source/kafka", "sink/clickhouse", "checkpoint", "schema", "gen"},

@@ -1,0 +1,329 @@
+package protobuf
+
+import (
+	"encoding/binary"
+
+	"google.golang.org/protobuf/encoding/protowire"
+
+	"github.com/etl-project/etl/chunk"
+)
+
+// The fast path. Most messages are written by a Protobuf library in field
+// number order, each field once (a repeated field's occurrences next to
+// each other): such a message is decoded in one pass, each field's
+// value appended to its columns as it is read, with no slots. A rec
+// whose plan has no oneof, no flattened message and no map takes it; the
+// first field out of order, a repeat, a malformed byte or a value its
+// column refuses sends the record (or the Nested element) back to the
+// slow path, which reads it again from its start, after its rows are
+// taken back: what the record makes, and the error a bad one gets, do
+// not depend on the path.
+
+// fastOK reports whether r's plan can take the fast path, and notes on
+// each field the emits it feeds.
+func fastOK(r *rec) bool {
+	for i := range r.msg.fields {
+		f := &r.msg.fields[i]
+		if f.sub != nil || len(f.clears) > 0 {
+			return false
+		}
+		f.emits, f.rep, f.set1 = f.emits[:0], false, nil
+	}
+	for ei := range r.emits {
+		em := &r.emits[ei]
+		switch {
+		case em.set != nil, em.one != nil, em.elem != nil:
+		case em.nested != nil && em.nested.dedup == nil && em.slot >= 0:
+		default:
+			return false // a map, a message merged into a column
+		}
+		if em.slot < 0 {
+			return false
+		}
+		for i := range r.msg.fields {
+			if f := &r.msg.fields[i]; f.slot == em.slot {
+				f.emits = append(f.emits, int32(ei))
+				f.rep = f.rep || em.elem != nil || em.nested != nil
+			}
+		}
+	}
+	r.fields = 0
+	for i := range r.msg.fields {
+		f := &r.msg.fields[i]
+		if len(f.emits) == 0 {
+			continue
+		}
+		r.fields++
+		if em := &r.emits[f.emits[0]]; len(f.emits) == 1 && em.set != nil {
+			f.set1, f.col1 = em.set, em.col
+		}
+	}
+	return true
+}
+
+// readField reads the field at b[i:]: its number and value, and the
+// index after it; ok is false for anything malformed.
+func readField(b []byte, i, base int) (num protowire.Number, v val, next int, ok bool) {
+	var tag uint64
+	if c := b[i]; c < 0x80 {
+		tag = uint64(c)
+		i++
+	} else {
+		x, n := protowire.ConsumeVarint(b[i:])
+		if n < 0 {
+			return 0, v, 0, false
+		}
+		tag = x
+		i += n
+	}
+	num, v.wt = protowire.Number(tag>>3), protowire.Type(tag&7)
+	if num < protowire.MinValidNumber || tag>>3 > uint64(protowire.MaxValidNumber) {
+		return 0, v, 0, false
+	}
+	v.off = base + i
+	switch v.wt {
+	case protowire.VarintType:
+		if i < len(b) && b[i] < 0x80 {
+			v.u = uint64(b[i])
+			return num, v, i + 1, true
+		}
+		x, n := protowire.ConsumeVarint(b[i:])
+		if n < 0 {
+			return 0, v, 0, false
+		}
+		v.u = x
+		return num, v, i + n, true
+	case protowire.Fixed32Type:
+		if len(b)-i < 4 {
+			return 0, v, 0, false
+		}
+		v.u = uint64(binary.LittleEndian.Uint32(b[i:]))
+		return num, v, i + 4, true
+	case protowire.Fixed64Type:
+		if len(b)-i < 8 {
+			return 0, v, 0, false
+		}
+		v.u = binary.LittleEndian.Uint64(b[i:])
+		return num, v, i + 8, true
+	case protowire.BytesType:
+		var n uint64
+		if i < len(b) && b[i] < 0x80 {
+			n = uint64(b[i])
+			i++
+		} else {
+			x, k := protowire.ConsumeVarint(b[i:])
+			if k < 0 {
+				return 0, v, 0, false
+			}
+			n = x
+			i += k
+		}
+		if n > uint64(len(b)-i) {
+			return 0, v, 0, false
+		}
+		v.b = b[i : i+int(n)]
+		v.off = base + i
+		return num, v, i + int(n), true
+	}
+	return 0, v, 0, false
+}
+
+// fast decodes message b (at offset base) of rec r into cols (c: the
+// chunk, for Nested groups; nil below the top level) in one pass; false
+// sends it to the slow path, the columns holding partial values the
+// caller takes back.
+func (d *Decoder) fast(r *rec, b []byte, base int, cols []chunk.Column, c *chunk.Chunk) bool {
+	r.reset()
+	m := r.msg
+	var prev protowire.Number
+	var open *fieldPlan // a repeated field whose occurrences are being read
+	fed := 0            // fields read
+	for i := 0; i < len(b); {
+		// readField, inlined for the common forms: a one-byte tag, a
+		// one-byte varint or length.
+		var num protowire.Number
+		var v val
+		if c := b[i]; c < 0x80 && c >= 8 {
+			num, v.wt = protowire.Number(c>>3), protowire.Type(c&7)
+			i++
+			switch {
+			case v.wt == protowire.VarintType && i < len(b) && b[i] < 0x80:
+				v.u, v.off = uint64(b[i]), base+i
+				i++
+			case v.wt == protowire.VarintType:
+				x, n := protowire.ConsumeVarint(b[i:])
+				if n < 0 {
+					return false
+				}
+				v.u, v.off = x, base+i
+				i += n
+			case v.wt == protowire.BytesType && i < len(b) && b[i] < 0x80 && int(b[i]) < len(b)-i:
+				n := int(b[i])
+				v.b, v.off = b[i+1:i+1+n], base+i+1
+				i += 1 + n
+			default:
+				var ok bool
+				if num, v, i, ok = readField(b, i-1, base); !ok {
+					return false
+				}
+			}
+		} else {
+			var ok bool
+			if num, v, i, ok = readField(b, i, base); !ok {
+				return false
+			}
+		}
+		f := m.field(num)
+		if f == nil {
+			continue
+		}
+		if v.wt != f.wt && !(f.packed && v.wt == protowire.BytesType) || f.utf8 && !validUTF8(v.b) {
+			return false
+		}
+		if num != prev {
+			if num < prev {
+				return false
+			}
+			if open != nil {
+				d.closeFast(r, open, cols, c)
+				open = nil
+			}
+			prev = num
+			if f.rep {
+				open = f
+			}
+		} else if !f.rep {
+			return false // a repeat: the last one wins, or a merge
+		}
+		if f.done != r.gen {
+			f.done = r.gen
+			fed++
+		}
+		if f.set1 != nil {
+			// One column, a scalar: most fields.
+			if f.set1(d, v, cols[f.col1]) != nil {
+				return false
+			}
+			continue
+		}
+		for _, ei := range f.emits {
+			em := &r.emits[ei]
+			switch {
+			case em.set != nil:
+				if em.set(d, v, cols[em.col]) != nil {
+					return false
+				}
+			case em.one != nil:
+				if em.one(d, v, cols[em.col]) != nil {
+					return false
+				}
+			case em.elem != nil:
+				inner := cols[em.col].(*chunk.Array).Inner
+				if v.wt == protowire.BytesType && em.ewt != protowire.BytesType {
+					if d.packed(&v, em.ewt, em.elem, inner) != nil {
+						return false
+					}
+				} else if em.elem(d, v, inner) != nil {
+					return false
+				}
+			default:
+				if !d.element(em.nested, &v, c) {
+					return false
+				}
+			}
+		}
+	}
+	if open != nil {
+		d.closeFast(r, open, cols, c)
+	}
+	if fed == r.fields {
+		return true
+	}
+	for fi := range m.fields {
+		if f := &m.fields[fi]; len(f.emits) == 0 || f.done == r.gen {
+			continue
+		}
+		if !d.absentFast(r, &m.fields[fi], cols, c) {
+			return false
+		}
+	}
+	return true
+}
+
+// absentFast appends what field f, absent, gives its columns.
+func (d *Decoder) absentFast(r *rec, f *fieldPlan, cols []chunk.Column, c *chunk.Chunk) bool {
+	for _, ei := range f.emits {
+		em := &r.emits[ei]
+		var ok bool
+		switch {
+		case em.set != nil:
+			col := cols[em.col]
+			switch {
+			case em.nullable && em.presence:
+				col.(*chunk.Nullable).AppendNull()
+				ok = true
+			case em.zeroDefault:
+				col.AppendDefault()
+				ok = true
+			default:
+				ok = em.set(d, em.zero, col) == nil
+			}
+		case em.nested != nil:
+			for _, ci := range em.nested.cols {
+				c.Cols[ci].(*chunk.Array).EndRow()
+			}
+			ok = true
+		case em.nullable && em.presence:
+			cols[em.col].(*chunk.Nullable).AppendNull()
+			ok = true
+		default:
+			ok = em.list(d, r, -1, cols[em.col]) == nil
+		}
+		if !ok {
+			return false
+		}
+	}
+	return true
+}
+
+// closeFast ends the rows of the Arrays a repeated field's occurrences
+// were appended to.
+func (d *Decoder) closeFast(r *rec, f *fieldPlan, cols []chunk.Column, c *chunk.Chunk) {
+	for _, ei := range f.emits {
+		em := &r.emits[ei]
+		if em.nested != nil {
+			for _, ci := range em.nested.cols {
+				c.Cols[ci].(*chunk.Array).EndRow()
+			}
+			continue
+		}
+		cols[em.col].(*chunk.Array).EndRow()
+	}
+}
+
+// element appends one element of a Nested group (v: its message) to the
+// group's Arrays' inner columns (the unfed ones their default); false
+// sends the whole record to the slow path.
+func (d *Decoder) element(n *nestedEmit, v *val, c *chunk.Chunk) bool {
+	if n.at != d.recs {
+		n.at = d.recs
+		for _, ci := range n.cols {
+			d.inner[ci] = c.Cols[ci].(*chunk.Array).Inner
+		}
+	}
+	e := n.elem
+	if e.fastOK {
+		if !d.fast(e, v.b, v.off, d.inner, nil) {
+			return false // the whole record goes to the slow path
+		}
+	} else {
+		e.reset()
+		if d.scan(e, e.msg, v.b, v.off) != nil || d.emit(e, d.inner, nil) != nil {
+			return false
+		}
+	}
+	for _, ci := range n.unfed {
+		d.inner[ci].AppendDefault()
+	}
+	return true
+}
