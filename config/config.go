@@ -177,9 +177,10 @@ type Decode struct {
 	Format Format `yaml:"format"`
 	// ValidateSchema is off, names or full: how strictly an Avro writer
 	// schema must match the table.
-	ValidateSchema string `yaml:"validate_schema"`
-	JSON           JSON   `yaml:"json"`
-	Avro           Avro   `yaml:"avro"`
+	ValidateSchema string   `yaml:"validate_schema"`
+	JSON           JSON     `yaml:"json"`
+	Avro           Avro     `yaml:"avro"`
+	Protobuf       Protobuf `yaml:"protobuf"`
 	// Key is how record keys are decoded (decode.key, key.go).
 	Key Key `yaml:"key"`
 	// OnError is what happens to a record that cannot be written; empty
