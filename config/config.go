@@ -585,6 +585,7 @@ func Defaults() *Config {
 		}},
 		Decode: Decode{Format: "json", ValidateSchema: "off", JSON: JSON{Framing: "single"},
 			Avro:           Avro{Framing: "confluent", NegativeCacheTTL: Duration(time.Minute)},
+			Protobuf:       Protobuf{Framing: ProtobufConfluent, NegativeCacheTTL: Duration(time.Minute)},
 			Key:            Key{Format: KeyNone},
 			MaxRecordBytes: 1 * MiB, MaxRowsPerRecord: 100_000},
 		Sink: Sink{ClickHouse: &ClickHouse{
