@@ -358,7 +358,7 @@ func (x *Parts) Decode(ctx context.Context, r *kgo.Record) (*Decoded, error) {
 			break
 		}
 		select {
-		case <-pending.Wait:
+		case <-pending.SchemaReady():
 		case <-ctx.Done():
 			return nil, ctx.Err()
 		}
