@@ -340,8 +340,9 @@ var rules = []rule{
 		return ""
 	}},
 	{path: "sink.clickhouse.schema.create", when: hasClickHouse, check: func(c *Config) string {
-		if c.Sink.ClickHouse.Schema.Create && c.Decode.Format != FormatAvro && c.Decode.Format != FormatRaw && len(c.Decode.Fields) == 0 {
-			return "JSON records carry no types: create needs decode.fields (or Avro) to derive the table's columns"
+		if c.Sink.ClickHouse.Schema.Create && c.Decode.Format != FormatAvro && c.Decode.Format != FormatProtobuf && c.Decode.Format != FormatRaw &&
+			len(c.Decode.Fields) == 0 {
+			return "JSON records carry no types: create needs decode.fields (or Avro or Protobuf) to derive the table's columns"
 		}
 		return ""
 	}},
