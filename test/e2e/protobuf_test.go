@@ -80,14 +80,15 @@ func appendRegion(n uint64, v []byte) []byte {
 // the one produced. Then a new schema id with one more field: add_columns
 // adds its column before its records are written, the older rows hold
 // NULL and the newer ones their region. A record of an id the registry
-// does not know is dead-lettered as unknown_schema.
+// does not know is dead-lettered as unknown_schema. The subject's latest
+// schema is prewarmed (decode.protobuf.prewarm_subjects).
 func TestProtobufRegistry(t *testing.T) {
 	e := newSchemaEnv(t)
 	_, eventVersion := e.reg.RegisterSchema(gen.ProtobufEventImport, registrytest.Schema{Text: gen.ProtobufEventSchema, Type: "PROTOBUF"})
 	refs := []registrytest.Reference{{Name: gen.ProtobufEventImport, Subject: gen.ProtobufEventImport, Version: eventVersion}}
 	id1, _ := e.reg.RegisterSchema(batchTopic+"-value", registrytest.Schema{Text: gen.ProtobufBatchSchema, Type: "PROTOBUF", References: refs})
 	e.produceProtobuf(0, 40, func(_ uint64, b gen.Batch) []byte { return b.AppendProtobufConfluent(nil, id1) })
-	cfg := e.protobufConfig("pb-registry", "pb1", fmt.Sprintf("{framing: confluent, registry: {url: %q}}", e.reg.URL()),
+	cfg := e.protobufConfig("pb-registry", "pb1", fmt.Sprintf("{framing: confluent, registry: {url: %q}, prewarm_subjects: [%s-value]}", e.reg.URL(), batchTopic),
 		"    schema: {create: true, add_columns: true, order_by: [kind, ts]}")
 	p := startETL(t, cfg)
 	first := expectedRows(0, 40, protobufLine)
