@@ -121,6 +121,17 @@ var envelopeRules = []rule{
 	{path: "decode.debezium.mode", when: func(c *Config) bool { return c.Decode.Debezium.Mode != "" }, check: func(c *Config) string {
 		return oneOfNamed(c.Decode.Debezium.Mode, DebeziumReplacing, DebeziumCollapsing)
 	}},
+	// CollapsingMergeTree keeps the last row of a key's run of signs: the
+	// rows of a key must reach the table in the order of the changes,
+	// one insert at a time.
+	{path: "decode.debezium.mode", when: func(c *Config) bool { return c.CDC() && c.Decode.Debezium.Mode == DebeziumCollapsing }, check: func(c *Config) string {
+		for _, s := range c.SinkList() {
+			if s.ClickHouse != nil && s.ClickHouse.Inflight.MaxPerShard != 1 {
+				return fmt.Sprintf("collapsing needs a key's rows inserted in the order of its changes: set %s.inflight.max_per_shard: 1 (it is %d)", c.KeyPath(s), s.ClickHouse.Inflight.MaxPerShard)
+			}
+		}
+		return ""
+	}},
 	{path: "decode.debezium.wrapper", when: func(c *Config) bool { return c.Decode.Debezium.Wrapper != "" }, check: func(c *Config) string {
 		return oneOfNamed(c.Decode.Debezium.Wrapper, WrapperAuto, WrapperPayload, WrapperNone)
 	}},

@@ -25,7 +25,8 @@ func TestEnvelopeValidation(t *testing.T) {
 		name, decode, rest, want string
 	}{
 		{"ok", ok + "  debezium: {key: [id]}", "", ""},
-		{"ok collapsing", ok + "  debezium: {key: [id], mode: collapsing, wrapper: payload, version: binlog}", "", ""},
+		{"ok collapsing", ok + "  debezium: {key: [id], mode: collapsing, wrapper: payload, version: binlog}", "    inflight: {max_per_shard: 1}\n", ""},
+		{"collapsing with concurrent inserts", ok + "  debezium: {key: [id], mode: collapsing}", "", "decode.debezium.mode: collapsing needs a key's rows inserted in the order of its changes: set sink.clickhouse.inflight.max_per_shard: 1 (it is 2)"},
 		{"bad envelope", "  format: json\n  envelope: debezum", "", `decode.envelope: must be one of none, debezium; got "debezum" (did you mean "debezium"?)`},
 		{"missing key", ok + "  debezium: {mode: replacing}", "", "decode.debezium.key: required key is missing"},
 		{"no debezium", ok, "", "decode.debezium.key: required key is missing"},
