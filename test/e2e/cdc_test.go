@@ -346,9 +346,15 @@ func TestCDCConverges(t *testing.T) {
 
 	for _, s := range []*cdcSource{pg, my} {
 		table := "r_" + s.connector
-		e.ch.Exec(t, fmt.Sprintf(cdcReplacingDDL, table))
+		cfg := cdcConfig(t, e, "g-"+table, s.topic, table, "replacing", "")
+		if s == pg {
+			// The table etl schema derives for the server.
+			createDerived(t, e, cfg, "ENGINE = ReplacingMergeTree(_version)\nORDER BY `id`")
+		} else {
+			e.ch.Exec(t, fmt.Sprintf(cdcReplacingDDL, table))
+		}
 		e.ch.Exec(t, "SYSTEM STOP MERGES default."+table)
-		p := runToEnd(t, e, cdcConfig(t, e, "g-"+table, s.topic, table, "replacing", ""), "g-"+table, s.topic)
+		p := runToEnd(t, e, cfg, "g-"+table, s.topic)
 		if log := p.logText(); !strings.Contains(log, "a change event was skipped") || strings.Contains(log, "level=ERROR") {
 			t.Fatalf("%s: the log should warn of the skipped messages and hold no error:\n%s", s.connector, log)
 		}
@@ -358,9 +364,9 @@ func TestCDCConverges(t *testing.T) {
 		}
 	}
 
-	e.ch.Exec(t, fmt.Sprintf(cdcCollapsingDDL, "c_pg"))
-	cfg := strings.Replace(readFile(t, cdcConfig(t, e, "g-c", pgTopic, "c_pg", "collapsing", "")), "    table: c_pg\n", "    table: c_pg\n    inflight: {max_per_shard: 1}\n", 1)
-	runToEnd(t, e, writeConfig(t, cfg), "g-c", pgTopic)
+	cfg := writeConfig(t, strings.Replace(readFile(t, cdcConfig(t, e, "g-c", pgTopic, "c_pg", "collapsing", "")), "    table: c_pg\n", "    table: c_pg\n    inflight: {max_per_shard: 1}\n", 1))
+	createDerived(t, e, cfg, "ENGINE = CollapsingMergeTree(_sign)\nORDER BY `id`")
+	runToEnd(t, e, cfg, "g-c", pgTopic)
 	sameState(t, "collapsing", e.ch.Query(t, fmt.Sprintf(cdcCollapsingState, "c_pg")), pg.want())
 	if got := e.ch.Query(t, "SELECT max(s), min(s) FROM (SELECT sum(_sign) AS s FROM default.c_pg GROUP BY id)"); got != "1\t0" {
 		t.Fatalf("the signs of a key sum to %s (max, min), want 1 and 0", got)
@@ -369,6 +375,79 @@ func TestCDCConverges(t *testing.T) {
 	// of its changes.
 	e.ch.Exec(t, "OPTIMIZE TABLE default.c_pg FINAL")
 	sameState(t, "collapsing, merged", e.ch.Query(t, fmt.Sprintf(cdcCollapsingState, "c_pg")), pg.want())
+}
+
+// createDerived creates the table etl schema derives for cfg, whose
+// statement must contain want.
+func createDerived(t *testing.T, e *env, cfg, want string) {
+	t.Helper()
+	code, out, errOut := etlCmd(t, "schema", "-config", cfg)
+	if code != 0 || !strings.Contains(out, want) {
+		t.Fatalf("etl schema: exit %d, want a statement with %q:\n%s%s", code, want, out, errOut)
+	}
+	for _, st := range ddlStatements(out) {
+		e.ch.Exec(t, st)
+	}
+}
+
+// TestCDCTail: etl tail shows the rows a run would write of each change
+// event, with their versions and flags, and the tombstone and the
+// logical message as records that make no row.
+func TestCDCTail(t *testing.T) {
+	const tailTopic = "cdc_tail"
+	e := &env{t: t, ch: testenv.ClickHouse(t), kb: testenv.KafkaProcess(t, partitions, tailTopic)}
+	e.ch.Exec(t, fmt.Sprintf(cdcReplacingDDL, "t"))
+	ev := func(op, before, after string, lsn int) []byte {
+		return fmt.Appendf(nil, `{"before":%s,"after":%s,"source":{"connector":"postgresql","lsn":%d,"ts_ms":1},"op":%q}`, before, after, lsn, op)
+	}
+	row := `{"id":%d,"name":"n","amount":5,"note":null,"updated":1700000000}`
+	recs := []*kgo.Record{
+		{Value: ev("c", "null", fmt.Sprintf(row, 1), 100)},
+		{Value: []byte(`{"schema":{},"payload":` + string(ev("u", fmt.Sprintf(row, 1), fmt.Sprintf(row, 2), 200)) + `}`)},
+		{Value: ev("d", fmt.Sprintf(row, 2), "null", 300)},
+		{Key: []byte(`{"id":2}`)},
+		{Value: []byte(`{"op":"m","source":{"connector":"postgresql"},"message":{"prefix":"p"}}`)},
+	}
+	cl, err := kgo.NewClient(kgo.SeedBrokers(e.kb.Addr()), kgo.RecordPartitioner(kgo.ManualPartitioner()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, r := range recs {
+		r.Topic = tailTopic
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	if err := cl.ProduceSync(ctx, recs...).FirstErr(); err != nil {
+		t.Fatal(err)
+	}
+	cl.Close()
+	lines := tailOut(t, "-config", cdcConfig(t, e, "tail", tailTopic, "t", "replacing", ""), "-from", "earliest", "-n", "5")
+	var got []string
+	for _, l := range lines {
+		var tl tailLine
+		if err := json.Unmarshal([]byte(l), &tl); err != nil {
+			t.Fatalf("%v: %q", err, l)
+		}
+		switch {
+		case tl.Row != nil:
+			got = append(got, fmt.Sprintf("row id=%v _version=%v _deleted=%v _op=%v", tl.Row["id"], tl.Row["_version"], tl.Row["_deleted"], tl.Row["_op"]))
+		case tl.Dropped != "":
+			got = append(got, fmt.Sprintf("dropped %d", tl.Offset))
+		default:
+			got = append(got, l)
+		}
+	}
+	want := []string{
+		"row id=1 _version=100 _deleted=0 _op=c",
+		"row id=1 _version=200 _deleted=1 _op=u",
+		"row id=2 _version=200 _deleted=0 _op=u",
+		"row id=2 _version=300 _deleted=1 _op=d",
+		"dropped 3",
+		"dropped 4",
+	}
+	if strings.Join(got, "\n") != strings.Join(want, "\n") {
+		t.Fatalf("etl tail printed\n%s\nwant\n%s\n(lines:\n%s)", strings.Join(got, "\n"), strings.Join(want, "\n"), strings.Join(lines, "\n"))
+	}
 }
 
 // TestCDCKillAtLeastOnce: the PostgreSQL history in replacing mode at
