@@ -359,6 +359,13 @@ func TestCDCConverges(t *testing.T) {
 			t.Fatalf("%s: the log should warn of the skipped messages and hold no error:\n%s", s.connector, log)
 		}
 		sameState(t, s.connector+" replacing", e.ch.Query(t, fmt.Sprintf(cdcReplacingState, table)), s.want())
+		direct := fmt.Sprintf("SELECT %s FROM default.%s FINAL WHERE _deleted = 0 ORDER BY id", cdcColumns, table)
+		sameState(t, s.connector+" replacing, FINAL WHERE", e.ch.Query(t, direct), s.want())
+		// The argMax view of the README, without FINAL.
+		view := "SELECT toString(id), r.1, toString(r.2), ifNull(r.3, 'NULL'), toString(r.4) FROM (SELECT id, " +
+			"argMax((name, amount, note, updated), _version) AS r, argMax(_deleted, _version) AS deleted FROM default." + table +
+			" GROUP BY id HAVING deleted = 0) ORDER BY id"
+		sameState(t, s.connector+" replacing, argMax", e.ch.Query(t, view), s.want())
 		if got := e.ch.Count(t, "default."+table); got != uint64(s.outRows) {
 			t.Fatalf("%s: %d rows, want %d: one per event, two per key change", s.connector, got, s.outRows)
 		}
