@@ -67,7 +67,8 @@ type cdcSource struct {
 	pos       uint64 // the LSN, or the binlog position
 	file      int    // the binlog file's number
 	recs      []*kgo.Record
-	outRows   int // the rows the events make in replacing mode
+	rows1     []int // the rows each record makes in replacing mode
+	outRows   int   // the rows the events make in replacing mode
 	ms        int64
 }
 
@@ -128,15 +129,30 @@ func (s *cdcSource) emit(op string, before, after *dbzRow) {
 	}
 	k := fmt.Appendf(nil, `{"id":%d}`, key.ID)
 	part := int32(uint64(key.ID) % partitions)
-	s.recs = append(s.recs, &kgo.Record{Topic: s.topic, Partition: part, Key: k, Value: value})
-	switch {
-	case op == "d":
-		s.recs = append(s.recs, &kgo.Record{Topic: s.topic, Partition: part, Key: k})
-		s.outRows++
-	case op == "u" && before.ID != after.ID:
-		s.outRows += 2
-	default:
-		s.outRows++
+	n := 1
+	if op == "u" && before.ID != after.ID {
+		n = 2
+	}
+	s.add(&kgo.Record{Topic: s.topic, Partition: part, Key: k, Value: value}, n)
+	if op == "d" {
+		s.add(&kgo.Record{Topic: s.topic, Partition: part, Key: k}, 0)
+	}
+}
+
+// add appends a record that makes n rows.
+func (s *cdcSource) add(r *kgo.Record, n int) {
+	s.recs = append(s.recs, r)
+	s.rows1 = append(s.rows1, n)
+	s.outRows += n
+}
+
+// resend appends the records [from, from+n) again, as a connector that
+// restarts from an older position sends its events again: their versions
+// are older than the rows they would overwrite.
+func (s *cdcSource) resend(from, n int) {
+	for i := from; i < from+n; i++ {
+		r := *s.recs[i]
+		s.add(&r, s.rows1[i])
 	}
 }
 
@@ -200,7 +216,7 @@ func (s *cdcSource) history(keys, changes int) {
 			s.ms++
 			v, _ := json.Marshal(map[string]any{"op": "m", "ts_ms": s.ms,
 				"source": map[string]any{"connector": s.connector, "ts_ms": s.ms}, "message": map[string]any{"prefix": "audit", "content": "eA=="}})
-			s.recs = append(s.recs, &kgo.Record{Topic: s.topic, Partition: int32(s.rng.IntN(partitions)), Key: nil, Value: v})
+			s.add(&kgo.Record{Topic: s.topic, Partition: int32(s.rng.IntN(partitions)), Key: nil, Value: v}, 0)
 		}
 	}
 }
@@ -329,7 +345,9 @@ func sameState(t *testing.T, what, got, want string) {
 // (inserts, updates, key changes, deletes with their tombstones, logical
 // messages), as Debezium JSON events with and without the schema/payload
 // wrapper, PostgreSQL's (versions from the LSN) on one topic and MySQL's
-// (from the binlog file and position) on another. Replacing mode into a
+// (from the binlog file and position, with 5,000 events sent again after
+// the history, as a connector restarted from an older position does) on
+// another. Replacing mode into a
 // ReplacingMergeTree(_version): the table's state with FINAL, deleted rows
 // filtered, equals the source table row by row. Collapsing mode into a
 // CollapsingMergeTree(_sign): the keys whose signs sum above 0 and their
@@ -342,6 +360,9 @@ func TestCDCConverges(t *testing.T) {
 	pg.produce(t, e.kb.Addr())
 	my := newCDCSource(2, "mysql", myTopic)
 	my.history(10_000, 20_000)
+	// The connector restarts from an older binlog position and sends the
+	// events after it again: 5,000 events of the middle of the history.
+	my.resend(len(my.recs)/2, 5_000)
 	my.produce(t, e.kb.Addr())
 
 	for _, s := range []*cdcSource{pg, my} {
