@@ -392,9 +392,13 @@ func TestCDCConverges(t *testing.T) {
 		}
 	}
 
-	cfg := writeConfig(t, strings.Replace(readFile(t, cdcConfig(t, e, "g-c", pgTopic, "c_pg", "collapsing", "")), "    table: c_pg\n", "    table: c_pg\n    inflight: {max_per_shard: 1}\n", 1))
-	createDerived(t, e, cfg, "ENGINE = CollapsingMergeTree(_sign)\nORDER BY `id`")
+	// The table sink.clickhouse.schema.create makes at startup.
+	cfg := writeConfig(t, strings.Replace(readFile(t, cdcConfig(t, e, "g-c", pgTopic, "c_pg", "collapsing", "")), "    table: c_pg\n",
+		"    table: c_pg\n    inflight: {max_per_shard: 1}\n    schema: {create: true}\n", 1))
 	runToEnd(t, e, cfg, "g-c", pgTopic)
+	if ddl := e.ch.Query(t, "SHOW CREATE TABLE default.c_pg"); !strings.Contains(ddl, "_version UInt64,  _sign Int8) ENGINE = CollapsingMergeTree(_sign) ORDER BY id") {
+		t.Fatalf("schema.create made %s", ddl)
+	}
 	sameState(t, "collapsing", e.ch.Query(t, fmt.Sprintf(cdcCollapsingState, "c_pg")), pg.want())
 	if got := e.ch.Query(t, "SELECT max(s), min(s) FROM (SELECT sum(_sign) AS s FROM default.c_pg GROUP BY id)"); got != "1\t0" {
 		t.Fatalf("the signs of a key sum to %s (max, min), want 1 and 0", got)
