@@ -50,9 +50,12 @@ var EnvelopeFields = map[string]string{
 	fieldSrcConn: "String", fieldSrcTxID: "String", fieldEventTsMs: "Int64",
 }
 
-// The event fields staged under each prefix, and their staging types
-// (Nullable: a null is as good as a missing field).
-var eventFields = [...]struct{ name, typ, row string }{
+// eventField is a field of the event staged under each prefix: its
+// staging type (Nullable: a null is as good as a missing field) and the
+// row field that carries it.
+type eventField struct{ name, typ, row string }
+
+var eventFields = [...]eventField{
 	{"source.ts_ms", "Nullable(Int64)", fieldSrcTsMs},
 	{"source.lsn", "Nullable(UInt64)", fieldSrcLSN},
 	{"source.file", "Nullable(String)", fieldSrcFile},
@@ -107,6 +110,7 @@ type Envelope struct {
 	version     string
 	image       []string // the image fields
 	keys        []int    // image indexes of the key fields
+	keyList     string   // the key fields' names, for messages
 	keyEq       []func(a, b chunk.Column, i int) bool
 	sets        []layout
 	cols        []rowCol
@@ -152,6 +156,7 @@ func NewDebezium(d config.Debezium, rows *chunk.Schema, keyTypes map[string]stri
 		e.keys = append(e.keys, j)
 		e.keyEq = append(e.keyEq, equalFunc(types[k]))
 	}
+	e.keyList = strings.Join(d.Key, ", ")
 	var prefixes []string
 	switch d.Wrapper {
 	case config.WrapperPayload:
@@ -200,7 +205,7 @@ func NewDebezium(d config.Debezium, rows *chunk.Schema, keyTypes map[string]stri
 				rc.kind, rc.img = colImage, j
 				break
 			}
-			if k := slices.IndexFunc(eventFields[:], func(ef struct{ name, typ, row string }) bool { return ef.row == n }); k >= 0 {
+			if k := slices.IndexFunc(eventFields[:], func(ef eventField) bool { return ef.row == n }); k >= 0 {
 				rc.kind, rc.ev = colEvent, k
 				break
 			}
@@ -382,7 +387,7 @@ func (e *Envelope) fill(er *envRT, in *chunk.Chunk, row int, offset int64) (stri
 	}
 	ev.version = v
 	hasBefore, hasAfter := e.present(in, l, 0, row), e.present(in, l, 1, row)
-	keys := strings.Join(e.keyNames(), ", ")
+	keys := e.keyList
 	switch ev.op {
 	case "c", "r":
 		if !hasAfter {
@@ -414,14 +419,6 @@ func (e *Envelope) fill(er *envRT, in *chunk.Chunk, row int, offset int64) (stri
 		e.emit(&ev, 0, -1, 1, out)
 	}
 	return "", nil
-}
-
-func (e *Envelope) keyNames() []string {
-	out := make([]string, len(e.keys))
-	for i, j := range e.keys {
-		out[i] = e.image[j]
-	}
-	return out
 }
 
 // Largest values of the version's parts.
