@@ -48,25 +48,27 @@ func TestDeriveCDC(t *testing.T) {
 func TestCDCTable(t *testing.T) {
 	for _, tt := range []struct {
 		mode, server, engine string
+		columns              map[string]string
 		in                   Table
 		want                 string
 	}{
-		{"", "18.16", "", Table{}, "ReplacingMergeTree(_version) [id]"},
-		{"", "23.1", "", Table{}, "ReplacingMergeTree(_version) [id]"},
-		{"", "23.2", "", Table{}, "ReplacingMergeTree(_version, _deleted) [id]"},
-		{"", "", "", Table{}, "ReplacingMergeTree(_version, _deleted) [id]"},
-		{config.DebeziumCollapsing, "24.8", "", Table{}, "CollapsingMergeTree(_sign) [id]"},
-		{"", "24.8", "", Table{Engine: "ReplicatedReplacingMergeTree('/t', 'r', _version)", OrderBy: []string{"id", "name"}},
+		{"", "18.16", "", nil, Table{}, "ReplacingMergeTree(`_version`) [id]"},
+		{"", "23.1", "", nil, Table{}, "ReplacingMergeTree(`_version`) [id]"},
+		{"", "23.2", "", nil, Table{}, "ReplacingMergeTree(`_version`, `_deleted`) [id]"},
+		{"", "", "", nil, Table{}, "ReplacingMergeTree(`_version`, `_deleted`) [id]"},
+		{"", "24.8", "", map[string]string{"ver": "_version", "gone": "_deleted", "account": "id"}, Table{}, "ReplacingMergeTree(`ver`, `gone`) [account]"},
+		{config.DebeziumCollapsing, "24.8", "", nil, Table{}, "CollapsingMergeTree(`_sign`) [id]"},
+		{"", "24.8", "", nil, Table{Engine: "ReplicatedReplacingMergeTree('/t', 'r', _version)", OrderBy: []string{"id", "name"}},
 			"ReplicatedReplacingMergeTree('/t', 'r', _version) [id name]"},
 	} {
-		got := CDCTable(cdcConfig(tt.mode), tt.in, mustServer(t, tt.server))
+		got := CDCTable(cdcConfig(tt.mode), tt.columns, tt.in, mustServer(t, tt.server))
 		if s := got.Engine + " [" + strings.Join(got.OrderBy, " ") + "]"; s != tt.want {
 			t.Errorf("mode %q server %q: %s, want %s", tt.mode, tt.server, s, tt.want)
 		}
 	}
 	plain := cdcConfig("")
 	plain.Decode.Envelope = ""
-	if got := CDCTable(plain, Table{}, mustServer(t, "24.8")); got.Engine != "" || got.OrderBy != nil {
+	if got := CDCTable(plain, nil, Table{}, mustServer(t, "24.8")); got.Engine != "" || got.OrderBy != nil {
 		t.Errorf("without the envelope: %+v", got)
 	}
 }

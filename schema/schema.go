@@ -605,24 +605,35 @@ func cdcColumns(mode string) []Column {
 // pipeline reading Debezium change events (cfg.CDC()) where t leaves them
 // empty: ReplacingMergeTree(_version), with _deleted as its is_deleted
 // column on servers that have one (23.2), or CollapsingMergeTree(_sign);
-// ORDER BY decode.debezium.key.
-func CDCTable(cfg *config.Config, t Table, srv Server) Table {
+// ORDER BY decode.debezium.key. columns is the sink's column map: a
+// column it fills from one of those fields stands for the field.
+func CDCTable(cfg *config.Config, columns map[string]string, t Table, srv Server) Table {
 	if !cfg.CDC() {
 		return t
+	}
+	col := func(field string) string {
+		for _, c := range slices.Sorted(maps.Keys(columns)) {
+			if meta.Field(columns[c]) == field {
+				return c
+			}
+		}
+		return field
 	}
 	d := cfg.DebeziumSettings()
 	if t.Engine == "" {
 		switch {
 		case d.Mode == config.DebeziumCollapsing:
-			t.Engine = "CollapsingMergeTree(" + transform.FieldSign + ")"
+			t.Engine = "CollapsingMergeTree(" + Quote(col(transform.FieldSign)) + ")"
 		case srv.IsDeleted():
-			t.Engine = "ReplacingMergeTree(" + transform.FieldVersion + ", " + transform.FieldDeleted + ")"
+			t.Engine = "ReplacingMergeTree(" + Quote(col(transform.FieldVersion)) + ", " + Quote(col(transform.FieldDeleted)) + ")"
 		default:
-			t.Engine = "ReplacingMergeTree(" + transform.FieldVersion + ")"
+			t.Engine = "ReplacingMergeTree(" + Quote(col(transform.FieldVersion)) + ")"
 		}
 	}
 	if len(t.OrderBy) == 0 {
-		t.OrderBy = append([]string(nil), d.Key...)
+		for _, k := range d.Key {
+			t.OrderBy = append(t.OrderBy, col(k))
+		}
 	}
 	return t
 }

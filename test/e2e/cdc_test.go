@@ -370,7 +370,7 @@ func TestCDCConverges(t *testing.T) {
 		cfg := cdcConfig(t, e, "g-"+table, s.topic, table, "replacing", "")
 		if s == pg {
 			// The table etl schema derives for the server.
-			createDerived(t, e, cfg, "ENGINE = ReplacingMergeTree(_version)\nORDER BY `id`")
+			createDerived(t, e, cfg, "ENGINE = ReplacingMergeTree(`_version`)\nORDER BY `id`")
 		} else {
 			e.ch.Exec(t, fmt.Sprintf(cdcReplacingDDL, table))
 		}
