@@ -36,7 +36,7 @@ const (
 	fieldSrcFile   = "_source.file"
 	fieldSrcPos    = "_source.pos"
 	fieldSrcConn   = "_source.connector"
-	fieldSrcTxID   = "_source.txid"
+	fieldTxID      = "_transaction.id"
 	fieldEventTsMs = "_ts_ms"
 	fieldTombstone = "_tombstone"
 )
@@ -47,7 +47,7 @@ const (
 var EnvelopeFields = map[string]string{
 	FieldVersion: "UInt64", FieldDeleted: "UInt8", FieldSign: "Int8", FieldOp: "String",
 	fieldSrcTsMs: "Int64", fieldSrcLSN: "UInt64", fieldSrcFile: "String", fieldSrcPos: "UInt64",
-	fieldSrcConn: "String", fieldSrcTxID: "String", fieldEventTsMs: "Int64",
+	fieldSrcConn: "String", fieldTxID: "String", fieldEventTsMs: "Int64",
 }
 
 // eventField is a field of the event staged under each prefix: its
@@ -61,7 +61,7 @@ var eventFields = [...]eventField{
 	{"source.file", "Nullable(String)", fieldSrcFile},
 	{"source.pos", "Nullable(UInt64)", fieldSrcPos},
 	{"source.connector", "Nullable(String)", fieldSrcConn},
-	{"transaction.id", "Nullable(String)", fieldSrcTxID},
+	{"transaction.id", "Nullable(String)", fieldTxID},
 	{"ts_ms", "Nullable(Int64)", fieldEventTsMs},
 }
 

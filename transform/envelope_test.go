@@ -340,3 +340,13 @@ func TestEnvelopeNoAllocs(t *testing.T) {
 type fixedEmitter struct{ c *chunk.Chunk }
 
 func (e *fixedEmitter) Chunk(int, int) *chunk.Chunk { return e.c }
+
+// TestEnvelopeEventFields: the source and transaction fields reach the
+// rows (0 or "" when the event lacks them), under either prefix.
+func TestEnvelopeEventFields(t *testing.T) {
+	steps := []config.Step{set(3, "src", `concat(string(_source.ts_ms), "/", string(_source.pos), "/", _source.file, "/", _transaction.id, "/", string(_ts_ms))`)}
+	c := newCDC(t, config.Debezium{}, steps, "id Int64", "src String")
+	ev := `{"after":{"id":1},"source":{"connector":"mysql","file":"b.000002","pos":77,"ts_ms":5},"op":"c","ts_ms":6,"transaction":{"id":"tx-9"}}`
+	got := c.rows(ev, `{"payload":`+ev+`}`, pg("c", "null", `{"id":2}`, 3))
+	same(t, got, "1|5/77/b.000002/tx-9/6", "1|5/77/b.000002/tx-9/6", "2|1700000000000/0///1700000000001")
+}
