@@ -139,7 +139,9 @@ func (s Server) WideDecimal() bool { return s.atLeast(20, 8) }
 
 // IsDeleted is 23.2's is_deleted column of ReplacingMergeTree
 // (ReplacingMergeTree(ver, is_deleted)): FINAL leaves out the deleted
-// rows. Older servers keep them, for queries to filter.
+// rows. Older servers keep them, for queries to filter. The 18.16 server
+// of the tests never takes the 23.2 branch: TestCDCTable checks the
+// statement it writes.
 func (s Server) IsDeleted() bool { return s.atLeast(23, 2) }
 
 // LowCardinalityNeedsSetting is true before 19.1, where LowCardinality
