@@ -11,8 +11,12 @@ import (
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kgo"
+	"google.golang.org/protobuf/proto"
+	"google.golang.org/protobuf/reflect/protodesc"
+	"google.golang.org/protobuf/types/descriptorpb"
 
 	"github.com/etl-project/etl/gen"
+	"github.com/etl-project/etl/protoschema"
 	"github.com/etl-project/etl/schemaregistry/registrytest"
 )
 
@@ -135,6 +139,7 @@ func TestProtobufRegistry(t *testing.T) {
 // TestProtobufRaw: unframed Protobuf records of a local schema (.proto
 // files, one importing the other through an import path) go through the
 // same chain into a table made by hand; every value is the one produced.
+// Then the same with the schema as a compiled descriptor set.
 func TestProtobufRaw(t *testing.T) {
 	e := newSchemaEnv(t)
 	dir := t.TempDir()
@@ -156,6 +161,37 @@ func TestProtobufRaw(t *testing.T) {
 	want := expectedRows(0, 60, protobufLine)
 	e.waitCount("default.pb2", uint64(len(want)), p)
 	sameLines(t, "pb2", e.rows("default.pb2", protobufRowSelect, ""), want)
+	if code := p.stop(t, syscall.SIGTERM, 30*time.Second); code != 0 {
+		t.Fatalf("etl exited %d\n%s", code, tailLog(p))
+	}
+
+	// The same schema as a descriptor set (the batch's file and the
+	// event's it imports; the well-known types are built in).
+	files, err := protoschema.CompileFiles(context.Background(), []string{dir}, "batch.proto")
+	if err != nil {
+		t.Fatal(err)
+	}
+	root := files.Root()
+	var set descriptorpb.FileDescriptorSet
+	for i := 0; i < root.Imports().Len(); i++ {
+		if fd := root.Imports().Get(i).FileDescriptor; !strings.HasPrefix(fd.Path(), "google/protobuf/") {
+			set.File = append(set.File, protodesc.ToFileDescriptorProto(fd))
+		}
+	}
+	set.File = append(set.File, protodesc.ToFileDescriptorProto(root))
+	b, err := proto.Marshal(&set)
+	if err != nil {
+		t.Fatal(err)
+	}
+	setFile := filepath.Join(dir, "batch.pb")
+	if err := os.WriteFile(setFile, b, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	e.ch.Exec(t, "CREATE TABLE default.pb3 AS default.pb2")
+	cfg = e.protobufConfig("pb-set", "pb3", fmt.Sprintf("{framing: raw, message: %s, descriptor_set: %q}", gen.ProtobufMessage, setFile), "")
+	p = startETL(t, cfg)
+	e.waitCount("default.pb3", uint64(len(want)), p)
+	sameLines(t, "pb3", e.rows("default.pb3", protobufRowSelect, ""), want)
 	if code := p.stop(t, syscall.SIGTERM, 30*time.Second); code != 0 {
 		t.Fatalf("etl exited %d\n%s", code, tailLog(p))
 	}
