@@ -177,9 +177,10 @@ type Decode struct {
 	Format Format `yaml:"format"`
 	// ValidateSchema is off, names or full: how strictly an Avro writer
 	// schema must match the table.
-	ValidateSchema string `yaml:"validate_schema"`
-	JSON           JSON   `yaml:"json"`
-	Avro           Avro   `yaml:"avro"`
+	ValidateSchema string   `yaml:"validate_schema"`
+	JSON           JSON     `yaml:"json"`
+	Avro           Avro     `yaml:"avro"`
+	Protobuf       Protobuf `yaml:"protobuf"`
 	// Key is how record keys are decoded (decode.key, key.go).
 	Key Key `yaml:"key"`
 	// Envelope is none or debezium: what wraps the row in each record
@@ -589,6 +590,7 @@ func Defaults() *Config {
 		}},
 		Decode: Decode{Format: "json", ValidateSchema: "off", JSON: JSON{Framing: "single"},
 			Avro:           Avro{Framing: "confluent", NegativeCacheTTL: Duration(time.Minute)},
+			Protobuf:       Protobuf{Framing: ProtobufConfluent, NegativeCacheTTL: Duration(time.Minute)},
 			Key:            Key{Format: KeyNone},
 			Envelope:       EnvelopeNone,
 			Debezium:       Debezium{Mode: DebeziumReplacing, Wrapper: WrapperAuto, Version: VersionAuto},

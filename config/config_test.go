@@ -155,8 +155,8 @@ func TestParseErrors(t *testing.T) {
 		},
 		{
 			name: "decode format not allowed",
-			yaml: base + "decode: {format: protobuf}\n",
-			want: `pipeline.yaml:12:18: decode.format: must be one of json, avro, raw; got "protobuf"`,
+			yaml: base + "decode: {format: thrift}\n",
+			want: `pipeline.yaml:12:18: decode.format: must be one of json, avro, protobuf, raw; got "thrift"`,
 		},
 		{
 			name: "raw format without a column for the value",

@@ -237,6 +237,9 @@ func (c *Config) SecretFiles() map[string]string {
 	if r := c.Decode.Avro.Registry; r != nil && r.PasswordFile != "" {
 		files["decode.avro.registry.password_file"] = r.PasswordFile
 	}
+	if r := c.Decode.Protobuf.Registry; r != nil && r.PasswordFile != "" {
+		files["decode.protobuf.registry.password_file"] = r.PasswordFile
+	}
 	for _, ns := range c.SinkList() {
 		if ns.ClickHouse == nil || ns.ClickHouse.PasswordFile == "" {
 			continue

@@ -163,7 +163,9 @@ var rules = []rule{
 		return secretFileProblem(c.Source.Kafka.SASL.Password, c.Source.Kafka.SASL.PasswordFile)
 	}},
 
-	{path: "decode.format", check: func(c *Config) string { return oneOf(c.Decode.Format, FormatJSON, FormatAvro, FormatRaw) }},
+	{path: "decode.format", check: func(c *Config) string {
+		return oneOf(c.Decode.Format, FormatJSON, FormatAvro, FormatProtobuf, FormatRaw)
+	}},
 	{path: "decode.format", when: func(c *Config) bool { return c.Decode.Format == FormatRaw }, check: func(c *Config) string {
 		if len(c.Transform) > 0 {
 			return "raw records have no fields for transforms to read: leave transform out, or decode them as json or avro"
@@ -332,14 +334,15 @@ var rules = []rule{
 		return ""
 	}},
 	{path: "sink.clickhouse.schema.add_columns", when: hasClickHouse, check: func(c *Config) string {
-		if c.Sink.ClickHouse.Schema.AddColumns && c.Decode.Format != FormatAvro && len(c.Decode.Fields) == 0 {
-			return "JSON records carry no types: add_columns needs decode.fields (or Avro) to know the columns' types"
+		if c.Sink.ClickHouse.Schema.AddColumns && c.Decode.Format != FormatAvro && c.Decode.Format != FormatProtobuf && len(c.Decode.Fields) == 0 {
+			return "JSON records carry no types: add_columns needs decode.fields (or Avro or Protobuf) to know the columns' types"
 		}
 		return ""
 	}},
 	{path: "sink.clickhouse.schema.create", when: hasClickHouse, check: func(c *Config) string {
-		if c.Sink.ClickHouse.Schema.Create && c.Decode.Format != FormatAvro && c.Decode.Format != FormatRaw && len(c.Decode.Fields) == 0 {
-			return "JSON records carry no types: create needs decode.fields (or Avro) to derive the table's columns"
+		if c.Sink.ClickHouse.Schema.Create && c.Decode.Format != FormatAvro && c.Decode.Format != FormatProtobuf && c.Decode.Format != FormatRaw &&
+			len(c.Decode.Fields) == 0 {
+			return "JSON records carry no types: create needs decode.fields (or Avro or Protobuf) to derive the table's columns"
 		}
 		return ""
 	}},
@@ -567,7 +570,7 @@ func validate(c *Config, d *decoder) []*Error {
 	if named && d != nil && d.present("sink") {
 		add(d.keyMark("sink"), "sink", "set sink (one sink) or sinks (named sinks), not both")
 	}
-	for _, r := range slices.Concat(rules, keyRules, envelopeRules) {
+	for _, r := range slices.Concat(rules, protobufRules, keyRules, envelopeRules) {
 		if strings.HasPrefix(r.path, "sink.clickhouse") && named {
 			continue
 		}

@@ -343,3 +343,18 @@ func CheckNested(groups []NestedGroup, c *chunk.Chunk) (int, *Error) {
 	}
 	return -1, nil
 }
+
+// SchemaPending is the error a Decoder returns for a record whose schema
+// is not available yet (a registry fetch under way, or the tables being
+// read again before the first record of a new schema id): the record was
+// not decoded and left nothing in the chunk; decode it again once
+// SchemaReady is closed. It is not a reason to dead-letter the record.
+// Each format's pending error implements it (avro.SchemaPendingError,
+// protoschema.PendingError), so the pipeline waits for either the same
+// way.
+type SchemaPending interface {
+	error
+	// SchemaReady is closed when the wait for the schema ends (fetched,
+	// failed, or the tables read again).
+	SchemaReady() <-chan struct{}
+}

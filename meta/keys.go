@@ -130,7 +130,7 @@ func (f *Filler) DecodesKey() bool { return f != nil && f.key != nil }
 // every field its column's default (NULL for a Nullable). A key that
 // cannot be decoded is a *decode.Error naming the key, the record's
 // offset and what is wrong; an Avro key whose schema is still being
-// fetched returns the decoder's *avro.SchemaPendingError unchanged (the
+// fetched returns the decoder's decode.SchemaPending unchanged (the
 // record is decoded again later). f holds the key's row until the next
 // call: a Filler that decodes keys is one worker's.
 func (f *Filler) DecodeKey(r *kgo.Record) error {

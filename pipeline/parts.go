@@ -96,8 +96,13 @@ func newBase(cfg *config.Config, log *slog.Logger, reg prometheus.Registerer) (*
 // openParts loads the Avro schemas (sink.clickhouse.schema derives the
 // tables from them) and opens every sink as plan says.
 func (p *Pipeline) openParts(ctx context.Context, plan sinkPlan) error {
-	if p.cfg.Decode.Format == config.FormatAvro {
+	switch p.cfg.Decode.Format {
+	case config.FormatAvro:
 		if err := p.setupAvro(ctx); err != nil {
+			return err
+		}
+	case config.FormatProtobuf:
+		if err := p.setupProtobuf(ctx); err != nil {
 			return err
 		}
 	}
@@ -203,6 +208,9 @@ func OpenParts(ctx context.Context, o PartsOptions) (*Parts, error) {
 		// The tables were read once, now: a new writer schema does not
 		// wait for another read.
 		p.lookup = registrySource{c: r}
+		if p.proto != nil && p.proto.registry != nil {
+			p.proto.src = p.proto.registry
+		}
 	}
 	return &Parts{p: p, lanes: map[TopicPartition]*lane{}}, nil
 }
@@ -358,7 +366,7 @@ func (x *Parts) Decode(ctx context.Context, r *kgo.Record) (*Decoded, error) {
 			break
 		}
 		select {
-		case <-pending.Wait:
+		case <-pending.SchemaReady():
 		case <-ctx.Done():
 			return nil, ctx.Err()
 		}

@@ -93,6 +93,7 @@ type Pipeline struct {
 	component   func(name string) prometheus.Registerer // the registerer of each component (metrics.go)
 	schemas     *fields.Schemas                         // the Avro schemas and registry client (empty for JSON)
 	lookup      avro.SchemaSource                       // the decoders' writer schemas by id (registrySource), nil without a registry
+	proto       *protoSchemas                           // the Protobuf decoders' message or registry (decode.format: protobuf)
 	waiters     sync.WaitGroup                          // lanes waiting for a schema
 	stopWaiters chan struct{}
 	dlq         deadLetters // when on_error is dlq

@@ -41,7 +41,7 @@ func unavailable(err error) error { return &unavailableError{err} }
 // handshake and then stopped answering (frozen, or a query stuck behind a
 // lock) holds a query until the context's deadline. New asks each replica
 // at most a few questions, each of which can take a dial: two dial timeouts
-// per replica, at least 15 s, plus the 10 s the Avro schema prewarm may
+// per replica, at least 15 s, plus the 10 s the schema prewarm may
 // take, leave a healthy but slow start room to finish.
 func StartTimeout(cfg *config.Config) time.Duration {
 	var d time.Duration
@@ -51,7 +51,8 @@ func StartTimeout(cfg *config.Config) time.Duration {
 		}
 	}
 	d = max(d, 15*time.Second)
-	if cfg.Decode.Format == config.FormatAvro && len(cfg.Decode.Avro.PrewarmSubjects) > 0 {
+	if cfg.Decode.Format == config.FormatAvro && len(cfg.Decode.Avro.PrewarmSubjects) > 0 ||
+		cfg.Decode.Format == config.FormatProtobuf && len(cfg.Decode.Protobuf.PrewarmSubjects) > 0 {
 		d += fields.PrewarmTimeout
 	}
 	return d

@@ -17,7 +17,7 @@ import (
 // The target table's columns are read at startup and again:
 //   - every sink.clickhouse.describe_interval (ALTER TABLE under a running
 //     pipeline),
-//   - the first time an Avro schema id is served (a new writer schema often
+//   - the first time an Avro or Protobuf schema id is served (a new writer schema often
 //     comes with a new column), before any record of it is decoded,
 //   - when an insert is refused because the table changed under it (the
 //     shard's followTable calls refreshTarget through ShardOptions.Refresh,
@@ -70,6 +70,8 @@ func (p *Pipeline) newDecoderMeasured(t *clickhouse.Target, hooks decode.RowLimi
 	switch p.cfg.Decode.Format {
 	case config.FormatAvro:
 		d, err = p.newAvroDecoder(t)
+	case config.FormatProtobuf:
+		d, err = p.newProtobufDecoder(t)
 	case config.FormatRaw:
 		d, err = newRawDecoder(t.Schema, srcs, int(p.cfg.Decode.MaxRecordBytes))
 	default:

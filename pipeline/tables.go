@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/etl-project/etl/config"
+	"github.com/etl-project/etl/protoschema"
 	"github.com/etl-project/etl/schema"
 	"github.com/etl-project/etl/sink/clickhouse"
 )
@@ -111,7 +112,11 @@ func (p *Pipeline) prepareTable(ctx context.Context, s *sinkState, dryRun bool) 
 // read once at startup.
 func (p *Pipeline) source(ctx context.Context) (schema.Source, error) {
 	if !p.tables.read {
-		p.tables.src, p.tables.srcErr = p.schemas.Source(ctx, p.cfg)
+		if p.proto != nil {
+			p.tables.src, p.tables.srcErr = p.protobufTableSource(ctx)
+		} else {
+			p.tables.src, p.tables.srcErr = p.schemas.Source(ctx, p.cfg)
+		}
 		p.tables.read = true
 	}
 	return p.tables.src, p.tables.srcErr
@@ -240,13 +245,12 @@ func (p *Pipeline) addColumnsForNew(ctx context.Context) error {
 	var errs []error
 	var retry []int32
 	for _, id := range ids {
-		sc, err := p.schemas.Registry.Lookup(id)
-		if err != nil {
+		src, err := p.schemaSource(id)
+		if errors.Is(err, errRetrySchema) {
 			retry = append(retry, id)
 			errs = append(errs, fmt.Errorf("schema id %d: %w", id, err))
 			continue
 		}
-		src, err := schema.FromAvro(sc.Text)
 		if err != nil {
 			// The decoder reports this schema's records.
 			p.log.Warn("sink.clickhouse.schema.add_columns: cannot read writer schema", "id", id, "err", err)
@@ -322,3 +326,24 @@ type underivable struct{ err error }
 
 func (u *underivable) Error() string { return u.err.Error() }
 func (u *underivable) Unwrap() error { return u.err }
+
+// errRetrySchema marks a schema schemaSource cannot read now.
+var errRetrySchema = errors.New("the schema cannot be read now")
+
+// schemaSource is the fields of writer schema id (Avro) or of the first
+// message of schema id (Protobuf). An error wrapping errRetrySchema is
+// worth a retry; another means the schema cannot give columns.
+func (p *Pipeline) schemaSource(id int32) (schema.Source, error) {
+	if p.proto != nil {
+		src, err := p.protobufSchemaSource(id)
+		if errors.Is(err, protoschema.ErrPending) {
+			return src, fmt.Errorf("%w: %w", errRetrySchema, err)
+		}
+		return src, err
+	}
+	sc, err := p.schemas.Registry.Lookup(id)
+	if err != nil {
+		return schema.Source{}, fmt.Errorf("%w: %w", errRetrySchema, err)
+	}
+	return schema.FromAvro(sc.Text)
+}

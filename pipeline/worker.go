@@ -9,7 +9,6 @@ import (
 	"github.com/etl-project/etl/chunk"
 	"github.com/etl-project/etl/config"
 	"github.com/etl-project/etl/decode"
-	"github.com/etl-project/etl/decode/avro"
 	"github.com/etl-project/etl/meta"
 	"github.com/etl-project/etl/sink/clickhouse"
 	"github.com/etl-project/etl/source/kafka"
@@ -186,7 +185,7 @@ func (p *Pipeline) process(l *lane, dec *boundDecoder) {
 					if !p.eo() {
 						out.seal()
 					}
-					p.waitSchema(l, pending.Wait)
+					p.waitSchema(l, pending.SchemaReady())
 					return
 				}
 			}
@@ -547,11 +546,11 @@ func (o *directOutputs) seal() bool {
 // schemaPending is the error's wait for a schema, if it is one. Kept out
 // of the record loop: the variable errors.As fills escapes, and would cost
 // an allocation per record.
-func schemaPending(err error) *avro.SchemaPendingError {
+func schemaPending(err error) decode.SchemaPending {
 	if err == nil {
 		return nil
 	}
-	var pending *avro.SchemaPendingError
+	var pending decode.SchemaPending
 	if errors.As(err, &pending) {
 		return pending
 	}

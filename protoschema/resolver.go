@@ -36,6 +36,10 @@ func (e *PendingError) Error() string {
 
 func (e *PendingError) Unwrap() error { return e.Err }
 
+// SchemaReady is Wait: it makes a PendingError a decode.SchemaPending,
+// which the pipeline waits on as it does for Avro.
+func (e *PendingError) SchemaReady() <-chan struct{} { return e.Wait }
+
 // Resolved is a Confluent-framed Protobuf record resolved to its message.
 type Resolved struct {
 	ID      int32

@@ -27,6 +27,10 @@
 # by configs/bench-nested-avro.yaml into a table with LowCardinality,
 # Nullable and Array columns (about 4.4M rows).
 #
+# WORKLOAD=nested-protobuf is the same batches as Confluent-framed
+# Protobuf (the event's schema a registry reference), through the same
+# chain into the same table (configs/bench-nested-protobuf.yaml).
+#
 # WORKLOAD=json-meta is the json workload with two more columns filled
 # from each record's Kafka metadata (kpartition Int32 from _partition,
 # koffset Int64 from _offset; configs/bench-meta.yaml): what those columns
@@ -60,8 +64,13 @@ nested-avro)
 	CONFIG=${CONFIG:-configs/bench-nested-avro.yaml}
 	TOPIC=batches TABLE=batches
 	;;
+nested-protobuf)
+	N=${N:-56000}
+	CONFIG=${CONFIG:-configs/bench-nested-protobuf.yaml}
+	TOPIC=batches TABLE=batches
+	;;
 *)
-	echo "WORKLOAD=$WORKLOAD is not one of json, json-meta, json-raw, nested-avro" >&2
+	echo "WORKLOAD=$WORKLOAD is not one of json, json-meta, json-raw, nested-avro, nested-protobuf" >&2
 	exit 2
 	;;
 esac
@@ -98,7 +107,7 @@ XML
 fi
 scripts/clickhouse.sh start --dir "$DIR/clickhouse" --tcp-port "$CH_TCP" --http-port "$CH_HTTP" "${chargs[@]}" >/dev/null
 regargs=()
-[[ $WORKLOAD == nested-avro ]] && regargs=(-registry "$REGISTRY")
+[[ $WORKLOAD == nested-* ]] && regargs=(-registry "$REGISTRY")
 bin/devbroker -listen "$BROKER" -topics "$TOPIC" -partitions 6 "${regargs[@]}" >"$DIR/broker.log" 2>&1 &
 broker=$!
 for _ in $(seq 100); do
@@ -123,7 +132,7 @@ bin/etl gen -format "$GEN" -registry "http://$REGISTRY" -brokers "$BROKER" -topi
 cat "$DIR/gen.log"
 # ROWS: the rows the pipeline writes (N, or the rows the nested chain keeps).
 ROWS=$N
-if [[ $WORKLOAD == nested-avro ]]; then
+if [[ $WORKLOAD == nested-* ]]; then
 	ROWS=$(sed -n 's/^rows the benchmark.s chain keeps: //p' "$DIR/gen.log")
 fi
 

@@ -52,6 +52,11 @@ func (e *SchemaPendingError) Error() string {
 
 func (e *SchemaPendingError) Unwrap() error { return e.Err }
 
+// SchemaReady implements decode.SchemaPending.
+func (e *SchemaPendingError) SchemaReady() <-chan struct{} { return e.Wait }
+
+var _ decode.SchemaPending = (*SchemaPendingError)(nil)
+
 // Framed decodes framed Avro records: it reads the framing, finds the
 // writer schema and decodes the datum with a plan compiled once per writer
 // schema and kept for the decoder's life. Not safe for concurrent use: one
