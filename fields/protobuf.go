@@ -183,6 +183,9 @@ func (s *Schemas) latestProtobuf(ctx context.Context, cfg *config.Config, subjec
 // local schema, or the message of the latest schema of each of
 // ProtobufSubjects (merged, the first subject's type winning).
 func (s *Schemas) protobufSource(ctx context.Context, cfg *config.Config) (schema.Source, error) {
+	if s == nil {
+		return schema.Source{}, fmt.Errorf("decode.protobuf: the Protobuf schemas are not loaded (fields.LoadSchemas)")
+	}
 	if s.ProtoMessage != nil {
 		src, err := schema.FromProtobuf(s.ProtoMessage)
 		if err != nil {
