@@ -201,3 +201,26 @@ func TestProtobufSourceRegistry(t *testing.T) {
 		t.Errorf("Source of an unknown message: %v", err)
 	}
 }
+
+// TestProtobufCheckExpr: the fields the chain's expressions read are
+// checked against the local message, with the closest field.
+func TestProtobufCheckExpr(t *testing.T) {
+	dir := writeProtos(t)
+	cfg := protoConfig(t, config.Protobuf{Framing: config.ProtobufRaw, Message: "shop.Order",
+		ProtoFiles: []string{"shop/order.proto"}, ImportPaths: []string{dir}}, `transform:
+  - set: {cid: "customer.id * 2"}
+`)
+	r, err := Offline(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := CheckExpr(cfg, r); err != nil {
+		t.Errorf("a known field: %v", err)
+	}
+	cfg = protoConfig(t, cfg.Decode.Protobuf, `transform:
+  - set: {cid: "customer.idd * 2"}
+`)
+	if err := CheckExpr(cfg, r); err == nil || !strings.Contains(err.Error(), "customer.idd") || !strings.Contains(err.Error(), `"customer.id"`) {
+		t.Errorf("an unknown field: %v", err)
+	}
+}
