@@ -5,10 +5,14 @@ import (
 	"errors"
 	"strings"
 	"testing"
+	"time"
+
+	"github.com/twmb/franz-go/pkg/kfake"
 
 	"github.com/etl-project/etl/chunk"
 	"github.com/etl-project/etl/config"
 	"github.com/etl-project/etl/fields"
+	"github.com/etl-project/etl/internal/testenv"
 	"github.com/etl-project/etl/pipeline"
 	"github.com/etl-project/etl/schemaregistry/registrytest"
 )
@@ -120,5 +124,33 @@ func TestCheckProtobufRegistry(t *testing.T) {
 	_, problems = checkProtobuf(context.Background(), cfg, s, target)
 	if all := errors.Join(problems...); all == nil || !strings.Contains(all.Error(), `did you mean "shop.Order"?`) {
 		t.Errorf("unknown message: %v", all)
+	}
+}
+
+// TestCheckProtobufConnect: validate -connect against ClickHouse 18.16
+// and the brokers checks the local message against the table it reads,
+// lists the fields that fill no column, and under validate_schema names
+// refuses them as a configuration mistake.
+func TestCheckProtobufConnect(t *testing.T) {
+	kb := testenv.Kafka(t, kfake.SeedTopics(1, "orders"))
+	ch := testenv.ClickHouse(t)
+	ch.Exec(t, "CREATE DATABASE shop")
+	ch.Exec(t, "CREATE TABLE shop.orders (id Int64, cid Int64, tags Array(String), counts Nested(key String, value Int64), created_at DateTime) ENGINE = MergeTree ORDER BY id")
+	cfg := protoTestConfigAt(t, kb.Addr(), ch.TCPAddr(), "shop.Order", "    columns: {cid: customer.id}\n")
+	report, err := Check(cfg, 15*time.Second)
+	if err != nil {
+		t.Fatalf("Check: %v\n%s", err, joined(report))
+	}
+	for _, want := range []string{"column cid Int64 <- field customer.id (sink.clickhouse.columns)", "protobuf: message shop.Order of ", "fills the tables' columns",
+		"protobuf: fields of shop.Order that fill no column (skipped): items, status, priority"} {
+		if !strings.Contains(joined(report), want) {
+			t.Errorf("report lacks %q:\n%s", want, joined(report))
+		}
+	}
+	cfg.Decode.ValidateSchema = "names"
+	report, err = Check(cfg, 15*time.Second)
+	var ce *pipeline.ConfigError
+	if !errors.As(err, &ce) || !strings.Contains(err.Error(), "validate_schema names") || !strings.Contains(err.Error(), `"items"`) {
+		t.Errorf("validate_schema names: %v\n%s", err, joined(report))
 	}
 }

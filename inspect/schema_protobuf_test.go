@@ -42,16 +42,23 @@ message Order {
 // package's.
 func protoTestConfig(t *testing.T, message, extra string) *config.Config {
 	t.Helper()
+	return protoTestConfigAt(t, "127.0.0.1:1", "127.0.0.1:1", message, extra)
+}
+
+// protoTestConfigAt is protoTestConfig with the brokers and the
+// ClickHouse address given.
+func protoTestConfigAt(t *testing.T, brokers, addr, message, extra string) *config.Config {
+	t.Helper()
 	dir := t.TempDir()
 	if err := os.WriteFile(filepath.Join(dir, "shop.proto"), []byte(shopProto), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	y := `pipeline: {name: test}
 source:
-  kafka: {brokers: ["127.0.0.1:1"], topics: [orders], group_id: g}
+  kafka: {brokers: ["` + brokers + `"], topics: [orders], group_id: g}
 sink:
   clickhouse:
-    addr: ["127.0.0.1:1"]
+    addr: ["` + addr + `"]
     database: shop
     table: orders
     schema: {order_by: [id]}
