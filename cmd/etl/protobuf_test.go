@@ -284,7 +284,8 @@ metrics: {listen: "off"}
 		kinds, _ := r["events.kind"].([]any)
 		if fmt.Sprint(r["batch_id"]) != fmt.Sprint(b.ID) || r["user"] != b.User || r["source"] != b.Source ||
 			r["sent_at"] != b.SentAt.UTC().Format("2006-01-02 15:04:05.000") || len(kinds) != len(b.Events) || kinds[0] != b.Events[0].Kind {
-			t.Errorf("row %d: %v; want batch %d of user %s from %s sent at %v, %d events, the first %s", i, r, b.ID, b.User, b.Source, b.SentAt, len(b.Events), b.Events[0].Kind)
+			t.Errorf("row %d: batch %v of user %v from %v sent at %v, %d events; want batch %d of user %s from %s sent at %v, %d events, the first %s",
+				i, r["batch_id"], r["user"], r["source"], r["sent_at"], len(kinds), b.ID, b.User, b.Source, b.SentAt, len(b.Events), b.Events[0].Kind)
 		}
 	}
 }
