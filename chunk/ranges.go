@@ -175,3 +175,13 @@ func (r ServerRanges) DateTimeErrorIn(sec, lo, hi int64, z *Zone) string {
 func formatDay(days int64) string {
 	return time.Unix(days*86400, 0).UTC().Format(time.DateOnly)
 }
+
+// VersionAtLeast reports whether server version v is major.minor or
+// later; a version that cannot be read (or "", unknown) counts as later.
+func VersionAtLeast(v string, major, minor int) bool {
+	ma, mi, ok := parseVersion(v)
+	if !ok {
+		return true
+	}
+	return ma > major || ma == major && mi >= minor
+}

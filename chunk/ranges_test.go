@@ -76,3 +76,14 @@ func TestRangeMessages(t *testing.T) {
 		t.Errorf("DateError = %q, want %q", got, want)
 	}
 }
+
+func TestVersionAtLeast(t *testing.T) {
+	for _, c := range []struct {
+		v    string
+		want bool
+	}{{"18.16.1", false}, {"21.8", true}, {"21.7.9", false}, {"24.3", true}, {"", true}, {"x.y", true}, {"22", true}} {
+		if got := VersionAtLeast(c.v, 21, 8); got != c.want {
+			t.Errorf("VersionAtLeast(%q, 21, 8) = %v, want %v", c.v, got, c.want)
+		}
+	}
+}

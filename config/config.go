@@ -183,6 +183,11 @@ type Decode struct {
 	Protobuf       Protobuf `yaml:"protobuf"`
 	// Key is how record keys are decoded (decode.key, key.go).
 	Key Key `yaml:"key"`
+	// Envelope is none or debezium: what wraps the row in each record
+	// (decode.envelope, envelope.go).
+	Envelope string `yaml:"envelope"`
+	// Debezium configures the debezium envelope (decode.debezium).
+	Debezium Debezium `yaml:"debezium"`
 	// OnError is what happens to a record that cannot be written; empty
 	// means dlq when DLQ.Topic is set, else fail.
 	OnError OnError `yaml:"on_error"`
@@ -586,6 +591,8 @@ func Defaults() *Config {
 		Decode: Decode{Format: "json", ValidateSchema: "off", JSON: JSON{Framing: "single"},
 			Avro:           Avro{Framing: "confluent", NegativeCacheTTL: Duration(time.Minute)},
 			Key:            Key{Format: KeyNone},
+			Envelope:       EnvelopeNone,
+			Debezium:       Debezium{Mode: DebeziumReplacing, Wrapper: WrapperAuto, Version: VersionAuto},
 			MaxRecordBytes: 1 * MiB, MaxRowsPerRecord: 100_000},
 		Sink: Sink{ClickHouse: &ClickHouse{
 			Database: "default",

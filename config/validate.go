@@ -567,7 +567,7 @@ func validate(c *Config, d *decoder) []*Error {
 	if named && d != nil && d.present("sink") {
 		add(d.keyMark("sink"), "sink", "set sink (one sink) or sinks (named sinks), not both")
 	}
-	for _, r := range slices.Concat(rules, keyRules) {
+	for _, r := range slices.Concat(rules, keyRules, envelopeRules) {
 		if strings.HasPrefix(r.path, "sink.clickhouse") && named {
 			continue
 		}

@@ -158,6 +158,12 @@ func CheckMapped(cfg *config.Config, r *Set) []error {
 	for _, d := range transform.Derived(cfg.Transform) {
 		derived[d] = true
 	}
+	if cfg.CDC() {
+		// The debezium envelope's fields (_version, _deleted, ...).
+		for f := range transform.EnvelopeFields {
+			derived[f] = true
+		}
+	}
 	var candidates []string
 	var errs []error
 	for _, ns := range cfg.SinkList() {

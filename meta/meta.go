@@ -31,7 +31,6 @@ package meta
 import (
 	"fmt"
 	"maps"
-	"strconv"
 	"strings"
 
 	"github.com/twmb/franz-go/pkg/kgo"
@@ -259,7 +258,7 @@ func CompileWith(s *chunk.Schema, srcs []string, o Options) (*Filler, error) {
 			return nil, fmt.Errorf("column %s (%s) cannot hold %s: its type must be one of %s",
 				s.Names[i], t.Name, src, strings.Join(Types(src), ", "))
 		}
-		if t.Base().Kind == chunk.KindMap && version != "" && !atLeast(version, 21, 8) {
+		if t.Base().Kind == chunk.KindMap && version != "" && !chunk.VersionAtLeast(version, 21, 8) {
 			return nil, fmt.Errorf("column %s (%s) cannot hold %s: ClickHouse %s has no Map type (it came in 21.8); use two Array(String) columns fed by %s and %s, for example a Nested headers (key String, value String) mapped from %s",
 				s.Names[i], t.Name, src, version, HeaderKeys, HeaderValues, Headers)
 		}
@@ -334,19 +333,4 @@ func fillFixed[T int32 | int64 | uint64](col *chunk.Fixed[T], from, n int, v T) 
 		d = append(d, v)
 	}
 	col.Data = d
-}
-
-// atLeast reports whether version v is major.minor or later; a version
-// that cannot be read counts as later.
-func atLeast(v string, major, minor int) bool {
-	parts := strings.SplitN(strings.TrimSpace(v), ".", 3)
-	if len(parts) < 2 {
-		return true
-	}
-	ma, err1 := strconv.Atoi(parts[0])
-	mi, err2 := strconv.Atoi(parts[1])
-	if err1 != nil || err2 != nil {
-		return true
-	}
-	return ma > major || ma == major && mi >= minor
 }

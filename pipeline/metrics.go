@@ -1,9 +1,12 @@
 package pipeline
 
 import (
+	"sync"
+
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/etl-project/etl/decode"
+	"github.com/etl-project/etl/transform"
 )
 
 // metrics are the pipeline's own metrics, built once from the injected
@@ -23,6 +26,14 @@ type metrics struct {
 
 	transformIn, transformOut, transformDropped prometheus.Counter
 	transformErrors                             *prometheus.CounterVec
+
+	// cdcSkipped counts change events the envelope skipped, by reason
+	// (transform.SkipTruncate, ...); cdcTombstones the tombstones dropped.
+	cdcSkipped    map[string]prometheus.Counter
+	cdcSkippedVec *prometheus.CounterVec
+	cdcTombstones prometheus.Counter
+	// cdcWarned is when a skipped event of each reason was last logged.
+	cdcWarned sync.Map
 }
 
 // Pipeline states, the values of etl_pipeline_state's state label.
@@ -111,6 +122,18 @@ func newComponentMetrics(component func(string) prometheus.Registerer) *metrics 
 			Help: "Records the transform chain refused, by reason.",
 		}, []string{"reason"}),
 	}
+	m.cdcSkippedVec = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "etl_cdc_skipped_total",
+		Help: "Change events the debezium envelope made no row of, by reason (truncate, message, unknown_op).",
+	}, []string{"reason"})
+	m.cdcTombstones = prometheus.NewCounter(prometheus.CounterOpts{
+		Name: "etl_cdc_tombstones_total",
+		Help: "Tombstones (null values) the debezium envelope dropped.",
+	})
+	m.cdcSkipped = map[string]prometheus.Counter{}
+	for _, r := range []string{transform.SkipTruncate, transform.SkipMessage, transform.SkipUnknownOp} {
+		m.cdcSkipped[r] = m.cdcSkippedVec.WithLabelValues(r)
+	}
 	for _, r := range []string{"out_of_range", "wrong_type", "transform", "unroutable"} {
 		m.transformErrors.WithLabelValues(r)
 	}
@@ -128,7 +151,7 @@ func newComponentMetrics(component func(string) prometheus.Registerer) *metrics 
 		}
 	}
 	register("backpressure", m.lanesPaused, m.budgetHolds)
-	register("decode", m.decodeErrors)
+	register("decode", m.decodeErrors, m.cdcSkippedVec, m.cdcTombstones)
 	register("checkpoint", m.commits, m.watermarkAge)
 	register("source", m.lag)
 	register("sink", m.tableChanges, m.schemaChanges)

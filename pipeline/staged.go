@@ -67,7 +67,7 @@ func (g *ackGroup) addRange(l *lane, first, next int64) {
 
 // staged reports whether the pipeline runs the staged path.
 func (p *Pipeline) staged() bool {
-	if len(p.cfg.Transform) > 0 || len(p.sinks) > 1 {
+	if len(p.cfg.Transform) > 0 || len(p.sinks) > 1 || p.cfg.CDC() {
 		return true
 	}
 	for _, s := range p.sinks {
@@ -85,6 +85,10 @@ type stagedShared struct {
 	stage   *chunk.Schema
 	outs    []transform.Output
 	targets []*clickhouse.Target // per sink
+	// With decode.envelope: debezium, rows is the chain's input (the
+	// rows the envelope makes) and stage the event's fields (env.Stage).
+	rows *chunk.Schema
+	env  *transform.Envelope
 }
 
 // stagedBinding is a worker's chain for a staging layout (a chain keeps
@@ -113,9 +117,18 @@ func (p *Pipeline) compileStaged(targets []*clickhouse.Target) (*stagedBinding, 
 		}
 		p.stagedMu.Unlock()
 	}
-	chain, err := transform.Compile(p.cfg.Transform, sh.stage, sh.outs)
+	in := sh.stage
+	if sh.env != nil {
+		in = sh.rows
+	}
+	chain, err := transform.Compile(p.cfg.Transform, in, sh.outs)
 	if err != nil {
 		return nil, nil, err
+	}
+	if sh.env != nil {
+		if err := chain.SetEnvelope(sh.env); err != nil {
+			return nil, nil, err
+		}
 	}
 	lim := p.rowLimits()
 	if !p.eo() {
@@ -146,6 +159,9 @@ func (p *Pipeline) stagedLayoutFor(targets []*clickhouse.Target) (*stagedShared,
 			}
 		}
 		outs[i] = o
+	}
+	if p.cfg.CDC() {
+		return cdcLayout(p.cfg, outs, targets, meta.WithTypes(p.schemas.Types(), p.cfg.ExprKeyFields()...))
 	}
 	stage, err := transform.InputsKnown(p.cfg.Transform, outs, p.cfg.Decode.Fields, meta.WithTypes(p.schemas.Types(), p.cfg.ExprKeyFields()...))
 	if err != nil {
@@ -274,6 +290,11 @@ func (o *stagedOut) add(r *kgo.Record) error {
 	p, l := o.p, o.l
 	defer o.doneStage()
 	l.stage.Reset()
+	if r.Value == nil && o.dec.staged.env != nil && !p.tombstones {
+		// The tombstone after a delete: nothing to write.
+		p.m.cdcTombstones.Inc()
+		return nil
+	}
 	var err error
 	if o.dec.meta.DecodesKey() {
 		err = o.dec.meta.DecodeKey(r)
@@ -315,9 +336,13 @@ func (o *stagedOut) add(r *kgo.Record) error {
 		}
 	}
 	o.dec.staged.chain.SetTopic(r.Topic)
+	o.dec.staged.chain.SetOffset(r.Offset)
 	for row := 0; row < l.stage.Rows && err == nil; row++ {
 		var res transform.Result
 		res, err = o.dec.staged.chain.Run(l.stage, row, &o.em)
+		if res.Skipped != "" {
+			p.cdcSkipped(res.Skipped, r)
+		}
 		p.m.transformOut.Add(float64(res.Out))
 		p.m.transformDropped.Add(float64(res.Dropped))
 		if multi && err == nil {

@@ -157,9 +157,9 @@ func (p *Pipeline) createTable(ctx context.Context, s *sinkState, c *clickhouse.
 		return &ConfigError{Errs: []error{fmt.Errorf("sink %s: sink.clickhouse.schema.create: %w", s.name, err)}}
 	}
 	sc := s.cfg.Schema
-	stmts, _, err := schema.CreateTable(schema.Table{
+	stmts, _, err := schema.CreateTable(schema.CDCTable(p.cfg, s.cfg.Columns, schema.Table{
 		Database: c.Database(), Name: s.cfg.Table, Engine: sc.Engine, OrderBy: sc.OrderBy, IfNotExists: true,
-	}, cols, srv)
+	}, srv), cols, srv)
 	if err != nil {
 		return &ConfigError{Errs: []error{fmt.Errorf("sink %s: sink.clickhouse.schema: %w", s.name, err)}}
 	}

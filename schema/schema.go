@@ -164,6 +164,13 @@ func (s Server) Map() bool { return s.atLeast(21, 8) }
 // WideDecimal is Decimal precision above 38 (Decimal256, 20.8).
 func (s Server) WideDecimal() bool { return s.atLeast(20, 8) }
 
+// IsDeleted is 23.2's is_deleted column of ReplacingMergeTree
+// (ReplacingMergeTree(ver, is_deleted)): FINAL leaves out the deleted
+// rows. Older servers keep them, for queries to filter. The 18.16 server
+// of the tests never takes the 23.2 branch: TestCDCTable checks the
+// statement it writes.
+func (s Server) IsDeleted() bool { return s.atLeast(23, 2) }
+
 // LowCardinalityNeedsSetting is true before 19.1, where LowCardinality
 // columns need allow_experimental_low_cardinality_type.
 func (s Server) LowCardinalityNeedsSetting() bool { return !s.atLeast(19, 1) }
@@ -205,6 +212,11 @@ type Options struct {
 	Server    Server
 	// LowCardinality makes String columns LowCardinality(String).
 	LowCardinality bool
+	// CDC is decode.debezium.mode when records are Debezium change
+	// events (decode.envelope: debezium), else "": the rows are the
+	// row's own fields (src's fields whose names do not start with _)
+	// with _version and _deleted (replacing) or _sign (collapsing).
+	CDC string
 }
 
 // Derive returns the columns of the rows the pipeline writes: src's
@@ -228,6 +240,9 @@ func Derive(src Source, o Options) ([]Column, error) {
 		return nil
 	}
 	for _, c := range src.columnsFor(o.Server) {
+		if o.CDC != "" && strings.HasPrefix(c.Name, "_") {
+			continue // not a field of the row images
+		}
 		visible[c.Name] = true
 		t, why := c.Type, c.Note
 		if why == "" {
@@ -250,6 +265,22 @@ func Derive(src Source, o Options) ([]Column, error) {
 	// The chain reads a record's metadata (_topic, _offset, ...) like
 	// fields that are no column by themselves.
 	fieldTypes := meta.WithTypes(src.Fields)
+	if o.CDC != "" {
+		// The envelope's fields: the version and the mode's flag are
+		// columns, the others fields the chain may read.
+		fieldTypes = maps.Clone(fieldTypes)
+		for _, c := range cdcColumns(o.CDC) {
+			if err := add(c.Name, c.Type); err != nil {
+				return nil, err
+			}
+			visible[c.Name] = true
+		}
+		for f, t := range transform.EnvelopeFields {
+			if !visible[f] {
+				fieldTypes[f] = t
+			}
+		}
+	}
 	var extra []string
 	for f := range fieldTypes {
 		if !visible[f] {
@@ -588,4 +619,50 @@ func AddColumn(database, table string, c Column) string {
 // Quote is a ClickHouse identifier in backquotes.
 func Quote(s string) string {
 	return "`" + strings.NewReplacer("\\", "\\\\", "`", "\\`").Replace(s) + "`"
+}
+
+// cdcColumns are the envelope's columns of a table of mode (replacing or
+// collapsing).
+func cdcColumns(mode string) []Column {
+	if mode == config.DebeziumCollapsing {
+		return []Column{{Name: transform.FieldVersion, Type: "UInt64"}, {Name: transform.FieldSign, Type: "Int8"}}
+	}
+	return []Column{{Name: transform.FieldVersion, Type: "UInt64"}, {Name: transform.FieldDeleted, Type: "UInt8"}}
+}
+
+// CDCTable fills in the engine and the sorting key of the table of a
+// pipeline reading Debezium change events (cfg.CDC()) where t leaves them
+// empty: ReplacingMergeTree(_version), with _deleted as its is_deleted
+// column on servers that have one (23.2), or CollapsingMergeTree(_sign);
+// ORDER BY decode.debezium.key. columns is the sink's column map: a
+// column it fills from one of those fields stands for the field.
+func CDCTable(cfg *config.Config, columns map[string]string, t Table, srv Server) Table {
+	if !cfg.CDC() {
+		return t
+	}
+	col := func(field string) string {
+		for _, c := range slices.Sorted(maps.Keys(columns)) {
+			if meta.Field(columns[c]) == field {
+				return c
+			}
+		}
+		return field
+	}
+	d := cfg.DebeziumSettings()
+	if t.Engine == "" {
+		switch {
+		case d.Mode == config.DebeziumCollapsing:
+			t.Engine = "CollapsingMergeTree(" + Quote(col(transform.FieldSign)) + ")"
+		case srv.IsDeleted():
+			t.Engine = "ReplacingMergeTree(" + Quote(col(transform.FieldVersion)) + ", " + Quote(col(transform.FieldDeleted)) + ")"
+		default:
+			t.Engine = "ReplacingMergeTree(" + Quote(col(transform.FieldVersion)) + ")"
+		}
+	}
+	if len(t.OrderBy) == 0 {
+		for _, k := range d.Key {
+			t.OrderBy = append(t.OrderBy, col(k))
+		}
+	}
+	return t
 }

@@ -30,10 +30,14 @@ func DeriveSinks(cfg *config.Config, src Source, o SinkOptions) (map[string][]Co
 			continue
 		}
 		lc := o.LowCardinality || s.ClickHouse.Schema.LowCardinality
-		cols, err := Derive(src, Options{
+		opts := Options{
 			Steps: cfg.Transform, Sinks: names, Overrides: s.ClickHouse.Columns,
 			Server: o.Server, LowCardinality: lc,
-		})
+		}
+		if cfg.CDC() {
+			opts.CDC = cfg.DebeziumSettings().Mode
+		}
+		cols, err := Derive(src, opts)
 		if err != nil {
 			return nil, fmt.Errorf("sink %s: %w", s.Name, err)
 		}

@@ -58,6 +58,10 @@ type Result struct {
 	// Dropped is the number of rows a filter dropped or a route skipped
 	// (a record dropped before its flatten counts as one row).
 	Dropped int
+	// Skipped is why the envelope step made no row of the record (an
+	// operation it does not apply: SkipTruncate, SkipMessage,
+	// SkipUnknownOp), or "".
+	Skipped string
 }
 
 // Chain is a compiled transform chain. It is not safe for concurrent use:
@@ -81,6 +85,7 @@ type program struct {
 	flatPath string
 	outs     []*outPlan
 	lim      decode.RowLimits // rows one flatten makes (Limit)
+	env      *Envelope        // the envelope step, run first (SetEnvelope)
 }
 
 // binding puts a staging column (or its Array's Inner, or its Nullable's
@@ -119,6 +124,20 @@ type outPlan struct {
 // clones share it.
 func (c *Chain) Limit(lim decode.RowLimits) { c.p.lim = lim }
 
+// SetEnvelope makes the envelope step the chain's first: Run then takes
+// staging rows of the envelope's Stage schema, and runs the rest of the
+// chain over each row the envelope makes of them. The chain must have
+// been compiled for the envelope's row schema. It must be called before
+// the chain is cloned or run; clones share it.
+func (c *Chain) SetEnvelope(e *Envelope) error {
+	if err := c.p.checkSchema(e.rows); err != nil {
+		return fmt.Errorf("the envelope's rows: %w", err)
+	}
+	c.p.env = e
+	c.r.env = e.newRT()
+	return nil
+}
+
 // Clone returns a chain sharing c's compiled program with its own run-time
 // state, for another goroutine.
 func (c *Chain) Clone() *Chain { return &Chain{p: c.p, r: newRT(c.p)} }
@@ -135,6 +154,9 @@ func newRT(p *program) *rt {
 			r.keys[i], _ = chunk.NewColumn(o.keyType)
 		}
 	}
+	if p.env != nil {
+		r.env = p.env.newRT()
+	}
 	return r
 }
 
@@ -142,13 +164,52 @@ func newRT(p *program) *rt {
 // topic route rules compare (config.RouteRule.Topic).
 func (c *Chain) SetTopic(topic string) { c.r.topic = topic }
 
+// SetOffset sets the Kafka offset of the record the next Runs are for:
+// the envelope's ts_ms version breaks ties with it.
+func (c *Chain) SetOffset(offset int64) { c.r.offset = offset }
+
 // Run applies the chain to staging row row of in and appends the output
 // rows through e. On error (a value out of range for its column, a
 // run-time expression error, a row no route rule matched with `unmatched:
 // fail`) it truncates every chunk it appended to for this record and
 // returns an *Error. in must be a chunk of the staging schema the chain
-// was compiled for.
+// was compiled for, or of the envelope's Stage schema.
 func (c *Chain) Run(in *chunk.Chunk, row int, e Emitter) (Result, error) {
+	c.r.touched = c.r.touched[:0]
+	if c.p.env != nil {
+		return c.runEnvelope(in, row, e)
+	}
+	return c.run(in, row, e)
+}
+
+// runEnvelope runs the envelope step over staging row row of in, then the
+// chain over each row it made. A row that fails takes back every row of
+// the record.
+func (c *Chain) runEnvelope(in *chunk.Chunk, row int, e Emitter) (Result, error) {
+	r := c.r
+	skip, err := c.p.env.fill(r.env, in, row, r.offset)
+	if err != nil {
+		return Result{}, err
+	}
+	if skip != "" {
+		return Result{Skipped: skip}, nil
+	}
+	var res Result
+	rows := r.env.rows
+	for k := 0; k < rows.Rows; k++ {
+		one, err := c.run(rows, k, e)
+		if err != nil {
+			return Result{}, err
+		}
+		res.Out += one.Out
+		res.Dropped += one.Dropped
+	}
+	return res, nil
+}
+
+// run applies the chain to staging row row of in; r.touched holds the
+// chunks the record appended to so far.
+func (c *Chain) run(in *chunk.Chunk, row int, e Emitter) (Result, error) {
 	p, r := c.p, c.r
 	if in.Schema != p.in && in.Schema != r.schemaOK {
 		if err := p.checkSchema(in.Schema); err != nil {
@@ -162,7 +223,6 @@ func (c *Chain) Run(in *chunk.Chunk, row int, e Emitter) (Result, error) {
 	r.err = nil
 	r.sink = -1
 	r.resetJSON()
-	r.touched = r.touched[:0]
 	r.measure = false
 	r.sealed = 0
 	for _, b := range p.binds {

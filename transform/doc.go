@@ -185,6 +185,18 @@
 // Run returns an *Error whose Reason is out_of_range, wrong_type,
 // transform or unroutable, and whose Step names the step or sink column.
 //
+// # Envelope
+//
+// With decode.envelope: debezium the chain's first step is the envelope
+// (envelope.go, NewDebezium, Chain.SetEnvelope): Run then takes staging
+// rows of the change event's fields (Envelope.Stage: before.F, after.F,
+// op, source.*, under payload. too) and runs the rest of the chain over
+// the 0 to 2 rows it makes of each, whose fields are the row's own and
+// EnvelopeFields (_version, _deleted, _sign, _op, _source.*). A record
+// that is no change event, or lacks the key where its operation needs it,
+// fails with reason corrupt; truncates, messages and unknown operations
+// make no row and set Result.Skipped.
+//
 // # Sharding
 //
 // An Output with a ShardKey picks each row's shard as ClickHouse's

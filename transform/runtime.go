@@ -75,7 +75,11 @@ type rt struct {
 	// topic is the Kafka topic of the record (Chain.SetTopic), for route
 	// rules with a topic.
 	topic string
-	err   *Error
+	// offset is the Kafka offset of the record (Chain.SetOffset).
+	offset int64
+	err    *Error
+	// env is the envelope step's state, when the chain has one.
+	env *envRT
 
 	// json caches the last document parsed by a json_* function.
 	jp      fastjson.Parser

@@ -93,6 +93,7 @@ func schemaCmd(args []string, stdout, stderr io.Writer) int {
 		}
 		cols := all[s.Name]
 		t := schema.Table{Database: ch.Database, Name: ch.Table, Engine: ch.Schema.Engine, OrderBy: ch.Schema.OrderBy}
+		t = schema.CDCTable(cfg, ch.Columns, t, sv)
 		if *engine != "" {
 			t.Engine = *engine
 		}

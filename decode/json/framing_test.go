@@ -1,6 +1,7 @@
 package json
 
 import (
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -146,5 +147,47 @@ func TestTimeLayout(t *testing.T) {
 	}
 	if _, err := d.Decode([]byte(`{"a": "29-11-2026"}`), c); err == nil {
 		t.Error("a string in neither the layout nor RFC 3339 was accepted")
+	}
+}
+
+// TestNestedSharedPrefixes: fields under one object (and under a
+// wrapper around it) share the prefix's lookup and read what a lookup of
+// each path reads: a missing, null or scalar level gives the default, an
+// array level is indexed by a number, and a column of the prefix itself
+// is read beside the fields under it.
+func TestNestedSharedPrefixes(t *testing.T) {
+	i64, _ := chunk.ParseType("Int64")
+	nul, _ := chunk.ParseType("Nullable(String)")
+	str, _ := chunk.ParseType("String")
+	s := &chunk.Schema{Names: []string{"a", "b", "c", "d", "e", "f"}, Types: []*chunk.Type{i64, nul, i64, nul, str, i64}}
+	d, err := New(s, Options{Fields: []string{"after.id", "after.name", "payload.after.id", "payload.after.name", "after", "items.1.id"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, _ := chunk.New(s)
+	for _, rec := range []string{
+		`{"after": {"id": 1, "name": "x"}, "items": [{"id": 5}, {"id": 6}]}`,
+		`{"payload": {"after": {"id": 2, "name": null}}, "after": null}`,
+		`{"payload": {"after": 3}, "after": {"name": "y"}, "items": [{"id": 7}]}`,
+		`{"payload": null, "after": {"id": 4}, "items": {"1": {"id": 8}}}`,
+	} {
+		if _, err := d.Decode([]byte(rec), c); err != nil {
+			t.Fatalf("%s: %v", rec, err)
+		}
+	}
+	want := []string{
+		`[1 x 0 <nil> {"id":1,"name":"x"} 6]`,
+		`[0 <nil> 2 <nil>  0]`,
+		`[0 y 0 <nil> {"name":"y"} 0]`,
+		`[4 <nil> 0 <nil> {"id":4} 8]`,
+	}
+	for i, w := range want {
+		var row []any
+		for _, col := range c.Cols {
+			row = append(row, col.Row(i))
+		}
+		if got := fmt.Sprint(row); got != w {
+			t.Errorf("row %d: %s, want %s", i, got, w)
+		}
 	}
 }

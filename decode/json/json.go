@@ -180,6 +180,14 @@ type Decoder struct {
 	visitFn     func(key []byte, v *fastjson.Value)
 	lookupByGet bool // benchmarks only: Object.Get per column (first duplicate wins) instead of one Visit
 
+	// The prefixes of the paths, each looked up once per record (parents
+	// before their children): pathKeys[k] is the last key of prefix k,
+	// pathParent[k] the prefix it is a key of (-1: of the record), and
+	// pathVals[k] its value in the record being decoded.
+	pathKeys   []string
+	pathParent []int
+	pathVals   []*fastjson.Value
+
 	// The one-pass path (fast.go); fast is nil when records are not flat
 	// (a field path into nested objects, or a Nested structure).
 	fast      []fastCol
@@ -216,6 +224,9 @@ type colPlan struct {
 	// when the path meets an array of objects (a Nested structure: column
 	// n.a takes field a of every element of n).
 	elemSet setter
+	// node is the path node (Decoder.pathKeys) of the whole path, for a
+	// path that is not read through arrays (elemSet nil); else -1.
+	node int
 }
 
 // setter appends a non-null value v to col, whose concrete type matches
@@ -262,6 +273,7 @@ func New(s *chunk.Schema, o Options) (*Decoder, error) {
 		ranges:      o.Ranges.OrDefault(),
 	}
 	d.dates, _ = chunk.TimesOf(&chunk.Type{Kind: chunk.KindDate}, d.ranges)
+	nodes := map[string]int{}
 	for i, t := range s.Types {
 		if _, err := chunk.NewColumn(t); err != nil {
 			return nil, fmt.Errorf("decode: column %s: %w", s.Names[i], err)
@@ -270,12 +282,14 @@ func New(s *chunk.Schema, o Options) (*Decoder, error) {
 		if err != nil {
 			return nil, fmt.Errorf("decode: column %s: %w", s.Names[i], err)
 		}
-		d.cols[i] = colPlan{field: fields[i], name: s.Names[i], typ: t.Name, set: set, null: nullDefault(t)}
+		d.cols[i] = colPlan{field: fields[i], name: s.Names[i], typ: t.Name, set: set, null: nullDefault(t), node: -1}
 		if strings.Contains(fields[i], ".") {
 			d.cols[i].path = strings.Split(fields[i], ".")
 			d.nested = true
 			if t.Kind == chunk.KindArray {
 				d.cols[i].elemSet, _ = compile(t.Elem, d.ranges) // cannot fail: compile(t) compiled it
+			} else {
+				d.cols[i].node = d.pathNode(nodes, d.cols[i].path)
 			}
 		}
 		d.fast = append(d.fast, compileFastCol(t, d.ranges))
@@ -312,6 +326,7 @@ func New(s *chunk.Schema, o Options) (*Decoder, error) {
 	}
 	if d.nested {
 		d.rest = make([][]string, len(d.cols))
+		d.pathVals = make([]*fastjson.Value, len(d.pathKeys))
 	}
 	// The fast path reads flat objects only, and does not check the
 	// lengths of a Nested structure's arrays.
@@ -570,4 +585,22 @@ func (d *Decoder) release(n int) {
 	if cap(d.dec) > keepParserBytes {
 		d.dec = nil
 	}
+}
+
+// pathNode returns the path node of path, adding it and its prefixes to
+// the nodes (by dotted prefix) as needed.
+func (d *Decoder) pathNode(nodes map[string]int, path []string) int {
+	parent := -1
+	for k := range path {
+		prefix := strings.Join(path[:k+1], ".")
+		n, ok := nodes[prefix]
+		if !ok {
+			n = len(d.pathKeys)
+			nodes[prefix] = n
+			d.pathKeys = append(d.pathKeys, path[k])
+			d.pathParent = append(d.pathParent, parent)
+		}
+		parent = n
+	}
+	return parent
 }

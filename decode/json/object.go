@@ -27,9 +27,24 @@ func (d *Decoder) fromObject(o *fastjson.Object, c *chunk.Chunk) *decode.Error {
 		// else b inside the object a; into an Array column, when a is an
 		// array of objects, b of each of its elements.
 		clear(d.rest)
+		// Each prefix of the paths once: the columns under one object
+		// (before.id, before.name, ...) share its lookup.
+		for k, key := range d.pathKeys {
+			var v *fastjson.Value
+			if p := d.pathParent[k]; p < 0 {
+				v = o.Get(key)
+			} else if pv := d.pathVals[p]; pv != nil {
+				v = pv.Get(key)
+			}
+			d.pathVals[k] = v
+		}
 		for i := range d.cols {
 			if path := d.cols[i].path; path != nil && d.slots[i] == nil {
-				d.slots[i] = d.lookup(o, i, path)
+				if n := d.cols[i].node; n >= 0 {
+					d.slots[i] = d.pathVals[n]
+				} else {
+					d.slots[i] = d.lookup(o, i, path)
+				}
 			}
 		}
 	}

@@ -128,7 +128,7 @@ func (b *builder) compileMap(fd protoreflect.FieldDescriptor, t *chunk.Type) (li
 	if t.Kind != chunk.KindMap {
 		return nil, fmt.Errorf("%s cannot go into %s: want a Map, or the Array columns n.key and n.value of a Nested structure n", kindName(fd), t.Name)
 	}
-	if v := b.o.Version; v != "" && !atLeast(v, 21, 8) {
+	if v := b.o.Version; v != "" && !chunk.VersionAtLeast(v, 21, 8) {
 		return nil, fmt.Errorf("ClickHouse %s has no Map type (it came in 21.8): use the Array columns %s.key and %s.value of a Nested structure", v, fd.Name(), fd.Name())
 	}
 	er := &rec{labels: []string{"map key", "map value"}}

@@ -4,7 +4,6 @@ import (
 	"errors"
 	"fmt"
 	"math"
-	"strconv"
 	"strings"
 
 	"google.golang.org/protobuf/encoding/protowire"
@@ -385,19 +384,4 @@ func keyOf(kd protoreflect.FieldDescriptor) *mapKey {
 		k.bits = 32
 	}
 	return k
-}
-
-// atLeast reports whether server version v is major.minor or later; an
-// unknown or unparsable version is taken as recent.
-func atLeast(v string, major, minor int) bool {
-	parts := strings.SplitN(strings.TrimSpace(v), ".", 3)
-	if len(parts) < 2 {
-		return true
-	}
-	ma, err1 := strconv.Atoi(parts[0])
-	mi, err2 := strconv.Atoi(parts[1])
-	if err1 != nil || err2 != nil {
-		return true
-	}
-	return ma > major || ma == major && mi >= minor
 }
