@@ -1,6 +1,8 @@
 // Package fields says what is known of the records' fields before any
 // record is read: the Avro schemas the configuration names (schema_file,
-// the reader schema, the registry's latest schemas) and the fields' types
+// the reader schema, the registry's latest schemas), the Protobuf message
+// (of the local schema, or of the registry's latest schemas: protobuf.go)
+// and the fields' types
 // the transform chain reads (schemas.go), the schema.Source the tables are
 // derived from, and the field names a sink.clickhouse.columns entry or a
 // transform expression is checked against, with a did-you-mean. The
@@ -9,6 +11,7 @@
 package fields
 
 import (
+	"context"
 	"fmt"
 	"maps"
 	"os"
@@ -102,9 +105,14 @@ func FromSource(src schema.Source, from string) *Set {
 
 // Offline is what the configuration alone says of the records' fields:
 // the reader schema, else schema_file (Avro framings raw and
-// single_object), else decode.fields (JSON). nil when it says nothing
-// (schemaless JSON, Avro with only the registry).
+// single_object), the message of the local Protobuf schema (raw
+// framing; a message the schema lacks is an error with a did-you-mean),
+// else decode.fields (JSON). nil when it says nothing (schemaless JSON,
+// Avro and Protobuf with only the registry).
 func Offline(cfg *config.Config) (*Set, error) {
+	if cfg.Decode.Format == config.FormatProtobuf {
+		return offlineProtobuf(cfg)
+	}
 	if cfg.Decode.Format != config.FormatAvro {
 		if len(cfg.Decode.Fields) == 0 {
 			return nil, nil
@@ -187,15 +195,36 @@ func CheckMapped(cfg *config.Config, r *Set) []error {
 }
 
 // CheckExpr checks the fields the transform chain's expressions read
-// against the records' fields, when an Avro schema lists them all. With
+// against the records' fields, when an Avro schema or a Protobuf
+// message lists them all. With
 // decode.fields it does not: a JSON field that goes unchanged into a
 // column of its name need not be declared, and the tables are not known
 // here (the chain is checked against them when it is compiled).
 func CheckExpr(cfg *config.Config, r *Set) error {
-	if r == nil || cfg.Decode.Format != config.FormatAvro || len(cfg.Transform) == 0 {
+	if r == nil || (cfg.Decode.Format != config.FormatAvro && cfg.Decode.Format != config.FormatProtobuf) || len(cfg.Transform) == 0 {
 		return nil
 	}
 	// A record's metadata (_topic, _offset, ...) is read like a field.
 	has := func(f string) bool { return r.Has(f) || meta.IsSource(f) }
 	return transform.UnknownFields(cfg.Transform, has, r.Sorted(), r.From)
+}
+
+// offlineProtobuf is Offline for Protobuf: the fields of the local
+// schema's message; nil with the registry alone.
+func offlineProtobuf(cfg *config.Config) (*Set, error) {
+	_, md, err := LocalProtobuf(context.Background(), cfg)
+	if err != nil || md == nil {
+		return nil, err
+	}
+	src, err := schema.FromProtobuf(md)
+	if err != nil {
+		return nil, fmt.Errorf("decode.protobuf.message %s: %w", md.FullName(), err)
+	}
+	from := "the Protobuf message " + string(md.FullName())
+	if p := cfg.Decode.Protobuf; len(p.ProtoFiles) > 0 {
+		from += " of decode.protobuf.proto_files " + strings.Join(p.ProtoFiles, ", ")
+	} else {
+		from += " of decode.protobuf.descriptor_set " + p.DescriptorSet
+	}
+	return FromSource(src, from), nil
 }

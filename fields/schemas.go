@@ -10,10 +10,12 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+	"google.golang.org/protobuf/reflect/protoreflect"
 
 	"github.com/etl-project/etl/config"
 	"github.com/etl-project/etl/decode/avro"
 	"github.com/etl-project/etl/meta"
+	"github.com/etl-project/etl/protoschema"
 	"github.com/etl-project/etl/schema"
 	"github.com/etl-project/etl/schemaregistry"
 )
@@ -23,9 +25,11 @@ import (
 // at most this much, and never stops it.
 const PrewarmTimeout = 10 * time.Second
 
-// Schemas are the Avro schemas the decoders share: the writer schema of
-// schema_file, the reader schema, the registry client (confluent
-// framing), and the types of the fields the transform chain reads.
+// Schemas are the schemas the decoders share: for Avro, the writer
+// schema of schema_file, the reader schema, the registry client
+// (confluent framing); for Protobuf, the local schema and its message, or
+// the registry client and its compiled schemas; and the types of the
+// fields the transform chain reads.
 type Schemas struct {
 	// Writer is schema_file's schema (raw and single_object framings).
 	Writer string
@@ -39,6 +43,14 @@ type Schemas struct {
 	// Registry is the registry client (confluent framing), nil otherwise.
 	// Close closes it.
 	Registry *schemaregistry.Client
+
+	// ProtoFiles and ProtoMessage are the local Protobuf schema and the
+	// records' message (decode.format protobuf, raw framing).
+	ProtoFiles   *protoschema.Files
+	ProtoMessage protoreflect.MessageDescriptor
+	// ProtoRegistry resolves the registry's Protobuf schemas through
+	// Registry (decode.format protobuf, confluent framing).
+	ProtoRegistry *protoschema.Registry
 }
 
 // Options configures LoadSchemas.
@@ -56,6 +68,9 @@ type Options struct {
 // logged, not returned: the schemas are then fetched when records need
 // them). The caller closes the result.
 func LoadSchemas(ctx context.Context, o Options) (*Schemas, error) {
+	if o.Config.Decode.Format == config.FormatProtobuf {
+		return loadProtobuf(ctx, o)
+	}
 	cfg, log := o.Config, o.Log
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
@@ -184,11 +199,16 @@ func Subjects(cfg *config.Config) []string {
 // its tables: the reader schema when there is one (every record is
 // resolved to it), else schema_file, else the latest schema of each of
 // Subjects in the registry (merged, the first subject's type winning);
-// for JSON, decode.fields; for raw records, none (their columns are
-// all metadata). s is nil for JSON and raw.
+// for Protobuf, the message of the local schema, or of the latest schema
+// of each of ProtobufSubjects (RegistryMessage; merged likewise); for
+// JSON, decode.fields; for raw records, none (their columns are all
+// metadata). s is nil for JSON and raw.
 func (s *Schemas) Source(ctx context.Context, cfg *config.Config) (schema.Source, error) {
 	if cfg.Decode.Format == config.FormatRaw {
 		return schema.Source{}, nil
+	}
+	if cfg.Decode.Format == config.FormatProtobuf {
+		return s.protobufSource(ctx, cfg)
 	}
 	if cfg.Decode.Format != config.FormatAvro {
 		if len(cfg.Decode.Fields) == 0 {

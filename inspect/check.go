@@ -36,7 +36,8 @@ import (
 // Check reaches the servers a run needs and builds what a run builds
 // before it consumes, without joining the consumer group: the brokers and
 // every topic (the dead-letter topic too); then every sink (`sinks:`
-// included) with its tables read, the Avro schemas and registry, the
+// included) with its tables read, the Avro schemas and registry (or the
+// Protobuf message, of the local schema or the registry's), the
 // exactly-once requirements, the decoders and the transform chain against
 // the tables, and the dead-letter producer. Each part has its own timeout,
 // so a slow broker does not fail a healthy ClickHouse. It returns a report
@@ -196,6 +197,11 @@ func Check(cfg *config.Config, timeout time.Duration) ([]string, error) {
 			report = append(report, r...)
 			problems = append(problems, probs...)
 		}
+	}
+	if cfg.Decode.Format == config.FormatProtobuf {
+		r, probs := checkProtobufParts(ctx, cfg, parts)
+		report = append(report, r...)
+		problems = append(problems, probs...)
 	}
 	if len(cfg.Transform) > 0 {
 		report = append(report, fmt.Sprintf("transform: %d steps compiled against the tables", len(cfg.Transform)))

@@ -34,6 +34,27 @@ type Source struct {
 	// Fields types every field the chain can read, including the fields
 	// of records that are one Tuple column ("user.id").
 	Fields map[string]string
+	// NoMap holds, by the name of a Map column, the columns that take
+	// its field on a server without the Map type (before 21.8): the
+	// Nested structure of its keys and values (a Protobuf map).
+	NoMap map[string][]Column
+}
+
+// columnsFor is src's columns as server s holds them: a Map column that
+// has a NoMap alternative replaced by it when s has no Map type.
+func (src Source) columnsFor(s Server) []Column {
+	if s.Map() || len(src.NoMap) == 0 {
+		return src.Columns
+	}
+	var out []Column
+	for _, c := range src.Columns {
+		if alt, ok := src.NoMap[c.Name]; ok {
+			out = append(out, alt...)
+			continue
+		}
+		out = append(out, c)
+	}
+	return out
 }
 
 // FromAvro reads the fields of an Avro record schema.
@@ -86,6 +107,12 @@ func Merge(a, b Source) Source {
 	for _, c := range b.Columns {
 		if !have[c.Name] {
 			a.Columns = append(a.Columns, c)
+			if alt, ok := b.NoMap[c.Name]; ok {
+				if a.NoMap == nil {
+					a.NoMap = map[string][]Column{}
+				}
+				a.NoMap[c.Name] = alt
+			}
 		}
 	}
 	for f, t := range b.Fields {
@@ -212,7 +239,7 @@ func Derive(src Source, o Options) ([]Column, error) {
 		in.Types = append(in.Types, ct)
 		return nil
 	}
-	for _, c := range src.Columns {
+	for _, c := range src.columnsFor(o.Server) {
 		if o.CDC != "" && strings.HasPrefix(c.Name, "_") {
 			continue // not a field of the row images
 		}

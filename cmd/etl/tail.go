@@ -37,7 +37,7 @@ func tailCmd(args []string, stdout, stderr io.Writer) int {
 	partList := fs.String("partitions", "", "comma-separated `partitions` to read (default: all)")
 	format := fs.String("format", "json", "output: json (one object per line) or table (aligned columns)")
 	raw := fs.Bool("raw", false, "also print each record as decoded, before the transform chain")
-	columns := fs.String("columns", "auto", "the tables' columns: table (read from ClickHouse), derived (from the Avro schema or decode.fields through the chain, as etl schema prints them; no ClickHouse) or auto (the tables, or the derived columns when ClickHouse cannot be reached and the configuration gives the types)")
+	columns := fs.String("columns", "auto", "the tables' columns: table (read from ClickHouse), derived (from the Avro schema, the Protobuf message or decode.fields through the chain, as etl schema prints them; no ClickHouse) or auto (the tables, or the derived columns when ClickHouse cannot be reached and the configuration gives the types)")
 	timeout := fs.Duration("timeout", 15*time.Second, "time allowed to reach the brokers and list the partitions, to read the tables and the schemas, between records before the log end, and, with -follow, for the brokers to answer once no record came for that long")
 	if code, done := parseFlags(fs, args); done {
 		return code
@@ -85,7 +85,7 @@ func tailCmd(args []string, stdout, stderr io.Writer) int {
 	defer stop()
 	// Logs (the connections, warnings) go to stderr; the rows to stdout.
 	log := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
-	if *columns == "derived" && !pipeline.Derivable(cfg) {
+	if *columns == "derived" && !derivable(cfg) {
 		fmt.Fprintln(stderr, "etl tail: -columns derived: JSON records without decode.fields carry no types; declare them in decode.fields or read the tables (-columns table)")
 		return exitUsage
 	}
@@ -121,7 +121,7 @@ func tailCmd(args []string, stdout, stderr io.Writer) int {
 	}
 	bctx, cancel := context.WithTimeout(ctx, *timeout)
 	pv, err := inspect.NewPreview(bctx, inspect.PreviewOptions{Config: cfg, Log: log, Offline: *columns == "derived"})
-	if err != nil && *columns == "auto" && pipeline.Unavailable(err) && pipeline.Derivable(cfg) {
+	if err != nil && *columns == "auto" && pipeline.Unavailable(err) && derivable(cfg) {
 		// No ClickHouse: the configuration gives the types.
 		fmt.Fprintf(stderr, "etl tail: ClickHouse cannot be reached (%v): the rows follow the columns derived from the data and the chain (etl schema)\n", err)
 		pv, err = inspect.NewPreview(bctx, inspect.PreviewOptions{Config: cfg, Log: log, Offline: true})
@@ -253,6 +253,14 @@ func tailCmd(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "etl tail: the end of the log: %d rows of the %d asked for (-follow waits for more)\n", rows, *n)
 	}
 	return exitOK
+}
+
+// derivable reports whether the configuration gives the types of the
+// records' fields, so that the tables can be derived without ClickHouse
+// (pipeline.Derivable; a Protobuf message types its fields as an Avro
+// schema does).
+func derivable(cfg *config.Config) bool {
+	return pipeline.Derivable(cfg) || cfg.Decode.Format == config.FormatProtobuf
 }
 
 // tailWriter prints what etl tail reads, as JSON lines or as tables.
