@@ -94,7 +94,7 @@ func TestProtobufSourceLocal(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := "id Int64, customer Tuple(Int64, Nullable(String)), tags Array(String), counts Map(String, Int64), created_at DateTime64(3)"
+	want := "id Int64, customer Tuple(Int64, Nullable(String)), tags Array(String), counts Map(String, Int64), created_at DateTime64(9)"
 	if got := columnNames(src); got != want {
 		t.Errorf("columns %s, want %s", got, want)
 	}
@@ -162,7 +162,7 @@ func TestProtobufSourceRegistry(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := "id Int64, customer Tuple(Int64, Nullable(String)), tags Array(String), counts Map(String, Int64), created_at DateTime64(3)"
+	want := "id Int64, customer Tuple(Int64, Nullable(String)), tags Array(String), counts Map(String, Int64), created_at DateTime64(9)"
 	if got := columnNames(src); got != want {
 		t.Errorf("columns %s, want %s", got, want)
 	}
@@ -186,7 +186,7 @@ func TestProtobufSourceRegistry(t *testing.T) {
 	if src, err = s2.Source(context.Background(), cfg); err != nil {
 		t.Fatal(err)
 	}
-	if got, want := columnNames(src), "order_id Int64, notes Array(String), id Int64, customer Tuple(Int64, Nullable(String)), tags Array(String), counts Map(String, Int64), created_at DateTime64(3)"; got != want {
+	if got, want := columnNames(src), "order_id Int64, notes Array(String), id Int64, customer Tuple(Int64, Nullable(String)), tags Array(String), counts Map(String, Int64), created_at DateTime64(9)"; got != want {
 		t.Errorf("merged columns %s, want %s", got, want)
 	}
 

@@ -99,7 +99,7 @@ transform:
 			"    `counts` Map(String, Int64),\n" +
 			"    `state` String,\n" +
 			"    `priority` Nullable(Int32),\n" +
-			"    `created_at` DateTime64(3),\n" +
+			"    `created_at` DateTime64(9),\n" +
 			"    `customer_id` Int64\n" +
 			")\nENGINE = MergeTree\nORDER BY `id`;\n"},
 		{"18.16", "CREATE TABLE `shop`.`orders`\n(\n" +

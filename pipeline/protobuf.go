@@ -55,7 +55,11 @@ func (p *Pipeline) setupProtobuf(ctx context.Context) error {
 			return &ConfigError{Errs: []error{fmt.Errorf("decode.protobuf.message: %w", err)}}
 		}
 		p.proto.message = md
-		p.schemas.FieldTypes = protobufSource(md).Fields
+		src, err := schema.FromProtobuf(md)
+		if err != nil {
+			return &ConfigError{Errs: []error{fmt.Errorf("decode.protobuf.message: %w", err)}}
+		}
+		p.schemas.FieldTypes = src.Fields
 		return nil
 	}
 	r := pb.Registry
@@ -118,13 +122,16 @@ func (p *Pipeline) protobufRegistryTypes(ctx context.Context) map[string]string 
 		files, id, err := p.proto.registry.Latest(ctx, subject)
 		if err == nil {
 			var md protoreflect.MessageDescriptor
-			if md, err = files.MessageAt([]int{0}); err == nil {
-				for f, t := range protobufSource(md).Fields {
-					if _, ok := types[f]; !ok {
-						types[f] = t
+			var src schema.Source
+			if md, err = p.tableMessage(files); err == nil {
+				if src, err = schema.FromProtobuf(md); err == nil {
+					for f, t := range src.Fields {
+						if _, ok := types[f]; !ok {
+							types[f] = t
+						}
 					}
+					continue
 				}
-				continue
 			}
 		}
 		p.log.Warn("cannot type the transform's fields from the registry", "subject", subject, "id", id, "err", err)
@@ -179,11 +186,22 @@ func (p *Pipeline) protobufSchemaSource(id int32) (schema.Source, error) {
 	if err != nil {
 		return schema.Source{}, err
 	}
-	md, err := files.MessageAt([]int{0})
+	md, err := p.tableMessage(files)
 	if err != nil {
 		return schema.Source{}, err
 	}
-	return protobufSource(md), nil
+	return schema.FromProtobuf(md)
+}
+
+// tableMessage is the message of files the tables are derived from:
+// decode.protobuf.message when set, else the first message of the file
+// (message indexes [0], the message of the records Confluent's
+// serializers write for a schema of one message).
+func (p *Pipeline) tableMessage(files *protoschema.Files) (protoreflect.MessageDescriptor, error) {
+	if name := p.cfg.Decode.Protobuf.Message; name != "" {
+		return files.Message(name)
+	}
+	return files.MessageAt([]int{0})
 }
 
 // protobufTableSource is the fields the tables are derived from: the raw
@@ -191,7 +209,7 @@ func (p *Pipeline) protobufSchemaSource(id int32) (schema.Source, error) {
 // protobufSubjects (merged, the first subject's type winning).
 func (p *Pipeline) protobufTableSource(ctx context.Context) (schema.Source, error) {
 	if p.proto.message != nil {
-		return protobufSource(p.proto.message), nil
+		return schema.FromProtobuf(p.proto.message)
 	}
 	subjects := protobufSubjects(p.cfg)
 	if len(subjects) == 0 {
@@ -203,11 +221,15 @@ func (p *Pipeline) protobufTableSource(ctx context.Context) (schema.Source, erro
 		if err != nil {
 			return schema.Source{}, fmt.Errorf("decode.protobuf.registry: the latest schema of subject %q: %w", subject, err)
 		}
-		md, err := files.MessageAt([]int{0})
+		md, err := p.tableMessage(files)
 		if err != nil {
 			return schema.Source{}, fmt.Errorf("decode.protobuf.registry: subject %q schema id %d: %w", subject, id, err)
 		}
-		src = schema.Merge(src, protobufSource(md))
+		one, err := schema.FromProtobuf(md)
+		if err != nil {
+			return schema.Source{}, fmt.Errorf("decode.protobuf.registry: subject %q schema id %d: %w", subject, id, err)
+		}
+		src = schema.Merge(src, one)
 	}
 	return src, nil
 }

@@ -317,7 +317,7 @@ func (p *Pipeline) derivedTarget(ctx context.Context, s *sinkState) (*clickhouse
 // file, a reader schema or the registry), JSON with decode.fields, or raw
 // records (every column is metadata).
 func Derivable(cfg *config.Config) bool {
-	return cfg.Decode.Format == config.FormatAvro || cfg.Decode.Format == config.FormatRaw || len(cfg.Decode.Fields) > 0
+	return cfg.Decode.Format == config.FormatAvro || cfg.Decode.Format == config.FormatProtobuf || cfg.Decode.Format == config.FormatRaw || len(cfg.Decode.Fields) > 0
 }
 
 // underivable is a writer schema whose rows cannot be derived through the

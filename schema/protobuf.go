@@ -25,7 +25,7 @@ const maxProtoDepth = 32
 //   - A scalar with presence (proto3 optional, proto2 optional, a oneof
 //     member) is Nullable: NULL when absent.
 //   - The wrappers (google.protobuf.Int64Value, StringValue, ...) are
-//     Nullable of their value's type; Timestamp is DateTime64(3)
+//     Nullable of their value's type; Timestamp is DateTime64(9), its nanoseconds kept
 //     (DateTime before 20.1); Duration is Int64, its whole seconds;
 //     Struct, Value and ListValue are String, their JSON text.
 //   - A message is one Tuple column of its fields, in declaration order
@@ -231,7 +231,7 @@ func contains(m protoreflect.MessageDescriptor, target protoreflect.FullName, se
 func wellKnown(m protoreflect.MessageDescriptor) string {
 	switch m.FullName() {
 	case "google.protobuf.Timestamp":
-		return "DateTime64(3)"
+		return "DateTime64(9)"
 	case "google.protobuf.Duration":
 		return "Int64"
 	case "google.protobuf.Struct", "google.protobuf.Value", "google.protobuf.ListValue":

@@ -85,7 +85,7 @@ func TestFromProtobufDDL(t *testing.T) {
 			"    `counts` Map(String, Int64),\n" +
 			"    `status` String,\n" +
 			"    `priority` Nullable(Int32),\n" +
-			"    `created_at` DateTime64(3),\n" +
+			"    `created_at` DateTime64(9),\n" +
 			"    `ttl` Int64,\n" +
 			"    `note` Nullable(String),\n" +
 			"    `extra` String,\n" +
@@ -159,7 +159,7 @@ func TestFromProtobufFields(t *testing.T) {
 		"counts":         "Map(String, Int64)",
 		"counts.key":     "Array(String)",
 		"counts.value":   "Array(Int64)",
-		"created_at":     "DateTime64(3)",
+		"created_at":     "DateTime64(9)",
 		"status":         "String",
 	} {
 		if got := src.Fields[f]; got != want {

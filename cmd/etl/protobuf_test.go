@@ -92,7 +92,7 @@ func TestSchemaProtobufCommand(t *testing.T) {
 	if code := run([]string{"schema", "-config", cfg, "-server-version", "24.3"}, &out, &errb); code != 0 {
 		t.Fatalf("code %d: %s", code, errb.String())
 	}
-	for _, w := range []string{"`counts` Map(String, Int64),", "`created_at` DateTime64(3)\n"} {
+	for _, w := range []string{"`counts` Map(String, Int64),", "`created_at` DateTime64(9)\n"} {
 		if !strings.Contains(out.String(), w) {
 			t.Errorf("24.3 lacks %q:\n%s", w, out.String())
 		}
@@ -214,7 +214,7 @@ func TestTailProtobufRaw(t *testing.T) {
 		t.Fatal(err)
 	}
 	email := "a@example.com"
-	created := time.Date(2026, 12, 7, 3, 4, 5, 678_000_000, time.UTC)
+	created := time.Date(2026, 12, 7, 3, 4, 5, 678_901_234, time.UTC)
 	produce(t, kb, "orders",
 		orderBytes(t, md, 1, &email, []string{"x", "y"}, map[string]int64{"a": 1}, created),
 		orderBytes(t, md, 2, nil, nil, nil, created.Add(time.Hour)),
@@ -229,8 +229,8 @@ func TestTailProtobufRaw(t *testing.T) {
 		t.Fatalf("%d rows, want 2:\n%s", len(rows), out)
 	}
 	want := []map[string]any{
-		{"id": 1.0, "customer": []any{10.0, "a@example.com"}, "tags": []any{"x", "y"}, "items.sku": []any{"s1"}, "items.qty": []any{3.0}, "counts": []any{[]any{"a", 1.0}}, "status": "PAID", "priority": nil, "created_at": "2026-12-07 03:04:05.678"},
-		{"id": 2.0, "customer": []any{20.0, nil}, "tags": []any{}, "counts": []any{}, "status": "PAID", "priority": nil, "created_at": "2026-12-07 04:04:05.678"},
+		{"id": 1.0, "customer": []any{10.0, "a@example.com"}, "tags": []any{"x", "y"}, "items.sku": []any{"s1"}, "items.qty": []any{3.0}, "counts": []any{[]any{"a", 1.0}}, "status": "PAID", "priority": nil, "created_at": "2026-12-07 03:04:05.678901234"},
+		{"id": 2.0, "customer": []any{20.0, nil}, "tags": []any{}, "counts": []any{}, "status": "PAID", "priority": nil, "created_at": "2026-12-07 04:04:05.678901234"},
 	}
 	for i, w := range want {
 		for k, v := range w {
@@ -283,7 +283,7 @@ metrics: {listen: "off"}
 		b := gen.MakeBatch(3, uint64(i))
 		kinds, _ := r["events.kind"].([]any)
 		if fmt.Sprint(r["batch_id"]) != fmt.Sprint(b.ID) || r["user"] != b.User || r["source"] != b.Source ||
-			r["sent_at"] != b.SentAt.UTC().Format("2006-01-02 15:04:05.000") || len(kinds) != len(b.Events) || kinds[0] != b.Events[0].Kind {
+			r["sent_at"] != b.SentAt.UTC().Format("2006-01-02 15:04:05.000000000") || len(kinds) != len(b.Events) || kinds[0] != b.Events[0].Kind {
 			t.Errorf("row %d: batch %v of user %v from %v sent at %v, %d events; want batch %d of user %s from %s sent at %v, %d events, the first %s",
 				i, r["batch_id"], r["user"], r["source"], r["sent_at"], len(kinds), b.ID, b.User, b.Source, b.SentAt, len(b.Events), b.Events[0].Kind)
 		}
