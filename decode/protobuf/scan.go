@@ -423,17 +423,31 @@ func sameKey(a, b *val) bool {
 }
 
 // validUTF8 is utf8.Valid with a fast path for ASCII, which most strings
-// are.
+// are: their bytes are tested 8 (or, under 8, 4) at a time, the words
+// overlapping at the end rather than ending byte by byte, and only a
+// string with a high bit set is checked in full.
 func validUTF8(b []byte) bool {
-	i := 0
-	for ; len(b)-i >= 8; i += 8 {
-		if binary.LittleEndian.Uint64(b[i:])&0x8080808080808080 != 0 {
-			return utf8.Valid(b[i:])
+	n := len(b)
+	switch {
+	case n >= 8:
+		for i := 0; n-i > 8; i += 8 {
+			if binary.LittleEndian.Uint64(b[i:])&0x8080808080808080 != 0 {
+				return utf8.Valid(b)
+			}
 		}
+		if binary.LittleEndian.Uint64(b[n-8:])&0x8080808080808080 != 0 {
+			return utf8.Valid(b)
+		}
+		return true
+	case n >= 4:
+		if (binary.LittleEndian.Uint32(b)|binary.LittleEndian.Uint32(b[n-4:]))&0x80808080 != 0 {
+			return utf8.Valid(b)
+		}
+		return true
 	}
-	for ; i < len(b); i++ {
-		if b[i] >= 0x80 {
-			return utf8.Valid(b[i:])
+	for _, c := range b {
+		if c >= 0x80 {
+			return utf8.Valid(b)
 		}
 	}
 	return true
