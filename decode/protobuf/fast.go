@@ -4,6 +4,7 @@ import (
 	"encoding/binary"
 
 	"google.golang.org/protobuf/encoding/protowire"
+	"google.golang.org/protobuf/reflect/protoreflect"
 
 	"github.com/etl-project/etl/chunk"
 )
@@ -27,7 +28,8 @@ func fastOK(r *rec) bool {
 		if f.sub != nil || len(f.clears) > 0 {
 			return false
 		}
-		f.emits, f.rep, f.set1 = f.emits[:0], false, nil
+		f.emits, f.rep = f.emits[:0], false
+		f.op, f.set1, f.col1, f.dt, f.nest = fastEmits, nil, 0, nil, nil
 	}
 	for ei := range r.emits {
 		em := &r.emits[ei]
@@ -54,11 +56,105 @@ func fastOK(r *rec) bool {
 			continue
 		}
 		r.fields++
-		if em := &r.emits[f.emits[0]]; len(f.emits) == 1 && em.set != nil {
-			f.set1, f.col1 = em.set, em.col
+		if len(f.emits) != 1 {
+			continue
+		}
+		em := &r.emits[f.emits[0]]
+		f.col1 = em.col
+		switch {
+		case em.set != nil:
+			f.op, f.set1 = fastSet, em.set
+			if em.fop == fastString || em.fop == fastNullString || em.fop == fastInt64 {
+				f.op = em.fop
+			}
+		case em.one != nil && em.fop == fastDateTime:
+			f.op, f.set1, f.dt = fastDateTime, em.one, em.dt
+		case em.elem != nil && em.fop == fastString && em.ewt == protowire.BytesType:
+			f.op = fastElemString
+		case em.nested != nil:
+			f.op, f.nest = fastNested, em.nested
 		}
 	}
 	return true
+}
+
+// fastOp is how the fast path appends one occurrence of a field of one
+// emit: the common conversions inline, the others through the field's
+// setter or its emits.
+type fastOp uint8
+
+const (
+	fastEmits      fastOp = iota // each of the field's emits, through its setter
+	fastCall                     // an emit's: through its setter
+	fastSet                      // a field's: through set1
+	fastString                   // a string or bytes into String
+	fastNullString               // a string or bytes into Nullable(String)
+	fastInt64                    // an int64 into Int64
+	fastElemString               // a repeated string or bytes into Array(String)
+	fastDateTime                 // a Timestamp into DateTime (appendDateTime, else set1)
+	fastNested                   // a repeated message into a Nested structure
+)
+
+// fastOf returns the fastOp (fastString, fastNullString, fastInt64,
+// fastDateTime; fastCall for any other) of one value of field fd (an
+// element, for a repeated field) into column type t, which the setter
+// compiled for them does the same as; and for fastDateTime, the
+// column's appender.
+func (b *builder) fastOf(fd protoreflect.FieldDescriptor, t *chunk.Type) (fastOp, *chunk.DateTimes) {
+	t = t.Base()
+	switch k := fd.Kind(); {
+	case k == protoreflect.StringKind || k == protoreflect.BytesKind:
+		if t.Kind == chunk.KindString {
+			return fastString, nil
+		}
+		if t.Kind == chunk.KindNullable && t.Elem.Base().Kind == chunk.KindString {
+			return fastNullString, nil
+		}
+	case k == protoreflect.Int64Kind:
+		if t.Kind == chunk.KindInt64 {
+			return fastInt64, nil
+		}
+	case k == protoreflect.MessageKind:
+		if fd.Message().FullName() != "google.protobuf.Timestamp" || t.Kind != chunk.KindDateTime {
+			break
+		}
+		if ts, ok := chunk.TimesOf(t, b.rg); ok {
+			if dt, ok := ts.(*chunk.DateTimes); ok {
+				return fastDateTime, dt
+			}
+		}
+	}
+	return fastCall, nil
+}
+
+// appendDateTime appends the google.protobuf.Timestamp of bytes b to
+// DateTime column col (dt its appender) when b is as Protobuf's
+// serializers write it (seconds, then nanos, each once if at all) and
+// the Timestamp is valid and within the column's range; otherwise it
+// appends nothing and returns false, and the Timestamp's setter reads it
+// (other layouts) or refuses it.
+func appendDateTime(dt *chunk.DateTimes, b []byte, col chunk.Column) bool {
+	var sec, ns uint64
+	i := 0
+	if i < len(b) && b[i] == 0x08 { // seconds, a varint
+		x, n := protowire.ConsumeVarint(b[i+1:])
+		if n < 0 {
+			return false
+		}
+		sec, i = x, i+1+n
+	}
+	if i < len(b) && b[i] == 0x10 { // nanos, a varint
+		x, n := protowire.ConsumeVarint(b[i+1:])
+		if n < 0 {
+			return false
+		}
+		ns, i = x, i+1+n
+	}
+	s, nanos := int64(sec), int64(int32(ns))
+	if i != len(b) || s < minTimestamp || s > maxTimestamp || nanos < 0 || nanos >= nanosPerSecond {
+		return false
+	}
+	return dt.AppendSeconds(col, s) == nil
 }
 
 // readField reads the field at b[i:]: its number and value, and the
@@ -199,8 +295,33 @@ func (d *Decoder) fast(r *rec, b []byte, base int, cols []chunk.Column, c *chunk
 			f.done = r.gen
 			fed++
 		}
-		if f.set1 != nil {
-			// One column, a scalar: most fields.
+		switch f.op {
+		// A field of one emit: most fields.
+		case fastString:
+			chunk.AppendString(cols[f.col1], v.b)
+			continue
+		case fastNullString:
+			n := cols[f.col1].(*chunk.Nullable)
+			chunk.AppendString(n.Inner, v.b)
+			n.MarkValue()
+			continue
+		case fastInt64:
+			cols[f.col1].(*chunk.Fixed[int64]).Append(int64(v.u))
+			continue
+		case fastElemString:
+			chunk.AppendString(cols[f.col1].(*chunk.Array).Inner, v.b)
+			continue
+		case fastDateTime:
+			if !appendDateTime(f.dt, v.b, cols[f.col1]) && f.set1(d, v, cols[f.col1]) != nil {
+				return false
+			}
+			continue
+		case fastNested:
+			if !d.element(f.nest, v.b, v.off, c) {
+				return false
+			}
+			continue
+		case fastSet:
 			if f.set1(d, v, cols[f.col1]) != nil {
 				return false
 			}
@@ -220,14 +341,15 @@ func (d *Decoder) fast(r *rec, b []byte, base int, cols []chunk.Column, c *chunk
 			case em.elem != nil:
 				inner := cols[em.col].(*chunk.Array).Inner
 				if v.wt == protowire.BytesType && em.ewt != protowire.BytesType {
-					if d.packed(&v, em.ewt, em.elem, inner) != nil {
+					run := v // a copy: v itself stays out of memory
+					if d.packed(&run, em.ewt, em.elem, inner) != nil {
 						return false
 					}
 				} else if em.elem(d, v, inner) != nil {
 					return false
 				}
 			default:
-				if !d.element(em.nested, &v, c) {
+				if !d.element(em.nested, v.b, v.off, c) {
 					return false
 				}
 			}
@@ -301,10 +423,10 @@ func (d *Decoder) closeFast(r *rec, f *fieldPlan, cols []chunk.Column, c *chunk.
 	}
 }
 
-// element appends one element of a Nested group (v: its message) to the
-// group's Arrays' inner columns (the unfed ones their default); false
-// sends the whole record to the slow path.
-func (d *Decoder) element(n *nestedEmit, v *val, c *chunk.Chunk) bool {
+// element appends one element of a Nested group (b: its message, at
+// offset off) to the group's Arrays' inner columns (the unfed ones their
+// default); false sends the whole record to the slow path.
+func (d *Decoder) element(n *nestedEmit, b []byte, off int, c *chunk.Chunk) bool {
 	if n.at != d.recs {
 		n.at = d.recs
 		for _, ci := range n.cols {
@@ -313,12 +435,12 @@ func (d *Decoder) element(n *nestedEmit, v *val, c *chunk.Chunk) bool {
 	}
 	e := n.elem
 	if e.fastOK {
-		if !d.fast(e, v.b, v.off, d.inner, nil) {
+		if !d.fast(e, b, off, d.inner, nil) {
 			return false // the whole record goes to the slow path
 		}
 	} else {
 		e.reset()
-		if d.scan(e, e.msg, v.b, v.off) != nil || d.emit(e, d.inner, nil) != nil {
+		if d.scan(e, e.msg, b, off) != nil || d.emit(e, d.inner, nil) != nil {
 			return false
 		}
 	}

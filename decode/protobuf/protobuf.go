@@ -165,6 +165,11 @@ type emit struct {
 	elem setter
 	ewt  protowire.Type
 	one  setter
+	// fop is how the fast path appends one occurrence (an element, for
+	// elem) without calling a setter (fastCall: it calls one); dt is
+	// the column's appender for fastDateTime.
+	fop fastOp
+	dt  *chunk.DateTimes
 }
 
 // setter converts one occurrence of a field and appends it to col. The

@@ -85,9 +85,12 @@ type fieldPlan struct {
 	// whether its occurrences append (a repeated field).
 	emits []int32
 	rep   bool
-	set1  setter // the setter of a field of one scalar column
-	col1  int
-	done  uint32 // the rec's gen when the field was read
+	op    fastOp // how a field of one emit appends (fastEmits: through emits)
+	set1  setter // the setter of a field of one emit (fastSet, fastDateTime)
+	col1  int    // the column of a field of one emit
+	dt    *chunk.DateTimes
+	nest  *nestedEmit // fastNested's
+	done  uint32      // the rec's gen when the field was read
 }
 
 func corruptAt(off int, format string, args ...any) *decode.Error {
@@ -423,32 +426,40 @@ func sameKey(a, b *val) bool {
 }
 
 // validUTF8 is utf8.Valid with a fast path for ASCII, which most strings
-// are: their bytes are tested 8 (or, under 8, 4) at a time, the words
-// overlapping at the end rather than ending byte by byte, and only a
-// string with a high bit set is checked in full.
+// are. Short strings are tested here, small enough to be inlined: up to
+// 3 bytes each byte (b[0], b[n/2] and b[n-1] are all of them), 4 to 8 as
+// two overlapping 4-byte words.
 func validUTF8(b []byte) bool {
-	n := len(b)
-	switch {
-	case n >= 8:
-		for i := 0; n-i > 8; i += 8 {
-			if binary.LittleEndian.Uint64(b[i:])&0x8080808080808080 != 0 {
-				return utf8.Valid(b)
-			}
-		}
-		if binary.LittleEndian.Uint64(b[n-8:])&0x8080808080808080 != 0 {
-			return utf8.Valid(b)
-		}
+	switch n := len(b); {
+	case n == 0:
 		return true
-	case n >= 4:
-		if (binary.LittleEndian.Uint32(b)|binary.LittleEndian.Uint32(b[n-4:]))&0x80808080 != 0 {
-			return utf8.Valid(b)
+	case n < 4:
+		if b[0]|b[n/2]|b[n-1] < 0x80 {
+			return true
 		}
-		return true
+	case n <= 8:
+		if (binary.LittleEndian.Uint32(b)|binary.LittleEndian.Uint32(b[n-4:]))&0x80808080 == 0 {
+			return true
+		}
 	}
-	for _, c := range b {
-		if c >= 0x80 {
+	return validLong(b)
+}
+
+// validLong is validUTF8 for any length: 8 bytes at a time, the last
+// word overlapping the one before, and utf8.Valid for a string with a
+// high bit set.
+func validLong(b []byte) bool {
+	n := len(b)
+	if n < 8 {
+		return utf8.Valid(b)
+	}
+	for i := 0; n-i > 8; i += 8 {
+		if binary.LittleEndian.Uint64(b[i:])&0x8080808080808080 != 0 {
 			return utf8.Valid(b)
 		}
+	}
+	if binary.LittleEndian.Uint64(b[n-8:])&0x8080808080808080 != 0 {
+		return utf8.Valid(b)
 	}
 	return true
 }
