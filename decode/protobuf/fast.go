@@ -1,7 +1,9 @@
 package protobuf
 
 import (
+	"cmp"
 	"encoding/binary"
+	"slices"
 
 	"google.golang.org/protobuf/encoding/protowire"
 	"google.golang.org/protobuf/reflect/protoreflect"
@@ -20,8 +22,9 @@ import (
 // taken back: what the record makes, and the error a bad one gets, do
 // not depend on the path.
 
-// fastOK reports whether r's plan can take the fast path, and notes on
-// each field the emits it feeds.
+// fastOK reports whether r's plan can take the fast path, notes on each
+// field the emits it feeds and how it appends, and lists the fields by
+// number in r.seq.
 func fastOK(r *rec) bool {
 	for i := range r.msg.fields {
 		f := &r.msg.fields[i]
@@ -49,13 +52,10 @@ func fastOK(r *rec) bool {
 			}
 		}
 	}
-	r.fields = 0
+	r.seq = r.seq[:0]
 	for i := range r.msg.fields {
 		f := &r.msg.fields[i]
-		if len(f.emits) == 0 {
-			continue
-		}
-		r.fields++
+		r.seq = append(r.seq, f)
 		if len(f.emits) != 1 {
 			continue
 		}
@@ -75,6 +75,7 @@ func fastOK(r *rec) bool {
 			f.op, f.nest = fastNested, em.nested
 		}
 	}
+	slices.SortFunc(r.seq, func(a, b *fieldPlan) int { return cmp.Compare(a.num, b.num) })
 	return true
 }
 
@@ -228,72 +229,111 @@ func readField(b []byte, i, base int) (num protowire.Number, v val, next int, ok
 // chunk, for Nested groups; nil below the top level) in one pass; false
 // sends it to the slow path, the columns holding partial values the
 // caller takes back.
+//
+// It walks r.seq, the plan's fields by number, along the wire: a tag
+// that is the next field's (its wire type, or a packed run) is read and
+// appended, the fields the walk passes over are absent (or, for the
+// repeated field whose occurrences were being read, ended), and a tag of
+// a field the plan lacks is skipped. Anything else (a field of the plan
+// out of order or repeated, a wire type not the field's, a malformed
+// byte) goes to the slow path.
 func (d *Decoder) fast(r *rec, b []byte, base int, cols []chunk.Column, c *chunk.Chunk) bool {
-	r.reset()
-	m := r.msg
-	var prev protowire.Number
-	var open *fieldPlan // a repeated field whose occurrences are being read
-	fed := 0            // fields read
+	seq := r.seq
+	k := 0              // the next field of seq the wire may hold
+	var open *fieldPlan // seq[k], a repeated field whose occurrences are being read
 	for i := 0; i < len(b); {
-		// readField, inlined for the common forms: a one-byte tag, a
-		// one-byte varint or length.
-		var num protowire.Number
-		var v val
-		if c := b[i]; c < 0x80 && c >= 8 {
-			num, v.wt = protowire.Number(c>>3), protowire.Type(c&7)
+		start := i
+		var tag uint64
+		if x := b[i]; x < 0x80 {
+			tag = uint64(x)
 			i++
-			switch {
-			case v.wt == protowire.VarintType && i < len(b) && b[i] < 0x80:
-				v.u, v.off = uint64(b[i]), base+i
-				i++
-			case v.wt == protowire.VarintType:
-				x, n := protowire.ConsumeVarint(b[i:])
-				if n < 0 {
-					return false
-				}
-				v.u, v.off = x, base+i
-				i += n
-			case v.wt == protowire.BytesType && i < len(b) && b[i] < 0x80 && int(b[i]) < len(b)-i:
-				n := int(b[i])
-				v.b, v.off = b[i+1:i+1+n], base+i+1
-				i += 1 + n
-			default:
-				var ok bool
-				if num, v, i, ok = readField(b, i-1, base); !ok {
-					return false
-				}
-			}
 		} else {
-			var ok bool
-			if num, v, i, ok = readField(b, i, base); !ok {
+			x, n := protowire.ConsumeVarint(b[i:])
+			if n < 0 {
 				return false
 			}
+			tag = x
+			i += n
 		}
-		f := m.field(num)
-		if f == nil {
-			continue
+		if k == len(seq) || uint64(seq[k].num) != tag>>3 {
+			for k < len(seq) && uint64(seq[k].num) < tag>>3 {
+				if !d.pass(r, seq[k], open, cols, c) {
+					return false
+				}
+				open = nil
+				k++
+			}
+			if k == len(seq) || uint64(seq[k].num) != tag>>3 {
+				// A field the plan lacks is skipped; one it has is out
+				// of order or repeated.
+				num, _, next, ok := readField(b, start, base)
+				if !ok || r.msg.field(num) != nil {
+					return false
+				}
+				i = next
+				continue
+			}
 		}
-		if v.wt != f.wt && !(f.packed && v.wt == protowire.BytesType) || f.utf8 && !validUTF8(v.b) {
+		f := seq[k]
+		v := val{wt: protowire.Type(tag & 7), off: base + i}
+		if v.wt != f.wt && !(f.packed && v.wt == protowire.BytesType) {
 			return false
 		}
-		if num != prev {
-			if num < prev {
+		switch v.wt {
+		case protowire.VarintType:
+			if i < len(b) && b[i] < 0x80 {
+				v.u = uint64(b[i])
+				i++
+				break
+			}
+			x, n := protowire.ConsumeVarint(b[i:])
+			if n < 0 {
 				return false
 			}
-			if open != nil {
-				d.closeFast(r, open, cols, c)
-				open = nil
+			v.u = x
+			i += n
+		case protowire.BytesType:
+			var n uint64
+			if i < len(b) && b[i] < 0x80 {
+				n = uint64(b[i])
+				i++
+			} else {
+				x, m := protowire.ConsumeVarint(b[i:])
+				if m < 0 {
+					return false
+				}
+				n = x
+				i += m
 			}
-			prev = num
-			if f.rep {
-				open = f
+			if n > uint64(len(b)-i) {
+				return false
 			}
-		} else if !f.rep {
-			return false // a repeat: the last one wins, or a merge
+			v.b, v.off = b[i:i+int(n)], base+i
+			i += int(n)
+			// The UTF-8 check, its most common case inline: 4 to 8
+			// ASCII bytes.
+			if f.utf8 && (uint(n-4) > 4 || (binary.LittleEndian.Uint32(v.b)|binary.LittleEndian.Uint32(v.b[n-4:]))&0x80808080 != 0) && !validUTF8(v.b) {
+				return false
+			}
+		case protowire.Fixed32Type:
+			if len(b)-i < 4 {
+				return false
+			}
+			v.u = uint64(binary.LittleEndian.Uint32(b[i:]))
+			i += 4
+		case protowire.Fixed64Type:
+			if len(b)-i < 8 {
+				return false
+			}
+			v.u = binary.LittleEndian.Uint64(b[i:])
+			i += 8
+		default:
+			return false
 		}
-		if f.done != r.gen {
-			f.done = r.gen
-			fed++
+		if f.rep {
+			open = f
+		} else {
+			k++ // a second occurrence is out of order
 		}
 		switch f.op {
 		// A field of one emit: most fields.
@@ -355,21 +395,25 @@ func (d *Decoder) fast(r *rec, b []byte, base int, cols []chunk.Column, c *chunk
 			}
 		}
 	}
-	if open != nil {
-		d.closeFast(r, open, cols, c)
-	}
-	if fed == r.fields {
-		return true
-	}
-	for fi := range m.fields {
-		if f := &m.fields[fi]; len(f.emits) == 0 || f.done == r.gen {
-			continue
-		}
-		if !d.absentFast(r, &m.fields[fi], cols, c) {
+	for ; k < len(seq); k++ {
+		if !d.pass(r, seq[k], open, cols, c) {
 			return false
 		}
+		open = nil
 	}
 	return true
+}
+
+// pass ends field f, which the fast path's walk leaves: the rows of the
+// Arrays its occurrences were appended to, when it is open (a repeated
+// field that was on the wire), else what it gives absent (for a
+// repeated string into Array(String), the empty array: the row ended).
+func (d *Decoder) pass(r *rec, f, open *fieldPlan, cols []chunk.Column, c *chunk.Chunk) bool {
+	if f == open || f.op == fastElemString {
+		d.closeFast(r, f, cols, c)
+		return true
+	}
+	return d.absentFast(r, f, cols, c)
 }
 
 // absentFast appends what field f, absent, gives its columns.

@@ -90,7 +90,6 @@ type fieldPlan struct {
 	col1  int    // the column of a field of one emit
 	dt    *chunk.DateTimes
 	nest  *nestedEmit // fastNested's
-	done  uint32      // the rec's gen when the field was read
 }
 
 func corruptAt(off int, format string, args ...any) *decode.Error {
@@ -426,32 +425,20 @@ func sameKey(a, b *val) bool {
 }
 
 // validUTF8 is utf8.Valid with a fast path for ASCII, which most strings
-// are. Short strings are tested here, small enough to be inlined: up to
-// 3 bytes each byte (b[0], b[n/2] and b[n-1] are all of them), 4 to 8 as
-// two overlapping 4-byte words.
+// are: up to 3 bytes each byte (b[0],
+// b[n/2] and b[n-1] are all of them), longer ones 8 bytes at a time (4
+// and 4 under 8), the last word overlapping the one before, and
+// utf8.Valid for a string with a high bit set. The fast path tests
+// strings of 4 to 8 bytes inline first.
 func validUTF8(b []byte) bool {
-	switch n := len(b); {
+	n := len(b)
+	switch {
 	case n == 0:
 		return true
 	case n < 4:
-		if b[0]|b[n/2]|b[n-1] < 0x80 {
-			return true
-		}
-	case n <= 8:
-		if (binary.LittleEndian.Uint32(b)|binary.LittleEndian.Uint32(b[n-4:]))&0x80808080 == 0 {
-			return true
-		}
-	}
-	return validLong(b)
-}
-
-// validLong is validUTF8 for any length: 8 bytes at a time, the last
-// word overlapping the one before, and utf8.Valid for a string with a
-// high bit set.
-func validLong(b []byte) bool {
-	n := len(b)
-	if n < 8 {
-		return utf8.Valid(b)
+		return b[0]|b[n/2]|b[n-1] < 0x80 || utf8.Valid(b)
+	case n < 8:
+		return (binary.LittleEndian.Uint32(b)|binary.LittleEndian.Uint32(b[n-4:]))&0x80808080 == 0 || utf8.Valid(b)
 	}
 	for i := 0; n-i > 8; i += 8 {
 		if binary.LittleEndian.Uint64(b[i:])&0x8080808080808080 != 0 {
