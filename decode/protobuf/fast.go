@@ -257,7 +257,9 @@ func (d *Decoder) fast(r *rec, b []byte, base int, cols []chunk.Column, c *chunk
 		}
 		if k == len(seq) || uint64(seq[k].num) != tag>>3 {
 			for k < len(seq) && uint64(seq[k].num) < tag>>3 {
-				if !d.pass(r, seq[k], open, cols, c) {
+				if f := seq[k]; f.op == fastElemString {
+					cols[f.col1].(*chunk.Array).EndRow() // its row ends, empty or not
+				} else if !d.pass(r, f, open, cols, c) {
 					return false
 				}
 				open = nil
@@ -396,7 +398,9 @@ func (d *Decoder) fast(r *rec, b []byte, base int, cols []chunk.Column, c *chunk
 		}
 	}
 	for ; k < len(seq); k++ {
-		if !d.pass(r, seq[k], open, cols, c) {
+		if f := seq[k]; f.op == fastElemString {
+			cols[f.col1].(*chunk.Array).EndRow()
+		} else if !d.pass(r, f, open, cols, c) {
 			return false
 		}
 		open = nil
