@@ -33,6 +33,9 @@ func (b *builder) fieldEmit(fd protoreflect.FieldDescriptor, t *chunk.Type, path
 	case fd.IsList():
 		em.list, em.elem, err = b.compileList(fd, t)
 		em.ewt = wireType(fd)
+		if err == nil {
+			em.fop, em.dt = b.fastOf(fd, t.Elem)
+		}
 		return em, true, err
 	case fd.Message() != nil:
 		var ms *msgSetter
@@ -40,9 +43,13 @@ func (b *builder) fieldEmit(fd protoreflect.FieldDescriptor, t *chunk.Type, path
 			return em, true, err
 		}
 		em.list, em.one, em.presence = ms.merge, ms.one, true
+		em.fop, em.dt = b.fastOf(fd, t)
 		return em, true, nil
 	}
 	em.set, err = compileScalar(fd, t, b.rg)
+	if err == nil {
+		em.fop, em.dt = b.fastOf(fd, t)
+	}
 	em.presence, em.zero = fd.HasPresence(), zeroOf(fd)
 	if k := fd.Kind(); k == protoreflect.StringKind || k == protoreflect.BytesKind {
 		base := t

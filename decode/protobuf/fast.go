@@ -1,9 +1,12 @@
 package protobuf
 
 import (
+	"cmp"
 	"encoding/binary"
+	"slices"
 
 	"google.golang.org/protobuf/encoding/protowire"
+	"google.golang.org/protobuf/reflect/protoreflect"
 
 	"github.com/etl-project/etl/chunk"
 )
@@ -19,15 +22,17 @@ import (
 // taken back: what the record makes, and the error a bad one gets, do
 // not depend on the path.
 
-// fastOK reports whether r's plan can take the fast path, and notes on
-// each field the emits it feeds.
+// fastOK reports whether r's plan can take the fast path, notes on each
+// field the emits it feeds and how it appends, and lists the fields by
+// number in r.seq.
 func fastOK(r *rec) bool {
 	for i := range r.msg.fields {
 		f := &r.msg.fields[i]
 		if f.sub != nil || len(f.clears) > 0 {
 			return false
 		}
-		f.emits, f.rep, f.set1 = f.emits[:0], false, nil
+		f.emits, f.rep = f.emits[:0], false
+		f.op, f.set1, f.col1, f.dt, f.nest = fastEmits, nil, 0, nil, nil
 	}
 	for ei := range r.emits {
 		em := &r.emits[ei]
@@ -47,18 +52,110 @@ func fastOK(r *rec) bool {
 			}
 		}
 	}
-	r.fields = 0
+	r.seq = r.seq[:0]
 	for i := range r.msg.fields {
 		f := &r.msg.fields[i]
-		if len(f.emits) == 0 {
+		r.seq = append(r.seq, f)
+		if len(f.emits) != 1 {
 			continue
 		}
-		r.fields++
-		if em := &r.emits[f.emits[0]]; len(f.emits) == 1 && em.set != nil {
-			f.set1, f.col1 = em.set, em.col
+		em := &r.emits[f.emits[0]]
+		f.col1 = em.col
+		switch {
+		case em.set != nil:
+			f.op, f.set1 = fastSet, em.set
+			if em.fop == fastString || em.fop == fastNullString || em.fop == fastInt64 {
+				f.op = em.fop
+			}
+		case em.one != nil && em.fop == fastDateTime:
+			f.op, f.set1, f.dt = fastDateTime, em.one, em.dt
+		case em.elem != nil && em.fop == fastString && em.ewt == protowire.BytesType:
+			f.op = fastElemString
+		case em.nested != nil:
+			f.op, f.nest = fastNested, em.nested
 		}
 	}
+	slices.SortFunc(r.seq, func(a, b *fieldPlan) int { return cmp.Compare(a.num, b.num) })
 	return true
+}
+
+// fastOp is how the fast path appends one occurrence of a field of one
+// emit: the common conversions inline, the others through the field's
+// setter or its emits.
+type fastOp uint8
+
+const (
+	fastEmits      fastOp = iota // each of the field's emits, through its setter
+	fastCall                     // an emit's: through its setter
+	fastSet                      // a field's: through set1
+	fastString                   // a string or bytes into String
+	fastNullString               // a string or bytes into Nullable(String)
+	fastInt64                    // an int64 into Int64
+	fastElemString               // a repeated string or bytes into Array(String)
+	fastDateTime                 // a Timestamp into DateTime (appendDateTime, else set1)
+	fastNested                   // a repeated message into a Nested structure
+)
+
+// fastOf returns the fastOp (fastString, fastNullString, fastInt64,
+// fastDateTime; fastCall for any other) of one value of field fd (an
+// element, for a repeated field) into column type t, which the setter
+// compiled for them does the same as; and for fastDateTime, the
+// column's appender.
+func (b *builder) fastOf(fd protoreflect.FieldDescriptor, t *chunk.Type) (fastOp, *chunk.DateTimes) {
+	t = t.Base()
+	switch k := fd.Kind(); {
+	case k == protoreflect.StringKind || k == protoreflect.BytesKind:
+		if t.Kind == chunk.KindString {
+			return fastString, nil
+		}
+		if t.Kind == chunk.KindNullable && t.Elem.Base().Kind == chunk.KindString {
+			return fastNullString, nil
+		}
+	case k == protoreflect.Int64Kind:
+		if t.Kind == chunk.KindInt64 {
+			return fastInt64, nil
+		}
+	case k == protoreflect.MessageKind:
+		if fd.Message().FullName() != "google.protobuf.Timestamp" || t.Kind != chunk.KindDateTime {
+			break
+		}
+		if ts, ok := chunk.TimesOf(t, b.rg); ok {
+			if dt, ok := ts.(*chunk.DateTimes); ok {
+				return fastDateTime, dt
+			}
+		}
+	}
+	return fastCall, nil
+}
+
+// appendDateTime appends the google.protobuf.Timestamp of bytes b to
+// DateTime column col (dt its appender) when b is as Protobuf's
+// serializers write it (seconds, then nanos, each once if at all) and
+// the Timestamp is valid and within the column's range; otherwise it
+// appends nothing and returns false, and the Timestamp's setter reads it
+// (other layouts) or refuses it.
+func appendDateTime(dt *chunk.DateTimes, b []byte, col chunk.Column) bool {
+	var sec, ns uint64
+	i := 0
+	if i < len(b) && b[i] == 0x08 { // seconds, a varint
+		x, n := protowire.ConsumeVarint(b[i+1:])
+		if n < 0 {
+			return false
+		}
+		sec, i = x, i+1+n
+	}
+	if i < len(b) && b[i] == 0x10 { // nanos, a varint
+		x, n := protowire.ConsumeVarint(b[i+1:])
+		if n < 0 {
+			return false
+		}
+		ns, i = x, i+1+n
+	}
+	s, nanos := int64(sec), int64(int32(ns))
+	if i != len(b) || s < minTimestamp || s > maxTimestamp || nanos < 0 || nanos >= nanosPerSecond {
+		return false
+	}
+	return dt.AppendSeconds(col, s) == nil
 }
 
 // readField reads the field at b[i:]: its number and value, and the
@@ -132,75 +229,141 @@ func readField(b []byte, i, base int) (num protowire.Number, v val, next int, ok
 // chunk, for Nested groups; nil below the top level) in one pass; false
 // sends it to the slow path, the columns holding partial values the
 // caller takes back.
+//
+// It walks r.seq, the plan's fields by number, along the wire: a tag
+// that is the next field's (its wire type, or a packed run) is read and
+// appended, the fields the walk passes over are absent (or, for the
+// repeated field whose occurrences were being read, ended), and a tag of
+// a field the plan lacks is skipped. Anything else (a field of the plan
+// out of order or repeated, a wire type not the field's, a malformed
+// byte) goes to the slow path.
 func (d *Decoder) fast(r *rec, b []byte, base int, cols []chunk.Column, c *chunk.Chunk) bool {
-	r.reset()
-	m := r.msg
-	var prev protowire.Number
-	var open *fieldPlan // a repeated field whose occurrences are being read
-	fed := 0            // fields read
+	seq := r.seq
+	k := 0              // the next field of seq the wire may hold
+	var open *fieldPlan // seq[k], a repeated field whose occurrences are being read
 	for i := 0; i < len(b); {
-		// readField, inlined for the common forms: a one-byte tag, a
-		// one-byte varint or length.
-		var num protowire.Number
-		var v val
-		if c := b[i]; c < 0x80 && c >= 8 {
-			num, v.wt = protowire.Number(c>>3), protowire.Type(c&7)
+		start := i
+		var tag uint64
+		if x := b[i]; x < 0x80 {
+			tag = uint64(x)
 			i++
-			switch {
-			case v.wt == protowire.VarintType && i < len(b) && b[i] < 0x80:
-				v.u, v.off = uint64(b[i]), base+i
-				i++
-			case v.wt == protowire.VarintType:
-				x, n := protowire.ConsumeVarint(b[i:])
-				if n < 0 {
-					return false
-				}
-				v.u, v.off = x, base+i
-				i += n
-			case v.wt == protowire.BytesType && i < len(b) && b[i] < 0x80 && int(b[i]) < len(b)-i:
-				n := int(b[i])
-				v.b, v.off = b[i+1:i+1+n], base+i+1
-				i += 1 + n
-			default:
-				var ok bool
-				if num, v, i, ok = readField(b, i-1, base); !ok {
-					return false
-				}
-			}
 		} else {
-			var ok bool
-			if num, v, i, ok = readField(b, i, base); !ok {
+			x, n := protowire.ConsumeVarint(b[i:])
+			if n < 0 {
 				return false
 			}
+			tag = x
+			i += n
 		}
-		f := m.field(num)
-		if f == nil {
-			continue
+		if k == len(seq) || uint64(seq[k].num) != tag>>3 {
+			for k < len(seq) && uint64(seq[k].num) < tag>>3 {
+				if f := seq[k]; f.op == fastElemString {
+					cols[f.col1].(*chunk.Array).EndRow() // its row ends, empty or not
+				} else if !d.pass(r, f, open, cols, c) {
+					return false
+				}
+				open = nil
+				k++
+			}
+			if k == len(seq) || uint64(seq[k].num) != tag>>3 {
+				// A field the plan lacks is skipped; one it has is out
+				// of order or repeated.
+				num, _, next, ok := readField(b, start, base)
+				if !ok || r.msg.field(num) != nil {
+					return false
+				}
+				i = next
+				continue
+			}
 		}
-		if v.wt != f.wt && !(f.packed && v.wt == protowire.BytesType) || f.utf8 && !validUTF8(v.b) {
+		f := seq[k]
+		v := val{wt: protowire.Type(tag & 7), off: base + i}
+		if v.wt != f.wt && !(f.packed && v.wt == protowire.BytesType) {
 			return false
 		}
-		if num != prev {
-			if num < prev {
+		switch v.wt {
+		case protowire.VarintType:
+			if i < len(b) && b[i] < 0x80 {
+				v.u = uint64(b[i])
+				i++
+				break
+			}
+			x, n := protowire.ConsumeVarint(b[i:])
+			if n < 0 {
 				return false
 			}
-			if open != nil {
-				d.closeFast(r, open, cols, c)
-				open = nil
+			v.u = x
+			i += n
+		case protowire.BytesType:
+			var n uint64
+			if i < len(b) && b[i] < 0x80 {
+				n = uint64(b[i])
+				i++
+			} else {
+				x, m := protowire.ConsumeVarint(b[i:])
+				if m < 0 {
+					return false
+				}
+				n = x
+				i += m
 			}
-			prev = num
-			if f.rep {
-				open = f
+			if n > uint64(len(b)-i) {
+				return false
 			}
-		} else if !f.rep {
-			return false // a repeat: the last one wins, or a merge
+			v.b, v.off = b[i:i+int(n)], base+i
+			i += int(n)
+			// The UTF-8 check, its most common case inline: 4 to 8
+			// ASCII bytes.
+			if f.utf8 && (uint(n-4) > 4 || (binary.LittleEndian.Uint32(v.b)|binary.LittleEndian.Uint32(v.b[n-4:]))&0x80808080 != 0) && !validUTF8(v.b) {
+				return false
+			}
+		case protowire.Fixed32Type:
+			if len(b)-i < 4 {
+				return false
+			}
+			v.u = uint64(binary.LittleEndian.Uint32(b[i:]))
+			i += 4
+		case protowire.Fixed64Type:
+			if len(b)-i < 8 {
+				return false
+			}
+			v.u = binary.LittleEndian.Uint64(b[i:])
+			i += 8
+		default:
+			return false
 		}
-		if f.done != r.gen {
-			f.done = r.gen
-			fed++
+		if f.rep {
+			open = f
+		} else {
+			k++ // a second occurrence is out of order
 		}
-		if f.set1 != nil {
-			// One column, a scalar: most fields.
+		switch f.op {
+		// A field of one emit: most fields.
+		case fastString:
+			chunk.AppendString(cols[f.col1], v.b)
+			continue
+		case fastNullString:
+			n := cols[f.col1].(*chunk.Nullable)
+			chunk.AppendString(n.Inner, v.b)
+			n.MarkValue()
+			continue
+		case fastInt64:
+			cols[f.col1].(*chunk.Fixed[int64]).Append(int64(v.u))
+			continue
+		case fastElemString:
+			chunk.AppendString(cols[f.col1].(*chunk.Array).Inner, v.b)
+			continue
+		case fastDateTime:
+			if !appendDateTime(f.dt, v.b, cols[f.col1]) && f.set1(d, v, cols[f.col1]) != nil {
+				return false
+			}
+			continue
+		case fastNested:
+			if !d.element(f.nest, v.b, v.off, c) {
+				return false
+			}
+			continue
+		case fastSet:
 			if f.set1(d, v, cols[f.col1]) != nil {
 				return false
 			}
@@ -220,34 +383,41 @@ func (d *Decoder) fast(r *rec, b []byte, base int, cols []chunk.Column, c *chunk
 			case em.elem != nil:
 				inner := cols[em.col].(*chunk.Array).Inner
 				if v.wt == protowire.BytesType && em.ewt != protowire.BytesType {
-					if d.packed(&v, em.ewt, em.elem, inner) != nil {
+					run := v // a copy: v itself stays out of memory
+					if d.packed(&run, em.ewt, em.elem, inner) != nil {
 						return false
 					}
 				} else if em.elem(d, v, inner) != nil {
 					return false
 				}
 			default:
-				if !d.element(em.nested, &v, c) {
+				if !d.element(em.nested, v.b, v.off, c) {
 					return false
 				}
 			}
 		}
 	}
-	if open != nil {
-		d.closeFast(r, open, cols, c)
-	}
-	if fed == r.fields {
-		return true
-	}
-	for fi := range m.fields {
-		if f := &m.fields[fi]; len(f.emits) == 0 || f.done == r.gen {
-			continue
-		}
-		if !d.absentFast(r, &m.fields[fi], cols, c) {
+	for ; k < len(seq); k++ {
+		if f := seq[k]; f.op == fastElemString {
+			cols[f.col1].(*chunk.Array).EndRow()
+		} else if !d.pass(r, f, open, cols, c) {
 			return false
 		}
+		open = nil
 	}
 	return true
+}
+
+// pass ends field f, which the fast path's walk leaves: the rows of the
+// Arrays its occurrences were appended to, when it is open (a repeated
+// field that was on the wire), else what it gives absent (for a
+// repeated string into Array(String), the empty array: the row ended).
+func (d *Decoder) pass(r *rec, f, open *fieldPlan, cols []chunk.Column, c *chunk.Chunk) bool {
+	if f == open || f.op == fastElemString {
+		d.closeFast(r, f, cols, c)
+		return true
+	}
+	return d.absentFast(r, f, cols, c)
 }
 
 // absentFast appends what field f, absent, gives its columns.
@@ -301,10 +471,10 @@ func (d *Decoder) closeFast(r *rec, f *fieldPlan, cols []chunk.Column, c *chunk.
 	}
 }
 
-// element appends one element of a Nested group (v: its message) to the
-// group's Arrays' inner columns (the unfed ones their default); false
-// sends the whole record to the slow path.
-func (d *Decoder) element(n *nestedEmit, v *val, c *chunk.Chunk) bool {
+// element appends one element of a Nested group (b: its message, at
+// offset off) to the group's Arrays' inner columns (the unfed ones their
+// default); false sends the whole record to the slow path.
+func (d *Decoder) element(n *nestedEmit, b []byte, off int, c *chunk.Chunk) bool {
 	if n.at != d.recs {
 		n.at = d.recs
 		for _, ci := range n.cols {
@@ -313,12 +483,12 @@ func (d *Decoder) element(n *nestedEmit, v *val, c *chunk.Chunk) bool {
 	}
 	e := n.elem
 	if e.fastOK {
-		if !d.fast(e, v.b, v.off, d.inner, nil) {
+		if !d.fast(e, b, off, d.inner, nil) {
 			return false // the whole record goes to the slow path
 		}
 	} else {
 		e.reset()
-		if d.scan(e, e.msg, v.b, v.off) != nil || d.emit(e, d.inner, nil) != nil {
+		if d.scan(e, e.msg, b, off) != nil || d.emit(e, d.inner, nil) != nil {
 			return false
 		}
 	}

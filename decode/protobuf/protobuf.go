@@ -112,9 +112,10 @@ type rec struct {
 	occ   []occ
 	gen   uint32
 	emits []emit
-	// fastOK: the plan takes the fast path (fast.go).
+	// fastOK: the plan takes the fast path (fast.go), which walks seq,
+	// msg's fields by number.
 	fastOK bool
-	fields int // the fields with emits
+	seq    []*fieldPlan
 	// labels name the columns of a Tuple's rec (its elements) or of a
 	// map entry's (key and value) in errors, which the caller puts under
 	// its column; nil for a rec whose emits write the chunk's columns.
@@ -126,11 +127,6 @@ func (r *rec) reset() {
 	if r.gen == 0 {
 		for i := range r.slots {
 			r.slots[i].gen = 0
-		}
-		if r.msg != nil {
-			for i := range r.msg.fields {
-				r.msg.fields[i].done = 0
-			}
 		}
 		r.gen = 1
 	}
@@ -165,6 +161,11 @@ type emit struct {
 	elem setter
 	ewt  protowire.Type
 	one  setter
+	// fop is how the fast path appends one occurrence (an element, for
+	// elem) without calling a setter (fastCall: it calls one); dt is
+	// the column's appender for fastDateTime.
+	fop fastOp
+	dt  *chunk.DateTimes
 }
 
 // setter converts one occurrence of a field and appends it to col. The

@@ -85,9 +85,11 @@ type fieldPlan struct {
 	// whether its occurrences append (a repeated field).
 	emits []int32
 	rep   bool
-	set1  setter // the setter of a field of one scalar column
-	col1  int
-	done  uint32 // the rec's gen when the field was read
+	op    fastOp // how a field of one emit appends (fastEmits: through emits)
+	set1  setter // the setter of a field of one emit (fastSet, fastDateTime)
+	col1  int    // the column of a field of one emit
+	dt    *chunk.DateTimes
+	nest  *nestedEmit // fastNested's
 }
 
 func corruptAt(off int, format string, args ...any) *decode.Error {
@@ -423,18 +425,28 @@ func sameKey(a, b *val) bool {
 }
 
 // validUTF8 is utf8.Valid with a fast path for ASCII, which most strings
-// are.
+// are: up to 3 bytes each byte (b[0],
+// b[n/2] and b[n-1] are all of them), longer ones 8 bytes at a time (4
+// and 4 under 8), the last word overlapping the one before, and
+// utf8.Valid for a string with a high bit set. The fast path tests
+// strings of 4 to 8 bytes inline first.
 func validUTF8(b []byte) bool {
-	i := 0
-	for ; len(b)-i >= 8; i += 8 {
+	n := len(b)
+	switch {
+	case n == 0:
+		return true
+	case n < 4:
+		return b[0]|b[n/2]|b[n-1] < 0x80 || utf8.Valid(b)
+	case n < 8:
+		return (binary.LittleEndian.Uint32(b)|binary.LittleEndian.Uint32(b[n-4:]))&0x80808080 == 0 || utf8.Valid(b)
+	}
+	for i := 0; n-i > 8; i += 8 {
 		if binary.LittleEndian.Uint64(b[i:])&0x8080808080808080 != 0 {
-			return utf8.Valid(b[i:])
+			return utf8.Valid(b)
 		}
 	}
-	for ; i < len(b); i++ {
-		if b[i] >= 0x80 {
-			return utf8.Valid(b[i:])
-		}
+	if binary.LittleEndian.Uint64(b[n-8:])&0x8080808080808080 != 0 {
+		return utf8.Valid(b)
 	}
 	return true
 }
