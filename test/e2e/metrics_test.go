@@ -50,7 +50,11 @@ func scrapeErr(addr string) (map[string]float64, error) {
 				rest = strings.TrimSpace(line[j+1:])
 			}
 		}
-		v, err := strconv.ParseFloat(strings.Fields(rest)[0], 64)
+		f := strings.Fields(rest)
+		if len(f) == 0 {
+			continue // a line cut off by a process that died mid-answer
+		}
+		v, err := strconv.ParseFloat(f[0], 64)
 		if err != nil {
 			continue
 		}
