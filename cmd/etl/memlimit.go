@@ -37,8 +37,8 @@ func setMemoryLimit(budget int64, log *slog.Logger) {
 }
 
 // memoryLimitAllowance is what the Go memory limit adds to the byte budget:
-// the live heap that does not grow with the input (measured at 15–30 MiB on
-// the benchmarks) with room for the collector to run between cycles.
+// the live heap that does not grow with the input (a few tens of MiB on the
+// benchmarks) with room for the collector to run between cycles.
 const memoryLimitAllowance = 64 << 20
 
 // cgroupMemoryLimit reads the container's memory limit (cgroup v2, then
