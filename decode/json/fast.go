@@ -86,8 +86,14 @@ func (fp *fieldPlan) atKey(s []byte, i int) bool {
 }
 
 // fastField appends the value at s[i] of field fi to every column reading
-// it and returns the index past it.
+// it and returns the index past it. fi past d.fields is an object on the
+// field paths, a key of the record.
 func (d *Decoder) fastField(s []byte, i, fi int, c *chunk.Chunk) (int, bool) {
+	if fi >= len(d.fields) {
+		// The record's key of an object on the field paths, which comes
+		// after its fields in d.top (fast_nested.go).
+		return d.fastNode(s, i, &d.top.fields[fi], c)
+	}
 	cols := d.fields[fi]
 	for _, ci := range cols {
 		if d.seen[ci] == d.gen {
@@ -199,9 +205,125 @@ func (d *Decoder) fastRow(s []byte, c *chunk.Chunk) bool {
 	if i >= len(s) || s[i] != '{' {
 		return false
 	}
-	i, ok := d.fastObject(s, i, &d.top, 1, c)
-	if !ok {
-		return false
+	i = skipWS(s, i+1)
+	if i < len(s) && s[i] == '}' {
+		i++
+	} else {
+		d.next = 0
+		for {
+			// Key.
+			if i >= len(s) || s[i] != '"' {
+				return false
+			}
+			i++
+			// The field expected next, whose key ends with its name and a
+			// quote (a name with neither quotes nor backslashes, so the
+			// key has no escape), is found without scanning the key.
+			// Most often its key is followed by the colon at once, and
+			// both are matched by a word compare or two.
+			fi, colon := d.next, false
+			if fi < len(d.top.fields) {
+				fp := &d.top.fields[fi]
+				if fp.atKey(s, i) {
+					i, colon = i+fp.keyLen, true
+				} else if q := fp.quoted; q != "" && i+len(q) <= len(s) && string(s[i:i+len(q)]) == q {
+					i += len(q) - 1
+				} else {
+					fi = -1
+				}
+			} else {
+				fi = -1
+			}
+			if fi < 0 {
+				ks := i
+				for i < len(s) && s[i] != '"' && s[i] != '\\' {
+					i++
+				}
+				if i >= len(s) || s[i] != '"' {
+					return false
+				}
+				var found bool
+				if fi, found = d.top.index[string(s[ks:i])]; !found {
+					fi = -1
+				}
+			}
+			if !colon {
+				i = skipWS(s, i+1)
+				if i >= len(s) || s[i] != ':' {
+					return false
+				}
+				i++
+			}
+			i = skipWS(s, i)
+
+			// Value.
+			if fi < 0 {
+				var ok bool
+				if i, ok = skipValue(s, i, 2); !ok {
+					return false
+				}
+			} else {
+				d.next = fi + 1
+				taken := false
+				if fp := &d.top.fields[fi]; fp.one >= 0 {
+					// The commonest case, inline: a scalar into the one
+					// column reading the field, which has a fast setter
+					// (the loop below for one column, written out: the
+					// loop over fp.cols cost about 20 instructions a field).
+					if t, text, next, ok := d.scalar(s, i); ok {
+						ci := fp.one
+						if d.seen[ci] == d.gen {
+							return false // a field twice: the fastjson path keeps the last
+						}
+						d.seen[ci] = d.gen
+						d.filled++
+						if t == tokNull {
+							decode.AppendDefault(d.cols[ci].null, c.Cols[ci])
+						} else if !fp.set(d, t, text, c.Cols[ci]) && !d.diagScalar(s, i, ci, c) {
+							return false
+						}
+						i, taken = next, true
+					}
+				} else if fp.fast {
+					// A scalar into columns with fast setters.
+					if t, text, next, ok := d.scalar(s, i); ok {
+						for _, ci := range fp.cols {
+							if d.seen[ci] == d.gen {
+								return false // a field twice: the fastjson path keeps the last
+							}
+							d.seen[ci] = d.gen
+							d.filled++
+							if t == tokNull {
+								decode.AppendDefault(d.cols[ci].null, c.Cols[ci])
+							} else if !d.fastSet[ci](d, t, text, c.Cols[ci]) && !d.diagScalar(s, i, ci, c) {
+								return false
+							}
+						}
+						i, taken = next, true
+					}
+				}
+				if !taken {
+					var ok bool
+					if i, ok = d.fastField(s, i, fi, c); !ok {
+						return false
+					}
+				}
+			}
+
+			i = skipWS(s, i)
+			if i >= len(s) {
+				return false
+			}
+			if s[i] == ',' {
+				i = skipWS(s, i+1)
+				continue
+			}
+			if s[i] != '}' {
+				return false
+			}
+			i++
+			break
+		}
 	}
 	if skipWS(s, i) != len(s) {
 		return false
@@ -215,136 +337,4 @@ func (d *Decoder) fastRow(s []byte, c *chunk.Chunk) bool {
 		}
 	}
 	return true
-}
-
-// fastObject reads the object at s[i] (an opening brace), at nesting depth
-// depth, with the plan of its keys pl, and returns the index past it.
-func (d *Decoder) fastObject(s []byte, i int, pl *objPlan, depth int, c *chunk.Chunk) (int, bool) {
-	i = skipWS(s, i+1)
-	if i < len(s) && s[i] == '}' {
-		return i + 1, true
-	}
-	next := 0 // the key expected next: the one after the last found
-	for {
-		// Key.
-		if i >= len(s) || s[i] != '"' {
-			return i, false
-		}
-		i++
-		// The field expected next, whose key ends with its name and a
-		// quote (a name with neither quotes nor backslashes, so the key
-		// has no escape), is found without scanning the key. Most often
-		// its key is followed by the colon at once, and both are matched
-		// by a word compare or two.
-		fi, colon := next, false
-		if fi < len(pl.fields) {
-			fp := &pl.fields[fi]
-			if fp.atKey(s, i) {
-				i, colon = i+fp.keyLen, true
-			} else if q := fp.quoted; q != "" && i+len(q) <= len(s) && string(s[i:i+len(q)]) == q {
-				i += len(q) - 1
-			} else {
-				fi = -1
-			}
-		} else {
-			fi = -1
-		}
-		if fi < 0 {
-			ks := i
-			for i < len(s) && s[i] != '"' && s[i] != '\\' {
-				i++
-			}
-			if i >= len(s) || s[i] != '"' {
-				return i, false
-			}
-			var found bool
-			if fi, found = pl.index[string(s[ks:i])]; !found {
-				fi = -1
-			}
-		}
-		if !colon {
-			i = skipWS(s, i+1)
-			if i >= len(s) || s[i] != ':' {
-				return i, false
-			}
-			i++
-		}
-		i = skipWS(s, i)
-
-		// Value.
-		if fi < 0 {
-			var ok bool
-			if i, ok = skipValue(s, i, depth+1); !ok {
-				return i, false
-			}
-		} else {
-			next = fi + 1
-			fp := &pl.fields[fi]
-			taken := false
-			switch {
-			case fp.sub != nil:
-				// An object on the field paths.
-				var ok bool
-				if i, ok = d.fastNode(s, i, fp, depth+1, c); !ok {
-					return i, false
-				}
-				taken = true
-			case fp.one >= 0:
-				// The commonest case, inline: a scalar into the one
-				// column reading the field, which has a fast setter (the
-				// loop below for one column, written out: the loop over
-				// fp.cols cost about 20 instructions a field).
-				if t, text, end, ok := d.scalar(s, i); ok {
-					ci := fp.one
-					if d.seen[ci] == d.gen {
-						return i, false // a field twice: the fastjson path keeps the last
-					}
-					d.seen[ci] = d.gen
-					d.filled++
-					if t == tokNull {
-						decode.AppendDefault(d.cols[ci].null, c.Cols[ci])
-					} else if !fp.set(d, t, text, c.Cols[ci]) && !d.diagScalar(s, i, ci, c) {
-						return i, false
-					}
-					i, taken = end, true
-				}
-			case fp.fast:
-				// A scalar into columns with fast setters.
-				if t, text, end, ok := d.scalar(s, i); ok {
-					for _, ci := range fp.cols {
-						if d.seen[ci] == d.gen {
-							return i, false // a field twice: the fastjson path keeps the last
-						}
-						d.seen[ci] = d.gen
-						d.filled++
-						if t == tokNull {
-							decode.AppendDefault(d.cols[ci].null, c.Cols[ci])
-						} else if !d.fastSet[ci](d, t, text, c.Cols[ci]) && !d.diagScalar(s, i, ci, c) {
-							return i, false
-						}
-					}
-					i, taken = end, true
-				}
-			}
-			if !taken {
-				var ok bool
-				if i, ok = d.fastField(s, i, fp.fi, c); !ok {
-					return i, false
-				}
-			}
-		}
-
-		i = skipWS(s, i)
-		if i >= len(s) {
-			return i, false
-		}
-		if s[i] == ',' {
-			i = skipWS(s, i+1)
-			continue
-		}
-		if s[i] != '}' {
-			return i, false
-		}
-		return i + 1, true
-	}
 }

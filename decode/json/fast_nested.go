@@ -29,6 +29,7 @@ import (
 type objPlan struct {
 	fields []fieldPlan    // its keys that are fields or objects on a path
 	index  map[string]int // key -> position in fields
+	depth  int            // its nesting depth (the record's is 1, as fastjson counts)
 }
 
 // maxPathDepth is the deepest field path the one-pass path reads; with
@@ -39,7 +40,7 @@ const maxPathDepth = 16
 // object plan for each prefix of the field paths. It reports false when
 // the paths are not ones the one-pass path reads.
 func (d *Decoder) planObjects() bool {
-	d.top = objPlan{fields: d.fieldPlan, index: d.index}
+	d.top = objPlan{fields: d.fieldPlan, index: d.index, depth: 1}
 	for fi := range d.fieldPlan {
 		d.fieldPlan[fi].fi, d.fieldPlan[fi].node = fi, -1
 	}
@@ -53,7 +54,7 @@ func (d *Decoder) planObjects() bool {
 	}
 	// The record's plan: its flat fields (the paths' keys "a.b"
 	// themselves among them) and the objects on the paths.
-	d.top = objPlan{fields: append([]fieldPlan(nil), d.fieldPlan...), index: make(map[string]int, len(d.index))}
+	d.top = objPlan{fields: append([]fieldPlan(nil), d.fieldPlan...), index: make(map[string]int, len(d.index)), depth: 1}
 	for k, fi := range d.index {
 		d.top.index[k] = fi
 	}
@@ -85,7 +86,7 @@ func (d *Decoder) planObjects() bool {
 				pl.fields = append(pl.fields, fp)
 				break
 			}
-			sub := &objPlan{index: map[string]int{}}
+			sub := &objPlan{index: map[string]int{}, depth: pl.depth + 1}
 			fp := fieldPlan{fi: -1, node: nodes, sub: sub, one: -1}
 			nodes++
 			if !strings.ContainsAny(key, `"\`) {
@@ -99,9 +100,9 @@ func (d *Decoder) planObjects() bool {
 	return true
 }
 
-// fastNode reads the value at s[i] of an object on the paths (fp.sub) at
-// nesting depth depth, and returns the index past it.
-func (d *Decoder) fastNode(s []byte, i int, fp *fieldPlan, depth int, c *chunk.Chunk) (int, bool) {
+// fastNode reads the value at s[i] of an object on the paths (fp.sub), and
+// returns the index past it.
+func (d *Decoder) fastNode(s []byte, i int, fp *fieldPlan, c *chunk.Chunk) (int, bool) {
 	if d.nodeSeen[fp.node] == d.gen {
 		return i, false // the fastjson path reads the first
 	}
@@ -111,9 +112,60 @@ func (d *Decoder) fastNode(s []byte, i int, fp *fieldPlan, depth int, c *chunk.C
 	}
 	switch s[i] {
 	case '{':
-		return d.fastObject(s, i, fp.sub, depth, c)
+		return d.fastObject(s, i, fp.sub, c)
 	case '[':
 		return i, false
 	}
-	return skipValue(s, i, depth)
+	return skipValue(s, i, fp.sub.depth)
+}
+
+// fastObject reads an object on the field paths at s[i] (an opening
+// brace) with the plan of its keys pl, as fastRow reads the record, and
+// returns the index past it.
+func (d *Decoder) fastObject(s []byte, i int, pl *objPlan, c *chunk.Chunk) (int, bool) {
+	i = skipWS(s, i+1)
+	if i < len(s) && s[i] == '}' {
+		return i + 1, true
+	}
+	for {
+		if i >= len(s) || s[i] != '"' {
+			return i, false
+		}
+		ks := i + 1
+		for i = ks; i < len(s) && s[i] != '"' && s[i] != '\\'; i++ {
+		}
+		if i >= len(s) || s[i] != '"' {
+			return i, false
+		}
+		fi, found := pl.index[string(s[ks:i])]
+		i = skipWS(s, i+1)
+		if i >= len(s) || s[i] != ':' {
+			return i, false
+		}
+		i = skipWS(s, i+1)
+		var ok bool
+		switch {
+		case !found:
+			i, ok = skipValue(s, i, pl.depth+1)
+		case pl.fields[fi].sub != nil:
+			i, ok = d.fastNode(s, i, &pl.fields[fi], c)
+		default:
+			i, ok = d.fastField(s, i, pl.fields[fi].fi, c)
+		}
+		if !ok {
+			return i, false
+		}
+		i = skipWS(s, i)
+		if i >= len(s) {
+			return i, false
+		}
+		if s[i] == ',' {
+			i = skipWS(s, i+1)
+			continue
+		}
+		if s[i] != '}' {
+			return i, false
+		}
+		return i + 1, true
+	}
 }
