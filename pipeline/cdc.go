@@ -1,12 +1,16 @@
 package pipeline
 
 import (
+	"fmt"
 	"maps"
+	"slices"
+	"strings"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/etl-project/etl/config"
+	"github.com/etl-project/etl/fields"
 	"github.com/etl-project/etl/sink/clickhouse"
 	"github.com/etl-project/etl/transform"
 )
@@ -35,6 +39,11 @@ func cdcLayout(cfg *config.Config, outs []transform.Output, targets []*clickhous
 		keyTypes = make(map[string]string, len(known)+len(cfg.Decode.Fields))
 		maps.Copy(keyTypes, known)
 		maps.Copy(keyTypes, cfg.Decode.Fields)
+		for _, k := range d.Key {
+			if _, ok := keyTypes[k]; !ok && !slices.Contains(rows.Names, k) {
+				return nil, fmt.Errorf("decode.debezium.key: %q is not a field of the row record (after's Value) of the registry's latest schemas (%s), nor a column: name the source table's key fields", k, strings.Join(fields.Subjects(cfg), ", "))
+			}
+		}
 	}
 	env, err := transform.NewDebezium(d, rows, keyTypes)
 	if err != nil {
