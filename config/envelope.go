@@ -145,6 +145,14 @@ var envelopeRules = []rule{
 	{path: "decode.debezium.wrapper", when: func(c *Config) bool { return c.Decode.Debezium.Wrapper != "" }, check: func(c *Config) string {
 		return oneOfNamed(c.Decode.Debezium.Wrapper, WrapperAuto, WrapperPayload, WrapperNone)
 	}},
+	// validate_schema compares a writer schema with the table's row; an
+	// Avro change event's schema is the Envelope, whose source and
+	// transaction fields no column takes.
+	{path: "decode.validate_schema", deps: []string{"decode.format"}, when: func(c *Config) bool {
+		return c.CDC() && c.Decode.Format == FormatAvro && c.Decode.ValidateSchema != "" && c.Decode.ValidateSchema != "off"
+	}, check: func(c *Config) string {
+		return fmt.Sprintf("is %q, but under decode.envelope debezium the writer schema is the change event's Envelope, not the table's row (the envelope reads the fields it needs): set it to off", c.Decode.ValidateSchema)
+	}},
 	// The schema/payload wrapper is the JSON converter's: an Avro change
 	// event is the Envelope record itself.
 	{path: "decode.debezium.wrapper", deps: []string{"decode.format"}, when: func(c *Config) bool {

@@ -41,6 +41,7 @@ func TestEnvelopeValidation(t *testing.T) {
 		{"bad version", ok + "  debezium: {key: [id], version: lnz}", "", `decode.debezium.version: must be one of auto, lsn, binlog, ts_ms; got "lnz" (did you mean "lsn"?)`},
 		{"raw", "  format: raw\n  envelope: debezium\n  fields: {id: Int64}\n  debezium: {key: [id]}", "    columns: {v: _raw}\n", `decode.envelope: debezium change events are read from JSON or Avro records: set decode.format: json or avro (it is "raw")`},
 		{"avro", avro + "  debezium: {key: [id]}", "", ""},
+		{"avro validate_schema", avro + "  validate_schema: names\n  debezium: {key: [id]}", "", `decode.validate_schema: is "names", but under decode.envelope debezium the writer schema is the change event's Envelope`},
 		{"avro wrapper", avro + "  debezium: {key: [id], wrapper: payload}", "", `decode.debezium.wrapper: is "payload", but the schema/payload wrapper is the JSON converter's`},
 		{"protobuf", "  format: protobuf\n  envelope: debezium\n  protobuf: {framing: confluent, registry: {url: http://r:8081}}\n  debezium: {key: [id]}", "", "Debezium writes no Protobuf envelope"},
 		{"ndjson", ok + "  json: {framing: ndjson}\n  debezium: {key: [id]}", "", "decode.json.framing must be single"},
