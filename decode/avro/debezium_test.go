@@ -31,3 +31,33 @@ func TestDebeziumValue(t *testing.T) {
 		t.Fatalf("after not a record: %v", err)
 	}
 }
+
+// TestNullRecordAbsent: the columns a [null, record] union feeds are
+// absent in a row whose union is null (the record lacked them), and
+// present in a row whose union holds the record.
+func TestNullRecordAbsent(t *testing.T) {
+	writer := `{"type":"record","name":"E","fields":[{"name":"before","type":["null",{"type":"record","name":"V","fields":[{"name":"id","type":"long"}]}]},{"name":"op","type":"string"}]}`
+	s := schemaOf(t, "before.id Int64", "op String")
+	d, err := New(writer, s, Options{Fields: []string{"before.id", "op"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		datum  []byte
+		absent bool
+	}{
+		{[]byte{0, 2, 'c'}, true},      // before null
+		{[]byte{2, 14, 2, 'u'}, false}, // before {id: 7}
+	} {
+		c := newChunk(t, s)
+		if _, err := d.Decode(tc.datum, c); err != nil {
+			t.Fatal(err)
+		}
+		if got := len(c.Absent) > 0 && c.Absent[0] > 0; got != tc.absent {
+			t.Errorf("datum %v: before.id absent %v, want %v", tc.datum, got, tc.absent)
+		}
+		if len(c.Absent) > 1 && c.Absent[1] > 0 {
+			t.Errorf("datum %v: op absent", tc.datum)
+		}
+	}
+}
