@@ -407,14 +407,27 @@ func sameState(t *testing.T, what, got, want string) {
 // ReplacingMergeTree(_version): the table's state with FINAL, deleted rows
 // filtered, equals the source table row by row. Collapsing mode into a
 // CollapsingMergeTree(_sign): the keys whose signs sum above 0 and their
-// last rows equal it too, and no key's signs sum above 1.
+// last rows equal it too, and no key's signs sum above 1. The same as
+// Debezium Avro through the registry (no decode.fields: the tables derive
+// from the registry's Envelope schemas).
 func TestCDCConverges(t *testing.T) {
+	for _, format := range []string{"json", "avro"} {
+		t.Run(format, func(t *testing.T) { cdcConverges(t, format) })
+	}
+}
+
+func cdcConverges(t *testing.T, format string) {
 	const pgTopic, myTopic = "cdc_pg", "cdc_my"
 	e := &env{t: t, ch: testenv.ClickHouse(t), kb: testenv.KafkaProcess(t, partitions, pgTopic, myTopic)}
 	pg := newCDCSource(1, "postgresql", pgTopic)
+	my := newCDCSource(2, "mysql", myTopic)
+	if format == "avro" {
+		reg := registrytest.New(t)
+		pg.withAvro(reg)
+		my.withAvro(reg)
+	}
 	pg.history(10_000, 20_000)
 	pg.produce(t, e.kb.Addr())
-	my := newCDCSource(2, "mysql", myTopic)
 	my.history(10_000, 20_000)
 	// The connector restarts from an older binlog position and sends the
 	// events after it again: 5,000 events of the middle of the history.
@@ -423,7 +436,7 @@ func TestCDCConverges(t *testing.T) {
 
 	for _, s := range []*cdcSource{pg, my} {
 		table := "r_" + s.connector
-		cfg := cdcConfig(t, e, "g-"+table, s.topic, table, "replacing", "")
+		cfg := cdcSourceConfig(t, e, s, "g-"+table, table, "replacing", "")
 		if s == pg {
 			// The table etl schema derives for the server.
 			createDerived(t, e, cfg, "ENGINE = ReplacingMergeTree(`_version`)\nORDER BY `id`")
@@ -449,7 +462,7 @@ func TestCDCConverges(t *testing.T) {
 	}
 
 	// The table sink.clickhouse.schema.create makes at startup.
-	cfg := writeConfig(t, strings.Replace(readFile(t, cdcConfig(t, e, "g-c", pgTopic, "c_pg", "collapsing", "")), "    table: c_pg\n",
+	cfg := writeConfig(t, strings.Replace(readFile(t, cdcSourceConfig(t, e, pg, "g-c", "c_pg", "collapsing", "")), "    table: c_pg\n",
 		"    table: c_pg\n    inflight: {max_per_shard: 1}\n    schema: {create: true}\n", 1))
 	runToEnd(t, e, cfg, "g-c", pgTopic)
 	if ddl := e.ch.Query(t, "SHOW CREATE TABLE default.c_pg"); !strings.Contains(ddl, "_version UInt64,  _sign Int8) ENGINE = CollapsingMergeTree(_sign) ORDER BY id") {
