@@ -53,7 +53,8 @@ mutate:
 
 # Go native fuzzing, each target in turn for FUZZTIME (a Go duration in s,
 # m or h; default 1m each), one fuzz worker: the expression compiler, the
-# JSON decoder (fast path against the general one, and alone), the Avro
+# JSON decoder (fast path against the general one, flat and through field
+# paths into nested objects, and alone), the Avro
 # decoder, the Schema Registry framing, the Native encoder (checked against
 # ch-go's reader), the config loader, the exactly-once commit metadata, and
 # the JSON and Avro decoders against a real ClickHouse (whatever a decoder
@@ -68,7 +69,7 @@ mutate:
 # fixed in Go 1.27): a failure that wrote no failing input under the
 # target's testdata/fuzz/<target> is reported as that and is not a finding.
 FUZZTIME ?= 1m
-FUZZ_TARGETS = transform:FuzzExpression decode/json:FuzzFastPath decode/json:FuzzJSON decode/avro:FuzzAvro \
+FUZZ_TARGETS = transform:FuzzExpression decode/json:FuzzFastPath decode/json:FuzzFastPathNested decode/json:FuzzJSON decode/avro:FuzzAvro \
   schemaregistry:FuzzParseFrame sink/clickhouse/native:FuzzNativeEncoder config:FuzzConfig checkpoint:FuzzDecodeBlocks \
   decode/avro:FuzzServerJSON decode/avro:FuzzServerAvro decode/protobuf:FuzzProtobuf
 fuzz:

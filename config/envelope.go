@@ -13,7 +13,9 @@ import (
 type Debezium struct {
 	// Key is the source table's primary key fields: an update that
 	// changes one is a delete of the old key and an insert of the new
-	// one, and they are the derived table's ORDER BY. Required.
+	// one, and they are the derived table's ORDER BY. Required. With
+	// JSON, each is declared in decode.fields; with Avro, the registry's
+	// schema types it.
 	Key []string `yaml:"key,omitempty"`
 	// Mode is replacing (default: one row per change, a version and a
 	// deleted flag, for ReplacingMergeTree) or collapsing (an update
@@ -21,6 +23,7 @@ type Debezium struct {
 	Mode string `yaml:"mode"`
 	// Wrapper is auto (default: decided per record), payload (every
 	// event has the JSON converter's schema/payload wrapper) or none.
+	// JSON only: with decode.format avro it must be left at auto.
 	Wrapper string `yaml:"wrapper"`
 	// Version is auto (default: by source.connector), lsn, binlog or
 	// ts_ms: what the rows' _version is taken from.
@@ -80,8 +83,14 @@ var envelopeRules = []rule{
 		return oneOfNamed(c.Decode.Envelope, EnvelopeNone, EnvelopeDebezium)
 	}},
 	{path: "decode.envelope", when: cdc, deps: []string{"decode.format"}, check: func(c *Config) string {
-		if c.Decode.Format != FormatJSON {
-			return fmt.Sprintf("debezium change events are read from JSON records here: set decode.format: json (it is %q)", c.Decode.Format)
+		switch c.Decode.Format {
+		case FormatJSON, FormatAvro:
+		case FormatProtobuf:
+			// Debezium has no Protobuf converter of its own: its events
+			// are JSON or Avro.
+			return "debezium change events are read from JSON or Avro records; Debezium writes no Protobuf envelope: set decode.format: json or avro"
+		default:
+			return fmt.Sprintf("debezium change events are read from JSON or Avro records: set decode.format: json or avro (it is %q)", c.Decode.Format)
 		}
 		if f := c.Decode.JSON.Framing; f != "" && f != "single" {
 			return fmt.Sprintf("a debezium change event is one record: decode.json.framing must be single (it is %q)", f)
@@ -98,6 +107,7 @@ var envelopeRules = []rule{
 	}},
 	{path: "decode.debezium.key", when: cdc, required: func(c *Config) bool { return len(c.Decode.Debezium.Key) > 0 }},
 	{path: "decode.debezium.key", when: cdc, check: func(c *Config) string {
+		avro := c.Decode.Format == FormatAvro
 		seen := map[string]bool{}
 		declared := make([]string, 0, len(c.Decode.Fields))
 		for f := range c.Decode.Fields {
@@ -112,7 +122,7 @@ var envelopeRules = []rule{
 			if strings.HasPrefix(k, "_") {
 				return fmt.Sprintf("%q is not a field of the row: names starting with _ are metadata and the envelope's fields", k)
 			}
-			if _, ok := c.Decode.Fields[k]; !ok {
+			if _, ok := c.Decode.Fields[k]; !ok && !avro {
 				return fmt.Sprintf("%q is not in decode.fields: declare the key fields' types there (e.g. decode.fields: {%s: Int64})%s", k, k, names.DidYouMean(k, declared))
 			}
 		}
@@ -134,6 +144,21 @@ var envelopeRules = []rule{
 	}},
 	{path: "decode.debezium.wrapper", when: func(c *Config) bool { return c.Decode.Debezium.Wrapper != "" }, check: func(c *Config) string {
 		return oneOfNamed(c.Decode.Debezium.Wrapper, WrapperAuto, WrapperPayload, WrapperNone)
+	}},
+	// validate_schema compares a writer schema with the table's row; an
+	// Avro change event's schema is the Envelope, whose source and
+	// transaction fields no column takes.
+	{path: "decode.validate_schema", deps: []string{"decode.format"}, when: func(c *Config) bool {
+		return c.CDC() && c.Decode.Format == FormatAvro && c.Decode.ValidateSchema != "" && c.Decode.ValidateSchema != "off"
+	}, check: func(c *Config) string {
+		return fmt.Sprintf("is %q, but under decode.envelope debezium the writer schema is the change event's Envelope, not the table's row (the envelope reads the fields it needs): set it to off", c.Decode.ValidateSchema)
+	}},
+	// The schema/payload wrapper is the JSON converter's: an Avro change
+	// event is the Envelope record itself.
+	{path: "decode.debezium.wrapper", deps: []string{"decode.format"}, when: func(c *Config) bool {
+		return c.CDC() && c.Decode.Format == FormatAvro && c.Decode.Debezium.Wrapper != "" && c.Decode.Debezium.Wrapper != WrapperAuto
+	}, check: func(c *Config) string {
+		return fmt.Sprintf("is %q, but the schema/payload wrapper is the JSON converter's: an Avro change event is the Envelope record itself; remove the key", c.Decode.Debezium.Wrapper)
 	}},
 	{path: "decode.debezium.version", when: func(c *Config) bool { return c.Decode.Debezium.Version != "" }, check: func(c *Config) string {
 		return oneOfNamed(c.Decode.Debezium.Version, VersionAuto, VersionLSN, VersionBinlog, VersionTsMs)

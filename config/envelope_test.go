@@ -18,9 +18,12 @@ sink:
 
 // TestEnvelopeValidation: decode.envelope and decode.debezium take their
 // values (with a did-you-mean), the key is required and declared, and the
-// envelope refuses the raw format, other framings and a flatten step.
+// envelope refuses the raw and Protobuf formats, other framings, a
+// flatten step and the JSON wrapper setting with Avro.
 func TestEnvelopeValidation(t *testing.T) {
 	ok := "  format: json\n  envelope: debezium\n  fields: {id: Int64, name: String}\n"
+	// With Avro the registry's schema types the key: no decode.fields.
+	avro := "  format: avro\n  envelope: debezium\n  avro: {framing: confluent, registry: {url: http://r:8081}}\n"
 	for _, tt := range []struct {
 		name, decode, rest, want string
 	}{
@@ -36,7 +39,11 @@ func TestEnvelopeValidation(t *testing.T) {
 		{"bad mode", ok + "  debezium: {key: [id], mode: colapsing}", "", `decode.debezium.mode: must be one of replacing, collapsing; got "colapsing" (did you mean "collapsing"?)`},
 		{"bad wrapper", ok + "  debezium: {key: [id], wrapper: payloads}", "", `decode.debezium.wrapper: must be one of auto, payload, none; got "payloads" (did you mean "payload"?)`},
 		{"bad version", ok + "  debezium: {key: [id], version: lnz}", "", `decode.debezium.version: must be one of auto, lsn, binlog, ts_ms; got "lnz" (did you mean "lsn"?)`},
-		{"raw", "  format: raw\n  envelope: debezium\n  fields: {id: Int64}\n  debezium: {key: [id]}", "    columns: {v: _raw}\n", "decode.envelope: debezium change events are read from JSON records here: set decode.format: json"},
+		{"raw", "  format: raw\n  envelope: debezium\n  fields: {id: Int64}\n  debezium: {key: [id]}", "    columns: {v: _raw}\n", `decode.envelope: debezium change events are read from JSON or Avro records: set decode.format: json or avro (it is "raw")`},
+		{"avro", avro + "  debezium: {key: [id]}", "", ""},
+		{"avro validate_schema", avro + "  validate_schema: names\n  debezium: {key: [id]}", "", `decode.validate_schema: is "names", but under decode.envelope debezium the writer schema is the change event's Envelope`},
+		{"avro wrapper", avro + "  debezium: {key: [id], wrapper: payload}", "", `decode.debezium.wrapper: is "payload", but the schema/payload wrapper is the JSON converter's`},
+		{"protobuf", "  format: protobuf\n  envelope: debezium\n  protobuf: {framing: confluent, registry: {url: http://r:8081}}\n  debezium: {key: [id]}", "", "Debezium writes no Protobuf envelope"},
 		{"ndjson", ok + "  json: {framing: ndjson}\n  debezium: {key: [id]}", "", "decode.json.framing must be single"},
 		{"flatten", ok + "  debezium: {key: [id]}", "transform:\n  - flatten: items\n", `transform[0] flattens "items", but the debezium envelope already makes the rows of each event`},
 		{"debezium without envelope", "  format: json\n  fields: {id: Int64}\n  debezium: {key: [id]}", "", "decode.debezium.key: is set, but decode.envelope is not debezium"},

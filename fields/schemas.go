@@ -102,7 +102,7 @@ func LoadSchemas(ctx context.Context, o Options) (*Schemas, error) {
 		if known == "" {
 			known = s.Writer
 		}
-		types, err := avro.FieldTypes(known)
+		types, err := rowFieldTypes(cfg, known)
 		if err != nil {
 			return nil, fmt.Errorf("decode.avro: %w", err)
 		}
@@ -139,7 +139,7 @@ func LoadSchemas(ctx context.Context, o Options) (*Schemas, error) {
 			log.Warn("could not fetch every prewarm subject; their schemas will be fetched on demand", "err", err)
 		}
 	}
-	if s.FieldTypes == nil && len(cfg.Transform) > 0 {
+	if s.FieldTypes == nil && (len(cfg.Transform) > 0 || cfg.CDC()) {
 		s.FieldTypes = s.registryFieldTypes(ctx, cfg, log)
 	}
 	return s, nil
@@ -168,7 +168,7 @@ func (s *Schemas) registryFieldTypes(ctx context.Context, cfg *config.Config, lo
 			log.Warn("cannot type the transform's fields from the registry", "subject", subject, "err", err)
 			continue
 		}
-		ft, err := avro.FieldTypes(sc.Text)
+		ft, err := rowFieldTypes(cfg, sc.Text)
 		if err != nil {
 			log.Warn("cannot type the transform's fields from the registry", "subject", subject, "id", sc.ID, "err", err)
 			continue
@@ -226,10 +226,10 @@ func (s *Schemas) Source(ctx context.Context, cfg *config.Config) (schema.Source
 // valueSource is Source for Avro values.
 func (s *Schemas) valueSource(ctx context.Context, cfg *config.Config) (schema.Source, error) {
 	if text := s.Reader; text != "" {
-		return avroSource(text, "decode.avro.reader_schema")
+		return avroSource(cfg, text, "decode.avro.reader_schema")
 	}
 	if s.Writer != "" {
-		return avroSource(s.Writer, "decode.avro.schema_file")
+		return avroSource(cfg, s.Writer, "decode.avro.schema_file")
 	}
 	subjects := Subjects(cfg)
 	if len(subjects) == 0 && cfg.Source.Kafka != nil && cfg.Source.Kafka.TopicsRegex != "" {
@@ -241,7 +241,7 @@ func (s *Schemas) valueSource(ctx context.Context, cfg *config.Config) (schema.S
 		if err != nil {
 			return schema.Source{}, fmt.Errorf("decode.avro.registry: the latest schema of subject %q: %w", subject, err)
 		}
-		one, err := schema.FromAvro(sc.Text)
+		one, err := RowSource(cfg, sc.Text)
 		if err != nil {
 			return schema.Source{}, fmt.Errorf("decode.avro.registry: subject %q schema id %d: %w", subject, sc.ID, err)
 		}
@@ -301,12 +301,39 @@ func readsKeyFields(cfg *config.Config) bool {
 }
 
 // avroSource reads the fields of an Avro schema; where names its key.
-func avroSource(text, where string) (schema.Source, error) {
-	s, err := schema.FromAvro(text)
+func avroSource(cfg *config.Config, text, where string) (schema.Source, error) {
+	s, err := RowSource(cfg, text)
 	if err != nil {
 		return s, fmt.Errorf("%s: %w", where, err)
 	}
 	return s, nil
+}
+
+// RowSource is the fields of the rows of Avro writer schema text: its
+// own, or under decode.envelope debezium the fields of its row record
+// (the Value record of after, avro.DebeziumValue), whatever the
+// envelope's other fields.
+func RowSource(cfg *config.Config, text string) (schema.Source, error) {
+	if cfg.CDC() {
+		v, err := avro.DebeziumValue(text)
+		if err != nil {
+			return schema.Source{}, err
+		}
+		text = v
+	}
+	return schema.FromAvro(text)
+}
+
+// rowFieldTypes is avro.FieldTypes of the rows' fields (RowSource).
+func rowFieldTypes(cfg *config.Config, text string) (map[string]string, error) {
+	if cfg.CDC() {
+		v, err := avro.DebeziumValue(text)
+		if err != nil {
+			return nil, err
+		}
+		text = v
+	}
+	return avro.FieldTypes(text)
 }
 
 // RereadSecret returns read when a password_file is set (file), so the

@@ -15,6 +15,8 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"maps"
+	"slices"
 	"strings"
 	"time"
 
@@ -286,8 +288,17 @@ func checkRegistry(ctx context.Context, cfg *config.Config, parts *pipeline.Part
 			problems = append(problems, fmt.Errorf("decode.avro.registry %s: %w", a.Registry.URL, err))
 			continue
 		}
+		text := s.Text
+		if cfg.CDC() {
+			row, perr := debeziumRow(cfg, subject, s.ID, s.Text)
+			if perr != nil {
+				problems = append(problems, perr)
+				continue
+			}
+			text = row
+		}
 		if schemas.Reader == "" {
-			if r, err := fields.FromAvro(s.Text, ""); err == nil {
+			if r, err := fields.FromAvro(text, ""); err == nil {
 				if fieldsOf == nil {
 					fieldsOf = fields.NewSet("")
 				}
@@ -311,4 +322,29 @@ func checkRegistry(ctx context.Context, cfg *config.Config, parts *pipeline.Part
 		}
 	}
 	return report, problems
+}
+
+// debeziumRow is the row record of subject's change event schema text
+// (avro.DebeziumValue), checked to hold every decode.debezium.key field.
+func debeziumRow(cfg *config.Config, subject string, id int32, text string) (string, error) {
+	row, err := avro.DebeziumValue(text)
+	if err != nil {
+		return "", &pipeline.ConfigError{Errs: []error{fmt.Errorf("decode.envelope: debezium: the latest schema of subject %s (id %d): %w", subject, id, err)}}
+	}
+	types, err := avro.FieldTypes(row)
+	if err != nil {
+		return "", &pipeline.ConfigError{Errs: []error{fmt.Errorf("decode.envelope: debezium: the row record of subject %s (id %d): %w", subject, id, err)}}
+	}
+	var errs []error
+	for _, k := range cfg.Decode.Debezium.Key {
+		if _, ok := types[k]; !ok {
+			have := slices.Sorted(maps.Keys(types))
+			errs = append(errs, fmt.Errorf("decode.debezium.key: %q is not a field of the row record (after's Value) of subject %s (id %d): it has %s%s",
+				k, subject, id, strings.Join(have, ", "), names.DidYouMean(k, have)))
+		}
+	}
+	if len(errs) > 0 {
+		return "", &pipeline.ConfigError{Errs: errs}
+	}
+	return row, nil
 }

@@ -1,17 +1,14 @@
 package pipeline
 
 import (
-	"context"
 	"fmt"
 	"testing"
 	"time"
 
 	"github.com/hamba/avro/v2"
-	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/etl-project/etl/config"
 	"github.com/etl-project/etl/gen"
-	"github.com/etl-project/etl/internal/testenv"
 	"github.com/etl-project/etl/schemaregistry"
 	"github.com/etl-project/etl/schemaregistry/registrytest"
 )
@@ -53,36 +50,7 @@ func TestAvroConfluent(t *testing.T) {
 	cfg.Decode.Avro = config.Avro{Framing: "confluent", Registry: &config.Registry{URL: config.URL(reg.URL())}, NegativeCacheTTL: config.Duration(time.Minute)}
 	cfg.Decode.OnError = "dlq"
 	cfg.Decode.DLQ = &config.DLQ{Topic: "events.dlq"}
-	p, err := New(context.Background(), Options{Config: cfg, Log: testenv.Logger(t), Registerer: prometheus.NewRegistry()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- p.Run(ctx) }()
-	// The registry has refused the pipeline's lookups over several
-	// backoffs (100 ms doubling: more than a second), long past the 100 ms
-	// linger of a batch the records would have been in.
-	waitRunning(t, done, "lookups refused by the registry", 30*time.Second, func() error {
-		if n := reg.Requests(); n < 6 {
-			return fmt.Errorf("%d registry requests", n)
-		}
-		return nil
-	})
-	if got, written := ch.Count(t, "default.events"), p.Stats().RowsWritten; got != 0 || written != 0 {
-		t.Fatalf("%d rows in the table, %d written, while the registry was down", got, written)
-	}
-	reg.SetDown(false)
-	testenv.WaitFor(t, "rows", time.Minute, func() bool { return ch.Count(t, "default.events") >= n-3 })
-	testenv.WaitFor(t, "commits", 30*time.Second, func() bool {
-		c := kb.CommittedOffsets(t, "avro", "events")
-		return c[0]+c[1]+c[2] == n
-	})
-	cancel()
-	if err := <-done; err != nil {
-		t.Fatalf("Run: %v", err)
-	}
-	dead := readTopic(t, kb, "events.dlq", 3)
+	dead := runRegistryOutage(t, kb, ch, reg, cfg, "avro", n, 3)
 	reasons := map[string]string{}
 	for _, r := range dead {
 		for _, h := range r.Headers {

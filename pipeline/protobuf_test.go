@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+	"github.com/twmb/franz-go/pkg/kgo"
 	"google.golang.org/protobuf/encoding/protowire"
 
 	"github.com/etl-project/etl/config"
@@ -90,36 +91,7 @@ func TestProtobufConfluent(t *testing.T) {
 	cfg.Decode.Protobuf = config.Protobuf{Framing: config.ProtobufConfluent, Registry: &config.Registry{URL: config.URL(reg.URL())}, NegativeCacheTTL: config.Duration(time.Minute)}
 	cfg.Decode.OnError = "dlq"
 	cfg.Decode.DLQ = &config.DLQ{Topic: "events.dlq"}
-	p, err := New(context.Background(), Options{Config: cfg, Log: testenv.Logger(t), Registerer: prometheus.NewRegistry()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	ctx, cancel := context.WithCancel(context.Background())
-	done := make(chan error, 1)
-	go func() { done <- p.Run(ctx) }()
-	// The registry has refused the pipeline's lookups over several
-	// backoffs, long past the 100 ms linger of a batch the records would
-	// have been in.
-	waitRunning(t, done, "lookups refused by the registry", 30*time.Second, func() error {
-		if n := reg.Requests(); n < 6 {
-			return fmt.Errorf("%d registry requests", n)
-		}
-		return nil
-	})
-	if got, written := ch.Count(t, "default.events"), p.Stats().RowsWritten; got != 0 || written != 0 {
-		t.Fatalf("%d rows in the table, %d written, while the registry was down", got, written)
-	}
-	reg.SetDown(false)
-	testenv.WaitFor(t, "rows", time.Minute, func() bool { return ch.Count(t, "default.events") >= n-4 })
-	testenv.WaitFor(t, "commits", 30*time.Second, func() bool {
-		c := kb.CommittedOffsets(t, "protobuf", "events")
-		return c[0]+c[1]+c[2] == n
-	})
-	cancel()
-	if err := <-done; err != nil {
-		t.Fatalf("Run: %v", err)
-	}
-	dead := readTopic(t, kb, "events.dlq", 4)
+	dead := runRegistryOutage(t, kb, ch, reg, cfg, "protobuf", n, 4)
 	for _, r := range dead {
 		want, ok := reasonOf[string(r.Value)]
 		if !ok {
@@ -163,4 +135,45 @@ func TestProtobufConfluent(t *testing.T) {
 	if got := strings.TrimSpace(ch.Query(t, "SELECT id, toString(amount) FROM default.events WHERE id < 50 ORDER BY id FORMAT TSV")); got != strings.Join(want, "\n") {
 		t.Fatalf("amounts:\n%s\nwant\n%s", got, strings.Join(want, "\n"))
 	}
+}
+
+// runRegistryOutage runs a pipeline of cfg (consumer group group) over n
+// records on topic "events" while reg refuses every lookup, checks that
+// nothing is written meanwhile (the records wait for their schema, past
+// several lookup backoffs and the batch linger), brings reg back, waits
+// for every good row and for the commits of all n offsets, and returns the
+// bad records, read from the dead-letter topic "events.dlq".
+func runRegistryOutage(t *testing.T, kb *testenv.Broker, ch *testenv.CH, reg *registrytest.Server, cfg *config.Config, group string, n, bad uint64) []*kgo.Record {
+	t.Helper()
+	p, err := New(context.Background(), Options{Config: cfg, Log: testenv.Logger(t), Registerer: prometheus.NewRegistry()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	done := make(chan error, 1)
+	go func() { done <- p.Run(ctx) }()
+	// The registry has refused the pipeline's lookups over several
+	// backoffs (100 ms doubling: more than a second), long past the 100 ms
+	// linger of a batch the records would have been in.
+	waitRunning(t, done, "lookups refused by the registry", 30*time.Second, func() error {
+		if n := reg.Requests(); n < 6 {
+			return fmt.Errorf("%d registry requests", n)
+		}
+		return nil
+	})
+	if got, written := ch.Count(t, "default.events"), p.Stats().RowsWritten; got != 0 || written != 0 {
+		t.Fatalf("%d rows in the table, %d written, while the registry was down", got, written)
+	}
+	reg.SetDown(false)
+	testenv.WaitFor(t, "rows", time.Minute, func() bool { return ch.Count(t, "default.events") >= n-bad })
+	testenv.WaitFor(t, "commits", 30*time.Second, func() bool {
+		c := kb.CommittedOffsets(t, group, "events")
+		return c[0]+c[1]+c[2] == int64(n)
+	})
+	cancel()
+	if err := <-done; err != nil {
+		t.Fatalf("Run: %v", err)
+	}
+	return readTopic(t, kb, "events.dlq", int(bad))
 }

@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/etl-project/etl/config"
+	"github.com/etl-project/etl/fields"
 	"github.com/etl-project/etl/protoschema"
 	"github.com/etl-project/etl/schema"
 	"github.com/etl-project/etl/sink/clickhouse"
@@ -345,5 +346,5 @@ func (p *Pipeline) schemaSource(id int32) (schema.Source, error) {
 	if err != nil {
 		return schema.Source{}, fmt.Errorf("%w: %w", errRetrySchema, err)
 	}
-	return schema.FromAvro(sc.Text)
+	return fields.RowSource(p.cfg, sc.Text)
 }

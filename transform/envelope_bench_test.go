@@ -2,10 +2,14 @@ package transform
 
 import (
 	"fmt"
+	"maps"
 	"testing"
+
+	havro "github.com/hamba/avro/v2"
 
 	"github.com/etl-project/etl/chunk"
 	"github.com/etl-project/etl/config"
+	"github.com/etl-project/etl/decode/avro"
 	"github.com/etl-project/etl/decode/json"
 )
 
@@ -43,10 +47,12 @@ func benchCDCEvent(i int, wrap bool) []byte {
 
 // BenchmarkCDCEvent: one Debezium event decoded, through the envelope and
 // the chain into the table's columns (replacing mode: _version, _deleted):
-// with wrapper auto, half the events wrapped; with wrapper none, none.
+// JSON with wrapper auto, half the events wrapped; with wrapper none,
+// none; Avro, the same events as the AvroConverter writes them.
 func BenchmarkCDCEvent(b *testing.B) {
 	b.Run("wrapper=auto", func(b *testing.B) { benchCDC(b, config.WrapperAuto) })
 	b.Run("wrapper=none", func(b *testing.B) { benchCDC(b, config.WrapperNone) })
+	b.Run("avro", benchCDCAvro)
 }
 
 func benchCDC(b *testing.B, wrapper string) {
@@ -118,6 +124,122 @@ func BenchmarkCDCPlainJSON(b *testing.B) {
 	for i := range recs {
 		recs[i] = []byte(benchRowJSON(i))
 		size += len(recs[i])
+	}
+	out, err := chunk.New(s)
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.SetBytes(int64(size / len(recs)))
+	b.ReportAllocs()
+	b.ResetTimer()
+	for n := 0; n < b.N; n++ {
+		if n%benchCDCEvents == 0 {
+			out.Reset()
+		}
+		if _, err := dec.Decode(recs[n%benchCDCEvents], out); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+// benchCDCAvro is BenchmarkCDCEvent's events as Debezium Avro (the
+// AvroConverter's Envelope record, PostgreSQL's source, read with the
+// registry's writer schema).
+func benchCDCAvro(b *testing.B) {
+	value := `{"name":"id","type":"long"},{"name":"name","type":"string"},{"name":"amount","type":"long"},{"name":"note","type":["null","string"],"default":null},{"name":"updated","type":{"type":"long","logicalType":"timestamp-millis"}}`
+	writer := dbzAvroSchema("postgresql", value, true)
+	cols := []string{"id Int64", "name String", "amount Int64", "note Nullable(String)", "updated DateTime", "_version UInt64", "_deleted UInt8"}
+	outs := []Output{output(b, "t", cols...)}
+	rows, err := InputsKnown(nil, outs, maps.Clone(EnvelopeFields), nil)
+	if err != nil {
+		b.Fatal(err)
+	}
+	chain, err := Compile(nil, rows, outs)
+	if err != nil {
+		b.Fatal(err)
+	}
+	d := (&config.Config{Decode: config.Decode{Debezium: config.Debezium{Key: []string{"id"}, Wrapper: config.WrapperNone}}}).DebeziumSettings()
+	env, err := NewDebezium(d, rows, nil)
+	if err != nil {
+		b.Fatal(err)
+	}
+	if err := chain.SetEnvelope(env); err != nil {
+		b.Fatal(err)
+	}
+	dec, err := avro.New(writer, env.Stage(), avro.Options{Fields: env.Stage().Names})
+	if err != nil {
+		b.Fatal(err)
+	}
+	sc := parseAvro(b, writer)
+	events := make([][]byte, benchCDCEvents)
+	size := 0
+	for i := range events {
+		events[i] = benchAvroEvent(b, sc, i)
+		size += len(events[i])
+	}
+	stage := mkChunk(b, env.Stage())
+	out := mkChunk(b, outs[0].Schema)
+	em := &fixedEmitter{c: out}
+	b.SetBytes(int64(size / len(events)))
+	b.ReportAllocs()
+	b.ResetTimer()
+	for n := 0; n < b.N; n++ {
+		if n%benchCDCEvents == 0 {
+			out.Reset()
+		}
+		stage.Reset()
+		if _, err := dec.Decode(events[n%benchCDCEvents], stage); err != nil {
+			b.Fatal(err)
+		}
+		chain.SetOffset(int64(n))
+		if _, err := chain.Run(stage, 0, em); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+// benchAvroRow is benchRowJSON's row i as the Avro Value record.
+func benchAvroRow(i int) map[string]any {
+	return map[string]any{"id": int64(i), "name": fmt.Sprintf("customer-%d", i), "amount": int64(i*37 - 5000),
+		"note": fmt.Sprintf("note %d", i%97), "updated": int64(1_700_000_000+i) * 1000}
+}
+
+// benchAvroEvent is benchCDCEvent's event i (the same ops) in Avro.
+func benchAvroEvent(b *testing.B, sc havro.Schema, i int) []byte {
+	op, before, after := "u", benchAvroRow(i), benchAvroRow(i)
+	switch i % 5 {
+	case 0:
+		op, before = "c", nil
+	case 4:
+		op, after = "d", nil
+	}
+	ev := pgAvro(op, before, after, int64(24_000_000+i*64))
+	p, err := havro.Marshal(sc, map[string]any(ev))
+	if err != nil {
+		b.Fatal(err)
+	}
+	return p
+}
+
+// BenchmarkCDCPlainAvro: the plain Avro path's cost for the same rows:
+// the row record decoded straight into the table's columns.
+func BenchmarkCDCPlainAvro(b *testing.B) {
+	writer := `{"type":"record","name":"Value","fields":[{"name":"id","type":"long"},{"name":"name","type":"string"},{"name":"amount","type":"long"},{"name":"note","type":["null","string"],"default":null},{"name":"updated","type":{"type":"long","logicalType":"timestamp-millis"}}]}`
+	s := mkSchema(b, "id Int64", "name String", "amount Int64", "note Nullable(String)", "updated DateTime")
+	dec, err := avro.New(writer, s, avro.Options{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	sc := parseAvro(b, writer)
+	recs := make([][]byte, benchCDCEvents)
+	size := 0
+	for i := range recs {
+		p, err := havro.Marshal(sc, benchAvroRow(i))
+		if err != nil {
+			b.Fatal(err)
+		}
+		recs[i] = p
+		size += len(p)
 	}
 	out, err := chunk.New(s)
 	if err != nil {

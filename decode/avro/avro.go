@@ -186,6 +186,11 @@ type avroOptional struct {
 	null, rec int64
 	steps     []avroStep
 	cols      []avroDefault
+	// absent: a null marks the columns the record feeds absent for the
+	// row (chunk.Chunk.MarkAbsent), as the JSON decoder does for a null
+	// object; not inside the records of an array, whose columns hold
+	// one element per record.
+	absent bool
 }
 
 // avroDefault is a column (or tuple element) that gets its default: the
@@ -411,6 +416,9 @@ func (a *Decoder) optional(st *avroStep, c *chunk.Chunk) *decode.Error {
 	case o.null:
 		for _, d := range o.cols {
 			decode.AppendDefault(d.def, c.Cols[d.col])
+			if o.absent {
+				c.MarkAbsent(d.col)
+			}
 		}
 		return nil
 	}

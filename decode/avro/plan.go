@@ -96,7 +96,7 @@ func (b *avroBuilder) record(rec, rr *havro.RecordSchema, prefix string) []avroS
 					steps = append(steps, inner...)
 					break
 				}
-				o := &avroOptional{null: null, rec: recIdx, steps: inner}
+				o := &avroOptional{null: null, rec: recIdx, steps: inner, absent: b.elem == 0}
 				collectCols(inner, func(ci int) { o.cols = append(o.cols, avroDefault{col: ci, def: b.def(ci)}) })
 				steps = append(steps, avroStep{path: path, opt: o})
 			}

@@ -10,8 +10,9 @@ import (
 	"github.com/etl-project/etl/decode"
 )
 
-// The fast path decodes a flat object in one pass over its bytes, with no
-// parse tree of the whole record: scalars go straight from the text into
+// The fast path decodes an object in one pass over its bytes (objects on
+// the columns' field paths key by key, fast_nested.go), with no parse
+// tree of the whole record: scalars go straight from the text into
 // the columns; an array into an Array column is streamed element by
 // element (a scalar element straight into the column, any other parsed
 // alone by fastjson and given to the element type's setter); an object or
@@ -54,6 +55,12 @@ type fieldPlan struct {
 	// cols), or -1; set is its fast setter.
 	one int
 	set fastSetter
+	// fi is the field's position in Decoder.fields (-1 for an object on
+	// the paths); sub is the plan of an object on the field paths, node
+	// its position in Decoder.nodeSeen.
+	fi   int
+	node int
+	sub  *objPlan
 }
 
 // setQuoted sets the plan's quoted key and its key words.
@@ -79,8 +86,14 @@ func (fp *fieldPlan) atKey(s []byte, i int) bool {
 }
 
 // fastField appends the value at s[i] of field fi to every column reading
-// it and returns the index past it.
+// it and returns the index past it. fi past d.fields is an object on the
+// field paths, a key of the record.
 func (d *Decoder) fastField(s []byte, i, fi int, c *chunk.Chunk) (int, bool) {
+	if fi >= len(d.fields) {
+		// The record's key of an object on the field paths, which comes
+		// after its fields in d.top (fast_nested.go).
+		return d.fastNode(s, i, &d.top.fields[fi], c)
+	}
 	cols := d.fields[fi]
 	for _, ci := range cols {
 		if d.seen[ci] == d.gen {
@@ -185,6 +198,7 @@ func (d *Decoder) fastRow(s []byte, c *chunk.Chunk) bool {
 	d.filled = 0
 	if d.gen == 0 {
 		clear(d.seen)
+		clear(d.nodeSeen)
 		d.gen = 1
 	}
 	i := skipWS(s, 0)
@@ -208,8 +222,8 @@ func (d *Decoder) fastRow(s []byte, c *chunk.Chunk) bool {
 			// Most often its key is followed by the colon at once, and
 			// both are matched by a word compare or two.
 			fi, colon := d.next, false
-			if fi < len(d.fieldPlan) {
-				fp := &d.fieldPlan[fi]
+			if fi < len(d.top.fields) {
+				fp := &d.top.fields[fi]
 				if fp.atKey(s, i) {
 					i, colon = i+fp.keyLen, true
 				} else if q := fp.quoted; q != "" && i+len(q) <= len(s) && string(s[i:i+len(q)]) == q {
@@ -229,7 +243,7 @@ func (d *Decoder) fastRow(s []byte, c *chunk.Chunk) bool {
 					return false
 				}
 				var found bool
-				if fi, found = d.index[string(s[ks:i])]; !found {
+				if fi, found = d.top.index[string(s[ks:i])]; !found {
 					fi = -1
 				}
 			}
@@ -251,7 +265,7 @@ func (d *Decoder) fastRow(s []byte, c *chunk.Chunk) bool {
 			} else {
 				d.next = fi + 1
 				taken := false
-				if fp := &d.fieldPlan[fi]; fp.one >= 0 {
+				if fp := &d.top.fields[fi]; fp.one >= 0 {
 					// The commonest case, inline: a scalar into the one
 					// column reading the field, which has a fast setter
 					// (the loop below for one column, written out: the

@@ -217,14 +217,17 @@ func TestFastPathTaken(t *testing.T) {
 	}
 }
 
-// TestFastPathOff: a field path into nested objects, or a Nested
-// structure, turns the fast path off for the whole decoder.
+// TestFastPathOff: a Nested structure, a field path that meets another
+// column's field, or a path deeper than
+// maxPathDepth turns the fast path off for the whole decoder.
 func TestFastPathOff(t *testing.T) {
 	for _, c := range []struct {
 		cols, fields []string
 	}{
-		{[]string{"a UInt64", "b String"}, []string{"a", "x.b"}},
 		{[]string{"n.a Array(UInt8)", "n.b Array(String)"}, []string{"a", "b"}},
+		{[]string{"a String", "b String"}, []string{"x", "x.b"}},
+		{[]string{"a String", "b String"}, []string{"x.b.c", "x.b"}},
+		{[]string{"a String"}, []string{strings.Repeat("x.", maxPathDepth) + "y"}},
 	} {
 		d, err := New(schemaOf(t, c.cols...), Options{Fields: c.fields})
 		if err != nil {

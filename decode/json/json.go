@@ -141,13 +141,14 @@ const (
 // local time in a daylight-saving gap or overlap resolved as the server
 // resolves it (chunk.Zone.Instant).
 //
-// Records that are flat objects (no field path into nested objects, no
-// Nested structure) are decoded in one pass (fast.go), with exactly the
-// results described here: scalars and arrays of scalars go straight from
-// the text into the columns, other values are parsed by fastjson one field
-// (one array element, for an Array column) at a time. Every other record,
-// and every error, goes through fastjson whole, except that a record over
-// 32 KiB with a bad value is diagnosed by the one-pass path (diagnose).
+// Records are decoded in one pass (fast.go; field paths into nested
+// objects in fast_nested.go), unless the table has a Nested structure,
+// with exactly the results described here: scalars and arrays of scalars
+// go straight from the text into the columns, other values are parsed by
+// fastjson one field (one array element, for an Array column) at a time.
+// Every other record, and every error, goes through fastjson whole, except
+// that a record over 32 KiB with a bad value and no field path into nested
+// objects is diagnosed by the one-pass path (diagnose).
 //
 // Parsing uses fastjson, which is lenient in a few places: invalid escape
 // sequences in strings are kept as written, control characters inside
@@ -188,14 +189,16 @@ type Decoder struct {
 	pathParent []int
 	pathVals   []*fastjson.Value
 
-	// The one-pass path (fast.go); fast is nil when records are not flat
-	// (a field path into nested objects, or a Nested structure).
+	// The one-pass path (fast.go); fast is nil for a Nested structure and
+	// for paths it does not read (fast_nested.go).
 	fast      []fastCol
 	fastSet   []fastSetter // fast[i].set, for the common case
 	fieldArr  []bool       // every column reading field i is an Array column
 	fieldText []bool       // every column reading field i is a String column
 	fieldMap  []bool       // every column reading field i is a Map column
 	fieldPlan []fieldPlan  // what fastRow reads of field i, in one place
+	top       objPlan      // what it reads of the record (fast_nested.go)
+	nodeSeen  []uint32     // nodeSeen[k] == gen: the object on the paths k was read in this record
 	seen      []uint32     // seen[i] == gen: column i has its value in this record
 	gen       uint32
 	filled    int           // the columns with their value in this record (seen[i] == gen)
@@ -328,9 +331,9 @@ func New(s *chunk.Schema, o Options) (*Decoder, error) {
 		d.rest = make([][]string, len(d.cols))
 		d.pathVals = make([]*fastjson.Value, len(d.pathKeys))
 	}
-	// The fast path reads flat objects only, and does not check the
-	// lengths of a Nested structure's arrays.
-	if !d.nested && d.groups == nil {
+	// The fast path does not check the lengths of a Nested structure's
+	// arrays.
+	if d.groups == nil {
 		d.seen = make([]uint32, len(d.cols))
 		for _, f := range d.fast {
 			d.fastSet = append(d.fastSet, f.set)
@@ -355,6 +358,9 @@ func New(s *chunk.Schema, o Options) (*Decoder, error) {
 			if len(cols) == 1 && fp.fast {
 				fp.one, fp.set = cols[0], d.fast[cols[0]].set
 			}
+		}
+		if !d.planObjects() {
+			d.fast = nil
 		}
 	} else {
 		d.fast = nil
@@ -533,7 +539,7 @@ func (d *Decoder) decodeOne(value []byte, c *chunk.Chunk) *decode.Error {
 	if e := checkEscapes(value); e != nil {
 		return e
 	}
-	if onePass {
+	if onePass && !d.nested {
 		// A large record: find its bad value without parsing it whole.
 		if len(value) > diagnoseBytes {
 			if done, e := d.diagnose(value, c); done {

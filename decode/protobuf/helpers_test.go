@@ -52,56 +52,7 @@ message Item {
 }
 
 message All {
-  int32 i32 = 1;
-  int64 i64 = 2;
-  uint32 u32 = 3;
-  uint64 u64 = 4;
-  sint32 s32 = 5;
-  sint64 s64 = 6;
-  fixed32 f32 = 7;
-  fixed64 f64 = 8;
-  sfixed32 sf32 = 9;
-  sfixed64 sf64 = 10;
-  float fl = 11;
-  double db = 12;
-  bool bo = 13;
-  string st = 14;
-  bytes by = 15;
-  Color color = 16;
-  optional int32 opt_i32 = 17;
-  optional string opt_st = 18;
-  repeated int32 p_i32 = 19;
-  repeated sint64 p_s64 = 20;
-  repeated double p_db = 21;
-  repeated int32 u_i32 = 22 [packed = false];
-  repeated fixed32 u_f32 = 23 [packed = false];
-  repeated string r_st = 24;
-  Inner inner = 25;
-  repeated Item items = 26;
-  map<string, int64> m_si = 27;
-  map<int32, string> m_is = 28;
-  map<string, Inner> m_sm = 29;
-  oneof choice {
-    int64 c_i = 30;
-    string c_s = 31;
-    Inner c_m = 32;
-  }
-  google.protobuf.Timestamp ts = 33;
-  google.protobuf.Duration du = 34;
-  google.protobuf.Int64Value w_i64 = 35;
-  google.protobuf.StringValue w_st = 36;
-  google.protobuf.BoolValue w_bo = 37;
-  google.protobuf.DoubleValue w_db = 38;
-  google.protobuf.UInt32Value w_u32 = 39;
-  google.protobuf.Struct js = 40;
-  google.protobuf.Value jv = 41;
-  google.protobuf.ListValue jl = 42;
-  repeated Color colors = 43;
-  optional Color opt_color = 44;
-  map<bool, double> m_bd = 45;
-  int64 far = 5000;
-  string farther = 100000;
-}
+` + allFieldsProto + `}
 `
 
 // newerProto is testProto's All with more fields, as a newer version of
@@ -116,56 +67,7 @@ import "google/protobuf/wrappers.proto";
 import "google/protobuf/struct.proto";
 
 message AllV2 {
-  int32 i32 = 1;
-  int64 i64 = 2;
-  uint32 u32 = 3;
-  uint64 u64 = 4;
-  sint32 s32 = 5;
-  sint64 s64 = 6;
-  fixed32 f32 = 7;
-  fixed64 f64 = 8;
-  sfixed32 sf32 = 9;
-  sfixed64 sf64 = 10;
-  float fl = 11;
-  double db = 12;
-  bool bo = 13;
-  string st = 14;
-  bytes by = 15;
-  Color color = 16;
-  optional int32 opt_i32 = 17;
-  optional string opt_st = 18;
-  repeated int32 p_i32 = 19;
-  repeated sint64 p_s64 = 20;
-  repeated double p_db = 21;
-  repeated int32 u_i32 = 22 [packed = false];
-  repeated fixed32 u_f32 = 23 [packed = false];
-  repeated string r_st = 24;
-  Inner inner = 25;
-  repeated Item items = 26;
-  map<string, int64> m_si = 27;
-  map<int32, string> m_is = 28;
-  map<string, Inner> m_sm = 29;
-  oneof choice {
-    int64 c_i = 30;
-    string c_s = 31;
-    Inner c_m = 32;
-  }
-  google.protobuf.Timestamp ts = 33;
-  google.protobuf.Duration du = 34;
-  google.protobuf.Int64Value w_i64 = 35;
-  google.protobuf.StringValue w_st = 36;
-  google.protobuf.BoolValue w_bo = 37;
-  google.protobuf.DoubleValue w_db = 38;
-  google.protobuf.UInt32Value w_u32 = 39;
-  google.protobuf.Struct js = 40;
-  google.protobuf.Value jv = 41;
-  google.protobuf.ListValue jl = 42;
-  repeated Color colors = 43;
-  optional Color opt_color = 44;
-  map<bool, double> m_bd = 45;
-  int64 far = 5000;
-  string farther = 100000;
-  // Not in All.
+` + allFieldsProto + `  // Not in All.
   int64 extra_i = 60;
   string extra_s = 61;
   Inner extra_m = 62;
@@ -218,3 +120,56 @@ func newDecoder(t testing.TB, md protoreflect.MessageDescriptor, fields []string
 	}
 	return d, s
 }
+
+// allFieldsProto is the body of testProto's All, which newerProto's AllV2
+// repeats before its own fields.
+const allFieldsProto = `  int32 i32 = 1;
+  int64 i64 = 2;
+  uint32 u32 = 3;
+  uint64 u64 = 4;
+  sint32 s32 = 5;
+  sint64 s64 = 6;
+  fixed32 f32 = 7;
+  fixed64 f64 = 8;
+  sfixed32 sf32 = 9;
+  sfixed64 sf64 = 10;
+  float fl = 11;
+  double db = 12;
+  bool bo = 13;
+  string st = 14;
+  bytes by = 15;
+  Color color = 16;
+  optional int32 opt_i32 = 17;
+  optional string opt_st = 18;
+  repeated int32 p_i32 = 19;
+  repeated sint64 p_s64 = 20;
+  repeated double p_db = 21;
+  repeated int32 u_i32 = 22 [packed = false];
+  repeated fixed32 u_f32 = 23 [packed = false];
+  repeated string r_st = 24;
+  Inner inner = 25;
+  repeated Item items = 26;
+  map<string, int64> m_si = 27;
+  map<int32, string> m_is = 28;
+  map<string, Inner> m_sm = 29;
+  oneof choice {
+    int64 c_i = 30;
+    string c_s = 31;
+    Inner c_m = 32;
+  }
+  google.protobuf.Timestamp ts = 33;
+  google.protobuf.Duration du = 34;
+  google.protobuf.Int64Value w_i64 = 35;
+  google.protobuf.StringValue w_st = 36;
+  google.protobuf.BoolValue w_bo = 37;
+  google.protobuf.DoubleValue w_db = 38;
+  google.protobuf.UInt32Value w_u32 = 39;
+  google.protobuf.Struct js = 40;
+  google.protobuf.Value jv = 41;
+  google.protobuf.ListValue jl = 42;
+  repeated Color colors = 43;
+  optional Color opt_color = 44;
+  map<bool, double> m_bd = 45;
+  int64 far = 5000;
+  string farther = 100000;
+`

@@ -17,6 +17,7 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/etl-project/etl/internal/testenv"
+	"github.com/etl-project/etl/schemaregistry/registrytest"
 )
 
 // The source table of the change data capture tests, its row as Debezium
@@ -26,7 +27,8 @@ type dbzRow struct {
 	Name    string  `json:"name"`
 	Amount  int64   `json:"amount"`
 	Note    *string `json:"note"`
-	Updated int64   `json:"updated"` // epoch seconds
+	Updated int64   `json:"updated"`         // epoch seconds
+	Email   *string `json:"email,omitempty"` // from the schema change of the Avro history on
 }
 
 type dbzSource struct {
@@ -70,6 +72,17 @@ type cdcSource struct {
 	rows1     []int // the rows each record makes in replacing mode
 	outRows   int   // the rows the events make in replacing mode
 	ms        int64
+	// avro, when set, writes the events in Avro through the registry
+	// (cdcavro_test.go); at change evolveAt (> 0) the source table gains
+	// the column email and the connector a new schema id.
+	avro     *cdcAvro
+	evolveAt int
+}
+
+// withAvro makes s write Debezium Avro through reg.
+func (s *cdcSource) withAvro(reg *registrytest.Server) *cdcSource {
+	s.avro = newCDCAvro(reg, s.topic, s.connector)
+	return s
 }
 
 func newCDCSource(seed uint64, connector, topic string) *cdcSource {
@@ -88,6 +101,10 @@ func (s *cdcSource) row(id int64) dbzRow {
 	default:
 		n := fmt.Sprintf("note \"%d\" é\n", s.rng.IntN(100))
 		r.Note = &n
+	}
+	if s.avro != nil && s.avro.email && s.rng.IntN(3) > 0 {
+		m := fmt.Sprintf("%d@example.com", id)
+		r.Email = &m
 	}
 	return r
 }
@@ -111,13 +128,16 @@ func (s *cdcSource) emit(op string, before, after *dbzRow) {
 	ev := dbzEvent{Before: before, After: after, Source: src, Op: op, TsMs: s.ms + 3}
 	var value []byte
 	var err error
-	if s.rng.IntN(2) == 0 {
+	switch {
+	case s.avro != nil:
+		value = s.avro.encode(ev)
+	case s.rng.IntN(2) == 0:
 		// The JSON converter with schemas enabled.
 		value, err = json.Marshal(struct {
 			Schema  map[string]any `json:"schema"`
 			Payload dbzEvent       `json:"payload"`
 		}{map[string]any{"type": "struct", "optional": false, "name": "srv.shop.accounts.Envelope"}, ev})
-	} else {
+	default:
 		value, err = json.Marshal(ev)
 	}
 	if err != nil {
@@ -180,7 +200,10 @@ func (s *cdcSource) history(keys, changes int) {
 	for range keys {
 		s.insert("r")
 	}
-	for range changes {
+	for i := range changes {
+		if s.avro != nil && s.evolveAt > 0 && i == s.evolveAt {
+			s.avro.addEmail()
+		}
 		switch n := s.rng.IntN(100); {
 		case n < 15 || len(s.live) < 100:
 			s.insert("c")
@@ -214,6 +237,12 @@ func (s *cdcSource) history(keys, changes int) {
 			s.emit("d", &before, nil)
 		default:
 			s.ms++
+			if s.avro != nil {
+				// A logical message as the Envelope with op m.
+				v := s.avro.encode(dbzEvent{Op: "m", TsMs: s.ms, Source: dbzSource{Version: "2.5.0.Final", Connector: s.connector, Name: "srv", TsMs: s.ms, DB: "shop", Table: "accounts"}})
+				s.add(&kgo.Record{Topic: s.topic, Partition: int32(s.rng.IntN(partitions)), Value: v}, 0)
+				continue
+			}
 			v, _ := json.Marshal(map[string]any{"op": "m", "ts_ms": s.ms,
 				"source": map[string]any{"connector": s.connector, "ts_ms": s.ms}, "message": map[string]any{"prefix": "audit", "content": "eA=="}})
 			s.add(&kgo.Record{Topic: s.topic, Partition: int32(s.rng.IntN(partitions)), Key: nil, Value: v}, 0)
@@ -239,6 +268,13 @@ func (s *cdcSource) want() string {
 			b.WriteByte('\n')
 		}
 		fmt.Fprintf(&b, "%d\t%s\t%d\t%s\t%s", r.ID, r.Name, r.Amount, note, time.Unix(r.Updated, 0).UTC().Format(time.DateTime))
+		if s.evolveAt > 0 {
+			email := "NULL"
+			if r.Email != nil {
+				email = *r.Email
+			}
+			b.WriteString("\t" + email)
+		}
 	}
 	return b.String()
 }
@@ -260,6 +296,26 @@ func (s *cdcSource) produce(t *testing.T, addr string) {
 
 // cdcColumns selects the row's own columns as text.
 const cdcColumns = "toString(id), name, toString(amount), ifNull(note, 'NULL'), toString(updated)"
+
+// cdcSourceConfig is cdcConfig reading s's topic, in Avro through the
+// registry when s writes Avro (no decode.fields: the schema types the
+// row).
+func cdcSourceConfig(t *testing.T, e *env, s *cdcSource, group, table, mode, extra string) string {
+	t.Helper()
+	p := cdcConfig(t, e, group, s.topic, table, mode, extra)
+	if s.avro == nil {
+		return p
+	}
+	jsonDecode := fmt.Sprintf("decode:\n  format: json\n  envelope: debezium\n  fields: %s\n  debezium: {key: [id], mode: %s}\n", cdcFields, mode)
+	y := readFile(t, p)
+	if !strings.Contains(y, jsonDecode) {
+		t.Fatalf("the decode section of %s is not\n%s", y, jsonDecode)
+	}
+	if err := os.WriteFile(p, []byte(strings.Replace(y, jsonDecode, cdcAvroDecode(s.avro.reg, mode), 1)), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
 
 // cdcConfig is the pipeline file reading topic into table in mode.
 func cdcConfig(t *testing.T, e *env, group, topic, table, mode, extra string) string {
@@ -351,14 +407,27 @@ func sameState(t *testing.T, what, got, want string) {
 // ReplacingMergeTree(_version): the table's state with FINAL, deleted rows
 // filtered, equals the source table row by row. Collapsing mode into a
 // CollapsingMergeTree(_sign): the keys whose signs sum above 0 and their
-// last rows equal it too, and no key's signs sum above 1.
+// last rows equal it too, and no key's signs sum above 1. The same as
+// Debezium Avro through the registry (no decode.fields: the tables derive
+// from the registry's Envelope schemas).
 func TestCDCConverges(t *testing.T) {
+	for _, format := range []string{"json", "avro"} {
+		t.Run(format, func(t *testing.T) { cdcConverges(t, format) })
+	}
+}
+
+func cdcConverges(t *testing.T, format string) {
 	const pgTopic, myTopic = "cdc_pg", "cdc_my"
 	e := &env{t: t, ch: testenv.ClickHouse(t), kb: testenv.KafkaProcess(t, partitions, pgTopic, myTopic)}
 	pg := newCDCSource(1, "postgresql", pgTopic)
+	my := newCDCSource(2, "mysql", myTopic)
+	if format == "avro" {
+		reg := registrytest.New(t)
+		pg.withAvro(reg)
+		my.withAvro(reg)
+	}
 	pg.history(10_000, 20_000)
 	pg.produce(t, e.kb.Addr())
-	my := newCDCSource(2, "mysql", myTopic)
 	my.history(10_000, 20_000)
 	// The connector restarts from an older binlog position and sends the
 	// events after it again: 5,000 events of the middle of the history.
@@ -367,7 +436,7 @@ func TestCDCConverges(t *testing.T) {
 
 	for _, s := range []*cdcSource{pg, my} {
 		table := "r_" + s.connector
-		cfg := cdcConfig(t, e, "g-"+table, s.topic, table, "replacing", "")
+		cfg := cdcSourceConfig(t, e, s, "g-"+table, table, "replacing", "")
 		if s == pg {
 			// The table etl schema derives for the server.
 			createDerived(t, e, cfg, "ENGINE = ReplacingMergeTree(`_version`)\nORDER BY `id`")
@@ -393,7 +462,7 @@ func TestCDCConverges(t *testing.T) {
 	}
 
 	// The table sink.clickhouse.schema.create makes at startup.
-	cfg := writeConfig(t, strings.Replace(readFile(t, cdcConfig(t, e, "g-c", pgTopic, "c_pg", "collapsing", "")), "    table: c_pg\n",
+	cfg := writeConfig(t, strings.Replace(readFile(t, cdcSourceConfig(t, e, pg, "g-c", "c_pg", "collapsing", "")), "    table: c_pg\n",
 		"    table: c_pg\n    inflight: {max_per_shard: 1}\n    schema: {create: true}\n", 1))
 	runToEnd(t, e, cfg, "g-c", pgTopic)
 	if ddl := e.ch.Query(t, "SHOW CREATE TABLE default.c_pg"); !strings.Contains(ddl, "_version UInt64,  _sign Int8) ENGINE = CollapsingMergeTree(_sign) ORDER BY id") {
@@ -424,8 +493,16 @@ func createDerived(t *testing.T, e *env, cfg, want string) {
 
 // TestCDCTail: etl tail shows the rows a run would write of each change
 // event, with their versions and flags, and the tombstone and the
-// logical message as records that make no row.
+// logical message as records that make no row: of Debezium JSON, and of
+// Debezium Avro through the registry (whose schema etl validate -connect
+// checks the key fields against).
 func TestCDCTail(t *testing.T) {
+	for _, format := range []string{"json", "avro"} {
+		t.Run(format, func(t *testing.T) { cdcTail(t, format) })
+	}
+}
+
+func cdcTail(t *testing.T, format string) {
 	const tailTopic = "cdc_tail"
 	e := &env{t: t, ch: testenv.ClickHouse(t), kb: testenv.KafkaProcess(t, partitions, tailTopic)}
 	e.ch.Exec(t, fmt.Sprintf(cdcReplacingDDL, "t"))
@@ -440,6 +517,33 @@ func TestCDCTail(t *testing.T) {
 		{Key: []byte(`{"id":2}`)},
 		{Value: []byte(`{"op":"m","source":{"connector":"postgresql"},"message":{"prefix":"p"}}`)},
 	}
+	src := &cdcSource{topic: tailTopic}
+	if format == "avro" {
+		src.avro = newCDCAvro(registrytest.New(t), tailTopic, "postgresql")
+		ev := func(op string, before, after *dbzRow, lsn uint64) []byte {
+			return src.avro.encode(dbzEvent{Op: op, Before: before, After: after,
+				Source: dbzSource{Version: "2.5.0.Final", Connector: "postgresql", Name: "srv", TsMs: 1, DB: "shop", Table: "accounts", LSN: &lsn, TxID: 7}})
+		}
+		row := func(id int64) *dbzRow { return &dbzRow{ID: id, Name: "n", Amount: 5, Updated: 1700000000} }
+		recs = []*kgo.Record{
+			{Value: ev("c", nil, row(1), 100)},
+			{Value: ev("u", row(1), row(2), 200)},
+			{Value: ev("d", row(2), nil, 300)},
+			{Key: []byte(`{"id":2}`)},
+			{Value: src.avro.encode(dbzEvent{Op: "m", Source: dbzSource{Connector: "postgresql"}})},
+		}
+	}
+	cfg := cdcSourceConfig(t, e, src, "tail", "t", "replacing", "")
+	if format == "avro" {
+		if code, out, errOut := etlCmd(t, "validate", "-connect", "-config", cfg); code != 0 {
+			t.Fatalf("etl validate -connect: exit %d\n%s%s", code, out, errOut)
+		}
+		bad := writeConfig(t, strings.Replace(readFile(t, cfg), "key: [id]", "key: [idd]", 1))
+		code, out, errOut := etlCmd(t, "validate", "-connect", "-config", bad)
+		if want := `decode.debezium.key: "idd" is not a field of the row record (after's Value) of the registry's latest schemas (cdc_tail-value)`; code == 0 || !strings.Contains(out+errOut, want) {
+			t.Fatalf("etl validate -connect with a key the schema lacks: exit %d, want an error with %q:\n%s%s", code, want, out, errOut)
+		}
+	}
 	cl, err := kgo.NewClient(kgo.SeedBrokers(e.kb.Addr()), kgo.RecordPartitioner(kgo.ManualPartitioner()))
 	if err != nil {
 		t.Fatal(err)
@@ -453,7 +557,7 @@ func TestCDCTail(t *testing.T) {
 		t.Fatal(err)
 	}
 	cl.Close()
-	lines := tailOut(t, "-config", cdcConfig(t, e, "tail", tailTopic, "t", "replacing", ""), "-from", "earliest", "-n", "5")
+	lines := tailOut(t, "-config", cfg, "-from", "earliest", "-n", "5")
 	var got []string
 	for _, l := range lines {
 		var tl tailLine
@@ -483,19 +587,29 @@ func TestCDCTail(t *testing.T) {
 }
 
 // TestCDCKillAtLeastOnce: the PostgreSQL history in replacing mode at
-// at_least_once, the binary killed with SIGKILL three times between an
-// insert and its acknowledgement, then run to the end: the replayed
-// events carry the versions they had, and the table converges to the
-// source; the kills left duplicate rows for FINAL to remove.
+// at_least_once, as Debezium JSON and as Debezium Avro through the
+// registry, the binary killed with SIGKILL three times between an insert
+// and its acknowledgement, then run to the end: the replayed events carry
+// the versions they had, and the table converges to the source; the
+// kills left duplicate rows for FINAL to remove.
 func TestCDCKillAtLeastOnce(t *testing.T) {
+	for _, format := range []string{"json", "avro"} {
+		t.Run(format, func(t *testing.T) { cdcKillAtLeastOnce(t, format) })
+	}
+}
+
+func cdcKillAtLeastOnce(t *testing.T, format string) {
 	const topicName = "cdc"
 	e := &env{t: t, ch: testenv.ClickHouse(t), kb: testenv.KafkaProcess(t, partitions, topicName)}
 	s := newCDCSource(3, "postgresql", topicName)
+	if format == "avro" {
+		s.withAvro(registrytest.New(t))
+	}
 	s.history(10_000, 20_000)
 	s.produce(t, e.kb.Addr())
 	e.ch.Exec(t, fmt.Sprintf(cdcReplacingDDL, "t"))
 	e.ch.Exec(t, "SYSTEM STOP MERGES default.t")
-	cfg := cdcConfig(t, e, "alo", topicName, "t", "replacing", "delivery: at_least_once\n")
+	cfg := cdcSourceConfig(t, e, s, "alo", "t", "replacing", "delivery: at_least_once\n")
 	for run := range 3 {
 		t.Setenv("ETL_TEST_CRASH_AFTER_INSERTS", strconv.Itoa(1+run))
 		p := startETL(t, cfg)
@@ -510,28 +624,38 @@ func TestCDCKillAtLeastOnce(t *testing.T) {
 	if plain <= uint64(s.outRows) {
 		t.Fatalf("count() = %d for %d rows the events make: the kills replayed nothing", plain, s.outRows)
 	}
-	t.Logf("three kills at at_least_once: %d rows written for %d rows the events make", plain, s.outRows)
+	t.Logf("%s, three kills at at_least_once: %d rows written for %d rows the events make", format, plain, s.outRows)
 }
 
 // TestCDCExactlyOnceKill: the MySQL history in replacing mode under
-// exactly_once into a ReplicatedReplacingMergeTree, the binary killed
-// with SIGKILL three times between an insert and its acknowledgement,
-// then run to the end: before any merge, plain
-// count() is the number of rows the events make (each replayed block was
-// rebuilt identical, versions and all, and the table dropped it), and the
-// state with FINAL equals the source table.
+// exactly_once into a ReplicatedReplacingMergeTree, as Debezium JSON and
+// as Debezium Avro through the registry, the binary killed with SIGKILL
+// three times between an insert and its acknowledgement, then run to the
+// end: before any merge, plain count() is the number of rows the events
+// make (each replayed block was rebuilt identical, versions and all, and
+// the table dropped it), and the state with FINAL equals the source
+// table.
 func TestCDCExactlyOnceKill(t *testing.T) {
+	for _, format := range []string{"json", "avro"} {
+		t.Run(format, func(t *testing.T) { cdcExactlyOnceKill(t, format) })
+	}
+}
+
+func cdcExactlyOnceKill(t *testing.T, format string) {
 	const topicName = "cdc"
 	zk := testenv.ZooKeeper(t)
 	e := &env{t: t, ch: testenv.ClickHouseWith(t, testenv.CHOptions{ZooKeeper: zk.Addr()}), kb: testenv.KafkaProcess(t, partitions, topicName)}
 	s := newCDCSource(4, "mysql", topicName)
+	if format == "avro" {
+		s.withAvro(registrytest.New(t))
+	}
 	s.history(10_000, 20_000)
 	s.produce(t, e.kb.Addr())
 	e.ch.Exec(t, "CREATE TABLE default.t (id Int64, name String, amount Int64, note Nullable(String), updated DateTime, _version UInt64, _deleted UInt8) "+
 		"ENGINE = ReplicatedReplacingMergeTree('/clickhouse/tables/{shard}/t', '{replica}', _version) ORDER BY id "+
 		"SETTINGS replicated_deduplication_window = 1000")
 	e.ch.Exec(t, "SYSTEM STOP MERGES default.t")
-	cfg := cdcConfig(t, e, "eo", topicName, "t", "replacing", "delivery: exactly_once\n")
+	cfg := cdcSourceConfig(t, e, s, "eo", "t", "replacing", "delivery: exactly_once\n")
 	for run := range 3 {
 		t.Setenv("ETL_TEST_CRASH_AFTER_INSERTS", strconv.Itoa(1+run))
 		p := startETL(t, cfg)
