@@ -72,13 +72,13 @@ func TestBudgetRejectsBadOptions(t *testing.T) {
 }
 
 func TestSizingRule(t *testing.T) {
-	// The defaults: 1 shard, 2 inserts in flight of 64 MiB, 8 queued chunks
-	// of 64 KiB, low ratio 0.5: 2 × (128 MiB + 512 KiB) / 0.5.
-	s := Sizing{Shards: 1, MaxInflightPerShard: 2, QueueCapacity: 8, BatchMaxBytes: 64 << 20, ChunkTargetBytes: 64 << 10, LowRatio: 0.5}
-	if got, want := s.Steady(), int64(128<<20+512<<10); got != want {
+	// The defaults: 1 shard, 2 inserts in flight of 16 MiB, 64 queued chunks
+	// of 64 KiB, low ratio 0.5: 2 × (32 MiB + 4 MiB) / 0.5 = 144 MiB.
+	s := Sizing{Shards: 1, MaxInflightPerShard: 2, QueueCapacity: 64, BatchMaxBytes: 16 << 20, ChunkTargetBytes: 64 << 10, LowRatio: 0.5}
+	if got, want := s.Steady(), int64(36<<20); got != want {
 		t.Fatalf("steady = %d, want %d", got, want)
 	}
-	if got, want := s.MinBudget(), int64(4*(128<<20+512<<10)); got != want {
+	if got, want := s.MinBudget(), int64(144<<20); got != want {
 		t.Fatalf("min budget = %d, want %d", got, want)
 	}
 }

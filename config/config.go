@@ -600,7 +600,7 @@ func Defaults() *Config {
 			User:     "default",
 			Batch: Batch{
 				MaxRows:     1_000_000,
-				MaxBytes:    64 * MiB,
+				MaxBytes:    16 * MiB, // derived budget 144 MiB (docs/DESIGN.md, sizing rule)
 				Linger:      Duration(time.Second),
 				Idle:        Duration(100 * time.Millisecond),
 				FirstAtOnce: true,

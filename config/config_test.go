@@ -824,8 +824,8 @@ func TestRowsPerRecordDefaults(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if c.Decode.MaxRowsPerRecord != 100_000 || c.RowBytesPerRecord() != int64(64*MiB) {
-		t.Errorf("defaults: max_rows_per_record %d, bytes per record %d; want 100000, %d", c.Decode.MaxRowsPerRecord, c.RowBytesPerRecord(), 64*MiB)
+	if c.Decode.MaxRowsPerRecord != 100_000 || c.RowBytesPerRecord() != int64(16*MiB) {
+		t.Errorf("defaults: max_rows_per_record %d, bytes per record %d; want 100000, %d", c.Decode.MaxRowsPerRecord, c.RowBytesPerRecord(), 16*MiB)
 	}
 	multi := `pipeline: {name: demo}
 source: {kafka: {brokers: [k1:9092], topics: [events], group_id: g}}

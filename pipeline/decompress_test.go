@@ -218,8 +218,8 @@ func TestMaxDecompressedBatchDefault(t *testing.T) {
 	for _, tt := range []struct {
 		budget, set, want int64
 	}{
-		{528 << 20, 0, 132 << 20}, // the defaults
-		{64 << 20, 0, 16 << 20},   // 16 × 1 MiB
+		{144 << 20, 0, 36 << 20}, // the defaults
+		{64 << 20, 0, 16 << 20},  // 16 × 1 MiB
 		{32 << 20, 0, 16 << 20},
 		{16 << 30, 0, 1 << 30},
 		{64 << 20, 4 << 20, 4 << 20},

@@ -168,9 +168,15 @@ fi
 # ClickHouse (the process has warmed up: its heap, buffers and free lists
 # are grown) to the moment three quarters are (before the last batch,
 # which waits for its linger once the backlog is read).
-warm= hot=
+warm= hot= steady_rss=0
 while true; do
 	c=$(q "SELECT count() FROM default.$TABLE")
+	# Peak RSS in the steady state: VmRSS sampled at each poll from the
+	# warm point to the hot one.
+	if [[ -n "$warm" && -z "$hot" ]]; then
+		r=$(awk '/^VmRSS:/ { print $2 }' "/proc/$etl/status" 2>/dev/null || echo 0)
+		(( r > steady_rss )) && steady_rss=$r
+	fi
 	if [[ -n "$warm" && -z "$hot" && "$c" -ge $((ROWS * 3 / 4)) ]]; then
 		hot=$c; hot_t=$(date +%s.%N); hot_cpu=$(cpu_of "$etl"); hot_dec=$(decoded); hot_flt=$(faults_of "$etl")
 	fi
@@ -219,10 +225,11 @@ awk '/^etl_sink_batch_rows_(sum|count)[ {]/ { split($1, a, "{"); v[a[1]] += $NF 
 	/^etl_sink_batch_bytes_sum[ {]/ { b += $NF }
 	END { n = v["etl_sink_batch_rows_count"]; if (n > 0) printf "batches: %d inserts, %.0f rows and %.1f MiB each on average\n", n, v["etl_sink_batch_rows_sum"] / n, b / n / 1048576 }' "$DIR/metrics.txt" 2>/dev/null || true
 if [[ -n "$warm" && -n "$hot" ]]; then
-	awk -v w="$warm" -v h="$hot" -v s="$warm_t" -v e="$hot_t" -v c0="$warm_cpu" -v c1="$hot_cpu" -v d0="${warm_dec:-0}" -v d1="${hot_dec:-0}" -v f0="${warm_flt:-0}" -v f1="${hot_flt:-0}" 'BEGIN {
+	awk -v w="$warm" -v h="$hot" -v s="$warm_t" -v e="$hot_t" -v c0="$warm_cpu" -v c1="$hot_cpu" -v d0="${warm_dec:-0}" -v d1="${hot_dec:-0}" -v f0="${warm_flt:-0}" -v f1="${hot_flt:-0}" -v rss="$steady_rss" 'BEGIN {
 		r = h - w; el = e - s; d = d1 - d0
 		if (r > 0 && el > 0) printf "steady state (%d rows, from %d to %d in ClickHouse): %.0f rows/s\n", r, w, h, r / el
 		if (d > 0) printf "steady state etl CPU: %.3f CPU-s per million rows (%.2f s for the %d rows it decoded meanwhile)\n", (c1 - c0) / (d / 1e6), c1 - c0, d
+		if (rss > 0) printf "steady state etl peak RSS: %.1f MiB (sampled every 50 ms)\n", rss / 1024
 		if (d > 0) printf "steady state etl page faults: %d (%.0f per million rows)\n", f1 - f0, (f1 - f0) / (d / 1e6)
 	}'
 fi

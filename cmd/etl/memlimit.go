@@ -8,17 +8,25 @@ import (
 	"strings"
 )
 
-// setMemoryLimit sets the Go runtime's soft memory limit so that garbage
-// cannot push the process past what the byte budget promises: the budget
-// plus a fixed allowance for the runtime, the client libraries' buffers and
-// the heap's fragmentation, capped at 90% of the container's memory limit.
-// A GOMEMLIMIT set in the environment wins.
+// setMemoryLimit sets the Go runtime's soft memory limit to the byte budget
+// plus a fixed allowance, capped at 90% of the container's memory limit. A
+// GOMEMLIMIT set in the environment wins.
+//
+// In steady state the live heap is what the budget counts (at most its high
+// watermark while the source runs) plus a few tens of MiB that do not grow
+// with the input: the runtime, the Kafka client's buffers, the encoders and
+// the decoders' scratch. Without a limit the collector lets the heap grow to
+// twice the live heap before it runs; the limit makes it run before the
+// process passes the budget plus the allowance instead. The limit is soft:
+// what the budget does not count and can be larger (the dead-letter buffer,
+// the parse tree of a JSON value read whole, see README's memory bound) may
+// take the live heap past it, and the runtime then lets the heap grow, the
+// collector running more often, rather than fail.
 func setMemoryLimit(budget int64, log *slog.Logger) {
 	if os.Getenv("GOMEMLIMIT") != "" {
 		return
 	}
-	const allowance = 256 << 20
-	limit := budget + allowance
+	limit := budget + memoryLimitAllowance
 	if c := cgroupMemoryLimit(); c > 0 {
 		if capped := c / 10 * 9; capped < limit {
 			limit = capped
@@ -27,6 +35,11 @@ func setMemoryLimit(budget int64, log *slog.Logger) {
 	debug.SetMemoryLimit(limit)
 	log.Info("Go memory limit set", "bytes", limit)
 }
+
+// memoryLimitAllowance is what the Go memory limit adds to the byte budget:
+// the live heap that does not grow with the input (a few tens of MiB on the
+// benchmarks) with room for the collector to run between cycles.
+const memoryLimitAllowance = 64 << 20
 
 // cgroupMemoryLimit reads the container's memory limit (cgroup v2, then
 // v1); 0 when there is none.
