@@ -110,6 +110,7 @@ func (h *handler) Fetched(fp *kgo.FetchTopicPartition) {
 	}
 	if bytes > 0 {
 		p.budget.Add(bytes)
+		p.wakeController()
 		if p.budget.Over() {
 			p.checkBudget(p.clock())
 		}

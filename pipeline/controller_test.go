@@ -1,0 +1,93 @@
+package pipeline
+
+import (
+	"context"
+	"sync/atomic"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"github.com/etl-project/etl/backpressure"
+)
+
+// controllerUnder runs the controller of a pipeline with only a budget, in
+// a synctest bubble, and counts its wakes.
+func controllerUnder(t *testing.T, f func(t *testing.T, p *Pipeline, wakes *atomic.Int64)) {
+	synctest.Test(t, func(t *testing.T) {
+		b, err := backpressure.New(backpressure.Options{Bytes: 1000, HighRatio: 0.8, LowRatio: 0.5})
+		if err != nil {
+			t.Fatal(err)
+		}
+		var wakes atomic.Int64
+		p := &Pipeline{budget: b}
+		p.hook = func(at hookPoint, _ *lane) {
+			if at == hookControllerWoken {
+				wakes.Add(1)
+			}
+		}
+		ctx, cancel := context.WithCancel(t.Context())
+		stop := make(chan struct{})
+		go func() {
+			defer close(stop)
+			p.controller(ctx)
+		}()
+		f(t, p, &wakes)
+		cancel()
+		<-stop
+	})
+}
+
+// TestControllerIdleWakesOncePerSecond: with nothing in flight the
+// controller wakes once a second, not every controllerTick; with bytes in
+// flight every controllerTick.
+func TestControllerIdleWakesOncePerSecond(t *testing.T) {
+	controllerUnder(t, func(t *testing.T, p *Pipeline, wakes *atomic.Int64) {
+		time.Sleep(10*time.Second + time.Millisecond)
+		synctest.Wait()
+		if n := wakes.Load(); n < 10 || n > 11 {
+			t.Fatalf("idle for 10 s: %d wakes, want 10 or 11", n)
+		}
+		p.budget.Add(100)
+		p.wakeController()
+		synctest.Wait()
+		n0 := wakes.Load()
+		time.Sleep(time.Second)
+		synctest.Wait()
+		if n := wakes.Load() - n0; n < 45 {
+			t.Fatalf("busy for 1 s: %d wakes, want about %d", n, time.Second/controllerTick)
+		}
+	})
+}
+
+// TestControllerWokenByFetch: bytes handed over while the controller is
+// idle wake it at once, not at the end of its idle period.
+func TestControllerWokenByFetch(t *testing.T) {
+	controllerUnder(t, func(t *testing.T, p *Pipeline, wakes *atomic.Int64) {
+		// The wakes fall at controllerTick plus whole seconds.
+		time.Sleep(2*time.Second + 2*controllerTick)
+		synctest.Wait()
+		n0 := wakes.Load()
+		time.Sleep(100 * time.Millisecond) // well inside the idle period
+		synctest.Wait()
+		if n := wakes.Load(); n != n0 {
+			t.Fatalf("idle: woke %d times within 100 ms", n-n0)
+		}
+		p.budget.Add(100)
+		p.wakeController()
+		synctest.Wait()
+		if n := wakes.Load(); n != n0+1 {
+			t.Fatalf("bytes added: %d wakes, want 1 at once", n-n0)
+		}
+		// Nothing in flight again: back to the idle period after one more
+		// short tick at most.
+		p.budget.Release(100)
+		time.Sleep(controllerTick)
+		synctest.Wait()
+		n1 := wakes.Load()
+		time.Sleep(900 * time.Millisecond)
+		synctest.Wait()
+		if n := wakes.Load(); n != n1 {
+			t.Fatalf("idle again: woke %d times within 900 ms", n-n1)
+		}
+	})
+}
