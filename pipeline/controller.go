@@ -19,6 +19,13 @@ const (
 	controllerIdleTick = time.Second
 )
 
+// releaseIdleAfter is how long nothing must have been in flight before the
+// controller hands the memory the heap no longer uses back to the
+// operating system (Pipeline.releaseIdle, once per idle period): after a
+// drain the runtime would otherwise keep the drain's peak resident for
+// minutes while the member waits for records.
+const releaseIdleAfter = 10 * time.Second
+
 // ctlWake lets the poll loop wake the controller from its idle period.
 type ctlWake struct {
 	once sync.Once
@@ -56,6 +63,8 @@ func (p *Pipeline) controller(ctx context.Context) {
 	t := p.timing().NewTimer(controllerTick)
 	defer t.Stop()
 	wake := p.ctl.chanOf()
+	var idleFrom time.Time // the idle period's start (zero: not idle)
+	released := false      // releaseIdle ran in this idle period
 	for {
 		select {
 		case <-ctx.Done():
@@ -78,8 +87,17 @@ func (p *Pipeline) controller(ctx context.Context) {
 		// period short.
 		p.ctl.idle.Store(true)
 		d := p.controllerEvery()
-		if d == controllerTick {
+		switch {
+		case d == controllerTick:
 			p.ctl.idle.Store(false)
+			idleFrom, released = time.Time{}, false
+		case idleFrom.IsZero():
+			idleFrom = now
+		case !released && now.Sub(idleFrom) >= releaseIdleAfter:
+			released = true
+			if p.releaseIdle != nil {
+				p.releaseIdle()
+			}
 		}
 		t.Reset(d)
 	}

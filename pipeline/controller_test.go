@@ -12,14 +12,14 @@ import (
 
 // controllerUnder runs the controller of a pipeline with only a budget, in
 // a synctest bubble, and counts its wakes.
-func controllerUnder(t *testing.T, f func(t *testing.T, p *Pipeline, wakes *atomic.Int64)) {
+func controllerUnder(t *testing.T, f func(t *testing.T, p *Pipeline, wakes, released *atomic.Int64)) {
 	synctest.Test(t, func(t *testing.T) {
 		b, err := backpressure.New(backpressure.Options{Bytes: 1000, HighRatio: 0.8, LowRatio: 0.5})
 		if err != nil {
 			t.Fatal(err)
 		}
-		var wakes atomic.Int64
-		p := &Pipeline{budget: b}
+		var wakes, released atomic.Int64
+		p := &Pipeline{budget: b, releaseIdle: func() { released.Add(1) }}
 		p.hook = func(at hookPoint, _ *lane) {
 			if at == hookControllerWoken {
 				wakes.Add(1)
@@ -31,7 +31,7 @@ func controllerUnder(t *testing.T, f func(t *testing.T, p *Pipeline, wakes *atom
 			defer close(stop)
 			p.controller(ctx)
 		}()
-		f(t, p, &wakes)
+		f(t, p, &wakes, &released)
 		cancel()
 		<-stop
 	})
@@ -41,7 +41,7 @@ func controllerUnder(t *testing.T, f func(t *testing.T, p *Pipeline, wakes *atom
 // controller wakes once a second, not every controllerTick; with bytes in
 // flight every controllerTick.
 func TestControllerIdleWakesOncePerSecond(t *testing.T) {
-	controllerUnder(t, func(t *testing.T, p *Pipeline, wakes *atomic.Int64) {
+	controllerUnder(t, func(t *testing.T, p *Pipeline, wakes, _ *atomic.Int64) {
 		time.Sleep(10*time.Second + time.Millisecond)
 		synctest.Wait()
 		if n := wakes.Load(); n < 10 || n > 11 {
@@ -62,7 +62,7 @@ func TestControllerIdleWakesOncePerSecond(t *testing.T) {
 // TestControllerWokenByFetch: bytes handed over while the controller is
 // idle wake it at once, not at the end of its idle period.
 func TestControllerWokenByFetch(t *testing.T) {
-	controllerUnder(t, func(t *testing.T, p *Pipeline, wakes *atomic.Int64) {
+	controllerUnder(t, func(t *testing.T, p *Pipeline, wakes, _ *atomic.Int64) {
 		// The wakes fall at controllerTick plus whole seconds.
 		time.Sleep(2*time.Second + 2*controllerTick)
 		synctest.Wait()
@@ -88,6 +88,39 @@ func TestControllerWokenByFetch(t *testing.T) {
 		synctest.Wait()
 		if n := wakes.Load(); n != n1 {
 			t.Fatalf("idle again: woke %d times within 900 ms", n-n1)
+		}
+	})
+}
+
+// TestControllerReleasesMemoryOncePerIdlePeriod: releaseIdle runs once
+// nothing has been in flight for releaseIdleAfter, once per idle period.
+func TestControllerReleasesMemoryOncePerIdlePeriod(t *testing.T) {
+	controllerUnder(t, func(t *testing.T, p *Pipeline, _, released *atomic.Int64) {
+		time.Sleep(releaseIdleAfter - time.Second)
+		synctest.Wait()
+		if n := released.Load(); n != 0 {
+			t.Fatalf("idle for less than releaseIdleAfter: released %d times", n)
+		}
+		time.Sleep(3 * releaseIdleAfter)
+		synctest.Wait()
+		if n := released.Load(); n != 1 {
+			t.Fatalf("idle for 4 periods: released %d times, want 1", n)
+		}
+		// Bytes in flight end the idle period; the next one releases again.
+		p.budget.Add(100)
+		p.wakeController()
+		time.Sleep(5 * controllerTick)
+		synctest.Wait()
+		p.budget.Release(100)
+		time.Sleep(releaseIdleAfter / 2)
+		synctest.Wait()
+		if n := released.Load(); n != 1 {
+			t.Fatalf("half an idle period after work: released %d times, want 1", n)
+		}
+		time.Sleep(releaseIdleAfter)
+		synctest.Wait()
+		if n := released.Load(); n != 2 {
+			t.Fatalf("second idle period: released %d times, want 2", n)
 		}
 	})
 }

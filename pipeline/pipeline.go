@@ -133,6 +133,10 @@ type Pipeline struct {
 	assigned atomic.Bool  // an assignment was received from the group
 	lagw     lagWatch     // the lag watcher (lag.go)
 	ctl      ctlWake      // wakes the controller from its idle period (controller.go)
+	// releaseIdle returns the memory the heap no longer uses to the
+	// operating system once nothing has been in flight for
+	// releaseIdleAfter (controller.go); debug.FreeOSMemory.
+	releaseIdle func()
 
 	prog progress // the progress counters Stats reports
 
