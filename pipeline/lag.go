@@ -20,6 +20,10 @@ import (
 // of the end offsets every lagEvery, which also sees the ends of paused and
 // idle partitions: while ClickHouse is down the partitions pause, the
 // committed offsets stay, and the lag grows with every record produced.
+// While the member is idle (nothing in flight, nothing paused) and the last
+// listing moved no end, the listing runs only every lagIdleEvery: a record
+// produced to a partition that is not paused is fetched within
+// fetch_max_wait, and its fetch moves the end.
 
 // endLister is what the lag watcher needs of the source on top of source:
 // *kafka.Source has it. A source without it (the simulation's) has no
@@ -45,6 +49,10 @@ const noAnswerFor = 5 * time.Second
 func (p *Pipeline) lagEvery() time.Duration {
 	return min(max(p.cfg.Checkpoint.CommitInterval.D(), time.Second), 15*time.Second)
 }
+
+// lagIdleEvery is how often the log ends are listed while the member is
+// idle and the last listing moved no end.
+const lagIdleEvery = time.Minute
 
 // lagWatch is the lag watcher's state in the pipeline.
 type lagWatch struct {
@@ -83,11 +91,14 @@ type logEnd struct {
 }
 
 // listed records an end read by a listing: it replaces what was known
-// (a log truncated or recreated has a lower end).
-func (e *logEnd) listed(end int64, at time.Time) {
+// (a log truncated or recreated has a lower end). It reports whether the
+// end changed (or was not known).
+func (e *logEnd) listed(end int64, at time.Time) bool {
 	e.mu.Lock()
+	changed := !e.endOK || e.end != end
 	e.end, e.endOK, e.at, e.err = end, true, at, ""
 	e.mu.Unlock()
+	return changed
 }
 
 // fetched records the high watermark of a fetch: a fetch answered before
@@ -201,7 +212,8 @@ func (p *Pipeline) lagNow() (int64, string) {
 }
 
 // lagWatcher lists the log ends of the assigned partitions every lagEvery,
-// and at once after an assignment.
+// at once after an assignment, and every lagIdleEvery while the member is
+// idle and the last listing moved nothing.
 func (p *Pipeline) lagWatcher(ctx context.Context) {
 	src, ok := p.src.(endLister)
 	if !ok {
@@ -210,23 +222,38 @@ func (p *Pipeline) lagWatcher(ctx context.Context) {
 	t := time.NewTicker(p.lagEvery())
 	defer t.Stop()
 	kick := p.lagw.kickChan()
+	var last time.Time // the last listing
+	quiet := false     // the last listing moved no end
 	for {
+		kicked := false
 		select {
 		case <-ctx.Done():
 			return
 		case <-t.C:
 		case <-kick:
+			kicked = true
 		}
-		p.readEnds(ctx, src)
+		if !kicked && quiet && p.lagIdle() && time.Since(last) < lagIdleEvery {
+			continue
+		}
+		quiet = !p.readEnds(ctx, src)
+		last = time.Now()
 	}
 }
 
+// lagIdle reports whether nothing is in flight and no partition is
+// paused: the ends can move only by records that the fetches will bring.
+func (p *Pipeline) lagIdle() bool {
+	return p.budget.Inflight() == 0 && (p.pause == nil || p.pause.count() == 0)
+}
+
 // readEnds lists the log ends of the assigned partitions, and the base of
-// those with no record fetched yet.
-func (p *Pipeline) readEnds(ctx context.Context, src endLister) {
+// those with no record fetched yet. It reports whether anything moved: an
+// end changed or read for the first time, a failure, a base to read.
+func (p *Pipeline) readEnds(ctx context.Context, src endLister) bool {
 	lanes := p.lanesSorted()
 	if len(lanes) == 0 {
-		return
+		return false
 	}
 	var topics []string
 	for _, l := range lanes {
@@ -238,15 +265,21 @@ func (p *Pipeline) readEnds(ctx context.Context, src endLister) {
 	ends, err := src.ListEnds(lctx, topics)
 	cancel()
 	if ctx.Err() != nil {
-		return // stopping: not a failure of the listing
+		return false // stopping: not a failure of the listing
 	}
 	now := p.clock()
 	var need []*lane
+	moved := err != nil
 	for _, l := range lanes {
 		o, found := ends[l.tp.Topic][l.tp.Partition]
+		if !found || o.Err != nil || o.Offset < 0 {
+			moved = true
+		}
 		switch {
 		case found && o.Err == nil && o.Offset >= 0:
-			l.end.listed(o.Offset, now)
+			if l.end.listed(o.Offset, now) {
+				moved = true
+			}
 		case found && o.Err != nil:
 			l.end.failed(fmt.Sprintf("%s/%d: %v", l.tp.Topic, l.tp.Partition, o.Err))
 		case err != nil:
@@ -266,7 +299,9 @@ func (p *Pipeline) readEnds(ctx context.Context, src endLister) {
 	}
 	if len(need) > 0 {
 		p.readBases(ctx, src, need)
+		moved = true
 	}
+	return moved
 }
 
 // readBases reads where consumption starts for partitions with no record

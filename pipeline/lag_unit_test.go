@@ -4,7 +4,9 @@ import (
 	"context"
 	"errors"
 	"strings"
+	"sync/atomic"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -195,4 +197,80 @@ func TestLagBaseAtLogStart(t *testing.T) {
 	if l := p.partitionLag(p.lanes[tp1]); !l.has || l.lag != 100 {
 		t.Fatalf("partition 1: lag %d (known %v, why %q), want 100 from its committed offset 400", l.lag, l.has, l.why)
 	}
+}
+
+// countingLister counts the listings of the log ends.
+type countingLister struct {
+	listerSource
+	listings atomic.Int64
+}
+
+func (s *countingLister) ListEnds(ctx context.Context, topics []string) (map[string]map[int32]kafka.Listed, error) {
+	s.listings.Add(1)
+	return s.listerSource.ListEnds(ctx, topics)
+}
+
+// TestLagListingWhileIdle: an idle member whose ends do not move lists
+// them every lagIdleEvery instead of every lagEvery; an end that moved,
+// or bytes in flight, bring the listing back to every lagEvery.
+func TestLagListingWhileIdle(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		p, _ := newBarePipeline(t, &nopSource{}, 1024)
+		src := &countingLister{listerSource: listerSource{
+			ends:      map[string]map[int32]kafka.Listed{"events": {0: {Offset: 120}}},
+			committed: map[string]map[int32]kafka.Committed{"events": {0: {Offset: 120}}},
+			starts:    map[string]map[int32]kafka.Listed{"events": {0: {Offset: 0}}},
+		}}
+		p.src = src
+		p.assigned.Store(true)
+		tp := TopicPartition{Topic: "events", Partition: 0}
+		p.lanes[tp] = newLane(tp, p.tracker.Assign(tp), prometheus.NewGauge(prometheus.GaugeOpts{Name: "x"}), &p.settle)
+		every := p.lagEvery()
+		ctx, cancel := context.WithCancel(t.Context())
+		done := make(chan struct{})
+		go func() {
+			defer close(done)
+			p.lagWatcher(ctx)
+		}()
+		listingsIn := func(d time.Duration) int64 {
+			n0 := src.listings.Load()
+			time.Sleep(d)
+			synctest.Wait()
+			return src.listings.Load() - n0
+		}
+		// The first listing reads the end (it moved from unknown); the
+		// second finds it unchanged; then one a lagIdleEvery.
+		if n := listingsIn(2*every + every/2); n != 2 {
+			t.Fatalf("first %s: %d listings, want 2", 2*every+every/2, n)
+		}
+		if n := listingsIn(3 * lagIdleEvery); n < 2 || n > 3 {
+			t.Fatalf("idle for %s: %d listings, want 3 (one a %s)", 3*lagIdleEvery, n, lagIdleEvery)
+		}
+		if n, why := p.lagNow(); why != "" || n != 0 {
+			t.Fatalf("idle: lag %d (unknown: %q), want 0", n, why)
+		}
+		// Bytes in flight: every lagEvery.
+		p.budget.Add(10)
+		if n := listingsIn(10 * every); n < 9 {
+			t.Fatalf("busy for %s: %d listings, want 10", 10*every, n)
+		}
+		p.budget.Release(10)
+		// An end that moves keeps the listing at every lagEvery while
+		// it moves, and the lag follows it.
+		listingsIn(lagIdleEvery) // idle again after the last listing
+		src.ends = map[string]map[int32]kafka.Listed{"events": {0: {Offset: 130}}}
+		time.Sleep(lagIdleEvery)
+		synctest.Wait()
+		if n, why := p.lagNow(); why != "" || n != 10 {
+			t.Fatalf("after %s: lag %d (unknown: %q), want 10", lagIdleEvery, n, why)
+		}
+		src.ends = map[string]map[int32]kafka.Listed{"events": {0: {Offset: 140}}}
+		time.Sleep(every)
+		synctest.Wait()
+		if n, why := p.lagNow(); why != "" || n != 20 {
+			t.Fatalf("%s after the end moved: lag %d (unknown: %q), want 20", every, n, why)
+		}
+		cancel()
+		<-done
+	})
 }
