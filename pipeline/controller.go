@@ -20,10 +20,10 @@ const (
 )
 
 // releaseIdleAfter is how long nothing must have been in flight before the
-// controller hands the memory the heap no longer uses back to the
-// operating system (Pipeline.releaseIdle, once per idle period): after a
-// drain the runtime would otherwise keep the drain's peak resident for
-// minutes while the member waits for records.
+// controller drops the free chunks and hands the memory the heap no longer
+// uses back to the operating system (releaseMemory, once per idle period):
+// after a drain the free list would keep the drain's chunks, and the
+// runtime the drain's peak, resident while the member waits for records.
 const releaseIdleAfter = 10 * time.Second
 
 // ctlWake lets the poll loop wake the controller from its idle period.
@@ -95,10 +95,17 @@ func (p *Pipeline) controller(ctx context.Context) {
 			idleFrom = now
 		case !released && now.Sub(idleFrom) >= releaseIdleAfter:
 			released = true
-			if p.releaseIdle != nil {
-				p.releaseIdle()
-			}
+			p.releaseMemory()
 		}
 		t.Reset(d)
+	}
+}
+
+// releaseMemory drops the free chunks and returns the heap's free memory
+// to the operating system (releaseIdle).
+func (p *Pipeline) releaseMemory() {
+	p.chunks.clear()
+	if p.releaseIdle != nil {
+		p.releaseIdle()
 	}
 }

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/etl-project/etl/backpressure"
+	"github.com/etl-project/etl/chunk"
 )
 
 // controllerUnder runs the controller of a pipeline with only a budget, in
@@ -92,19 +93,31 @@ func TestControllerWokenByFetch(t *testing.T) {
 	})
 }
 
-// TestControllerReleasesMemoryOncePerIdlePeriod: releaseIdle runs once
-// nothing has been in flight for releaseIdleAfter, once per idle period.
+// TestControllerReleasesMemoryOncePerIdlePeriod: the free chunks are
+// dropped and releaseIdle runs once nothing has been in flight for
+// releaseIdleAfter, once per idle period.
 func TestControllerReleasesMemoryOncePerIdlePeriod(t *testing.T) {
 	controllerUnder(t, func(t *testing.T, p *Pipeline, _, released *atomic.Int64) {
+		c, err := chunk.New(&chunk.Schema{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		p.chunks.put(c)
 		time.Sleep(releaseIdleAfter - time.Second)
 		synctest.Wait()
 		if n := released.Load(); n != 0 {
 			t.Fatalf("idle for less than releaseIdleAfter: released %d times", n)
 		}
+		if len(p.chunks.free) != 1 {
+			t.Fatalf("idle for less than releaseIdleAfter: %d free chunks, want 1", len(p.chunks.free))
+		}
 		time.Sleep(3 * releaseIdleAfter)
 		synctest.Wait()
 		if n := released.Load(); n != 1 {
 			t.Fatalf("idle for 4 periods: released %d times, want 1", n)
+		}
+		if len(p.chunks.free) != 0 {
+			t.Fatalf("after releaseIdleAfter: %d free chunks, want none", len(p.chunks.free))
 		}
 		// Bytes in flight end the idle period; the next one releases again.
 		p.budget.Add(100)
