@@ -101,10 +101,20 @@ func (p *Pipeline) controller(ctx context.Context) {
 	}
 }
 
-// releaseMemory drops the free chunks and returns the heap's free memory
-// to the operating system (releaseIdle).
+// releaseMemory drops the free chunks and the record buffers of the
+// lanes with no record, and returns the heap's free memory to the
+// operating system (releaseIdle).
 func (p *Pipeline) releaseMemory() {
 	p.chunks.clear()
+	p.mu.RLock()
+	lanes := make([]*lane, 0, len(p.lanes))
+	for _, l := range p.lanes {
+		lanes = append(lanes, l)
+	}
+	p.mu.RUnlock()
+	for _, l := range lanes {
+		l.dropRecordBuffer()
+	}
 	if p.releaseIdle != nil {
 		p.releaseIdle()
 	}

@@ -7,6 +7,9 @@ import (
 	"testing/synctest"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/twmb/franz-go/pkg/kgo"
+
 	"github.com/etl-project/etl/backpressure"
 	"github.com/etl-project/etl/chunk"
 )
@@ -136,4 +139,26 @@ func TestControllerReleasesMemoryOncePerIdlePeriod(t *testing.T) {
 			t.Fatalf("second idle period: released %d times, want 2", n)
 		}
 	})
+}
+
+// TestReleaseMemoryDropsEmptyRecordBuffers: releaseMemory lets go of the
+// record buffer of a lane with no record and keeps a lane's records.
+func TestReleaseMemoryDropsEmptyRecordBuffers(t *testing.T) {
+	p, _ := newBarePipeline(t, &nopSource{}, 1024)
+	empty := newLane(TopicPartition{Topic: "t", Partition: 0}, 1, prometheus.NewGauge(prometheus.GaugeOpts{Name: "x"}), &p.settle)
+	full := newLane(TopicPartition{Topic: "t", Partition: 1}, 1, prometheus.NewGauge(prometheus.GaugeOpts{Name: "x"}), &p.settle)
+	p.lanes[empty.tp], p.lanes[full.tp] = empty, full
+	empty.push([]*kgo.Record{{Offset: 0, Value: []byte("a")}})
+	empty.advance(1, recordBytes(&kgo.Record{Offset: 0, Value: []byte("a")}))
+	full.push([]*kgo.Record{{Offset: 0, Value: []byte("a")}, {Offset: 1, Value: []byte("b")}})
+	if cap(empty.recs) == 0 {
+		t.Fatal("the emptied lane has no buffer to drop")
+	}
+	p.releaseMemory()
+	if empty.recs != nil {
+		t.Fatalf("emptied lane: buffer of capacity %d kept", cap(empty.recs))
+	}
+	if recs, ok := full.pending(10); !ok || len(recs) != 2 {
+		t.Fatalf("lane with records: %d pending (ok %v), want 2", len(recs), ok)
+	}
 }

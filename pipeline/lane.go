@@ -445,6 +445,18 @@ func (l *lane) advance(n int, bytes int64) (under bool) {
 	return under
 }
 
+// dropRecordBuffer lets go of the record buffer of a lane that holds no
+// record: a drain leaves each lane a buffer the size of its largest fetch,
+// kilobytes a partition that an idle member has no use for. A worker's
+// slice from pending is empty then, and stays valid.
+func (l *lane) dropRecordBuffer() {
+	l.mu.Lock()
+	if len(l.recs) == 0 {
+		l.recs, l.head = nil, 0
+	}
+	l.mu.Unlock()
+}
+
 // held is the budget bytes the lane holds now: undecoded records, the
 // records of an open exactly-once block, and sealed chunks no queue took
 // yet. The caller owns the lane (or no worker does). The simulation checks
