@@ -6,6 +6,7 @@ import (
 	"sort"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -377,43 +378,75 @@ func (p *Pipeline) readBases(ctx context.Context, src endLister, lanes []*lane) 
 	}
 }
 
-// lagCollector serves etl_source_lag_records and
-// etl_source_lag_age_seconds of every assigned partition whose lag was
-// computed at least once, at scrape time. While the end cannot be read the
-// lag is computed against the last end read, and the age grows.
+// fetchLag is a lane's fetch lag: the records between its last fetched
+// offset and the high watermark of that fetch.
+type fetchLag struct{ v atomic.Int64 }
+
+func (f *fetchLag) Set(v float64) { f.v.Store(int64(v)) }
+
+// lagCollector serves, at scrape time, etl_source_lag_records of every
+// assigned partition whose lag was computed at least once, and per topic
+// etl_source_lag_age_seconds (the oldest end among its partitions) and
+// etl_source_fetch_lag_records (the sum over its partitions). While the
+// end cannot be read the lag is computed against the last end read, and
+// the age grows. The per-topic series keep the series a partition costs
+// to one.
 type lagCollector struct {
-	p        *Pipeline
-	lag, age *prometheus.Desc
+	p                  *Pipeline
+	lag, age, fetchLag *prometheus.Desc
 }
 
 func newLagCollector(p *Pipeline) lagCollector {
-	labels := []string{"topic", "partition"}
 	return lagCollector{p: p,
 		lag: prometheus.NewDesc("etl_source_lag_records",
 			"Records of the partition not yet committed by this member: the log end minus the committed offset (before the first commit, the offset consumption started from).",
-			labels, nil),
+			[]string{"topic", "partition"}, nil),
 		age: prometheus.NewDesc("etl_source_lag_age_seconds",
-			"Seconds since the log end that etl_source_lag_records counts from was read (it grows while the end offsets cannot be listed).",
-			labels, nil),
+			"Seconds since the oldest log end that etl_source_lag_records of the topic's partitions counts from was read (it grows while the end offsets cannot be listed).",
+			[]string{"topic"}, nil),
+		fetchLag: prometheus.NewDesc("etl_source_fetch_lag_records",
+			"Records between the last fetched offset and the high watermark of the topic's partitions, as of each partition's last fetch that carried records, summed.",
+			[]string{"topic"}, nil),
 	}
 }
 
 func (c lagCollector) Describe(ch chan<- *prometheus.Desc) {
 	ch <- c.lag
 	ch <- c.age
+	ch <- c.fetchLag
 }
 
 func (c lagCollector) Collect(ch chan<- prometheus.Metric) {
 	now := time.Now()
+	// The lanes come sorted: a topic's partitions are consecutive.
+	topic, oldest, hasAge, fetched := "", time.Time{}, false, int64(0)
+	flush := func() {
+		if topic == "" {
+			return
+		}
+		if hasAge {
+			ch <- prometheus.MustNewConstMetric(c.age, prometheus.GaugeValue, max(0, now.Sub(oldest).Seconds()), topic)
+		}
+		ch <- prometheus.MustNewConstMetric(c.fetchLag, prometheus.GaugeValue, float64(fetched), topic)
+	}
 	for _, l := range c.p.lanesSorted() {
+		if l.tp.Topic != topic {
+			flush()
+			topic, oldest, hasAge, fetched = l.tp.Topic, time.Time{}, false, 0
+		}
+		if f, ok := l.lag.(*fetchLag); ok {
+			fetched += f.v.Load()
+		}
 		pl := c.p.partitionLag(l)
 		if !pl.has {
 			continue
 		}
-		part := strconv.Itoa(int(pl.tp.Partition))
-		ch <- prometheus.MustNewConstMetric(c.lag, prometheus.GaugeValue, float64(pl.lag), pl.tp.Topic, part)
-		ch <- prometheus.MustNewConstMetric(c.age, prometheus.GaugeValue, max(0, now.Sub(pl.at).Seconds()), pl.tp.Topic, part)
+		if !hasAge || pl.at.Before(oldest) {
+			oldest, hasAge = pl.at, true
+		}
+		ch <- prometheus.MustNewConstMetric(c.lag, prometheus.GaugeValue, float64(pl.lag), pl.tp.Topic, strconv.Itoa(int(pl.tp.Partition)))
 	}
+	flush()
 }
 
 // registerLag registers the lag collector with the source's metrics.

@@ -135,9 +135,55 @@ func TestLagReasons(t *testing.T) {
 	if n, w := p.lagNow(); w != "" || n != 30+30 {
 		t.Fatalf("lag %d (unknown: %q), want 60 (30 on each partition)", n, w)
 	}
-	if n, _ := testutil.GatherAndCount(reg, "etl_source_lag_age_seconds"); n != 2 {
-		t.Fatalf("%d etl_source_lag_age_seconds series, want 2", n)
+	if n, _ := testutil.GatherAndCount(reg, "etl_source_lag_records"); n != 2 {
+		t.Fatalf("%d etl_source_lag_records series, want 2 (one a partition)", n)
 	}
+	if n, _ := testutil.GatherAndCount(reg, "etl_source_lag_age_seconds"); n != 1 {
+		t.Fatalf("%d etl_source_lag_age_seconds series, want 1 (one a topic)", n)
+	}
+}
+
+// TestLagSeriesPerTopic: the fetch lag is summed over a topic's
+// partitions and the lag's age is its oldest end's; the lag stays per
+// partition.
+func TestLagSeriesPerTopic(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		p, _ := newBarePipeline(t, &nopSource{}, 1024)
+		p.assigned.Store(true)
+		reg := prometheus.NewPedanticRegistry()
+		reg.MustRegister(newLagCollector(p))
+		lanes := map[TopicPartition]*lane{}
+		for _, tp := range []TopicPartition{{Topic: "a", Partition: 0}, {Topic: "a", Partition: 1}, {Topic: "b", Partition: 0}} {
+			l := newLane(tp, p.tracker.Assign(tp), new(fetchLag), &p.settle)
+			p.lanes[tp], lanes[tp] = l, l
+			l.end.setBase(0, "")
+		}
+		now := time.Now()
+		lanes[TopicPartition{Topic: "a", Partition: 0}].end.listed(10, now.Add(-7*time.Second))
+		lanes[TopicPartition{Topic: "a", Partition: 1}].end.listed(20, now.Add(-3*time.Second))
+		lanes[TopicPartition{Topic: "b", Partition: 0}].end.listed(5, now.Add(-1*time.Second))
+		lanes[TopicPartition{Topic: "a", Partition: 0}].lag.Set(4)
+		lanes[TopicPartition{Topic: "a", Partition: 1}].lag.Set(6)
+		lanes[TopicPartition{Topic: "b", Partition: 0}].lag.Set(1)
+		want := `
+# HELP etl_source_fetch_lag_records Records between the last fetched offset and the high watermark of the topic's partitions, as of each partition's last fetch that carried records, summed.
+# TYPE etl_source_fetch_lag_records gauge
+etl_source_fetch_lag_records{topic="a"} 10
+etl_source_fetch_lag_records{topic="b"} 1
+# HELP etl_source_lag_age_seconds Seconds since the oldest log end that etl_source_lag_records of the topic's partitions counts from was read (it grows while the end offsets cannot be listed).
+# TYPE etl_source_lag_age_seconds gauge
+etl_source_lag_age_seconds{topic="a"} 7
+etl_source_lag_age_seconds{topic="b"} 1
+# HELP etl_source_lag_records Records of the partition not yet committed by this member: the log end minus the committed offset (before the first commit, the offset consumption started from).
+# TYPE etl_source_lag_records gauge
+etl_source_lag_records{partition="0",topic="a"} 10
+etl_source_lag_records{partition="1",topic="a"} 20
+etl_source_lag_records{partition="0",topic="b"} 5
+`
+		if err := testutil.GatherAndCompare(reg, strings.NewReader(want)); err != nil {
+			t.Fatal(err)
+		}
+	})
 }
 
 // gaugeOf is etl_source_lag_records of events/0 in reg.

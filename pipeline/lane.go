@@ -6,7 +6,6 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/prometheus/client_golang/prometheus"
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/etl-project/etl/chunk"
@@ -47,7 +46,7 @@ type lane struct {
 	dest  int // the shard its chunks go to (sharding by partition)
 	tp    TopicPartition
 	epoch uint64
-	lag   prometheus.Gauge // etl_source_fetch_lag_records
+	lag   gaugeSetter // etl_source_fetch_lag_records of its topic (a *fetchLag, lag.go)
 	// settle is the pipeline's broadcast, notified when the lane may have
 	// become idle or its last chunk was acknowledged (drain and revoke
 	// waits).
@@ -158,7 +157,10 @@ func (s laneState) String() string { return laneStates[s] }
 // checkpoint.max_open_blocks.
 const blockedOnBlocks = -1
 
-func newLane(tp TopicPartition, epoch uint64, lag prometheus.Gauge, settle *broadcast) *lane {
+// gaugeSetter is what a lane needs of its fetch lag gauge.
+type gaugeSetter interface{ Set(float64) }
+
+func newLane(tp TopicPartition, epoch uint64, lag gaugeSetter, settle *broadcast) *lane {
 	return &lane{tp: tp, epoch: epoch, lag: lag, nextFetch: -1, cursor: -1, settle: settle}
 }
 
