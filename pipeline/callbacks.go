@@ -5,7 +5,6 @@ package pipeline
 
 import (
 	"context"
-	"strconv"
 	"time"
 
 	"github.com/twmb/franz-go/pkg/kgo"
@@ -47,7 +46,7 @@ func (h *handler) Assigned(ctx context.Context, parts kafka.Partitions) {
 		for _, part := range ps {
 			tp := TopicPartition{Topic: topic, Partition: part}
 			epoch := p.tracker.Assign(tp)
-			l := newLane(tp, epoch, p.m.lag.WithLabelValues(topic, strconv.Itoa(int(part))), &p.settle)
+			l := newLane(tp, epoch, new(fetchLag), &p.settle)
 			l.readAhead = int64(p.cfg.Backpressure.PartitionReadAhead)
 			if len(p.sinks) > 0 {
 				s := p.sinks[0]
@@ -110,6 +109,7 @@ func (h *handler) Fetched(fp *kgo.FetchTopicPartition) {
 	}
 	if bytes > 0 {
 		p.budget.Add(bytes)
+		p.wakeController()
 		if p.budget.Over() {
 			p.checkBudget(p.clock())
 		}
@@ -233,7 +233,6 @@ func (p *Pipeline) detach(parts kafka.Partitions) []*lane {
 			if l := p.lanes[tp]; l != nil {
 				delete(p.lanes, tp)
 				out = append(out, l)
-				p.m.lag.DeleteLabelValues(topic, strconv.Itoa(int(part)))
 			}
 			p.pause.unassign(tp)
 		}

@@ -6,6 +6,7 @@ import (
 	"sort"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -20,6 +21,10 @@ import (
 // of the end offsets every lagEvery, which also sees the ends of paused and
 // idle partitions: while ClickHouse is down the partitions pause, the
 // committed offsets stay, and the lag grows with every record produced.
+// While the member is idle (nothing in flight, nothing paused) and the last
+// listing moved no end, the listing runs only every lagIdleEvery: a record
+// produced to a partition that is not paused is fetched within
+// fetch_max_wait, and its fetch moves the end.
 
 // endLister is what the lag watcher needs of the source on top of source:
 // *kafka.Source has it. A source without it (the simulation's) has no
@@ -45,6 +50,10 @@ const noAnswerFor = 5 * time.Second
 func (p *Pipeline) lagEvery() time.Duration {
 	return min(max(p.cfg.Checkpoint.CommitInterval.D(), time.Second), 15*time.Second)
 }
+
+// lagIdleEvery is how often the log ends are listed while the member is
+// idle and the last listing moved no end.
+const lagIdleEvery = time.Minute
 
 // lagWatch is the lag watcher's state in the pipeline.
 type lagWatch struct {
@@ -83,11 +92,14 @@ type logEnd struct {
 }
 
 // listed records an end read by a listing: it replaces what was known
-// (a log truncated or recreated has a lower end).
-func (e *logEnd) listed(end int64, at time.Time) {
+// (a log truncated or recreated has a lower end). It reports whether the
+// end changed (or was not known).
+func (e *logEnd) listed(end int64, at time.Time) bool {
 	e.mu.Lock()
+	changed := !e.endOK || e.end != end
 	e.end, e.endOK, e.at, e.err = end, true, at, ""
 	e.mu.Unlock()
+	return changed
 }
 
 // fetched records the high watermark of a fetch: a fetch answered before
@@ -201,7 +213,8 @@ func (p *Pipeline) lagNow() (int64, string) {
 }
 
 // lagWatcher lists the log ends of the assigned partitions every lagEvery,
-// and at once after an assignment.
+// at once after an assignment, and every lagIdleEvery while the member is
+// idle and the last listing moved nothing.
 func (p *Pipeline) lagWatcher(ctx context.Context) {
 	src, ok := p.src.(endLister)
 	if !ok {
@@ -210,23 +223,38 @@ func (p *Pipeline) lagWatcher(ctx context.Context) {
 	t := time.NewTicker(p.lagEvery())
 	defer t.Stop()
 	kick := p.lagw.kickChan()
+	var last time.Time // the last listing
+	quiet := false     // the last listing moved no end
 	for {
+		kicked := false
 		select {
 		case <-ctx.Done():
 			return
 		case <-t.C:
 		case <-kick:
+			kicked = true
 		}
-		p.readEnds(ctx, src)
+		if !kicked && quiet && p.lagIdle() && time.Since(last) < lagIdleEvery {
+			continue
+		}
+		quiet = !p.readEnds(ctx, src)
+		last = time.Now()
 	}
 }
 
+// lagIdle reports whether nothing is in flight and no partition is
+// paused: the ends can move only by records that the fetches will bring.
+func (p *Pipeline) lagIdle() bool {
+	return p.budget.Inflight() == 0 && (p.pause == nil || p.pause.count() == 0)
+}
+
 // readEnds lists the log ends of the assigned partitions, and the base of
-// those with no record fetched yet.
-func (p *Pipeline) readEnds(ctx context.Context, src endLister) {
+// those with no record fetched yet. It reports whether anything moved: an
+// end changed or read for the first time, a failure, a base to read.
+func (p *Pipeline) readEnds(ctx context.Context, src endLister) bool {
 	lanes := p.lanesSorted()
 	if len(lanes) == 0 {
-		return
+		return false
 	}
 	var topics []string
 	for _, l := range lanes {
@@ -238,15 +266,21 @@ func (p *Pipeline) readEnds(ctx context.Context, src endLister) {
 	ends, err := src.ListEnds(lctx, topics)
 	cancel()
 	if ctx.Err() != nil {
-		return // stopping: not a failure of the listing
+		return false // stopping: not a failure of the listing
 	}
 	now := p.clock()
 	var need []*lane
+	moved := err != nil
 	for _, l := range lanes {
 		o, found := ends[l.tp.Topic][l.tp.Partition]
+		if !found || o.Err != nil || o.Offset < 0 {
+			moved = true
+		}
 		switch {
 		case found && o.Err == nil && o.Offset >= 0:
-			l.end.listed(o.Offset, now)
+			if l.end.listed(o.Offset, now) {
+				moved = true
+			}
 		case found && o.Err != nil:
 			l.end.failed(fmt.Sprintf("%s/%d: %v", l.tp.Topic, l.tp.Partition, o.Err))
 		case err != nil:
@@ -266,7 +300,9 @@ func (p *Pipeline) readEnds(ctx context.Context, src endLister) {
 	}
 	if len(need) > 0 {
 		p.readBases(ctx, src, need)
+		moved = true
 	}
+	return moved
 }
 
 // readBases reads where consumption starts for partitions with no record
@@ -342,43 +378,75 @@ func (p *Pipeline) readBases(ctx context.Context, src endLister, lanes []*lane) 
 	}
 }
 
-// lagCollector serves etl_source_lag_records and
-// etl_source_lag_age_seconds of every assigned partition whose lag was
-// computed at least once, at scrape time. While the end cannot be read the
-// lag is computed against the last end read, and the age grows.
+// fetchLag is a lane's fetch lag: the records between its last fetched
+// offset and the high watermark of that fetch.
+type fetchLag struct{ v atomic.Int64 }
+
+func (f *fetchLag) Set(v float64) { f.v.Store(int64(v)) }
+
+// lagCollector serves, at scrape time, etl_source_lag_records of every
+// assigned partition whose lag was computed at least once, and per topic
+// etl_source_lag_age_seconds (the oldest end among its partitions) and
+// etl_source_fetch_lag_records (the sum over its partitions). While the
+// end cannot be read the lag is computed against the last end read, and
+// the age grows. The per-topic series keep the series a partition costs
+// to one.
 type lagCollector struct {
-	p        *Pipeline
-	lag, age *prometheus.Desc
+	p                  *Pipeline
+	lag, age, fetchLag *prometheus.Desc
 }
 
 func newLagCollector(p *Pipeline) lagCollector {
-	labels := []string{"topic", "partition"}
 	return lagCollector{p: p,
 		lag: prometheus.NewDesc("etl_source_lag_records",
 			"Records of the partition not yet committed by this member: the log end minus the committed offset (before the first commit, the offset consumption started from).",
-			labels, nil),
+			[]string{"topic", "partition"}, nil),
 		age: prometheus.NewDesc("etl_source_lag_age_seconds",
-			"Seconds since the log end that etl_source_lag_records counts from was read (it grows while the end offsets cannot be listed).",
-			labels, nil),
+			"Seconds since the oldest log end that etl_source_lag_records of the topic's partitions counts from was read (it grows while the end offsets cannot be listed).",
+			[]string{"topic"}, nil),
+		fetchLag: prometheus.NewDesc("etl_source_fetch_lag_records",
+			"Records between the last fetched offset and the high watermark of the topic's partitions, as of each partition's last fetch that carried records, summed.",
+			[]string{"topic"}, nil),
 	}
 }
 
 func (c lagCollector) Describe(ch chan<- *prometheus.Desc) {
 	ch <- c.lag
 	ch <- c.age
+	ch <- c.fetchLag
 }
 
 func (c lagCollector) Collect(ch chan<- prometheus.Metric) {
 	now := time.Now()
+	// The lanes come sorted: a topic's partitions are consecutive.
+	topic, oldest, hasAge, fetched := "", time.Time{}, false, int64(0)
+	flush := func() {
+		if topic == "" {
+			return
+		}
+		if hasAge {
+			ch <- prometheus.MustNewConstMetric(c.age, prometheus.GaugeValue, max(0, now.Sub(oldest).Seconds()), topic)
+		}
+		ch <- prometheus.MustNewConstMetric(c.fetchLag, prometheus.GaugeValue, float64(fetched), topic)
+	}
 	for _, l := range c.p.lanesSorted() {
+		if l.tp.Topic != topic {
+			flush()
+			topic, oldest, hasAge, fetched = l.tp.Topic, time.Time{}, false, 0
+		}
+		if f, ok := l.lag.(*fetchLag); ok {
+			fetched += f.v.Load()
+		}
 		pl := c.p.partitionLag(l)
 		if !pl.has {
 			continue
 		}
-		part := strconv.Itoa(int(pl.tp.Partition))
-		ch <- prometheus.MustNewConstMetric(c.lag, prometheus.GaugeValue, float64(pl.lag), pl.tp.Topic, part)
-		ch <- prometheus.MustNewConstMetric(c.age, prometheus.GaugeValue, max(0, now.Sub(pl.at).Seconds()), pl.tp.Topic, part)
+		if !hasAge || pl.at.Before(oldest) {
+			oldest, hasAge = pl.at, true
+		}
+		ch <- prometheus.MustNewConstMetric(c.lag, prometheus.GaugeValue, float64(pl.lag), pl.tp.Topic, strconv.Itoa(int(pl.tp.Partition)))
 	}
+	flush()
 }
 
 // registerLag registers the lag collector with the source's metrics.

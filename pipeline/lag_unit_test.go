@@ -4,7 +4,9 @@ import (
 	"context"
 	"errors"
 	"strings"
+	"sync/atomic"
 	"testing"
+	"testing/synctest"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -133,9 +135,55 @@ func TestLagReasons(t *testing.T) {
 	if n, w := p.lagNow(); w != "" || n != 30+30 {
 		t.Fatalf("lag %d (unknown: %q), want 60 (30 on each partition)", n, w)
 	}
-	if n, _ := testutil.GatherAndCount(reg, "etl_source_lag_age_seconds"); n != 2 {
-		t.Fatalf("%d etl_source_lag_age_seconds series, want 2", n)
+	if n, _ := testutil.GatherAndCount(reg, "etl_source_lag_records"); n != 2 {
+		t.Fatalf("%d etl_source_lag_records series, want 2 (one a partition)", n)
 	}
+	if n, _ := testutil.GatherAndCount(reg, "etl_source_lag_age_seconds"); n != 1 {
+		t.Fatalf("%d etl_source_lag_age_seconds series, want 1 (one a topic)", n)
+	}
+}
+
+// TestLagSeriesPerTopic: the fetch lag is summed over a topic's
+// partitions and the lag's age is its oldest end's; the lag stays per
+// partition.
+func TestLagSeriesPerTopic(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		p, _ := newBarePipeline(t, &nopSource{}, 1024)
+		p.assigned.Store(true)
+		reg := prometheus.NewPedanticRegistry()
+		reg.MustRegister(newLagCollector(p))
+		lanes := map[TopicPartition]*lane{}
+		for _, tp := range []TopicPartition{{Topic: "a", Partition: 0}, {Topic: "a", Partition: 1}, {Topic: "b", Partition: 0}} {
+			l := newLane(tp, p.tracker.Assign(tp), new(fetchLag), &p.settle)
+			p.lanes[tp], lanes[tp] = l, l
+			l.end.setBase(0, "")
+		}
+		now := time.Now()
+		lanes[TopicPartition{Topic: "a", Partition: 0}].end.listed(10, now.Add(-7*time.Second))
+		lanes[TopicPartition{Topic: "a", Partition: 1}].end.listed(20, now.Add(-3*time.Second))
+		lanes[TopicPartition{Topic: "b", Partition: 0}].end.listed(5, now.Add(-1*time.Second))
+		lanes[TopicPartition{Topic: "a", Partition: 0}].lag.Set(4)
+		lanes[TopicPartition{Topic: "a", Partition: 1}].lag.Set(6)
+		lanes[TopicPartition{Topic: "b", Partition: 0}].lag.Set(1)
+		want := `
+# HELP etl_source_fetch_lag_records Records between the last fetched offset and the high watermark of the topic's partitions, as of each partition's last fetch that carried records, summed.
+# TYPE etl_source_fetch_lag_records gauge
+etl_source_fetch_lag_records{topic="a"} 10
+etl_source_fetch_lag_records{topic="b"} 1
+# HELP etl_source_lag_age_seconds Seconds since the oldest log end that etl_source_lag_records of the topic's partitions counts from was read (it grows while the end offsets cannot be listed).
+# TYPE etl_source_lag_age_seconds gauge
+etl_source_lag_age_seconds{topic="a"} 7
+etl_source_lag_age_seconds{topic="b"} 1
+# HELP etl_source_lag_records Records of the partition not yet committed by this member: the log end minus the committed offset (before the first commit, the offset consumption started from).
+# TYPE etl_source_lag_records gauge
+etl_source_lag_records{partition="0",topic="a"} 10
+etl_source_lag_records{partition="1",topic="a"} 20
+etl_source_lag_records{partition="0",topic="b"} 5
+`
+		if err := testutil.GatherAndCompare(reg, strings.NewReader(want)); err != nil {
+			t.Fatal(err)
+		}
+	})
 }
 
 // gaugeOf is etl_source_lag_records of events/0 in reg.
@@ -195,4 +243,80 @@ func TestLagBaseAtLogStart(t *testing.T) {
 	if l := p.partitionLag(p.lanes[tp1]); !l.has || l.lag != 100 {
 		t.Fatalf("partition 1: lag %d (known %v, why %q), want 100 from its committed offset 400", l.lag, l.has, l.why)
 	}
+}
+
+// countingLister counts the listings of the log ends.
+type countingLister struct {
+	listerSource
+	listings atomic.Int64
+}
+
+func (s *countingLister) ListEnds(ctx context.Context, topics []string) (map[string]map[int32]kafka.Listed, error) {
+	s.listings.Add(1)
+	return s.listerSource.ListEnds(ctx, topics)
+}
+
+// TestLagListingWhileIdle: an idle member whose ends do not move lists
+// them every lagIdleEvery instead of every lagEvery; an end that moved,
+// or bytes in flight, bring the listing back to every lagEvery.
+func TestLagListingWhileIdle(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		p, _ := newBarePipeline(t, &nopSource{}, 1024)
+		src := &countingLister{listerSource: listerSource{
+			ends:      map[string]map[int32]kafka.Listed{"events": {0: {Offset: 120}}},
+			committed: map[string]map[int32]kafka.Committed{"events": {0: {Offset: 120}}},
+			starts:    map[string]map[int32]kafka.Listed{"events": {0: {Offset: 0}}},
+		}}
+		p.src = src
+		p.assigned.Store(true)
+		tp := TopicPartition{Topic: "events", Partition: 0}
+		p.lanes[tp] = newLane(tp, p.tracker.Assign(tp), prometheus.NewGauge(prometheus.GaugeOpts{Name: "x"}), &p.settle)
+		every := p.lagEvery()
+		ctx, cancel := context.WithCancel(t.Context())
+		done := make(chan struct{})
+		go func() {
+			defer close(done)
+			p.lagWatcher(ctx)
+		}()
+		listingsIn := func(d time.Duration) int64 {
+			n0 := src.listings.Load()
+			time.Sleep(d)
+			synctest.Wait()
+			return src.listings.Load() - n0
+		}
+		// The first listing reads the end (it moved from unknown); the
+		// second finds it unchanged; then one a lagIdleEvery.
+		if n := listingsIn(2*every + every/2); n != 2 {
+			t.Fatalf("first %s: %d listings, want 2", 2*every+every/2, n)
+		}
+		if n := listingsIn(3 * lagIdleEvery); n < 2 || n > 3 {
+			t.Fatalf("idle for %s: %d listings, want 3 (one a %s)", 3*lagIdleEvery, n, lagIdleEvery)
+		}
+		if n, why := p.lagNow(); why != "" || n != 0 {
+			t.Fatalf("idle: lag %d (unknown: %q), want 0", n, why)
+		}
+		// Bytes in flight: every lagEvery.
+		p.budget.Add(10)
+		if n := listingsIn(10 * every); n < 9 {
+			t.Fatalf("busy for %s: %d listings, want 10", 10*every, n)
+		}
+		p.budget.Release(10)
+		// An end that moves keeps the listing at every lagEvery while
+		// it moves, and the lag follows it.
+		listingsIn(lagIdleEvery) // idle again after the last listing
+		src.ends = map[string]map[int32]kafka.Listed{"events": {0: {Offset: 130}}}
+		time.Sleep(lagIdleEvery)
+		synctest.Wait()
+		if n, why := p.lagNow(); why != "" || n != 10 {
+			t.Fatalf("after %s: lag %d (unknown: %q), want 10", lagIdleEvery, n, why)
+		}
+		src.ends = map[string]map[int32]kafka.Listed{"events": {0: {Offset: 140}}}
+		time.Sleep(every)
+		synctest.Wait()
+		if n, why := p.lagNow(); why != "" || n != 20 {
+			t.Fatalf("%s after the end moved: lag %d (unknown: %q), want 20", every, n, why)
+		}
+		cancel()
+		<-done
+	})
 }

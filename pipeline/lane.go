@@ -6,7 +6,6 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/prometheus/client_golang/prometheus"
 	"github.com/twmb/franz-go/pkg/kgo"
 
 	"github.com/etl-project/etl/chunk"
@@ -47,7 +46,7 @@ type lane struct {
 	dest  int // the shard its chunks go to (sharding by partition)
 	tp    TopicPartition
 	epoch uint64
-	lag   prometheus.Gauge // etl_source_fetch_lag_records
+	lag   gaugeSetter // etl_source_fetch_lag_records of its topic (a *fetchLag, lag.go)
 	// settle is the pipeline's broadcast, notified when the lane may have
 	// become idle or its last chunk was acknowledged (drain and revoke
 	// waits).
@@ -158,7 +157,10 @@ func (s laneState) String() string { return laneStates[s] }
 // checkpoint.max_open_blocks.
 const blockedOnBlocks = -1
 
-func newLane(tp TopicPartition, epoch uint64, lag prometheus.Gauge, settle *broadcast) *lane {
+// gaugeSetter is what a lane needs of its fetch lag gauge.
+type gaugeSetter interface{ Set(float64) }
+
+func newLane(tp TopicPartition, epoch uint64, lag gaugeSetter, settle *broadcast) *lane {
 	return &lane{tp: tp, epoch: epoch, lag: lag, nextFetch: -1, cursor: -1, settle: settle}
 }
 
@@ -443,6 +445,18 @@ func (l *lane) advance(n int, bytes int64) (under bool) {
 		l.recs, l.head = l.recs[:k], 0
 	}
 	return under
+}
+
+// dropRecordBuffer lets go of the record buffer of a lane that holds no
+// record: a drain leaves each lane a buffer the size of its largest fetch,
+// kilobytes a partition that an idle member has no use for. A worker's
+// slice from pending is empty then, and stays valid.
+func (l *lane) dropRecordBuffer() {
+	l.mu.Lock()
+	if len(l.recs) == 0 {
+		l.recs, l.head = nil, 0
+	}
+	l.mu.Unlock()
 }
 
 // held is the budget bytes the lane holds now: undecoded records, the

@@ -17,7 +17,6 @@ type metrics struct {
 	budgetHolds   prometheus.Counter
 	decodeErrors  *prometheus.CounterVec
 	commits       prometheus.Counter
-	lag           *prometheus.GaugeVec
 	watermarkAge  prometheus.Gauge
 	tableChanges  prometheus.Counter
 	schemaChanges *prometheus.CounterVec
@@ -80,10 +79,6 @@ func newComponentMetrics(component func(string) prometheus.Registerer) *metrics 
 			Name: "etl_checkpoint_commits_total",
 			Help: "Offset commits that succeeded.",
 		}),
-		lag: prometheus.NewGaugeVec(prometheus.GaugeOpts{
-			Name: "etl_source_fetch_lag_records",
-			Help: "Records between the last fetched offset and the partition's high watermark, as of the last fetch that carried records.",
-		}, []string{"topic", "partition"}),
 		watermarkAge: prometheus.NewGauge(prometheus.GaugeOpts{
 			Name: "etl_checkpoint_watermark_age_seconds",
 			Help: "Longest time a partition with records in flight has gone without its committable watermark moving (0 when nothing is in flight).",
@@ -153,7 +148,6 @@ func newComponentMetrics(component func(string) prometheus.Registerer) *metrics 
 	register("backpressure", m.lanesPaused, m.budgetHolds)
 	register("decode", m.decodeErrors, m.cdcSkippedVec, m.cdcTombstones)
 	register("checkpoint", m.commits, m.watermarkAge)
-	register("source", m.lag)
 	register("sink", m.tableChanges, m.schemaChanges)
 	register("pipeline", m.state, m.e2eLatency)
 	register("transform", m.transformIn, m.transformOut, m.transformDropped, m.transformErrors)

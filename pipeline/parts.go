@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"runtime"
+	"runtime/debug"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -58,6 +59,7 @@ func newBase(cfg *config.Config, log *slog.Logger, reg prometheus.Registerer) (*
 		m:           newComponentMetrics(components(reg, cfg.Pipeline.Name)),
 		component:   components(reg, cfg.Pipeline.Name),
 		schemas:     &fields.Schemas{},
+		releaseIdle: debug.FreeOSMemory,
 	}
 	p.commits = newCommitter(p)
 	var describeEvery, describeTimeout time.Duration

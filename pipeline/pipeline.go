@@ -132,6 +132,11 @@ type Pipeline struct {
 	state    atomic.Value // string: the base state (starting, running, draining, stopped)
 	assigned atomic.Bool  // an assignment was received from the group
 	lagw     lagWatch     // the lag watcher (lag.go)
+	ctl      ctlWake      // wakes the controller from its idle period (controller.go)
+	// releaseIdle returns the memory the heap no longer uses to the
+	// operating system once nothing has been in flight for
+	// releaseIdleAfter (controller.go); debug.FreeOSMemory.
+	releaseIdle func()
 
 	prog progress // the progress counters Stats reports
 
@@ -653,29 +658,6 @@ func (p *Pipeline) closeClients() {
 func (p *Pipeline) closeSinks() {
 	for _, s := range p.sinks {
 		s.closeClients()
-	}
-}
-
-// controller checks the byte budget and pauses or resumes the source.
-func (p *Pipeline) controller(ctx context.Context) {
-	t := p.timing().NewTicker(20 * time.Millisecond)
-	defer t.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-		case <-t.C():
-		}
-		p.yield(hookControllerWoken, nil)
-		// Its end first, whichever case select picked: a tick that is
-		// due as the controller stops is not acted on.
-		if ctx.Err() != nil {
-			return
-		}
-		now := p.clock()
-		p.checkBudget(now)
-		if p.eo() {
-			p.eoFlushLingered(now)
-		}
 	}
 }
 

@@ -122,6 +122,16 @@ func (p *chunkPool) get(schema *chunk.Schema) *chunk.Chunk {
 	return nil
 }
 
+// clear drops every free chunk: an idle member holds no column capacity
+// for a load that has gone (the chunks of a drain over many partitions
+// add up to tens of megabytes).
+func (p *chunkPool) clear() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	clear(p.free)
+	p.free = p.free[:0:0]
+}
+
 func (p *chunkPool) put(c *chunk.Chunk) {
 	p.mu.Lock()
 	defer p.mu.Unlock()

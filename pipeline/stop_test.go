@@ -111,7 +111,7 @@ func TestExactlyOnceRegisterEndsOnHalt(t *testing.T) {
 	// A new partition's blocks are read first; with the broker down that
 	// fails and the pipeline stops: give the lane by hand instead.
 	p.mu.Lock()
-	l := newLane(tp, p.tracker.Assign(tp), p.m.lag.WithLabelValues(tp.Topic, "0"), &p.settle)
+	l := newLane(tp, p.tracker.Assign(tp), new(fetchLag), &p.settle)
 	p.lanes[tp] = l
 	p.mu.Unlock()
 	p.pause.assign(l)

@@ -42,12 +42,18 @@ func (p *Pipeline) watchdog(ctx context.Context) {
 
 func (p *Pipeline) checkStalls(now time.Time) {
 	limit := p.cfg.Checkpoint.StalledFailAfter.D()
+	// The slice is the watchdog's own, kept between ticks: an idle
+	// member allocates nothing per tick.
 	p.mu.RLock()
-	lanes := make([]*lane, 0, len(p.lanes))
+	lanes := p.health.lanes[:0]
 	for _, l := range p.lanes {
 		lanes = append(lanes, l)
 	}
 	p.mu.RUnlock()
+	defer func() {
+		clear(lanes)
+		p.health.lanes = lanes[:0]
+	}()
 	var worst time.Duration
 	var stalled []Stalled
 	for _, l := range lanes {
@@ -100,6 +106,8 @@ func stallString(s []Stalled) string {
 
 // health is what the watchdog and the readiness check found last.
 type health struct {
+	lanes []*lane // checkStalls' copy of the lanes, reused (the watchdog's only)
+
 	mu      sync.Mutex
 	stalled []Stalled // the partitions the watchdog found stalled
 

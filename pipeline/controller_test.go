@@ -1,0 +1,164 @@
+package pipeline
+
+import (
+	"context"
+	"sync/atomic"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/etl-project/etl/backpressure"
+	"github.com/etl-project/etl/chunk"
+)
+
+// controllerUnder runs the controller of a pipeline with only a budget, in
+// a synctest bubble, and counts its wakes.
+func controllerUnder(t *testing.T, f func(t *testing.T, p *Pipeline, wakes, released *atomic.Int64)) {
+	synctest.Test(t, func(t *testing.T) {
+		b, err := backpressure.New(backpressure.Options{Bytes: 1000, HighRatio: 0.8, LowRatio: 0.5})
+		if err != nil {
+			t.Fatal(err)
+		}
+		var wakes, released atomic.Int64
+		p := &Pipeline{budget: b, releaseIdle: func() { released.Add(1) }}
+		p.hook = func(at hookPoint, _ *lane) {
+			if at == hookControllerWoken {
+				wakes.Add(1)
+			}
+		}
+		ctx, cancel := context.WithCancel(t.Context())
+		stop := make(chan struct{})
+		go func() {
+			defer close(stop)
+			p.controller(ctx)
+		}()
+		f(t, p, &wakes, &released)
+		cancel()
+		<-stop
+	})
+}
+
+// TestControllerIdleWakesOncePerSecond: with nothing in flight the
+// controller wakes once a second, not every controllerTick; with bytes in
+// flight every controllerTick.
+func TestControllerIdleWakesOncePerSecond(t *testing.T) {
+	controllerUnder(t, func(t *testing.T, p *Pipeline, wakes, _ *atomic.Int64) {
+		time.Sleep(10*time.Second + time.Millisecond)
+		synctest.Wait()
+		if n := wakes.Load(); n < 10 || n > 11 {
+			t.Fatalf("idle for 10 s: %d wakes, want 10 or 11", n)
+		}
+		p.budget.Add(100)
+		p.wakeController()
+		synctest.Wait()
+		n0 := wakes.Load()
+		time.Sleep(time.Second)
+		synctest.Wait()
+		if n := wakes.Load() - n0; n < 45 {
+			t.Fatalf("busy for 1 s: %d wakes, want about %d", n, time.Second/controllerTick)
+		}
+	})
+}
+
+// TestControllerWokenByFetch: bytes handed over while the controller is
+// idle wake it at once, not at the end of its idle period.
+func TestControllerWokenByFetch(t *testing.T) {
+	controllerUnder(t, func(t *testing.T, p *Pipeline, wakes, _ *atomic.Int64) {
+		// The wakes fall at controllerTick plus whole seconds.
+		time.Sleep(2*time.Second + 2*controllerTick)
+		synctest.Wait()
+		n0 := wakes.Load()
+		time.Sleep(100 * time.Millisecond) // well inside the idle period
+		synctest.Wait()
+		if n := wakes.Load(); n != n0 {
+			t.Fatalf("idle: woke %d times within 100 ms", n-n0)
+		}
+		p.budget.Add(100)
+		p.wakeController()
+		synctest.Wait()
+		if n := wakes.Load(); n != n0+1 {
+			t.Fatalf("bytes added: %d wakes, want 1 at once", n-n0)
+		}
+		// Nothing in flight again: back to the idle period after one more
+		// short tick at most.
+		p.budget.Release(100)
+		time.Sleep(controllerTick)
+		synctest.Wait()
+		n1 := wakes.Load()
+		time.Sleep(900 * time.Millisecond)
+		synctest.Wait()
+		if n := wakes.Load(); n != n1 {
+			t.Fatalf("idle again: woke %d times within 900 ms", n-n1)
+		}
+	})
+}
+
+// TestControllerReleasesMemoryOncePerIdlePeriod: the free chunks are
+// dropped and releaseIdle runs once nothing has been in flight for
+// releaseIdleAfter, once per idle period.
+func TestControllerReleasesMemoryOncePerIdlePeriod(t *testing.T) {
+	controllerUnder(t, func(t *testing.T, p *Pipeline, _, released *atomic.Int64) {
+		c, err := chunk.New(&chunk.Schema{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		p.chunks.put(c)
+		time.Sleep(releaseIdleAfter - time.Second)
+		synctest.Wait()
+		if n := released.Load(); n != 0 {
+			t.Fatalf("idle for less than releaseIdleAfter: released %d times", n)
+		}
+		if len(p.chunks.free) != 1 {
+			t.Fatalf("idle for less than releaseIdleAfter: %d free chunks, want 1", len(p.chunks.free))
+		}
+		time.Sleep(3 * releaseIdleAfter)
+		synctest.Wait()
+		if n := released.Load(); n != 1 {
+			t.Fatalf("idle for 4 periods: released %d times, want 1", n)
+		}
+		if len(p.chunks.free) != 0 {
+			t.Fatalf("after releaseIdleAfter: %d free chunks, want none", len(p.chunks.free))
+		}
+		// Bytes in flight end the idle period; the next one releases again.
+		p.budget.Add(100)
+		p.wakeController()
+		time.Sleep(5 * controllerTick)
+		synctest.Wait()
+		p.budget.Release(100)
+		time.Sleep(releaseIdleAfter / 2)
+		synctest.Wait()
+		if n := released.Load(); n != 1 {
+			t.Fatalf("half an idle period after work: released %d times, want 1", n)
+		}
+		time.Sleep(releaseIdleAfter)
+		synctest.Wait()
+		if n := released.Load(); n != 2 {
+			t.Fatalf("second idle period: released %d times, want 2", n)
+		}
+	})
+}
+
+// TestReleaseMemoryDropsEmptyRecordBuffers: releaseMemory lets go of the
+// record buffer of a lane with no record and keeps a lane's records.
+func TestReleaseMemoryDropsEmptyRecordBuffers(t *testing.T) {
+	p, _ := newBarePipeline(t, &nopSource{}, 1024)
+	empty := newLane(TopicPartition{Topic: "t", Partition: 0}, 1, prometheus.NewGauge(prometheus.GaugeOpts{Name: "x"}), &p.settle)
+	full := newLane(TopicPartition{Topic: "t", Partition: 1}, 1, prometheus.NewGauge(prometheus.GaugeOpts{Name: "x"}), &p.settle)
+	p.lanes[empty.tp], p.lanes[full.tp] = empty, full
+	empty.push([]*kgo.Record{{Offset: 0, Value: []byte("a")}})
+	empty.advance(1, recordBytes(&kgo.Record{Offset: 0, Value: []byte("a")}))
+	full.push([]*kgo.Record{{Offset: 0, Value: []byte("a")}, {Offset: 1, Value: []byte("b")}})
+	if cap(empty.recs) == 0 {
+		t.Fatal("the emptied lane has no buffer to drop")
+	}
+	p.releaseMemory()
+	if empty.recs != nil {
+		t.Fatalf("emptied lane: buffer of capacity %d kept", cap(empty.recs))
+	}
+	if recs, ok := full.pending(10); !ok || len(recs) != 2 {
+		t.Fatalf("lane with records: %d pending (ok %v), want 2", len(recs), ok)
+	}
+}
