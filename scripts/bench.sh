@@ -140,7 +140,7 @@ fi
 # 127.0.0.1:29090). In the steady state etl reads ahead of ClickHouse, so
 # its CPU is divided by the rows it decoded in the same time, not by the
 # rows that arrived in ClickHouse.
-decoded() { curl -sf --max-time 1 "http://${METRICS_ADDR:-127.0.0.1:29090}/metrics" | awk '/^etl_decode_rows_total[ {]/ { printf "%d", $NF }'; }
+decoded() { { curl -sf --max-time 1 "http://${METRICS_ADDR:-127.0.0.1:29090}/metrics" || true; } | awk '/^etl_decode_rows_total[ {]/ { printf "%d", $NF }'; }
 # CPU seconds a process has used so far (utime + stime).
 cpu_of() { awk -v hz="$(getconf CLK_TCK)" '{ printf "%.2f", ($14 + $15) / hz }' "/proc/$1/stat" 2>/dev/null || echo 0; }
 # Minor page faults a process has taken so far: each first touch of a page
