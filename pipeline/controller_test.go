@@ -111,16 +111,16 @@ func TestControllerReleasesMemoryOncePerIdlePeriod(t *testing.T) {
 		if n := released.Load(); n != 0 {
 			t.Fatalf("idle for less than releaseIdleAfter: released %d times", n)
 		}
-		if len(p.chunks.free) != 1 {
-			t.Fatalf("idle for less than releaseIdleAfter: %d free chunks, want 1", len(p.chunks.free))
+		if p.chunks.len() != 1 {
+			t.Fatalf("idle for less than releaseIdleAfter: %d free chunks, want 1", p.chunks.len())
 		}
 		time.Sleep(3 * releaseIdleAfter)
 		synctest.Wait()
 		if n := released.Load(); n != 1 {
 			t.Fatalf("idle for 4 periods: released %d times, want 1", n)
 		}
-		if len(p.chunks.free) != 0 {
-			t.Fatalf("after releaseIdleAfter: %d free chunks, want none", len(p.chunks.free))
+		if p.chunks.len() != 0 {
+			t.Fatalf("after releaseIdleAfter: %d free chunks, want none", p.chunks.len())
 		}
 		// Bytes in flight end the idle period; the next one releases again.
 		p.budget.Add(100)

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"testing/synctest"
@@ -249,11 +250,21 @@ func TestLagBaseAtLogStart(t *testing.T) {
 type countingLister struct {
 	listerSource
 	listings atomic.Int64
+	mu       sync.Mutex // guards listerSource.ends, which the test changes while the watcher lists
 }
 
 func (s *countingLister) ListEnds(ctx context.Context, topics []string) (map[string]map[int32]kafka.Listed, error) {
 	s.listings.Add(1)
+	s.mu.Lock()
+	defer s.mu.Unlock()
 	return s.listerSource.ListEnds(ctx, topics)
+}
+
+// setEnds replaces the ends the next listings return.
+func (s *countingLister) setEnds(ends map[string]map[int32]kafka.Listed) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.ends = ends
 }
 
 // TestLagListingWhileIdle: an idle member whose ends do not move lists
@@ -304,13 +315,13 @@ func TestLagListingWhileIdle(t *testing.T) {
 		// An end that moves keeps the listing at every lagEvery while
 		// it moves, and the lag follows it.
 		listingsIn(lagIdleEvery) // idle again after the last listing
-		src.ends = map[string]map[int32]kafka.Listed{"events": {0: {Offset: 130}}}
+		src.setEnds(map[string]map[int32]kafka.Listed{"events": {0: {Offset: 130}}})
 		time.Sleep(lagIdleEvery)
 		synctest.Wait()
 		if n, why := p.lagNow(); why != "" || n != 10 {
 			t.Fatalf("after %s: lag %d (unknown: %q), want 10", lagIdleEvery, n, why)
 		}
-		src.ends = map[string]map[int32]kafka.Listed{"events": {0: {Offset: 140}}}
+		src.setEnds(map[string]map[int32]kafka.Listed{"events": {0: {Offset: 140}}})
 		time.Sleep(every)
 		synctest.Wait()
 		if n, why := p.lagNow(); why != "" || n != 20 {

@@ -132,6 +132,13 @@ func (p *chunkPool) clear() {
 	p.free = p.free[:0:0]
 }
 
+// len is the number of free chunks.
+func (p *chunkPool) len() int {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return len(p.free)
+}
+
 func (p *chunkPool) put(c *chunk.Chunk) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
