@@ -90,25 +90,7 @@ func benchCDC(b *testing.B, wrapper string) {
 		events[i] = benchCDCEvent(i, wrapper == config.WrapperAuto)
 		size += len(events[i])
 	}
-	stage := mkChunk(b, env.Stage())
-	out := mkChunk(b, outs[0].Schema)
-	em := &fixedEmitter{c: out}
-	b.SetBytes(int64(size / len(events)))
-	b.ReportAllocs()
-	b.ResetTimer()
-	for n := 0; n < b.N; n++ {
-		if n%benchCDCEvents == 0 {
-			out.Reset()
-		}
-		stage.Reset()
-		if _, err := dec.Decode(events[n%benchCDCEvents], stage); err != nil {
-			b.Fatal(err)
-		}
-		chain.SetOffset(int64(n))
-		if _, err := chain.Run(stage, 0, em); err != nil {
-			b.Fatal(err)
-		}
-	}
+	runCDCBench(b, dec, chain, env, outs[0], events, size)
 }
 
 // BenchmarkCDCPlainJSON: the plain JSON path's cost for the same rows: the
@@ -177,25 +159,7 @@ func benchCDCAvro(b *testing.B) {
 		events[i] = benchAvroEvent(b, sc, i)
 		size += len(events[i])
 	}
-	stage := mkChunk(b, env.Stage())
-	out := mkChunk(b, outs[0].Schema)
-	em := &fixedEmitter{c: out}
-	b.SetBytes(int64(size / len(events)))
-	b.ReportAllocs()
-	b.ResetTimer()
-	for n := 0; n < b.N; n++ {
-		if n%benchCDCEvents == 0 {
-			out.Reset()
-		}
-		stage.Reset()
-		if _, err := dec.Decode(events[n%benchCDCEvents], stage); err != nil {
-			b.Fatal(err)
-		}
-		chain.SetOffset(int64(n))
-		if _, err := chain.Run(stage, 0, em); err != nil {
-			b.Fatal(err)
-		}
-	}
+	runCDCBench(b, dec, chain, env, outs[0], events, size)
 }
 
 // benchAvroRow is benchRowJSON's row i as the Avro Value record.
@@ -253,6 +217,33 @@ func BenchmarkCDCPlainAvro(b *testing.B) {
 			out.Reset()
 		}
 		if _, err := dec.Decode(recs[n%benchCDCEvents], out); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+// runCDCBench times events decoded by dec into env's staging chunk and run
+// through chain into out's columns, one event per iteration; size is the
+// events' bytes.
+func runCDCBench(b *testing.B, dec interface {
+	Decode([]byte, *chunk.Chunk) (int, error)
+}, chain *Chain, env *Envelope, out Output, events [][]byte, size int) {
+	stage := mkChunk(b, env.Stage())
+	c := mkChunk(b, out.Schema)
+	em := &fixedEmitter{c: c}
+	b.SetBytes(int64(size / len(events)))
+	b.ReportAllocs()
+	b.ResetTimer()
+	for n := 0; n < b.N; n++ {
+		if n%benchCDCEvents == 0 {
+			c.Reset()
+		}
+		stage.Reset()
+		if _, err := dec.Decode(events[n%benchCDCEvents], stage); err != nil {
+			b.Fatal(err)
+		}
+		chain.SetOffset(int64(n))
+		if _, err := chain.Run(stage, 0, em); err != nil {
 			b.Fatal(err)
 		}
 	}
