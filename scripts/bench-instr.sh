@@ -17,7 +17,8 @@
 # N rather than reading it as exact. The garbage collector is off
 # (GOGC=off), since a collection running inside FUNCTION would add its
 # own instructions (it doubled some counts), and so is asynchronous
-# preemption, whose signals callgrind does not survive. Needs valgrind
+# preemption, whose signals callgrind does not survive, and the RDTSCP
+# instruction, which valgrind does not know (cpu.rdtscp=off). Needs valgrind
 # (Debian's valgrind).
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -25,13 +26,13 @@ pkg=${1:?package} bench=${2:?benchmark} fn=${3:?function} n=${4:-100000}
 command -v valgrind >/dev/null || { echo "bench-instr.sh: valgrind is not installed" >&2; exit 1; }
 dir=$(mktemp -d /tmp/etl-instr.XXXXXX)
 go test -c -o "$dir/test" "$pkg"
-GOGC=off GODEBUG=asyncpreemptoff=1 valgrind --tool=callgrind --callgrind-out-file="$dir/callgrind.out" \
+GOGC=off GODEBUG=asyncpreemptoff=1,cpu.rdtscp=off valgrind --tool=callgrind --callgrind-out-file="$dir/callgrind.out" \
 	--toggle-collect="$fn" "$dir/test" -test.run '^$' -test.bench "$bench" -test.benchtime "${n}x" >"$dir/log" 2>&1
 total=$(awk '/Collected/ {print $4}' "$dir/log")
 if [[ -z "$total" ]]; then
 	echo "bench-instr.sh: callgrind collected nothing; see $dir/log" >&2
 	exit 1
 fi
-awk -v t="$total" -v n="$n" 'BEGIN { printf "instructions: %d, %.0f per iteration of %d\n", t, t / n, n }'
+awk -v t="$total" -v n="$n" 'BEGIN { printf "instructions: %.0f, %.0f per iteration of %d\n", t, t / n, n }'
 callgrind_annotate --inclusive=no "$dir/callgrind.out" 2>/dev/null | awk '/file:function/ {go = 1; next} go && /^ *[0-9]/' | head -12
 rm -rf "$dir"

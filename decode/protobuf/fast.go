@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"encoding/binary"
 	"slices"
+	"unicode/utf8"
 
 	"google.golang.org/protobuf/encoding/protowire"
 	"google.golang.org/protobuf/reflect/protoreflect"
@@ -76,8 +77,18 @@ func fastOK(r *rec) bool {
 		}
 	}
 	slices.SortFunc(r.seq, func(a, b *fieldPlan) int { return cmp.Compare(a.num, b.num) })
+	for _, f := range r.seq {
+		f.tag = uint64(f.num)<<3 | uint64(f.wt)
+		f.check = f.utf8
+	}
+	r.seq = append(r.seq, &endOfSeq)
 	return true
 }
+
+// endOfSeq ends every rec's seq: its number is past every field's, and
+// its tag one no field's can be (a wire tag with it is out of range: the
+// fast path gives the record to the slow path, which refuses it).
+var endOfSeq = fieldPlan{num: protowire.MaxValidNumber + 1, tag: uint64(protowire.MaxValidNumber+1) << 3, op: fastEnd}
 
 // fastOp is how the fast path appends one occurrence of a field of one
 // emit: the common conversions inline, the others through the field's
@@ -94,6 +105,7 @@ const (
 	fastElemString               // a repeated string or bytes into Array(String)
 	fastDateTime                 // a Timestamp into DateTime (appendDateTime, else set1)
 	fastNested                   // a repeated message into a Nested structure
+	fastEnd                      // endOfSeq's: the record goes to the slow path
 )
 
 // fastOf returns the fastOp (fastString, fastNullString, fastInt64,
@@ -135,21 +147,61 @@ func (b *builder) fastOf(fd protoreflect.FieldDescriptor, t *chunk.Type) (fastOp
 // appends nothing and returns false, and the Timestamp's setter reads it
 // (other layouts) or refuses it.
 func appendDateTime(dt *chunk.DateTimes, b []byte, col chunk.Column) bool {
+	// Inline, the layout of the times of these centuries: seconds of five
+	// bytes (1978 to 3058, all in range), then nanos, if not zero, to the
+	// message's end.
+	if len(b) >= 6 && b[0] == 0x08 {
+		if sec, ok := varintIn(b[1:6]); ok {
+			if len(b) == 6 {
+				return dt.AppendSeconds(col, int64(sec)) == nil
+			}
+			if ns, ok := varintIn(b[7:]); ok && b[6] == 0x10 && ns < nanosPerSecond {
+				return dt.AppendSeconds(col, int64(sec)) == nil
+			}
+		}
+	}
+	return appendDateTimeAny(dt, b, col)
+}
+
+// varintIn reads b as one varint of at most 5 bytes, all of them,
+// unrolled by length: no branch per byte.
+func varintIn(b []byte) (uint64, bool) {
+	switch len(b) {
+	case 5:
+		if b[0]&b[1]&b[2]&b[3] >= 0x80 && b[4] < 0x80 {
+			return uint64(b[0]&0x7f) | uint64(b[1]&0x7f)<<7 | uint64(b[2]&0x7f)<<14 | uint64(b[3]&0x7f)<<21 | uint64(b[4])<<28, true
+		}
+	case 4:
+		if b[0]&b[1]&b[2] >= 0x80 && b[3] < 0x80 {
+			return uint64(b[0]&0x7f) | uint64(b[1]&0x7f)<<7 | uint64(b[2]&0x7f)<<14 | uint64(b[3])<<21, true
+		}
+	case 3:
+		if b[0]&b[1] >= 0x80 && b[2] < 0x80 {
+			return uint64(b[0]&0x7f) | uint64(b[1]&0x7f)<<7 | uint64(b[2])<<14, true
+		}
+	case 2:
+		if b[0] >= 0x80 && b[1] < 0x80 {
+			return uint64(b[0]&0x7f) | uint64(b[1])<<7, true
+		}
+	case 1:
+		return uint64(b[0]), b[0] < 0x80
+	}
+	return 0, false
+}
+
+// appendDateTimeAny is appendDateTime for any layout.
+func appendDateTimeAny(dt *chunk.DateTimes, b []byte, col chunk.Column) bool {
 	var sec, ns uint64
 	i := 0
-	if i < len(b) && b[i] == 0x08 { // seconds, a varint
-		x, n := protowire.ConsumeVarint(b[i+1:])
-		if n < 0 {
+	if len(b) > 0 && b[0] == 0x08 { // seconds, a varint
+		if sec, i = uvarintLong(b, 1); i < 0 {
 			return false
 		}
-		sec, i = x, i+1+n
 	}
 	if i < len(b) && b[i] == 0x10 { // nanos, a varint
-		x, n := protowire.ConsumeVarint(b[i+1:])
-		if n < 0 {
+		if ns, i = uvarintLong(b, i+1); i < 0 {
 			return false
 		}
-		ns, i = x, i+1+n
 	}
 	s, nanos := int64(sec), int64(int32(ns))
 	if i != len(b) || s < minTimestamp || s > maxTimestamp || nanos < 0 || nanos >= nanosPerSecond {
@@ -236,9 +288,11 @@ func readField(b []byte, i, base int) (num protowire.Number, v val, next int, ok
 // repeated field whose occurrences were being read, ended), and a tag of
 // a field the plan lacks is skipped. Anything else (a field of the plan
 // out of order or repeated, a wire type not the field's, a malformed
-// byte) goes to the slow path.
+// byte) goes to the slow path. The value of a field is held in u (a
+// number) or b[lo:hi] (a length-delimited value); a val is made only
+// for a setter.
 func (d *Decoder) fast(r *rec, b []byte, base int, cols []chunk.Column, c *chunk.Chunk) bool {
-	seq := r.seq
+	seq := r.seq        // ends with endOfSeq
 	k := 0              // the next field of seq the wire may hold
 	var open *fieldPlan // seq[k], a repeated field whose occurrences are being read
 	for i := 0; i < len(b); {
@@ -247,25 +301,23 @@ func (d *Decoder) fast(r *rec, b []byte, base int, cols []chunk.Column, c *chunk
 		if x := b[i]; x < 0x80 {
 			tag = uint64(x)
 			i++
-		} else {
-			x, n := protowire.ConsumeVarint(b[i:])
-			if n < 0 {
-				return false
-			}
-			tag = x
-			i += n
+		} else if tag, i = uvarintLong(b, i); i < 0 {
+			return false
 		}
-		if k == len(seq) || uint64(seq[k].num) != tag>>3 {
-			for k < len(seq) && uint64(seq[k].num) < tag>>3 {
-				if f := seq[k]; f.op == fastElemString {
+		f := seq[k]
+		wt := protowire.Type(tag & 7)
+		if tag != f.tag {
+			for uint64(f.num) < tag>>3 && k < len(seq)-1 {
+				if f.op == fastElemString {
 					cols[f.col1].(*chunk.Array).EndRow() // its row ends, empty or not
 				} else if !d.pass(r, f, open, cols, c) {
 					return false
 				}
 				open = nil
 				k++
+				f = seq[k]
 			}
-			if k == len(seq) || uint64(seq[k].num) != tag>>3 {
+			if uint64(f.num) != tag>>3 {
 				// A field the plan lacks is skipped; one it has is out
 				// of order or repeated.
 				num, _, next, ok := readField(b, start, base)
@@ -275,59 +327,51 @@ func (d *Decoder) fast(r *rec, b []byte, base int, cols []chunk.Column, c *chunk
 				i = next
 				continue
 			}
+			if tag != f.tag && !(f.packed && wt == protowire.BytesType) {
+				return false
+			}
 		}
-		f := seq[k]
-		v := val{wt: protowire.Type(tag & 7), off: base + i}
-		if v.wt != f.wt && !(f.packed && v.wt == protowire.BytesType) {
-			return false
-		}
-		switch v.wt {
+		var u uint64
+		lo, hi := i, i
+		switch wt {
 		case protowire.VarintType:
 			if i < len(b) && b[i] < 0x80 {
-				v.u = uint64(b[i])
+				u = uint64(b[i])
 				i++
 				break
 			}
-			x, n := protowire.ConsumeVarint(b[i:])
-			if n < 0 {
+			if u, i = uvarintLong(b, i); i < 0 {
 				return false
 			}
-			v.u = x
-			i += n
 		case protowire.BytesType:
 			var n uint64
 			if i < len(b) && b[i] < 0x80 {
 				n = uint64(b[i])
 				i++
-			} else {
-				x, m := protowire.ConsumeVarint(b[i:])
-				if m < 0 {
-					return false
-				}
-				n = x
-				i += m
+			} else if n, i = uvarintLong(b, i); i < 0 {
+				return false
 			}
 			if n > uint64(len(b)-i) {
 				return false
 			}
-			v.b, v.off = b[i:i+int(n)], base+i
-			i += int(n)
+			lo, hi = i, i+int(n)
+			i = hi
 			// The UTF-8 check, its most common case inline: 4 to 8
 			// ASCII bytes.
-			if f.utf8 && (uint(n-4) > 4 || (binary.LittleEndian.Uint32(v.b)|binary.LittleEndian.Uint32(v.b[n-4:]))&0x80808080 != 0) && !validUTF8(v.b) {
+			if f.check && (uint(n-4) > 4 || (binary.LittleEndian.Uint32(b[lo:])|binary.LittleEndian.Uint32(b[hi-4:]))&0x80808080 != 0) && !validUTF8(b[lo:hi]) {
 				return false
 			}
 		case protowire.Fixed32Type:
 			if len(b)-i < 4 {
 				return false
 			}
-			v.u = uint64(binary.LittleEndian.Uint32(b[i:]))
+			u = uint64(binary.LittleEndian.Uint32(b[i:]))
 			i += 4
 		case protowire.Fixed64Type:
 			if len(b)-i < 8 {
 				return false
 			}
-			v.u = binary.LittleEndian.Uint64(b[i:])
+			u = binary.LittleEndian.Uint64(b[i:])
 			i += 8
 		default:
 			return false
@@ -340,70 +384,79 @@ func (d *Decoder) fast(r *rec, b []byte, base int, cols []chunk.Column, c *chunk
 		switch f.op {
 		// A field of one emit: most fields.
 		case fastString:
-			chunk.AppendString(cols[f.col1], v.b)
+			chunk.AppendString(cols[f.col1], b[lo:hi])
 			continue
 		case fastNullString:
 			n := cols[f.col1].(*chunk.Nullable)
-			chunk.AppendString(n.Inner, v.b)
+			chunk.AppendString(n.Inner, b[lo:hi])
 			n.MarkValue()
 			continue
 		case fastInt64:
-			cols[f.col1].(*chunk.Fixed[int64]).Append(int64(v.u))
+			cols[f.col1].(*chunk.Fixed[int64]).Append(int64(u))
 			continue
 		case fastElemString:
-			chunk.AppendString(cols[f.col1].(*chunk.Array).Inner, v.b)
+			chunk.AppendString(cols[f.col1].(*chunk.Array).Inner, b[lo:hi])
 			continue
 		case fastDateTime:
-			if !appendDateTime(f.dt, v.b, cols[f.col1]) && f.set1(d, v, cols[f.col1]) != nil {
+			if !appendDateTime(f.dt, b[lo:hi], cols[f.col1]) && f.set1(d, val{b: b[lo:hi], off: base + lo, wt: wt}, cols[f.col1]) != nil {
 				return false
 			}
 			continue
 		case fastNested:
-			if !d.element(f.nest, v.b, v.off, c) {
+			if !d.element(f.nest, b[lo:hi], base+lo, c) {
 				return false
 			}
 			continue
 		case fastSet:
-			if f.set1(d, v, cols[f.col1]) != nil {
+			if f.set1(d, val{u: u, b: b[lo:hi], off: base + lo, wt: wt}, cols[f.col1]) != nil {
 				return false
 			}
 			continue
+		case fastEnd:
+			return false
 		}
-		for _, ei := range f.emits {
-			em := &r.emits[ei]
-			switch {
-			case em.set != nil:
-				if em.set(d, v, cols[em.col]) != nil {
-					return false
-				}
-			case em.one != nil:
-				if em.one(d, v, cols[em.col]) != nil {
-					return false
-				}
-			case em.elem != nil:
-				inner := cols[em.col].(*chunk.Array).Inner
-				if v.wt == protowire.BytesType && em.ewt != protowire.BytesType {
-					run := v // a copy: v itself stays out of memory
-					if d.packed(&run, em.ewt, em.elem, inner) != nil {
-						return false
-					}
-				} else if em.elem(d, v, inner) != nil {
-					return false
-				}
-			default:
-				if !d.element(em.nested, v.b, v.off, c) {
-					return false
-				}
-			}
+		if !d.emitsFast(r, f, val{u: u, b: b[lo:hi], off: base + lo, wt: wt}, cols, c) {
+			return false
 		}
 	}
-	for ; k < len(seq); k++ {
+	for ; k < len(seq)-1; k++ {
 		if f := seq[k]; f.op == fastElemString {
 			cols[f.col1].(*chunk.Array).EndRow()
 		} else if !d.pass(r, f, open, cols, c) {
 			return false
 		}
 		open = nil
+	}
+	return true
+}
+
+// emitsFast appends occurrence v of field f through each of its emits.
+func (d *Decoder) emitsFast(r *rec, f *fieldPlan, v val, cols []chunk.Column, c *chunk.Chunk) bool {
+	for _, ei := range f.emits {
+		em := &r.emits[ei]
+		switch {
+		case em.set != nil:
+			if em.set(d, v, cols[em.col]) != nil {
+				return false
+			}
+		case em.one != nil:
+			if em.one(d, v, cols[em.col]) != nil {
+				return false
+			}
+		case em.elem != nil:
+			inner := cols[em.col].(*chunk.Array).Inner
+			if v.wt == protowire.BytesType && em.ewt != protowire.BytesType {
+				if d.packed(&v, em.ewt, em.elem, inner) != nil {
+					return false
+				}
+			} else if em.elem(d, v, inner) != nil {
+				return false
+			}
+		default:
+			if !d.element(em.nested, v.b, v.off, c) {
+				return false
+			}
+		}
 	}
 	return true
 }
@@ -496,4 +549,100 @@ func (d *Decoder) element(n *nestedEmit, b []byte, off int, c *chunk.Chunk) bool
 		d.inner[ci].AppendDefault()
 	}
 	return true
+}
+
+// utf8Col is a String column the fast path appends a UTF-8 field's
+// strings to unchecked: the strings a record added are checked at its
+// end, all at once (Decoder.checkUTF8).
+type utf8Col struct {
+	col    int    // the chunk's column
+	nested bool   // col is an Array of a Nested group: the element's column is its inner one
+	op     fastOp // fastString, fastNullString or fastElemString: where the Strings are
+}
+
+// bulkUTF8 lists the String columns of r's fields (and of the fields of
+// the elements of its Nested groups) that the fast path appends UTF-8
+// strings to, and clears their fields' check: a record's strings are
+// checked at once at its end, which costs less than a check per string.
+func bulkUTF8(r *rec) []utf8Col {
+	if !r.fastOK {
+		return nil
+	}
+	var out []utf8Col
+	add := func(f *fieldPlan, nested bool) {
+		if f.utf8 && (f.op == fastString || f.op == fastNullString || f.op == fastElemString) {
+			out = append(out, utf8Col{col: f.col1, nested: nested, op: f.op})
+			f.check = false
+		}
+	}
+	for i := range r.msg.fields {
+		add(&r.msg.fields[i], false)
+	}
+	for ei := range r.emits {
+		if n := r.emits[ei].nested; n != nil && n.elem.fastOK {
+			for i := range n.elem.msg.fields {
+				add(&n.elem.msg.fields[i], true)
+			}
+		}
+	}
+	return out
+}
+
+// stringsOf returns the Strings of c that u's strings are appended to.
+func (u *utf8Col) stringsOf(c *chunk.Chunk) *chunk.Strings {
+	col := c.Cols[u.col]
+	if u.nested {
+		col = col.(*chunk.Array).Inner
+	}
+	switch u.op {
+	case fastNullString:
+		col = col.(*chunk.Nullable).Inner
+	case fastElemString:
+		col = col.(*chunk.Array).Inner
+	}
+	return col.(*chunk.Strings)
+}
+
+// markUTF8 notes where the strings of the record about to be decoded
+// into c start in each of d.utf8's columns.
+func (d *Decoder) markUTF8(c *chunk.Chunk) {
+	for j := range d.utf8 {
+		s := d.utf8[j].stringsOf(c)
+		d.marks[2*j], d.marks[2*j+1] = len(s.Buf), len(s.Ends)
+	}
+}
+
+// checkUTF8 reports whether every string the record added to d.utf8's
+// columns since markUTF8 is valid UTF-8: their bytes at once when they
+// are ASCII (as most are), else each string alone (two strings can
+// make a valid sequence that neither is).
+func (d *Decoder) checkUTF8(c *chunk.Chunk) bool {
+	for j := range d.utf8 {
+		s := d.utf8[j].stringsOf(c)
+		start := d.marks[2*j]
+		if ascii(s.Buf[start:]) {
+			continue
+		}
+		for _, end := range s.Ends[d.marks[2*j+1]:] {
+			if !utf8.Valid(s.Buf[start:end]) {
+				return false
+			}
+			start = end
+		}
+	}
+	return true
+}
+
+// ascii reports whether b has no byte with its high bit set, 16 bytes
+// at a time.
+func ascii(b []byte) bool {
+	var or uint64
+	for len(b) >= 16 {
+		or |= binary.LittleEndian.Uint64(b) | binary.LittleEndian.Uint64(b[8:])
+		b = b[16:]
+	}
+	for _, c := range b {
+		or |= uint64(c)
+	}
+	return or&0x8080808080808080 == 0
 }

@@ -65,6 +65,12 @@ type Decoder struct {
 	groups  []decode.NestedGroup // Nested structures whose arrays must have equal lengths
 	max     int
 
+	// utf8 are the columns whose UTF-8 the fast path checks at the end
+	// of each record (bulkUTF8); marks, two per column, where the
+	// record's strings start in each (markUTF8).
+	utf8  []utf8Col
+	marks []int
+
 	// Scratch, reused from record to record.
 	inner []chunk.Column // the element columns of Nested groups' Arrays
 	recs  uint64         // the records' count, which tells when inner is set
@@ -219,6 +225,8 @@ func New(md protoreflect.MessageDescriptor, s *chunk.Schema, o Options) (*Decode
 		b.addPath(fields[i], i)
 	}
 	d.top = b.record(md)
+	d.utf8 = bulkUTF8(d.top)
+	d.marks = make([]int, 2*len(d.utf8))
 	if len(b.errs) > 0 {
 		return nil, planError{&decode.Error{Reason: decode.ReasonSchemaMismatch, Err: fmt.Errorf("decode: protobuf message %s does not fit the table:\n%w", md.FullName(), errors.Join(b.errs...))}}
 	}
@@ -260,7 +268,8 @@ func (d *Decoder) Decode(payload []byte, c *chunk.Chunk) (int, error) {
 	r := d.top
 	d.recs++
 	if r.fastOK {
-		if d.fast(r, payload, 0, c.Cols, c) {
+		d.markUTF8(c)
+		if d.fast(r, payload, 0, c.Cols, c) && d.checkUTF8(c) {
 			return d.end(c, rows)
 		}
 		c.Truncate(rows)

@@ -78,6 +78,9 @@ type fieldPlan struct {
 	list   bool     // every occurrence is chained
 	sub    *msgPlan // a message whose fields are flattened into the rec
 	utf8   bool     // a string that must be valid UTF-8
+	// check: the fast path checks each occurrence's UTF-8 (a utf8
+	// field whose column is not checked whole, bulkUTF8).
+	check bool
 	// clears are the slots a oneof member's occurrence empties: the
 	// other members' and those of the messages flattened from them.
 	clears []int32
@@ -90,6 +93,7 @@ type fieldPlan struct {
 	col1  int    // the column of a field of one emit
 	dt    *chunk.DateTimes
 	nest  *nestedEmit // fastNested's
+	tag   uint64      // the field's tag with its wire type (num<<3 | wt)
 }
 
 func corruptAt(off int, format string, args ...any) *decode.Error {
@@ -449,4 +453,30 @@ func validUTF8(b []byte) bool {
 		return utf8.Valid(b)
 	}
 	return true
+}
+
+// uvarint reads the varint at b[i:]: its value and the index after it,
+// or a negative index (protowire's error code: -1 truncated, else
+// malformed). A one-byte varint is read inline; longer ones by
+// uvarintLong.
+func uvarint(b []byte, i int) (uint64, int) {
+	if uint(i) < uint(len(b)) && b[i] < 0x80 {
+		return uint64(b[i]), i + 1
+	}
+	return uvarintLong(b, i)
+}
+
+// uvarintLong reads a varint at b[i:] as uvarint, two bytes inline.
+func uvarintLong(b []byte, i int) (uint64, int) {
+	if i >= 0 && i+1 < len(b) && b[i] >= 0x80 && b[i+1] < 0x80 {
+		return uint64(b[i]&0x7f) | uint64(b[i+1])<<7, i + 2
+	}
+	if i > len(b) {
+		return 0, -1
+	}
+	x, n := protowire.ConsumeVarint(b[i:])
+	if n < 0 {
+		return 0, n
+	}
+	return x, i + n
 }
