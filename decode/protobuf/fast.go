@@ -211,19 +211,12 @@ func appendDateTimeAny(dt *chunk.DateTimes, b []byte, col chunk.Column) bool {
 }
 
 // readField reads the field at b[i:]: its number and value, and the
-// index after it; ok is false for anything malformed.
+// index after it; ok is false for anything malformed. The fast path
+// calls it for the rare field it skips.
 func readField(b []byte, i, base int) (num protowire.Number, v val, next int, ok bool) {
-	var tag uint64
-	if c := b[i]; c < 0x80 {
-		tag = uint64(c)
-		i++
-	} else {
-		x, n := protowire.ConsumeVarint(b[i:])
-		if n < 0 {
-			return 0, v, 0, false
-		}
-		tag = x
-		i += n
+	tag, i := uvarint(b, i)
+	if i < 0 {
+		return 0, v, 0, false
 	}
 	num, v.wt = protowire.Number(tag>>3), protowire.Type(tag&7)
 	if num < protowire.MinValidNumber || tag>>3 > uint64(protowire.MaxValidNumber) {
@@ -232,16 +225,10 @@ func readField(b []byte, i, base int) (num protowire.Number, v val, next int, ok
 	v.off = base + i
 	switch v.wt {
 	case protowire.VarintType:
-		if i < len(b) && b[i] < 0x80 {
-			v.u = uint64(b[i])
-			return num, v, i + 1, true
-		}
-		x, n := protowire.ConsumeVarint(b[i:])
-		if n < 0 {
+		if v.u, next = uvarint(b, i); next < 0 {
 			return 0, v, 0, false
 		}
-		v.u = x
-		return num, v, i + n, true
+		return num, v, next, true
 	case protowire.Fixed32Type:
 		if len(b)-i < 4 {
 			return 0, v, 0, false
@@ -255,19 +242,8 @@ func readField(b []byte, i, base int) (num protowire.Number, v val, next int, ok
 		v.u = binary.LittleEndian.Uint64(b[i:])
 		return num, v, i + 8, true
 	case protowire.BytesType:
-		var n uint64
-		if i < len(b) && b[i] < 0x80 {
-			n = uint64(b[i])
-			i++
-		} else {
-			x, k := protowire.ConsumeVarint(b[i:])
-			if k < 0 {
-				return 0, v, 0, false
-			}
-			n = x
-			i += k
-		}
-		if n > uint64(len(b)-i) {
+		n, i := uvarint(b, i)
+		if i < 0 || n > uint64(len(b)-i) {
 			return 0, v, 0, false
 		}
 		v.b = b[i : i+int(n)]
