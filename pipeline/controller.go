@@ -21,9 +21,14 @@ const (
 
 // releaseIdleAfter is how long nothing must have been in flight before the
 // controller drops the free chunks and hands the memory the heap no longer
-// uses back to the operating system (releaseMemory, once per idle period):
-// after a drain the free list would keep the drain's chunks, and the
-// runtime the drain's peak, resident while the member waits for records.
+// uses back to the operating system (releaseMemory), and then how often it
+// does so again while the idle period lasts: after a drain the free list
+// would keep the drain's chunks, and the runtime the drain's peak,
+// resident while the member waits for records; and an idle member still
+// allocates (each fetch request names every assigned partition, each
+// commit and lag listing too), so without the later releases its heap
+// would grow back, by what it allocates per partition, to the collector's
+// goal (twice the live heap) and stay resident there.
 const releaseIdleAfter = 10 * time.Second
 
 // ctlWake lets the poll loop wake the controller from its idle period.
@@ -63,8 +68,9 @@ func (p *Pipeline) controller(ctx context.Context) {
 	t := p.timing().NewTimer(controllerTick)
 	defer t.Stop()
 	wake := p.ctl.chanOf()
-	var idleFrom time.Time // the idle period's start (zero: not idle)
-	released := false      // releaseIdle ran in this idle period
+	// since is the idle period's start, then its last release (zero: not
+	// idle).
+	var since time.Time
 	for {
 		select {
 		case <-ctx.Done():
@@ -90,11 +96,11 @@ func (p *Pipeline) controller(ctx context.Context) {
 		switch {
 		case d == controllerTick:
 			p.ctl.idle.Store(false)
-			idleFrom, released = time.Time{}, false
-		case idleFrom.IsZero():
-			idleFrom = now
-		case !released && now.Sub(idleFrom) >= releaseIdleAfter:
-			released = true
+			since = time.Time{}
+		case since.IsZero():
+			since = now
+		case now.Sub(since) >= releaseIdleAfter:
+			since = now
 			p.releaseMemory()
 		}
 		t.Reset(d)

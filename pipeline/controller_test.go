@@ -96,10 +96,10 @@ func TestControllerWokenByFetch(t *testing.T) {
 	})
 }
 
-// TestControllerReleasesMemoryOncePerIdlePeriod: the free chunks are
-// dropped and releaseIdle runs once nothing has been in flight for
-// releaseIdleAfter, once per idle period.
-func TestControllerReleasesMemoryOncePerIdlePeriod(t *testing.T) {
+// TestControllerReleasesMemoryWhileIdle: the free chunks are dropped and
+// releaseIdle runs once nothing has been in flight for releaseIdleAfter,
+// and again every releaseIdleAfter while the idle period lasts.
+func TestControllerReleasesMemoryWhileIdle(t *testing.T) {
 	controllerUnder(t, func(t *testing.T, p *Pipeline, _, released *atomic.Int64) {
 		c, err := chunk.New(&chunk.Schema{})
 		if err != nil {
@@ -114,13 +114,19 @@ func TestControllerReleasesMemoryOncePerIdlePeriod(t *testing.T) {
 		if p.chunks.len() != 1 {
 			t.Fatalf("idle for less than releaseIdleAfter: %d free chunks, want 1", p.chunks.len())
 		}
-		time.Sleep(3 * releaseIdleAfter)
+		time.Sleep(2 * time.Second)
 		synctest.Wait()
 		if n := released.Load(); n != 1 {
-			t.Fatalf("idle for 4 periods: released %d times, want 1", n)
+			t.Fatalf("idle for releaseIdleAfter: released %d times, want 1", n)
 		}
 		if p.chunks.len() != 0 {
 			t.Fatalf("after releaseIdleAfter: %d free chunks, want none", p.chunks.len())
+		}
+		// Still idle: released again each releaseIdleAfter, not just once.
+		time.Sleep(3 * releaseIdleAfter)
+		synctest.Wait()
+		if n := released.Load(); n != 4 {
+			t.Fatalf("idle for 4 periods: released %d times, want 4", n)
 		}
 		// Bytes in flight end the idle period; the next one releases again.
 		p.budget.Add(100)
@@ -130,13 +136,13 @@ func TestControllerReleasesMemoryOncePerIdlePeriod(t *testing.T) {
 		p.budget.Release(100)
 		time.Sleep(releaseIdleAfter / 2)
 		synctest.Wait()
-		if n := released.Load(); n != 1 {
-			t.Fatalf("half an idle period after work: released %d times, want 1", n)
+		if n := released.Load(); n != 4 {
+			t.Fatalf("half an idle period after work: released %d times, want 4", n)
 		}
 		time.Sleep(releaseIdleAfter)
 		synctest.Wait()
-		if n := released.Load(); n != 2 {
-			t.Fatalf("second idle period: released %d times, want 2", n)
+		if n := released.Load(); n != 5 {
+			t.Fatalf("second idle period: released %d times, want 5", n)
 		}
 	})
 }
