@@ -12,6 +12,7 @@ import (
 
 	"github.com/etl-project/etl/backpressure"
 	"github.com/etl-project/etl/chunk"
+	"github.com/etl-project/etl/gen"
 )
 
 // controllerUnder runs the controller of a pipeline with only a budget, in
@@ -166,5 +167,65 @@ func TestReleaseMemoryDropsEmptyRecordBuffers(t *testing.T) {
 	}
 	if recs, ok := full.pending(10); !ok || len(recs) != 2 {
 		t.Fatalf("lane with records: %d pending (ok %v), want 2", len(recs), ok)
+	}
+}
+
+// TestNewChunkTakesFullShape: a chunk made new for a lane holding a
+// chunk's worth of undecoded records, once a full chunk of its schema has
+// been sealed, comes with that chunk's capacity, so that filling it grows
+// no buffer. Before any full chunk, for a lane with less to decode, and
+// after the idle release, a new chunk has none.
+func TestNewChunkTakesFullShape(t *testing.T) {
+	p, dec := newBarePipeline(t, &nopSource{}, 2048)
+	busy := &lane{recBytes: 2048}
+	trickle := &lane{recBytes: 2047}
+	fill := func(c *chunk.Chunk) {
+		for i := uint64(0); c.Measure() < p.chunkTarget; i++ {
+			n, err := dec.Decode(gen.Make(1, i).AppendJSON(nil), c)
+			if err != nil {
+				t.Fatal(err)
+			}
+			c.Rows += n
+		}
+	}
+	capacity := func(c *chunk.Chunk) (n int) {
+		for _, col := range c.Cols {
+			if s, ok := col.(*chunk.Strings); ok {
+				n += cap(s.Buf)
+			}
+		}
+		return n
+	}
+	first, err := p.newChunk(dec.target, busy)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := capacity(first); n != 0 {
+		t.Fatalf("a new chunk before any was sealed has %d bytes of string capacity", n)
+	}
+	fill(first)
+	p.seal(first)
+	next, err := p.newChunk(dec.target, busy)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if next == first {
+		t.Fatal("the sealed chunk was handed out again")
+	}
+	want := 0
+	for _, col := range first.Cols {
+		if s, ok := col.(*chunk.Strings); ok {
+			want += len(s.Buf)
+		}
+	}
+	if got := capacity(next); got < want {
+		t.Fatalf("a new chunk after a full one has %d bytes of string capacity, want at least the full one's %d", got, want)
+	}
+	if c, _ := p.newChunk(dec.target, trickle); capacity(c) != 0 {
+		t.Fatalf("a new chunk for a lane with less than a chunk to decode has %d bytes of string capacity", capacity(c))
+	}
+	p.chunks.clear()
+	if c, _ := p.newChunk(dec.target, busy); capacity(c) != 0 {
+		t.Fatalf("a new chunk after the idle release has %d bytes of string capacity", capacity(c))
 	}
 }

@@ -459,6 +459,13 @@ func (l *lane) dropRecordBuffer() {
 	l.mu.Unlock()
 }
 
+// undecoded is the budget bytes of the lane's records not yet decoded.
+func (l *lane) undecoded() int64 {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.recBytes
+}
+
 // held is the budget bytes the lane holds now: undecoded records, the
 // records of an open exactly-once block, and sealed chunks no queue took
 // yet. The caller owns the lane (or no worker does). The simulation checks

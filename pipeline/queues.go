@@ -93,6 +93,31 @@ type chunkPool struct {
 	mu   sync.Mutex
 	max  int
 	free []*chunk.Chunk
+	// shapes holds, per schema, the shape of the last full chunk sealed
+	// (chunk.Shape): a chunk made new is given its capacity at once
+	// (chunk.Reserve) rather than growing every column by doubling.
+	shapes map[*chunk.Schema][]int
+}
+
+// noteFull records the shape of c, a chunk sealed at least half full, for
+// the new chunks of its schema.
+func (p *chunkPool) noteFull(c *chunk.Chunk) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.shapes == nil {
+		p.shapes = make(map[*chunk.Schema][]int)
+	}
+	p.shapes[c.Schema] = c.Shape(p.shapes[c.Schema][:0])
+}
+
+// reserve gives c, a new chunk, the capacity of the last full chunk of
+// its schema, if one was sealed.
+func (p *chunkPool) reserve(c *chunk.Chunk) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if s, ok := p.shapes[c.Schema]; ok {
+		c.Reserve(s)
+	}
 }
 
 // freeChunks is the size of the free list for a byte budget and a chunk
@@ -130,6 +155,7 @@ func (p *chunkPool) clear() {
 	defer p.mu.Unlock()
 	clear(p.free)
 	p.free = p.free[:0:0]
+	clear(p.shapes)
 }
 
 // len is the number of free chunks.

@@ -222,7 +222,7 @@ func (e *emitter) Chunk(sink, shard int) *chunk.Chunk {
 	if c := e.l.outs[dest]; c != nil {
 		return c
 	}
-	c, err := e.p.newChunk(e.b.targets[sink])
+	c, err := e.p.newChunk(e.b.targets[sink], e.l)
 	if err != nil {
 		// Not reachable: the targets' schemas were built once already.
 		e.err = err

@@ -289,7 +289,7 @@ func (o *directOutputs) resume() bool {
 func (o *directOutputs) add(r *kgo.Record) error {
 	l := o.l
 	if l.cur == nil {
-		c, err := o.p.newChunk(o.dec.target)
+		c, err := o.p.newChunk(o.dec.target, l)
 		if err != nil {
 			return &fatalError{err}
 		}
@@ -367,7 +367,7 @@ func (o *directOutputs) cover(first, next, ms int64) {
 			// Offsets before a record not decoded (a refused batch, a
 			// record of a block that cannot be rebuilt): no record opened
 			// the chunk that covers them.
-			c, err := o.p.newChunk(o.dec.target)
+			c, err := o.p.newChunk(o.dec.target, l)
 			if err != nil {
 				c, _ = chunk.New(o.dec.target.Schema) // made before: cannot fail
 			}
@@ -408,7 +408,7 @@ func (p *Pipeline) sealMidRecord(l *lane, c *chunk.Chunk, t *clickhouse.Target, 
 	if c != l.cur {
 		return c
 	}
-	next, err := p.newChunk(t)
+	next, err := p.newChunk(t, l)
 	if err != nil {
 		return c // the schema's chunk was made before: cannot happen
 	}
@@ -616,18 +616,30 @@ func (p *Pipeline) stopAt(l *lane, r *kgo.Record, err error) {
 	p.fail(fmt.Errorf("decode %s/%d offset %d: %w", r.Topic, r.Partition, r.Offset, err))
 }
 
-// newChunk returns an empty chunk, reusing an acknowledged one when it can.
-func (p *Pipeline) newChunk(t *clickhouse.Target) (*chunk.Chunk, error) {
+// newChunk returns an empty chunk for lane l, reusing an acknowledged one
+// when it can. A chunk made new is given the capacity of the last full
+// chunk of its schema when l holds a chunk's worth of undecoded records,
+// and will fill it: a lane with a few records (of a thousand partitions,
+// each with a trickle) keeps its chunk small.
+func (p *Pipeline) newChunk(t *clickhouse.Target, l *lane) (*chunk.Chunk, error) {
 	if c := p.chunks.get(t.Schema); c != nil {
 		return c, nil
 	}
-	return chunk.New(t.Schema)
+	c, err := chunk.New(t.Schema)
+	if err == nil && l != nil && p.chunkTarget > 0 && l.undecoded() >= int64(p.chunkTarget) {
+		p.chunks.reserve(c)
+	}
+	return c, err
 }
 
 // seal counts a finished chunk against the budget and its rows as
 // decoded (once per chunk, off the per-record path).
 func (p *Pipeline) seal(c *chunk.Chunk) {
-	p.budget.Add(int64(c.Measure()))
+	size := c.Measure()
+	if p.chunkTarget > 0 && size >= p.chunkTarget/2 {
+		p.chunks.noteFull(c)
+	}
+	p.budget.Add(int64(size))
 	p.prog.rowsDecoded.Add(int64(c.Rows))
 }
 
