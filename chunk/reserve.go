@@ -2,8 +2,8 @@ package chunk
 
 import "slices"
 
-// A chunk's shape is the lengths of its buffers, column by column, depth
-// first: a Fixed's or a BigInt's values; a Strings' ends, then its bytes;
+// A chunk's shape is the lengths of its buffers: its record marks, then
+// column by column, depth first: a Fixed's or a BigInt's values; a Strings' ends, then its bytes;
 // a Nullable's null map, then its inner column; an Array's or a Map's
 // ends, then its inner columns; a Tuple's element columns. Shape records
 // the shape of a full chunk, and Reserve gives an empty chunk of the same
@@ -13,6 +13,7 @@ import "slices"
 
 // Shape appends c's shape to dst.
 func (c *Chunk) Shape(dst []int) []int {
+	dst = append(dst, len(c.Marks))
 	for _, col := range c.Cols {
 		dst = shapeOf(col, dst)
 	}
@@ -24,6 +25,11 @@ func (c *Chunk) Shape(dst []int) []int {
 // that Shape took of a chunk of c's schema. It changes no value, and
 // stops at the end of a shape of another schema (too short).
 func (c *Chunk) Reserve(shape []int) {
+	if len(shape) == 0 {
+		return
+	}
+	c.Marks = grow(c.Marks, shape[0])
+	shape = shape[1:]
 	for _, col := range c.Cols {
 		var ok bool
 		if shape, ok = reserve(col, shape); !ok {

@@ -73,6 +73,7 @@ func fillChunk(c *Chunk, rows int) {
 			fillRow(col, i)
 		}
 		c.Rows++
+		c.MarkRecord(int64(i))
 	}
 }
 
@@ -110,7 +111,7 @@ func buffers(col Column, dst []uintptr) []uintptr {
 }
 
 func chunkBuffers(c *Chunk) []uintptr {
-	var out []uintptr
+	out := []uintptr{uintptr(unsafe.Pointer(unsafe.SliceData(c.Marks)))}
 	for _, col := range c.Cols {
 		out = buffers(col, out)
 	}
@@ -125,7 +126,7 @@ func TestReserve(t *testing.T) {
 	full := newReserveChunk(t)
 	fillChunk(full, rows)
 	shape := full.Shape(nil)
-	if got, want := len(shape), 1+2+(1+2)+(1+2)+(1+1+1)+(1+2+1+1)+(2+1+1)+1+1+2; got != want {
+	if got, want := len(shape), 1+1+2+(1+2)+(1+2)+(1+1+1)+(1+2+1+1)+(2+1+1)+1+1+2; got != want {
 		t.Fatalf("the shape has %d entries, want %d: %v", got, want, shape)
 	}
 
@@ -154,9 +155,9 @@ func TestReserve(t *testing.T) {
 	// can fail.
 	plain := newReserveChunk(t)
 	plain.Cols[1].(*Strings).AppendString("x")
-	b0 := chunkBuffers(plain)[2]
+	b0 := chunkBuffers(plain)[3]
 	fillChunk(plain, rows)
-	if chunkBuffers(plain)[2] == b0 {
+	if chunkBuffers(plain)[3] == b0 {
 		t.Error("a String column's bytes did not move as 300 rows went in without Reserve")
 	}
 }
@@ -168,7 +169,7 @@ func TestReserveShortShape(t *testing.T) {
 	fillChunk(c, 5)
 	want := c.Shape(nil)
 	for n := range len(want) {
-		c.Reserve([]int{1000, 1000, 1000, 1000}[:min(n, 4)])
+		c.Reserve([]int{1000, 1000, 1000, 1000, 1000}[:min(n, 5)])
 		if got := c.Shape(nil); !slices.Equal(got, want) {
 			t.Fatalf("Reserve of %d entries changed the shape to %v, want %v", n, got, want)
 		}
