@@ -14,16 +14,29 @@ import (
 	"github.com/etl-project/etl/chunk"
 )
 
+// idleMemory counts what the controller does with memory while idle: its
+// releases (releaseIdle) and its collections (collectIdle); allocated is
+// the heap's allocations the controller reads (heapAllocated).
+type idleMemory struct {
+	released, collected, allocated atomic.Int64
+}
+
 // controllerUnder runs the controller of a pipeline with only a budget, in
 // a synctest bubble, and counts its wakes.
-func controllerUnder(t *testing.T, f func(t *testing.T, p *Pipeline, wakes, released *atomic.Int64)) {
+func controllerUnder(t *testing.T, f func(t *testing.T, p *Pipeline, wakes *atomic.Int64, m *idleMemory)) {
 	synctest.Test(t, func(t *testing.T) {
 		b, err := backpressure.New(backpressure.Options{Bytes: 1000, HighRatio: 0.8, LowRatio: 0.5})
 		if err != nil {
 			t.Fatal(err)
 		}
-		var wakes, released atomic.Int64
-		p := &Pipeline{budget: b, releaseIdle: func() { released.Add(1) }}
+		var wakes atomic.Int64
+		var m idleMemory
+		p := &Pipeline{
+			budget:        b,
+			releaseIdle:   func() { m.released.Add(1) },
+			collectIdle:   func() { m.collected.Add(1) },
+			heapAllocated: func() uint64 { return uint64(m.allocated.Load()) },
+		}
 		p.hook = func(at hookPoint, _ *lane) {
 			if at == hookControllerWoken {
 				wakes.Add(1)
@@ -35,21 +48,22 @@ func controllerUnder(t *testing.T, f func(t *testing.T, p *Pipeline, wakes, rele
 			defer close(stop)
 			p.controller(ctx)
 		}()
-		f(t, p, &wakes, &released)
+		f(t, p, &wakes, &m)
 		cancel()
 		<-stop
 	})
 }
 
-// TestControllerIdleWakesOncePerSecond: with nothing in flight the
-// controller wakes once a second, not every controllerTick; with bytes in
-// flight every controllerTick.
-func TestControllerIdleWakesOncePerSecond(t *testing.T) {
-	controllerUnder(t, func(t *testing.T, p *Pipeline, wakes, _ *atomic.Int64) {
-		time.Sleep(10*time.Second + time.Millisecond)
+// TestControllerIdleWakesOncePerRelease: with nothing in flight the
+// controller wakes once every releaseIdleAfter, not every controllerTick
+// nor every second; with bytes in flight every controllerTick.
+func TestControllerIdleWakesOncePerRelease(t *testing.T) {
+	controllerUnder(t, func(t *testing.T, p *Pipeline, wakes *atomic.Int64, _ *idleMemory) {
+		time.Sleep(3*releaseIdleAfter + time.Millisecond)
 		synctest.Wait()
-		if n := wakes.Load(); n < 10 || n > 11 {
-			t.Fatalf("idle for 10 s: %d wakes, want 10 or 11", n)
+		// The first tick (controllerTick in) and one each releaseIdleAfter.
+		if n := wakes.Load(); n < 3 || n > 4 {
+			t.Fatalf("idle for %s: %d wakes, want 3 or 4", 3*releaseIdleAfter, n)
 		}
 		p.budget.Add(100)
 		p.wakeController()
@@ -66,8 +80,9 @@ func TestControllerIdleWakesOncePerSecond(t *testing.T) {
 // TestControllerWokenByFetch: bytes handed over while the controller is
 // idle wake it at once, not at the end of its idle period.
 func TestControllerWokenByFetch(t *testing.T) {
-	controllerUnder(t, func(t *testing.T, p *Pipeline, wakes, _ *atomic.Int64) {
-		// The wakes fall at controllerTick plus whole seconds.
+	controllerUnder(t, func(t *testing.T, p *Pipeline, wakes *atomic.Int64, _ *idleMemory) {
+		// The wakes fall at controllerTick plus multiples of
+		// controllerIdleTick.
 		time.Sleep(2*time.Second + 2*controllerTick)
 		synctest.Wait()
 		n0 := wakes.Load()
@@ -97,18 +112,23 @@ func TestControllerWokenByFetch(t *testing.T) {
 }
 
 // TestControllerReleasesMemoryWhileIdle: the free chunks are dropped and
-// releaseIdle runs once nothing has been in flight for releaseIdleAfter,
-// and again every releaseIdleAfter while the idle period lasts.
+// releaseIdle runs once nothing has been in flight for releaseIdleAfter;
+// while the idle period lasts, the controller collects (collectIdle, no
+// release) every releaseIdleAfter in which the heap allocated at least
+// releaseIdleGarbage, and does nothing in the others.
 func TestControllerReleasesMemoryWhileIdle(t *testing.T) {
-	controllerUnder(t, func(t *testing.T, p *Pipeline, _, released *atomic.Int64) {
+	controllerUnder(t, func(t *testing.T, p *Pipeline, _ *atomic.Int64, m *idleMemory) {
 		c, err := chunk.New(&chunk.Schema{})
 		if err != nil {
 			t.Fatal(err)
 		}
 		p.chunks.put(c)
+		// The drain allocated: the first release comes whatever the heap
+		// did since.
+		m.allocated.Store(100 << 20)
 		time.Sleep(releaseIdleAfter - time.Second)
 		synctest.Wait()
-		if n := released.Load(); n != 0 {
+		if n := m.released.Load(); n != 0 {
 			t.Fatalf("idle for less than releaseIdleAfter: released %d times", n)
 		}
 		if p.chunks.len() != 1 {
@@ -116,17 +136,39 @@ func TestControllerReleasesMemoryWhileIdle(t *testing.T) {
 		}
 		time.Sleep(2 * time.Second)
 		synctest.Wait()
-		if n := released.Load(); n != 1 {
-			t.Fatalf("idle for releaseIdleAfter: released %d times, want 1", n)
+		if n, k := m.released.Load(), m.collected.Load(); n != 1 || k != 0 {
+			t.Fatalf("idle for releaseIdleAfter: released %d times, collected %d, want 1 and 0", n, k)
 		}
 		if p.chunks.len() != 0 {
 			t.Fatalf("after releaseIdleAfter: %d free chunks, want none", p.chunks.len())
 		}
-		// Still idle: released again each releaseIdleAfter, not just once.
-		time.Sleep(3 * releaseIdleAfter)
+		// Still idle, the heap allocating less than releaseIdleGarbage a
+		// period: nothing until the allocations since the release add up
+		// to releaseIdleGarbage.
+		for i := range 3 {
+			m.allocated.Add(releaseIdleGarbage / 4)
+			time.Sleep(releaseIdleAfter)
+			synctest.Wait()
+			if n, k := m.released.Load(), m.collected.Load(); n != 1 || k != 0 {
+				t.Fatalf("idle period %d, %d KiB allocated in all: released %d times, collected %d, want 1 and 0",
+					i+2, (i+1)*releaseIdleGarbage/4>>10, n, k)
+			}
+		}
+		m.allocated.Add(releaseIdleGarbage / 4)
+		time.Sleep(releaseIdleAfter)
 		synctest.Wait()
-		if n := released.Load(); n != 4 {
-			t.Fatalf("idle for 4 periods: released %d times, want 4", n)
+		if n, k := m.released.Load(), m.collected.Load(); n != 1 || k != 1 {
+			t.Fatalf("releaseIdleGarbage allocated since the release: released %d times, collected %d, want 1 and 1", n, k)
+		}
+		// The heap allocating more than releaseIdleGarbage a period: a
+		// collection each period, never a release.
+		for i := range 3 {
+			m.allocated.Add(2 * releaseIdleGarbage)
+			time.Sleep(releaseIdleAfter)
+			synctest.Wait()
+			if n, k := m.released.Load(), m.collected.Load(); n != 1 || k != int64(i+2) {
+				t.Fatalf("busy idle heap, period %d: released %d times, collected %d, want 1 and %d", i+1, n, k, i+2)
+			}
 		}
 		// Bytes in flight end the idle period; the next one releases again.
 		p.budget.Add(100)
@@ -136,16 +178,31 @@ func TestControllerReleasesMemoryWhileIdle(t *testing.T) {
 		p.budget.Release(100)
 		time.Sleep(releaseIdleAfter / 2)
 		synctest.Wait()
-		if n := released.Load(); n != 4 {
-			t.Fatalf("half an idle period after work: released %d times, want 4", n)
+		if n := m.released.Load(); n != 1 {
+			t.Fatalf("half an idle period after work: released %d times, want 1", n)
 		}
 		time.Sleep(releaseIdleAfter)
 		synctest.Wait()
-		if n := released.Load(); n != 5 {
-			t.Fatalf("second idle period: released %d times, want 5", n)
+		if n, k := m.released.Load(), m.collected.Load(); n != 2 || k != 4 {
+			t.Fatalf("second idle period: released %d times, collected %d, want 2 and 4", n, k)
 		}
 	})
 }
+
+// TestRuntimeHeapAllocsGrows: the runtime's count of heap allocations,
+// which the controller compares with releaseIdleGarbage, grows with what
+// is allocated.
+func TestRuntimeHeapAllocsGrows(t *testing.T) {
+	a := runtimeHeapAllocs()
+	for range 64 {
+		sinkBytes = make([]byte, 64<<10)
+	}
+	if b := runtimeHeapAllocs(); b < a+(4<<20) {
+		t.Fatalf("4 MiB allocated: the count moved from %d to %d", a, b)
+	}
+}
+
+var sinkBytes []byte
 
 // TestReleaseMemoryDropsEmptyRecordBuffers: releaseMemory lets go of the
 // record buffer of a lane with no record and keeps a lane's records.

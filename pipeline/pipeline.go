@@ -137,6 +137,12 @@ type Pipeline struct {
 	// operating system once nothing has been in flight for
 	// releaseIdleAfter (controller.go); debug.FreeOSMemory.
 	releaseIdle func()
+	// collectIdle collects the garbage of an idle period without
+	// returning pages (controller.go); nil: runtime.GC. heapAllocated is
+	// the heap's cumulative allocations; nil: the runtime's. Tests set
+	// both.
+	collectIdle   func()
+	heapAllocated func() uint64
 
 	prog progress // the progress counters Stats reports
 
