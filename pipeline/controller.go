@@ -2,7 +2,6 @@ package pipeline
 
 import (
 	"context"
-	"runtime"
 	rtmetrics "runtime/metrics"
 	"sync"
 	"sync/atomic"
@@ -32,17 +31,15 @@ const (
 //
 // An idle member still allocates (franz-go builds each fetch request, every
 // fetch_max_wait, and reads its answer over every assigned partition:
-// about 0.2 MiB/s over 1,000 partitions), and without a later collection
+// about 0.2 MiB/s over 1,000 partitions), and without a later release
 // that garbage would grow the heap to the collector's goal (twice the live
-// heap) and stay resident. So every releaseIdleAfter, if the heap has
-// allocated at least releaseIdleGarbage since the controller last looked,
-// it runs a collection (collectIdle, runtime.GC): the garbage's pages are
-// freed to the heap, which the next fetches reuse, and the resident heap
-// stays at the live heap and one period's garbage. Only the first release
-// of an idle period returns pages to the operating system: returning them
-// every period would have the next fetches fault them back in, page by
-// page, and a member whose partitions allocate less than
-// releaseIdleGarbage per period (a few partitions) never collects.
+// heap) and stay resident. So every releaseIdleAfter in which the heap
+// has allocated at least releaseIdleGarbage since the last release, the
+// controller releases again; a member whose partitions allocate less (a
+// few partitions) releases only when its allocations since the last
+// release add up to that, not every period: each release is a forced
+// collection and a return of the free pages, which the next fetches fault
+// back in.
 const (
 	releaseIdleAfter   = 10 * time.Second
 	releaseIdleGarbage = 1 << 20
@@ -88,7 +85,7 @@ func (p *Pipeline) controller(ctx context.Context) {
 	// since is the idle period's start, then when the controller last
 	// looked at the heap (zero: not idle); released: the idle period's
 	// first release is done; allocs: the heap's allocations at the last
-	// release or collection.
+	// release.
 	var (
 		since    time.Time
 		released bool
@@ -124,13 +121,9 @@ func (p *Pipeline) controller(ctx context.Context) {
 			since = now
 		case now.Sub(since) >= releaseIdleAfter:
 			since = now
-			switch {
-			case !released:
+			if !released || p.heapAllocs()-allocs >= releaseIdleGarbage {
 				released = true
 				p.releaseMemory()
-				allocs = p.heapAllocs()
-			case p.heapAllocs()-allocs >= releaseIdleGarbage:
-				p.collectGarbage()
 				allocs = p.heapAllocs()
 			}
 		}
@@ -145,16 +138,6 @@ func (p *Pipeline) heapAllocs() uint64 {
 		return p.heapAllocated()
 	}
 	return runtimeHeapAllocs()
-}
-
-// collectGarbage runs a collection (collectIdle, or runtime.GC) without
-// returning pages to the operating system.
-func (p *Pipeline) collectGarbage() {
-	if p.collectIdle != nil {
-		p.collectIdle()
-		return
-	}
-	runtime.GC()
 }
 
 // allocsSample reads the runtime's cumulative heap allocations; a
