@@ -15,16 +15,28 @@ import (
 	"github.com/etl-project/etl/gen"
 )
 
+// idleMemory counts the controller's releases while idle (releaseIdle);
+// allocated is the heap's allocations the controller reads
+// (heapAllocated).
+type idleMemory struct {
+	released, allocated atomic.Int64
+}
+
 // controllerUnder runs the controller of a pipeline with only a budget, in
 // a synctest bubble, and counts its wakes.
-func controllerUnder(t *testing.T, f func(t *testing.T, p *Pipeline, wakes, released *atomic.Int64)) {
+func controllerUnder(t *testing.T, f func(t *testing.T, p *Pipeline, wakes *atomic.Int64, m *idleMemory)) {
 	synctest.Test(t, func(t *testing.T) {
 		b, err := backpressure.New(backpressure.Options{Bytes: 1000, HighRatio: 0.8, LowRatio: 0.5})
 		if err != nil {
 			t.Fatal(err)
 		}
-		var wakes, released atomic.Int64
-		p := &Pipeline{budget: b, releaseIdle: func() { released.Add(1) }}
+		var wakes atomic.Int64
+		var m idleMemory
+		p := &Pipeline{
+			budget:        b,
+			releaseIdle:   func() { m.released.Add(1) },
+			heapAllocated: func() uint64 { return uint64(m.allocated.Load()) },
+		}
 		p.hook = func(at hookPoint, _ *lane) {
 			if at == hookControllerWoken {
 				wakes.Add(1)
@@ -36,21 +48,22 @@ func controllerUnder(t *testing.T, f func(t *testing.T, p *Pipeline, wakes, rele
 			defer close(stop)
 			p.controller(ctx)
 		}()
-		f(t, p, &wakes, &released)
+		f(t, p, &wakes, &m)
 		cancel()
 		<-stop
 	})
 }
 
-// TestControllerIdleWakesOncePerSecond: with nothing in flight the
-// controller wakes once a second, not every controllerTick; with bytes in
-// flight every controllerTick.
-func TestControllerIdleWakesOncePerSecond(t *testing.T) {
-	controllerUnder(t, func(t *testing.T, p *Pipeline, wakes, _ *atomic.Int64) {
-		time.Sleep(10*time.Second + time.Millisecond)
+// TestControllerIdleWakesOncePerRelease: with nothing in flight the
+// controller wakes once every releaseIdleAfter, not every controllerTick
+// nor every second; with bytes in flight every controllerTick.
+func TestControllerIdleWakesOncePerRelease(t *testing.T) {
+	controllerUnder(t, func(t *testing.T, p *Pipeline, wakes *atomic.Int64, _ *idleMemory) {
+		time.Sleep(3*releaseIdleAfter + time.Millisecond)
 		synctest.Wait()
-		if n := wakes.Load(); n < 10 || n > 11 {
-			t.Fatalf("idle for 10 s: %d wakes, want 10 or 11", n)
+		// The first tick (controllerTick in) and one each releaseIdleAfter.
+		if n := wakes.Load(); n < 3 || n > 4 {
+			t.Fatalf("idle for %s: %d wakes, want 3 or 4", 3*releaseIdleAfter, n)
 		}
 		p.budget.Add(100)
 		p.wakeController()
@@ -67,8 +80,9 @@ func TestControllerIdleWakesOncePerSecond(t *testing.T) {
 // TestControllerWokenByFetch: bytes handed over while the controller is
 // idle wake it at once, not at the end of its idle period.
 func TestControllerWokenByFetch(t *testing.T) {
-	controllerUnder(t, func(t *testing.T, p *Pipeline, wakes, _ *atomic.Int64) {
-		// The wakes fall at controllerTick plus whole seconds.
+	controllerUnder(t, func(t *testing.T, p *Pipeline, wakes *atomic.Int64, _ *idleMemory) {
+		// The wakes fall at controllerTick plus multiples of
+		// controllerIdleTick.
 		time.Sleep(2*time.Second + 2*controllerTick)
 		synctest.Wait()
 		n0 := wakes.Load()
@@ -98,18 +112,23 @@ func TestControllerWokenByFetch(t *testing.T) {
 }
 
 // TestControllerReleasesMemoryWhileIdle: the free chunks are dropped and
-// releaseIdle runs once nothing has been in flight for releaseIdleAfter,
-// and again every releaseIdleAfter while the idle period lasts.
+// releaseIdle runs once nothing has been in flight for releaseIdleAfter;
+// while the idle period lasts, again every releaseIdleAfter in which the
+// heap has allocated at least releaseIdleGarbage since the last release,
+// and not in the others.
 func TestControllerReleasesMemoryWhileIdle(t *testing.T) {
-	controllerUnder(t, func(t *testing.T, p *Pipeline, _, released *atomic.Int64) {
+	controllerUnder(t, func(t *testing.T, p *Pipeline, _ *atomic.Int64, m *idleMemory) {
 		c, err := chunk.New(&chunk.Schema{})
 		if err != nil {
 			t.Fatal(err)
 		}
 		p.chunks.put(c)
+		// The drain allocated: the first release comes whatever the heap
+		// did since.
+		m.allocated.Store(100 << 20)
 		time.Sleep(releaseIdleAfter - time.Second)
 		synctest.Wait()
-		if n := released.Load(); n != 0 {
+		if n := m.released.Load(); n != 0 {
 			t.Fatalf("idle for less than releaseIdleAfter: released %d times", n)
 		}
 		if p.chunks.len() != 1 {
@@ -117,19 +136,42 @@ func TestControllerReleasesMemoryWhileIdle(t *testing.T) {
 		}
 		time.Sleep(2 * time.Second)
 		synctest.Wait()
-		if n := released.Load(); n != 1 {
+		if n := m.released.Load(); n != 1 {
 			t.Fatalf("idle for releaseIdleAfter: released %d times, want 1", n)
 		}
 		if p.chunks.len() != 0 {
 			t.Fatalf("after releaseIdleAfter: %d free chunks, want none", p.chunks.len())
 		}
-		// Still idle: released again each releaseIdleAfter, not just once.
-		time.Sleep(3 * releaseIdleAfter)
-		synctest.Wait()
-		if n := released.Load(); n != 4 {
-			t.Fatalf("idle for 4 periods: released %d times, want 4", n)
+		// Still idle, the heap allocating less than releaseIdleGarbage a
+		// period: no release until the allocations since the last one add
+		// up to releaseIdleGarbage.
+		for i := range 3 {
+			m.allocated.Add(releaseIdleGarbage / 4)
+			time.Sleep(releaseIdleAfter)
+			synctest.Wait()
+			if n := m.released.Load(); n != 1 {
+				t.Fatalf("idle period %d, %d KiB allocated since the release: released %d times, want 1",
+					i+2, (i+1)*releaseIdleGarbage/4>>10, n)
+			}
 		}
-		// Bytes in flight end the idle period; the next one releases again.
+		m.allocated.Add(releaseIdleGarbage / 4)
+		time.Sleep(releaseIdleAfter)
+		synctest.Wait()
+		if n := m.released.Load(); n != 2 {
+			t.Fatalf("releaseIdleGarbage allocated since the release: released %d times, want 2", n)
+		}
+		// The heap allocating more than releaseIdleGarbage a period: a
+		// release each period.
+		for i := range 3 {
+			m.allocated.Add(2 * releaseIdleGarbage)
+			time.Sleep(releaseIdleAfter)
+			synctest.Wait()
+			if n := m.released.Load(); n != int64(i+3) {
+				t.Fatalf("busy idle heap, period %d: released %d times, want %d", i+1, n, i+3)
+			}
+		}
+		// Bytes in flight end the idle period; the next one releases
+		// again, whatever the heap allocated.
 		p.budget.Add(100)
 		p.wakeController()
 		time.Sleep(5 * controllerTick)
@@ -137,16 +179,31 @@ func TestControllerReleasesMemoryWhileIdle(t *testing.T) {
 		p.budget.Release(100)
 		time.Sleep(releaseIdleAfter / 2)
 		synctest.Wait()
-		if n := released.Load(); n != 4 {
-			t.Fatalf("half an idle period after work: released %d times, want 4", n)
+		if n := m.released.Load(); n != 5 {
+			t.Fatalf("half an idle period after work: released %d times, want 5", n)
 		}
 		time.Sleep(releaseIdleAfter)
 		synctest.Wait()
-		if n := released.Load(); n != 5 {
-			t.Fatalf("second idle period: released %d times, want 5", n)
+		if n := m.released.Load(); n != 6 {
+			t.Fatalf("second idle period: released %d times, want 6", n)
 		}
 	})
 }
+
+// TestRuntimeHeapAllocsGrows: the runtime's count of heap allocations,
+// which the controller compares with releaseIdleGarbage, grows with what
+// is allocated.
+func TestRuntimeHeapAllocsGrows(t *testing.T) {
+	a := runtimeHeapAllocs()
+	for range 64 {
+		sinkBytes = make([]byte, 64<<10)
+	}
+	if b := runtimeHeapAllocs(); b < a+(4<<20) {
+		t.Fatalf("4 MiB allocated: the count moved from %d to %d", a, b)
+	}
+}
+
+var sinkBytes []byte
 
 // TestReleaseMemoryDropsEmptyRecordBuffers: releaseMemory lets go of the
 // record buffer of a lane with no record and keeps a lane's records.

@@ -137,6 +137,10 @@ type Pipeline struct {
 	// operating system once nothing has been in flight for
 	// releaseIdleAfter (controller.go); debug.FreeOSMemory.
 	releaseIdle func()
+	// heapAllocated is the heap's cumulative allocations, which decide
+	// the idle releases after the first (controller.go); nil: the
+	// runtime's. Tests set it.
+	heapAllocated func() uint64
 
 	prog progress // the progress counters Stats reports
 
