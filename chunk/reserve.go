@@ -3,9 +3,10 @@ package chunk
 import "slices"
 
 // A chunk's shape is the lengths of its buffers: its record marks, then
-// column by column, depth first: a Fixed's or a BigInt's values; a Strings' ends, then its bytes;
-// a Nullable's null map, then its inner column; an Array's or a Map's
-// ends, then its inner columns; a Tuple's element columns. Shape records
+// column by column, depth first: a Fixed's or a BigInt's values; a
+// Strings' ends, then its bytes; a Nullable's null map, then its inner
+// column; an Array's or a Map's ends, then its inner columns; a Tuple's
+// element columns. Shape records
 // the shape of a full chunk, and Reserve gives an empty chunk of the same
 // schema that capacity at once: a chunk filled from empty otherwise grows
 // each buffer by doubling, a dozen allocations and copies per column,
