@@ -285,8 +285,8 @@ func TestNewChunkTakesFullShape(t *testing.T) {
 	if c, _ := p.newChunk(dec.target, busy); capacity(c) != 0 {
 		t.Fatalf("a new chunk after the idle release has %d bytes of string capacity", capacity(c))
 	}
-	// A chunk of more than twice the target (an exactly-once block's) is
-	// no model.
+	// An exactly-once block, however large, is no model.
+	p.exactlyOnce = true
 	block, _ := p.newChunk(dec.target, busy)
 	for i := uint64(0); block.Measure() <= 2*p.chunkTarget; i++ {
 		n, err := dec.Decode(gen.Make(1, i).AppendJSON(nil), block)

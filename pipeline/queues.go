@@ -93,14 +93,14 @@ type chunkPool struct {
 	mu   sync.Mutex
 	max  int
 	free []*chunk.Chunk
-	// shapes holds, per schema, the shape of the last chunk sealed at
-	// about chunk.target_bytes (chunk.Shape): a chunk made new is given its capacity at once
+	// shapes holds, per schema, the shape of the last full chunk sealed
+	// (chunk.Shape): a chunk made new is given its capacity at once
 	// (chunk.Reserve) rather than growing every column by doubling.
 	shapes map[*chunk.Schema][]int
 }
 
-// noteFull records the shape of c, a chunk sealed at half to twice
-// chunk.target_bytes, for the new chunks of its schema.
+// noteFull records the shape of c, a chunk sealed at least half full (not
+// an exactly-once block), for the new chunks of its schema.
 func (p *chunkPool) noteFull(c *chunk.Chunk) {
 	p.mu.Lock()
 	defer p.mu.Unlock()

@@ -636,9 +636,9 @@ func (p *Pipeline) newChunk(t *clickhouse.Target, l *lane) (*chunk.Chunk, error)
 // decoded (once per chunk, off the per-record path).
 func (p *Pipeline) seal(c *chunk.Chunk) {
 	size := c.Measure()
-	if p.chunkTarget > 0 && size >= p.chunkTarget/2 && size <= 2*p.chunkTarget {
-		// A chunk of about chunk.target_bytes: an exactly-once block's
-		// (up to batch.max_bytes) is no model for a new chunk.
+	if p.chunkTarget > 0 && size >= p.chunkTarget/2 && !p.eo() {
+		// An exactly-once block, up to batch.max_bytes, is no model for
+		// a new chunk.
 		p.chunks.noteFull(c)
 	}
 	p.budget.Add(int64(size))
