@@ -65,64 +65,56 @@ func shapeOf(col Column, dst []int) []int {
 // reserve grows col's capacity to the head of shape and returns the rest
 // of it; false when shape is too short.
 func reserve(col Column, shape []int) ([]int, bool) {
-	take := func(n int) ([]int, bool) {
-		if len(shape) < n {
-			return nil, false
-		}
-		return shape[n:], true
-	}
-	var ok bool
 	switch c := col.(type) {
 	case *Strings:
-		s := shape
-		if shape, ok = take(2); ok {
-			c.Ends = grow(c.Ends, s[0])
-			c.Buf = grow(c.Buf, s[1])
+		if len(shape) < 2 {
+			return nil, false
 		}
-		return shape, ok
+		c.Ends = grow(c.Ends, shape[0])
+		c.Buf = grow(c.Buf, shape[1])
+		return shape[2:], true
 	case *Nullable:
-		s := shape
-		if shape, ok = take(1); !ok {
+		if len(shape) < 1 {
 			return nil, false
 		}
-		c.Nulls = grow(c.Nulls, s[0])
-		return reserve(c.Inner, shape)
+		c.Nulls = grow(c.Nulls, shape[0])
+		return reserve(c.Inner, shape[1:])
 	case *Array:
-		s := shape
-		if shape, ok = take(1); !ok {
+		if len(shape) < 1 {
 			return nil, false
 		}
-		c.Ends = grow(c.Ends, s[0])
-		return reserve(c.Inner, shape)
+		c.Ends = grow(c.Ends, shape[0])
+		return reserve(c.Inner, shape[1:])
 	case *Map:
-		s := shape
-		if shape, ok = take(1); !ok {
+		if len(shape) < 1 {
 			return nil, false
 		}
-		c.Ends = grow(c.Ends, s[0])
-		if shape, ok = reserve(c.Keys, shape); !ok {
+		c.Ends = grow(c.Ends, shape[0])
+		shape, ok := reserve(c.Keys, shape[1:])
+		if !ok {
 			return nil, false
 		}
 		return reserve(c.Values, shape)
 	case *Tuple:
 		for _, e := range c.Elems {
+			var ok bool
 			if shape, ok = reserve(e, shape); !ok {
 				return nil, false
 			}
 		}
 		return shape, true
 	case *BigInt:
-		s := shape
-		if shape, ok = take(1); ok {
-			c.Data = grow(c.Data, s[0])
+		if len(shape) < 1 {
+			return nil, false
 		}
-		return shape, ok
+		c.Data = grow(c.Data, shape[0])
+		return shape[1:], true
 	case fixedShape:
-		s := shape
-		if shape, ok = take(1); ok {
-			c.grow(s[0])
+		if len(shape) < 1 {
+			return nil, false
 		}
-		return shape, ok
+		c.grow(shape[0])
+		return shape[1:], true
 	}
 	return shape, true
 }

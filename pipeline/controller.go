@@ -140,21 +140,13 @@ func (p *Pipeline) heapAllocs() uint64 {
 	return runtimeHeapAllocs()
 }
 
-// allocsSample reads the runtime's cumulative heap allocations; a
-// sample is kept to read them again without allocating.
-var allocsSample = struct {
-	sync.Mutex
-	s []rtmetrics.Sample
-}{s: []rtmetrics.Sample{{Name: "/gc/heap/allocs:bytes"}}}
-
 // runtimeHeapAllocs is the bytes the heap has allocated since the
 // process started (runtime/metrics' /gc/heap/allocs:bytes): reading it
 // stops nothing, unlike runtime.ReadMemStats.
 func runtimeHeapAllocs() uint64 {
-	allocsSample.Lock()
-	defer allocsSample.Unlock()
-	rtmetrics.Read(allocsSample.s)
-	if v := allocsSample.s[0].Value; v.Kind() == rtmetrics.KindUint64 {
+	s := []rtmetrics.Sample{{Name: "/gc/heap/allocs:bytes"}}
+	rtmetrics.Read(s)
+	if v := s[0].Value; v.Kind() == rtmetrics.KindUint64 {
 		return v.Uint64()
 	}
 	return 0
