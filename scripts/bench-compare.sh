@@ -86,7 +86,7 @@ fi
 cleanup() {
 	[[ -n "${etl:-}" ]] && kill -9 "$etl" 2>/dev/null || true
 	[[ -n "${broker:-}" ]] && kill "$broker" 2>/dev/null || true
-	scripts/clickhouse.sh stop --dir "$DIR/clickhouse" >/dev/null 2>&1 || true
+	scripts/clickhouse.sh stop --dir "$DIR/clickhouse" --purge >/dev/null 2>&1 || true
 }
 trap cleanup EXIT
 

@@ -26,7 +26,7 @@ broker= etl=
 cleanup() {
 	[[ -n "$etl" ]] && kill -9 "$etl" 2>/dev/null || true
 	[[ -n "$broker" ]] && kill "$broker" 2>/dev/null || true
-	scripts/clickhouse.sh stop --dir "$DIR/clickhouse" >/dev/null 2>&1 || true
+	scripts/clickhouse.sh stop --dir "$DIR/clickhouse" --purge >/dev/null 2>&1 || true
 }
 trap cleanup EXIT
 scripts/clickhouse.sh start --dir "$DIR/clickhouse" --tcp-port "$CH_TCP" --http-port "$CH_HTTP" >/dev/null

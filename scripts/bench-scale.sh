@@ -59,7 +59,7 @@ pids=()
 cleanup() {
 	for p in "${pids[@]}"; do kill -9 "$p" 2>/dev/null || true; done
 	[[ -n "${broker:-}" ]] && kill "$broker" 2>/dev/null || true
-	scripts/clickhouse.sh stop --dir "$DIR/clickhouse" >/dev/null 2>&1 || true
+	scripts/clickhouse.sh stop --dir "$DIR/clickhouse" --purge >/dev/null 2>&1 || true
 	[[ $DELIVERY == exactly_once ]] && scripts/zookeeper.sh stop --dir "$DIR/zk" >/dev/null 2>&1 || true
 }
 trap cleanup EXIT

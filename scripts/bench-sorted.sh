@@ -19,7 +19,7 @@ DIR=${BENCH_DIR:-$(mktemp -d /tmp/etl-sorted.XXXXXX)}
 CH_TCP=${CH_TCP:-29400}
 CH_HTTP=${CH_HTTP:-28423}
 [[ -x bin/etl ]] || make build >/dev/null
-cleanup() { scripts/clickhouse.sh stop --dir "$DIR/clickhouse" >/dev/null 2>&1 || true; }
+cleanup() { scripts/clickhouse.sh stop --dir "$DIR/clickhouse" --purge >/dev/null 2>&1 || true; }
 trap cleanup EXIT
 scripts/clickhouse.sh start --dir "$DIR/clickhouse" --tcp-port "$CH_TCP" --http-port "$CH_HTTP" >/dev/null
 chpid=$(cat "$DIR/clickhouse/clickhouse.pid")

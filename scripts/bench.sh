@@ -88,7 +88,7 @@ cleanup() {
 	[[ -n "${chpid:-}" ]] && kill -CONT "$chpid" 2>/dev/null || true
 	[[ -n "${etl:-}" ]] && kill -9 "$etl" 2>/dev/null || true
 	[[ -n "${broker:-}" ]] && kill "$broker" 2>/dev/null || true
-	scripts/clickhouse.sh stop --dir "$DIR/clickhouse" >/dev/null 2>&1 || true
+	scripts/clickhouse.sh stop --dir "$DIR/clickhouse" --purge >/dev/null 2>&1 || true
 	[[ -n "${REPLICATED:-}" ]] && scripts/zookeeper.sh stop --dir "$DIR/zk" >/dev/null 2>&1 || true
 }
 trap cleanup EXIT

@@ -4,7 +4,7 @@
 #   scripts/clickhouse.sh start  [--dir DIR] [--tcp-port N] [--http-port N]
 #                                [--interserver-port N] [--extra-config FILE]...
 #                                [--watch-pid PID]
-#   scripts/clickhouse.sh stop   --dir DIR
+#   scripts/clickhouse.sh stop   --dir DIR [--purge]
 #   scripts/clickhouse.sh status --dir DIR
 #
 # start installs Debian's clickhouse-server and clickhouse-client when
@@ -36,6 +36,12 @@
 #                         after 15 s) within a second of PID exiting, and
 #                         exits by itself when the server stops.
 #
+# stop --purge also deletes the server's data (DIR/data, DIR/tmp) once it
+# has stopped, and keeps the config and the logs: a benchmark's tables
+# take hundreds of MB to GB a run, and runs left behind fill the disk.
+# KEEP_DATA=1 in the environment keeps the data all the same (the
+# benchmark scripts stop their servers with --purge).
+#
 # Exit codes: 0 success, 1 failure, 2 usage error, 3 a port is already in use.
 set -euo pipefail
 
@@ -56,7 +62,7 @@ usage() {
 usage: clickhouse.sh start  [--dir DIR] [--tcp-port N] [--http-port N]
                            [--interserver-port N] [--extra-config FILE]...
                            [--watch-pid PID]
-       clickhouse.sh stop   --dir DIR
+       clickhouse.sh stop   --dir DIR [--purge]
        clickhouse.sh status --dir DIR
 EOF
 	exit 2
@@ -368,6 +374,7 @@ cmd_stop() {
 	if [[ -z $pid ]] || ! alive "$pid"; then
 		echo "clickhouse.sh: not running in $DIR" >&2
 		rm -f "$DIR/clickhouse.pid"
+		purge
 		return 0
 	fi
 	kill -TERM "$pid" 2>/dev/null || true
@@ -392,6 +399,14 @@ cmd_stop() {
 	fi
 	rm -f "$DIR/clickhouse.pid"
 	echo "clickhouse.sh: stopped pid $pid" >&2
+	purge
+}
+
+# purge deletes a stopped server's data under --purge.
+purge() {
+	[[ -n $PURGE && -z ${KEEP_DATA:-} ]] || return 0
+	rm -rf "$DIR/data" "$DIR/tmp"
+	echo "clickhouse.sh: deleted the data in $DIR" >&2
 }
 
 cmd_status() {
@@ -422,7 +437,7 @@ main() {
 	local cmd=$1
 	shift
 	DIR="" TCP_PORT="" HTTP_PORT="" INTERSERVER_PORT=""
-	EXTRA_CONFIGS=() WATCH_PID="" WATCH_START="" SERVER_PID=""
+	EXTRA_CONFIGS=() WATCH_PID="" WATCH_START="" SERVER_PID="" PURGE=""
 	while (($# > 0)); do
 		case $1 in
 		--dir)
@@ -478,6 +493,10 @@ main() {
 			--server-pid) SERVER_PID=$2 ;;
 			esac
 			shift 2
+			;;
+		--purge)
+			PURGE=1
+			shift
 			;;
 		-h | --help) usage ;;
 		*)

@@ -4,7 +4,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io/fs"
 	"net"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -94,6 +97,30 @@ func TestClickHouse(t *testing.T) {
 			t.Fatalf("dial native port %s: %v", ch.TCPAddr(), err)
 		}
 		conn.Close()
+	})
+
+	// Last: the benchmarks stop their servers with --purge, which deletes
+	// the tables' data and keeps the logs (KEEP_DATA=1 keeps the data).
+	t.Run("StopPurge", func(t *testing.T) {
+		data := filepath.Join(ch.Dir(), "data")
+		t.Setenv("KEEP_DATA", "1")
+		ch.transport.CloseIdleConnections()
+		if out, _, err := ch.proc().run("stop", "--purge"); err != nil {
+			t.Fatalf("stop --purge with KEEP_DATA: %v\n%s", err, out)
+		}
+		if _, err := os.Stat(filepath.Join(data, "data", "default", "events")); err != nil {
+			t.Fatalf("KEEP_DATA=1: the table's data is gone after stop --purge: %v", err)
+		}
+		t.Setenv("KEEP_DATA", "")
+		if out, _, err := ch.proc().run("stop", "--purge"); err != nil {
+			t.Fatalf("stop --purge of a stopped server: %v\n%s", err, out)
+		}
+		if _, err := os.Stat(data); !errors.Is(err, fs.ErrNotExist) {
+			t.Fatalf("after stop --purge: %s: err = %v, want it gone", data, err)
+		}
+		if logs, err := os.ReadDir(filepath.Join(ch.Dir(), "log")); err != nil || len(logs) == 0 {
+			t.Fatalf("after stop --purge the server's logs are gone: %v, %d files", err, len(logs))
+		}
 	})
 }
 
