@@ -57,15 +57,23 @@ func (w *ctlWake) chanOf() chan struct{} {
 	return w.c
 }
 
-// wakeController wakes the controller if it is in its idle period; a
+// wake wakes the loop waiting on w if it waits in its idle period; a
 // no-op (one atomic load) otherwise.
-func (p *Pipeline) wakeController() {
-	if p.ctl.idle.Load() && p.ctl.idle.CompareAndSwap(true, false) {
+func (w *ctlWake) wake() {
+	if w.idle.Load() && w.idle.CompareAndSwap(true, false) {
 		select {
-		case p.ctl.chanOf() <- struct{}{}:
+		case w.chanOf() <- struct{}{}:
 		default:
 		}
 	}
+}
+
+// wakeController wakes the controller if it is in its idle period, and the
+// watchdog if it waits for records (watchdog.go): bytes were handed over.
+// Two atomic loads when neither waits.
+func (p *Pipeline) wakeController() {
+	p.ctl.wake()
+	p.wd.wake()
 }
 
 // controllerEvery is the controller's next period.

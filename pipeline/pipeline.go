@@ -133,6 +133,8 @@ type Pipeline struct {
 	assigned atomic.Bool  // an assignment was received from the group
 	lagw     lagWatch     // the lag watcher (lag.go)
 	ctl      ctlWake      // wakes the controller from its idle period (controller.go)
+	wd       ctlWake      // wakes the watchdog from its idle wait (watchdog.go)
+	wdChecks atomic.Int64 // the watchdog's checks so far (tests)
 	// releaseIdle returns the memory the heap no longer uses to the
 	// operating system once nothing has been in flight for
 	// releaseIdleAfter (controller.go); debug.FreeOSMemory.

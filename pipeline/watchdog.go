@@ -27,20 +27,63 @@ func (s Stalled) String() string {
 // flight has gone without its watermark moving. It keeps the worst age for
 // etl_checkpoint_watermark_age_seconds and the stalled partitions for
 // Health; with checkpoint.exit_on_stall a stall stops the pipeline.
+//
+// A check that finds no partition with records in flight, while the budget
+// holds nothing, is the last until records are fetched again: the watchdog
+// waits for the first bytes handed over (wakeController) instead of waking
+// every second, so an idle member's watchdog costs nothing however many
+// partitions it holds. Nothing can stall meanwhile (nothing is in flight),
+// and the age gauge stays at the 0 of that last check. On waking it stamps
+// every lane idle at that moment: a partition's age counts from the wake,
+// not from the check before the wait.
 func (p *Pipeline) watchdog(ctx context.Context) {
 	t := time.NewTicker(time.Second)
 	defer t.Stop()
+	wake := p.wd.chanOf()
 	for {
 		select {
 		case <-ctx.Done():
 			return
 		case now := <-t.C:
-			p.checkStalls(now)
+			if !p.checkStalls(now) {
+				continue
+			}
+			// Idle is set before the budget is read: bytes added after
+			// the read wake the watchdog, bytes added before it keep it
+			// ticking.
+			p.wd.idle.Store(true)
+			if p.budget.Inflight() > 0 {
+				p.wd.idle.Store(false)
+				continue
+			}
+			t.Stop()
+			select {
+			case <-ctx.Done():
+				return
+			case <-wake:
+			}
+			p.stampIdle(time.Now())
+			t.Reset(time.Second)
 		}
 	}
 }
 
-func (p *Pipeline) checkStalls(now time.Time) {
+// stampIdle records at on every lane as the moment it was last seen with
+// nothing in flight.
+func (p *Pipeline) stampIdle(at time.Time) {
+	p.mu.RLock()
+	defer p.mu.RUnlock()
+	for _, l := range p.lanes {
+		l.mu.Lock()
+		l.idleAt = at
+		l.mu.Unlock()
+	}
+}
+
+// checkStalls looks at every lane at now and reports whether none has
+// records in flight (nor is stalled).
+func (p *Pipeline) checkStalls(now time.Time) (idle bool) {
+	p.wdChecks.Add(1)
 	limit := p.cfg.Checkpoint.StalledFailAfter.D()
 	// The slice is the watchdog's own, kept between ticks: an idle
 	// member allocates nothing per tick.
@@ -54,6 +97,7 @@ func (p *Pipeline) checkStalls(now time.Time) {
 		clear(lanes)
 		p.health.lanes = lanes[:0]
 	}()
+	idle = true
 	var worst time.Duration
 	var stalled []Stalled
 	for _, l := range lanes {
@@ -74,6 +118,7 @@ func (p *Pipeline) checkStalls(now time.Time) {
 		if !inFlight {
 			continue
 		}
+		idle = false
 		age := now.Sub(since)
 		worst = max(worst, age)
 		if limit > 0 && age > limit {
@@ -94,6 +139,7 @@ func (p *Pipeline) checkStalls(now time.Time) {
 			p.fail(fmt.Errorf("stalled for longer than checkpoint.stalled_fail_after (%s): %s", limit, stallString(stalled)))
 		}
 	}
+	return idle
 }
 
 func stallString(s []Stalled) string {

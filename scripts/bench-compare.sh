@@ -87,6 +87,7 @@ cleanup() {
 	[[ -n "${etl:-}" ]] && kill -9 "$etl" 2>/dev/null || true
 	[[ -n "${broker:-}" ]] && kill "$broker" 2>/dev/null || true
 	scripts/clickhouse.sh stop --dir "$DIR/clickhouse" --purge >/dev/null 2>&1 || true
+	[[ -n ${KEEP_DATA:-} ]] || rm -f "$DIR/rows.native" # the Native-file arm's rows: 49 bytes a row
 }
 trap cleanup EXIT
 
