@@ -2,6 +2,7 @@ package checkpoint
 
 import (
 	"context"
+	"fmt"
 	"log/slog"
 	"sync"
 	"time"
@@ -173,7 +174,8 @@ func (c *Committer) CommitLocked(ctx context.Context, only map[TopicPartition]bo
 // and commits it: the partition's watermark, unchanged, with the block in
 // its metadata (Tracker.RegisterBlock). ok is false when tp is not
 // assigned under epoch; err is the commit's error, the commit bounded by
-// timeout.
+// timeout. A registration that went through is logged at DEBUG ("exactly_once:
+// block registered") before the lock is released.
 func (c *Committer) Register(tp TopicPartition, epoch uint64, first, next int64, timeout time.Duration) (ok bool, err error) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -186,6 +188,10 @@ func (c *Committer) Register(tp TopicPartition, epoch uint64, first, next int64,
 	cancel()
 	if err == nil {
 		c.tracker.Committed(cm)
+		// Under the commit lock, as "committed" is: a revoke that
+		// releases the partition next logs after it.
+		c.log.Debug("exactly_once: block registered", "topic", tp.Topic, "partition", tp.Partition,
+			"block", fmt.Sprintf("%d-%d", first, next))
 	}
 	return true, err
 }

@@ -260,3 +260,62 @@ func TestCommitterRunActsOnEveryReadyCase(t *testing.T) {
 		}
 	})
 }
+
+// lockCheckHandler records, for each log line, whether the committer's lock
+// was held while it was written.
+type lockCheckHandler struct {
+	c     **Committer
+	mu    sync.Mutex
+	lines []string
+	held  []bool
+}
+
+func (h *lockCheckHandler) Enabled(context.Context, slog.Level) bool { return true }
+func (h *lockCheckHandler) WithAttrs([]slog.Attr) slog.Handler       { return h }
+func (h *lockCheckHandler) WithGroup(string) slog.Handler            { return h }
+func (h *lockCheckHandler) Handle(_ context.Context, r slog.Record) error {
+	held := !(*h.c).mu.TryLock()
+	if !held {
+		(*h.c).mu.Unlock()
+	}
+	var b strings.Builder
+	b.WriteString(r.Message)
+	r.Attrs(func(a slog.Attr) bool {
+		b.WriteString(" " + a.String())
+		return true
+	})
+	h.mu.Lock()
+	h.lines = append(h.lines, b.String())
+	h.held = append(h.held, held)
+	h.mu.Unlock()
+	return nil
+}
+
+// TestCommitterLogsRegistrationUnderLock: a block's registration is logged
+// by Register while it holds the commit lock, as a commit is: a revoke
+// that commits and releases the partition right after it (under the same
+// lock) logs after it, so a member's log never shows a registration
+// after the release of its partition when the registration came first.
+func TestCommitterLogsRegistrationUnderLock(t *testing.T) {
+	tr := NewTracker()
+	tp := TopicPartition{Topic: "t", Partition: 4}
+	e := tr.Assign(tp)
+	tr.Start(tp, e, 561)
+	var c *Committer
+	h := &lockCheckHandler{c: &c}
+	c = NewCommitter(tr, &fakeClient{}, CommitterOptions{Log: slog.New(h)})
+	if ok, err := c.Register(tp, e, 561, 837, time.Second); !ok || err != nil {
+		t.Fatalf("Register: %v, %v", ok, err)
+	}
+	if ok, _ := c.Register(tp, e+1, 837, 900, time.Second); ok {
+		t.Fatal("a registration under another epoch was accepted")
+	}
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if len(h.lines) != 1 || h.lines[0] != "exactly_once: block registered topic=t partition=4 block=561-837" {
+		t.Fatalf("logged %q; want the one registration, with its topic, partition and block", h.lines)
+	}
+	if !h.held[0] {
+		t.Fatal("the registration was logged after the commit lock was released")
+	}
+}

@@ -267,9 +267,7 @@ func (p *Pipeline) eoRegister(l *lane, first, next int64) bool {
 			return false
 		}
 		if err == nil {
-			p.log.Debug("exactly_once: block registered", "topic", l.tp.Topic, "partition", l.tp.Partition,
-				"block", fmt.Sprintf("%d-%d", first, next))
-			return true
+			return true // logged by Register
 		}
 		l.mu.Lock()
 		closed := l.closed
