@@ -264,7 +264,7 @@ func TestCommitterRunActsOnEveryReadyCase(t *testing.T) {
 // lockCheckHandler records, for each log line, whether the committer's lock
 // was held while it was written.
 type lockCheckHandler struct {
-	c     **Committer
+	c     *Committer // set once the committer is made
 	mu    sync.Mutex
 	lines []string
 	held  []bool
@@ -274,9 +274,9 @@ func (h *lockCheckHandler) Enabled(context.Context, slog.Level) bool { return tr
 func (h *lockCheckHandler) WithAttrs([]slog.Attr) slog.Handler       { return h }
 func (h *lockCheckHandler) WithGroup(string) slog.Handler            { return h }
 func (h *lockCheckHandler) Handle(_ context.Context, r slog.Record) error {
-	held := !(*h.c).mu.TryLock()
+	held := !h.c.mu.TryLock()
 	if !held {
-		(*h.c).mu.Unlock()
+		h.c.mu.Unlock()
 	}
 	var b strings.Builder
 	b.WriteString(r.Message)
@@ -301,9 +301,9 @@ func TestCommitterLogsRegistrationUnderLock(t *testing.T) {
 	tp := TopicPartition{Topic: "t", Partition: 4}
 	e := tr.Assign(tp)
 	tr.Start(tp, e, 561)
-	var c *Committer
-	h := &lockCheckHandler{c: &c}
-	c = NewCommitter(tr, &fakeClient{}, CommitterOptions{Log: slog.New(h)})
+	h := &lockCheckHandler{}
+	c := NewCommitter(tr, &fakeClient{}, CommitterOptions{Log: slog.New(h)})
+	h.c = c
 	if ok, err := c.Register(tp, e, 561, 837, time.Second); !ok || err != nil {
 		t.Fatalf("Register: %v, %v", ok, err)
 	}
