@@ -584,7 +584,7 @@ func Defaults() *Config {
 			SessionTimeout:         Duration(45 * time.Second),
 			UnreachableTimeout:     Duration(2 * time.Minute),
 			RebalanceTimeout:       Duration(60 * time.Second),
-			FetchMaxWait:           Duration(500 * time.Millisecond),
+			FetchMaxWait:           Duration(time.Second),
 			WaitForTopics:          false,
 			MetadataMaxAge:         Duration(time.Minute),
 		}},
