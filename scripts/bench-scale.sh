@@ -26,12 +26,18 @@
 #      exactly-once (into a ReplicatedMergeTree, scripts/zookeeper.sh), and
 #      the commit's metadata size per partition is read with
 #      etl offsets -format json after each drain.
+#   6. floors: before the drains, bin/floorconsumer (a franz-go consumer
+#      with franz-go's default fetch sizes, reading every record and
+#      discarding it) reads base, then the TOPICS topics: what any Go
+#      consumer pays for the same records in 6 partitions and in
+#      TOPICS × PARTS (needs GNU time).
 # For each drain it prints the seconds to the first row, rows/s (from the
 # members' start to the last row), etl's CPU-s per million rows (all
 # members), the largest peak RSS of a member and the etl_* series one
 # member serves; for each idle run the member's RSS and its CPU as a share
-# of one core. The last lines give the ratios of the 1,000-partition
-# figures to the 6-partition ones.
+# of one core; for each floor its rows/s, CPU-s per million rows and peak
+# RSS. The last lines give the ratios of the 1,000-partition figures to
+# the 6-partition ones, etl's and then the floor's.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 TOPICS=${TOPICS:-10}
@@ -52,7 +58,8 @@ CH_HTTP=${CH_HTTP:-28323}
 BROKER=${BROKER:-127.0.0.1:29392}
 METRICS_BASE=${METRICS_BASE:-29400}
 ROWS=$((TOPICS * PARTS * PER))
-[[ -x bin/etl && -x bin/devbroker ]] || make build >/dev/null
+[[ -x bin/etl && -x bin/devbroker && -x bin/floorconsumer ]] || make build >/dev/null
+/usr/bin/time -f %M true 2>/dev/null || { echo "bench-scale: needs GNU time (/usr/bin/time)" >&2; exit 1; }
 . scripts/settle.sh
 
 pids=()
@@ -220,6 +227,24 @@ stop() {
 	echo "$1	$((peak / 1048576))" | tee -a "$DIR/peaks.tsv"
 }
 
+# floor NAME TOPICS: bin/floorconsumer reads the ROWS records of TOPICS
+# (comma-separated) in a new group; prints its rows/s (from its start to
+# its exit), CPU-s per million rows and peak RSS.
+floor() {
+	local t0 e user sys rss
+	t0=$(now)
+	/usr/bin/time -f '%U %S %M' -o "$DIR/floor-$1.time" bin/floorconsumer -brokers "$BROKER" -topic "$2" -group "floor-$1-$$" -count "$ROWS" -timeout "${TIMEOUT}s" >"$DIR/floor-$1.log"
+	e=$(now)
+	read -r user sys rss <"$DIR/floor-$1.time"
+	awk -v name="$1" -v rows="$ROWS" -v t0="$t0" -v e="$e" -v cpu="$(awk -v u="$user" -v s="$sys" 'BEGIN { print u + s }')" -v rss="$rss" 'BEGIN {
+		printf "%s\t%.0f\t%.3f\t%.0f\n", name, rows / (e - t0), cpu / (rows / 1e6), rss / 1024
+	}' | tee -a "$DIR/floors.tsv"
+}
+
+echo "floor	rows/s	CPU-s/M	peak RSS (MiB)"
+floor base base
+floor one "$(IFS=,; echo "${topics[*]}")"
+
 echo "drain	members	first row (s)	rows/s	etl CPU-s/M	etl_* series"
 drain base "$DIR/base.yaml" 1
 idle base
@@ -296,4 +321,7 @@ awk -F'\t' 'FILENAME ~ /drains/ { r[$1] = $4; c[$1] = $5; s[$1] = $6 } FILENAME 
 	printf "scale: %d partitions against 6: drain rows/s %.2f, CPU per row %.2f, idle RSS %.2f, idle CPU %.2f%% against %.2f%% of a core, series %d against %d; three members %.2f of one member'"'"'s rows/s\n",
 		'"$((TOPICS * PARTS))"', r["one"] / r["base"], c["one"] / c["base"], rss["one"] / rss["base"], cpu["one"], cpu["base"], s["one"], s["base"], r["three"] / r["one"]
 }' "$DIR/drains.tsv" "$DIR/idle.tsv"
+awk -F'\t' '{ r[$1] = $2; c[$1] = $3 } END {
+	printf "scale floor: franz-go over %d partitions against 6: rows/s %.2f, CPU per row %.2f\n", '"$((TOPICS * PARTS))"', r["one"] / r["base"], c["one"] / c["base"]
+}' "$DIR/floors.tsv"
 echo "details: $DIR"

@@ -1,11 +1,14 @@
 // Command floorconsumer is the client floor of the benchmarks
 // (scripts/bench-compare.sh): a franz-go consumer with franz-go's default
-// fetch sizes that joins a consumer group, reads a topic from its start
-// and discards every record until it has read -count of them. What it
-// costs is what any Go consumer of that topic pays before doing anything
-// with the records; etl's CPU per row is measured against it.
+// fetch sizes that joins a consumer group, reads a topic (or several,
+// comma-separated) from its start and discards every record until it has
+// read -count of them. What it costs is what any Go consumer of those
+// topics pays before doing anything with the records; etl's CPU per row is
+// measured against it (scripts/bench-compare.sh, and over many partitions
+// scripts/bench-scale.sh).
 //
 //	floorconsumer -brokers 127.0.0.1:9092 -topic events -count 2000000
+//	floorconsumer -brokers 127.0.0.1:9092 -topic s0,s1,s2 -count 300000
 //
 // It prints "read N records (B value bytes) in S s" and exits 0, or exits
 // 1 with the error once -timeout has passed.
@@ -25,7 +28,7 @@ import (
 
 func main() {
 	brokers := flag.String("brokers", "127.0.0.1:9092", "comma-separated seed `brokers`")
-	topic := flag.String("topic", "events", "the `topic` to read")
+	topic := flag.String("topic", "events", "the `topics` to read, comma-separated")
 	group := flag.String("group", "", "the consumer `group` (default: a new one per run)")
 	count := flag.Int64("count", 0, "stop after this many `records` (required)")
 	timeout := flag.Duration("timeout", 5*time.Minute, "fail if the records have not all been read by then")
@@ -48,7 +51,7 @@ func run(brokers, topic, group string, count int64, timeout time.Duration) error
 	cl, err := kgo.NewClient(
 		kgo.SeedBrokers(strings.Split(brokers, ",")...),
 		kgo.ConsumerGroup(group),
-		kgo.ConsumeTopics(topic),
+		kgo.ConsumeTopics(strings.Split(topic, ",")...),
 		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()),
 		kgo.DisableAutoCommit(),
 	)
