@@ -104,12 +104,17 @@ type Source struct {
 	log      *slog.Logger
 	metrics  *metrics
 	lastPoll atomic.Int64 // unix nanoseconds of the last return from a poll
-	brokers  *brokerWatch
-	owners   *ownership
-	pos      *positions    // where each partition's next record should be (outofrange.go)
-	fetch    fetchState    // fetch errors (fetcherr.go)
-	missing  missingTopics // topics waited for (topics.go)
-	sub      *Subscription
+	// lastRecords is when a poll last returned records (unix
+	// nanoseconds); restarts are the resumes that restart the client's
+	// fetches (resume.go).
+	lastRecords atomic.Int64
+	restarts    restarts
+	brokers     *brokerWatch
+	owners      *ownership
+	pos         *positions    // where each partition's next record should be (outofrange.go)
+	fetch       fetchState    // fetch errors (fetcherr.go)
+	missing     missingTopics // topics waited for (topics.go)
+	sub         *Subscription
 	// recreated are the topics resubscribed after being deleted and
 	// created again (fetcherr.go): their committed offsets are the old
 	// topic's, and adjustOffsets starts them at start_offset instead.
@@ -215,6 +220,7 @@ func New(o Options) (*Source, error) {
 			if !s.waitReady(ctx) {
 				return
 			}
+			s.restarts.drop(p)
 			s.assigned(ctx, cl, p)
 		}),
 		kgo.OnPartitionsRevoked(func(ctx context.Context, cl *kgo.Client, p map[string][]int32) {
@@ -223,6 +229,7 @@ func New(o Options) (*Source, error) {
 			}
 			s.revoked(ctx, cl, p)
 			s.pos.drop(p)
+			s.restarts.drop(p)
 			s.decomp.dropParts(p)
 		}),
 		kgo.OnPartitionsLost(func(ctx context.Context, _ *kgo.Client, p map[string][]int32) {
@@ -235,6 +242,7 @@ func New(o Options) (*Source, error) {
 			o.Handler.Lost(ctx, p)
 			s.owners.drop(p)
 			s.pos.drop(p)
+			s.restarts.drop(p)
 			s.decomp.dropParts(p)
 		}),
 		kgo.AdjustFetchOffsetsFn(s.adjustOffsets),
@@ -356,10 +364,15 @@ func (s *Source) Run(ctx context.Context) error {
 	for {
 		start := time.Now()
 		pctx, cancel := context.WithTimeout(ctx, pollWait)
+		s.restarts.polling(cancel)
 		fs := s.cl.PollRecords(pctx, s.o.MaxPollRecords)
+		s.restarts.polled()
 		cancel()
 		now := time.Now()
 		s.lastPoll.Store(now.UnixNano())
+		if fs.NumRecords() > 0 {
+			s.lastRecords.Store(now.UnixNano())
+		}
 		s.metrics.pollSeconds.Observe(now.Sub(start).Seconds())
 		if fs.IsClientClosed() || ctx.Err() != nil {
 			s.cl.AllowRebalance()
@@ -417,6 +430,7 @@ func (s *Source) Run(ctx context.Context) error {
 			s.metrics.bytes.Add(float64(n))
 			s.o.Handler.Fetched(&p)
 		})
+		s.restartResumed(seeked)
 		s.cl.AllowRebalance()
 		s.afterPoll(ctx, fs) // fetcherr.go: fetch health, recreated topics, backoff
 	}
@@ -425,9 +439,6 @@ func (s *Source) Run(ctx context.Context) error {
 // Pause stops fetching p. Records already polled are the caller's; records
 // buffered by the client for p are fetched again after Resume.
 func (s *Source) Pause(p Partitions) { s.cl.PauseFetchPartitions(p) }
-
-// Resume restarts fetching p.
-func (s *Source) Resume(p Partitions) { s.cl.ResumeFetchPartitions(p) }
 
 // Offset is an offset to commit: the next offset to read.
 type Offset struct {
@@ -597,7 +608,7 @@ type metrics struct {
 	records, bytes, fetchErrors, rebalances, commitErrors prometheus.Counter
 	lost                                                  prometheus.Counter
 	skipped, refused                                      *prometheus.CounterVec
-	read, readBytes                                       prometheus.Counter
+	read, readBytes, restarts                             prometheus.Counter
 	assigned                                              prometheus.Gauge
 	pollSeconds                                           prometheus.Histogram
 }
@@ -611,6 +622,8 @@ func newMetrics(reg, commitReg prometheus.Registerer) *metrics {
 			Help: "Records read from fetch responses, including those of a partition paused before they were polled (dropped, and read again after the resume)."}),
 		readBytes: prometheus.NewCounter(prometheus.CounterOpts{Name: "etl_source_read_bytes_total",
 			Help: "Record batch bytes read from fetch responses, after decompression, including those read again after a pause."}),
+		restarts: prometheus.NewCounter(prometheus.CounterOpts{Name: "etl_source_fetch_restarts_total",
+			Help: "Times the client's fetches were restarted so that a partition resumed while the polls brought no record is fetched at once, not after a fetch the broker holds over idle partitions (up to fetch_max_wait)."}),
 		connErrors: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "etl_source_connection_errors_total",
 			Help: "Failed connections and requests to a Kafka broker (dial, TLS handshake, SASL, broken connection), by broker.",
@@ -626,7 +639,7 @@ func newMetrics(reg, commitReg prometheus.Registerer) *metrics {
 		}),
 	}
 	if reg != nil {
-		reg.MustRegister(m.records, m.bytes, m.read, m.readBytes, m.fetchErrors, m.connErrors, m.rebalances, m.assigned, m.lost, m.pollSeconds)
+		reg.MustRegister(m.records, m.bytes, m.read, m.readBytes, m.restarts, m.fetchErrors, m.connErrors, m.rebalances, m.assigned, m.lost, m.pollSeconds)
 		if commitReg == nil {
 			commitReg = reg
 		}
