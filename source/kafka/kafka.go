@@ -104,17 +104,17 @@ type Source struct {
 	log      *slog.Logger
 	metrics  *metrics
 	lastPoll atomic.Int64 // unix nanoseconds of the last return from a poll
-	// lastRecords is when a poll last returned records (unix
-	// nanoseconds); restarts are the resumes that restart the client's
-	// fetches (resume.go).
-	lastRecords atomic.Int64
-	restarts    restarts
-	brokers     *brokerWatch
-	owners      *ownership
-	pos         *positions    // where each partition's next record should be (outofrange.go)
-	fetch       fetchState    // fetch errors (fetcherr.go)
-	missing     missingTopics // topics waited for (topics.go)
-	sub         *Subscription
+	// flights follows the fetches; restarts are the resumes that restart
+	// them (resume.go).
+	flights  fetchFlights
+	restarts restarts
+	paused   pausedSet
+	brokers  *brokerWatch
+	owners   *ownership
+	pos      *positions    // where each partition's next record should be (outofrange.go)
+	fetch    fetchState    // fetch errors (fetcherr.go)
+	missing  missingTopics // topics waited for (topics.go)
+	sub      *Subscription
 	// recreated are the topics resubscribed after being deleted and
 	// created again (fetcherr.go): their committed offsets are the old
 	// topic's, and adjustOffsets starts them at start_offset instead.
@@ -370,9 +370,6 @@ func (s *Source) Run(ctx context.Context) error {
 		cancel()
 		now := time.Now()
 		s.lastPoll.Store(now.UnixNano())
-		if fs.NumRecords() > 0 {
-			s.lastRecords.Store(now.UnixNano())
-		}
 		s.metrics.pollSeconds.Observe(now.Sub(start).Seconds())
 		if fs.IsClientClosed() || ctx.Err() != nil {
 			s.cl.AllowRebalance()
@@ -435,10 +432,6 @@ func (s *Source) Run(ctx context.Context) error {
 		s.afterPoll(ctx, fs) // fetcherr.go: fetch health, recreated topics, backoff
 	}
 }
-
-// Pause stops fetching p. Records already polled are the caller's; records
-// buffered by the client for p are fetched again after Resume.
-func (s *Source) Pause(p Partitions) { s.cl.PauseFetchPartitions(p) }
 
 // Offset is an offset to commit: the next offset to read.
 type Offset struct {
@@ -569,8 +562,21 @@ type readHook struct{ s *Source }
 
 func (h readHook) OnFetchBatchRead(m kgo.BrokerMetadata, topic string, partition int32, b kgo.FetchBatchMetrics) {
 	h.s.decomp.batchRead(m.NodeID, topicPartition{topic, partition}, b)
+	if b.NumRecords > 0 {
+		h.s.flights.batch(m.NodeID, topicPartition{topic, partition})
+	}
 	h.s.metrics.read.Add(float64(b.NumRecords))
 	h.s.metrics.readBytes.Add(float64(b.UncompressedBytes))
+}
+
+// OnBrokerWrite: a fetch request went out (resume.go).
+func (h readHook) OnBrokerWrite(m kgo.BrokerMetadata, key int16, _ int, _, _ time.Duration, err error) {
+	if key == 1 && err == nil {
+		ps := &h.s.paused
+		ps.mu.Lock()
+		h.s.flights.written(m.NodeID, ps.lockedHas)
+		ps.mu.Unlock()
+	}
 }
 
 // rampMinRead: a fetch response this large carried records (an empty one
@@ -582,6 +588,7 @@ const rampMinRead = 4 << 10
 // built, which carries the raised sizes.
 func (h readHook) OnBrokerE2E(m kgo.BrokerMetadata, key int16, e2e kgo.BrokerE2E) {
 	if key == 1 { // Fetch
+		h.s.flights.answered(m.NodeID)
 		// The broker is answered again: what the client held of its
 		// previous response was polled or dropped.
 		h.s.decomp.responseRead(m.NodeID)
@@ -623,7 +630,7 @@ func newMetrics(reg, commitReg prometheus.Registerer) *metrics {
 		readBytes: prometheus.NewCounter(prometheus.CounterOpts{Name: "etl_source_read_bytes_total",
 			Help: "Record batch bytes read from fetch responses, after decompression, including those read again after a pause."}),
 		restarts: prometheus.NewCounter(prometheus.CounterOpts{Name: "etl_source_fetch_restarts_total",
-			Help: "Times the client's fetches were restarted so that a partition resumed while the polls brought no record is fetched at once, not after a fetch the broker holds over idle partitions (up to fetch_max_wait)."}),
+			Help: "Times the client's fetches were restarted so that a resumed partition whose broker holds a fetch over idle partitions (up to fetch_max_wait) is fetched at once."}),
 		connErrors: prometheus.NewCounterVec(prometheus.CounterOpts{
 			Name: "etl_source_connection_errors_total",
 			Help: "Failed connections and requests to a Kafka broker (dial, TLS handshake, SASL, broken connection), by broker.",

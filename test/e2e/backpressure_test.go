@@ -264,8 +264,8 @@ func TestReadAhead(t *testing.T) {
 				t.Errorf("%d records written twice in a run without a fault", dups)
 			}
 			full, records, r := m["etl_queue_full_events_total"], m["etl_source_records_total"], m["etl_source_read_records_total"]
-			t.Logf("%s: %v refusals, %v records read for %v delivered (%.2f times), %v partitions paused at the end",
-				arm.name, full, r, records, r/records, m["etl_backpressure_paused"])
+			t.Logf("%s: %v refusals, %v records read for %v delivered (%.2f times), %v fetch restarts, %v partitions paused at the end",
+				arm.name, full, r, records, r/records, m["etl_source_fetch_restarts_total"], m["etl_backpressure_paused"])
 			if full < 100 {
 				t.Fatalf("the queue refused only %v chunks: the test did not exercise backpressure", full)
 			}
