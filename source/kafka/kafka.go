@@ -562,6 +562,9 @@ type readHook struct{ s *Source }
 
 func (h readHook) OnFetchBatchRead(m kgo.BrokerMetadata, topic string, partition int32, b kgo.FetchBatchMetrics) {
 	h.s.decomp.batchRead(m.NodeID, topicPartition{topic, partition}, b)
+	if b.NumRecords > 0 {
+		h.s.flights.batch(m.NodeID, topicPartition{topic, partition})
+	}
 	h.s.metrics.read.Add(float64(b.NumRecords))
 	h.s.metrics.readBytes.Add(float64(b.UncompressedBytes))
 }
@@ -569,7 +572,10 @@ func (h readHook) OnFetchBatchRead(m kgo.BrokerMetadata, topic string, partition
 // OnBrokerWrite: a fetch request went out (resume.go).
 func (h readHook) OnBrokerWrite(m kgo.BrokerMetadata, key int16, _ int, _, _ time.Duration, err error) {
 	if key == 1 && err == nil {
-		h.s.flights.written(m.NodeID)
+		ps := &h.s.paused
+		ps.mu.Lock()
+		h.s.flights.written(m.NodeID, ps.lockedHas)
+		ps.mu.Unlock()
 	}
 }
 

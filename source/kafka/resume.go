@@ -19,27 +19,30 @@ import (
 // what the client buffered (read again from the same offsets) and fetches
 // again at once, the resumed partitions included.
 //
-// A fetch is taken as held when it has been out for heldAfter: one that
-// brings records comes back within milliseconds on a local network. A
-// resume while the broker's fetch is out but younger looks again when it
-// is heldAfter old, and restarts the fetches if that same fetch is still
-// out and the partition still resumed.
+// A fetch is taken as held when it has been out for heldAfter and every
+// partition that had records in the broker's previous answer was paused
+// when its request was written (the client leaves those out, so the
+// request asks for partitions that had none). A fetch asked after an
+// answer with records for a partition it includes is not held (that
+// partition has records to send), and one that brings records comes back
+// within milliseconds on a local network; those are left to come back.
 
-// heldAfter: a fetch out this long is taken as held by the broker.
+// heldAfter: a fetch out this long, asked after an answer with no records
+// for its partitions, is taken as held by the broker.
 const heldAfter = 100 * time.Millisecond
 
 // fetchFlights follows each broker's fetches (the client's hooks): whether
-// one is out (its request written, its answer not read yet), since when,
-// and its number.
+// one is out (its request written, its answer not read yet) and whether it
+// asks only for partitions that had no record in the broker's last answer.
 type fetchFlights struct {
 	mu sync.Mutex
 	by map[int32]*fetchFlight
 }
 
 type fetchFlight struct {
-	out bool
-	seq uint64    // the number of the fetch out
-	at  time.Time // when the fetch out was written
+	out, idle bool
+	at        time.Time        // when the fetch out was written
+	records   []topicPartition // the last answer's partitions with records
 }
 
 func (f *fetchFlights) get(node int32) *fetchFlight {
@@ -54,42 +57,51 @@ func (f *fetchFlights) get(node int32) *fetchFlight {
 	return x
 }
 
-// written: a fetch request went out to node.
-func (f *fetchFlights) written(node int32) {
+// written: a fetch request went out to node; paused reports whether a
+// partition is paused now.
+func (f *fetchFlights) written(node int32, paused func(topicPartition) bool) {
 	f.mu.Lock()
+	defer f.mu.Unlock()
 	x := f.get(node)
-	x.out, x.at = true, time.Now()
-	x.seq++
-	f.mu.Unlock()
+	x.out, x.idle, x.at = true, true, time.Now()
+	for _, tp := range x.records {
+		if !paused(tp) {
+			x.idle = false
+			break
+		}
+	}
 }
 
-// answered: node's answer was read (or the request failed).
+// answered: node's answer was read (or the request failed); its batches
+// are read next.
 func (f *fetchFlights) answered(node int32) {
 	f.mu.Lock()
-	f.get(node).out = false
+	x := f.get(node)
+	x.out, x.idle, x.records = false, false, x.records[:0]
 	f.mu.Unlock()
 }
 
-// outAt reports the fetch out at node (at any broker when node < 0): the
-// broker it is at, how long it has been out and its number; ok is false
-// when no fetch is out there.
-func (f *fetchFlights) outAt(node int32) (at int32, age time.Duration, seq uint64, ok bool) {
+// batch: the answer being read holds records of tp.
+func (f *fetchFlights) batch(node int32, tp topicPartition) {
+	f.mu.Lock()
+	x := f.get(node)
+	if n := len(x.records); n == 0 || x.records[n-1] != tp {
+		x.records = append(x.records, tp)
+	}
+	f.mu.Unlock()
+}
+
+// held reports whether node (any broker when node < 0) holds a fetch (see
+// heldAfter).
+func (f *fetchFlights) held(node int32) bool {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	for n, x := range f.by {
-		if (node < 0 || n == node) && x.out {
-			return n, time.Since(x.at), x.seq, true
+		if (node < 0 || n == node) && x.out && x.idle && time.Since(x.at) >= heldAfter {
+			return true
 		}
 	}
-	return 0, 0, 0, false
-}
-
-// stillOut reports whether the fetch numbered seq is still out at node.
-func (f *fetchFlights) stillOut(node int32, seq uint64) bool {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	x := f.by[node]
-	return x != nil && x.out && x.seq == seq
+	return false
 }
 
 // pausedSet is the partitions the source has paused.
@@ -115,19 +127,8 @@ func (ps *pausedSet) set(p Partitions, paused bool) {
 	}
 }
 
-// any reports whether a partition of p is paused.
-func (ps *pausedSet) any(p Partitions) bool {
-	ps.mu.Lock()
-	defer ps.mu.Unlock()
-	for t, parts := range p {
-		for _, part := range parts {
-			if ps.m[topicPartition{t, part}] {
-				return true
-			}
-		}
-	}
-	return false
-}
+// lockedHas is has with mu held by the caller.
+func (ps *pausedSet) lockedHas(tp topicPartition) bool { return ps.m[tp] }
 
 // Pause stops fetching p. Records already polled are the caller's; records
 // buffered by the client for p are fetched again after Resume.
@@ -222,22 +223,10 @@ func (s *Source) Resume(p Partitions) {
 			if err != nil {
 				leader = -1
 			}
-			node, age, seq, out := s.flights.outAt(leader)
-			if !out {
-				continue // the next fetch asks for the partition
-			}
-			if age >= heldAfter {
+			if s.flights.held(leader) {
 				s.restarts.add(p)
 				return
 			}
-			// The fetch out may yet be held: look again once it is
-			// heldAfter old.
-			time.AfterFunc(heldAfter-age, func() {
-				if s.flights.stillOut(node, seq) && !s.paused.any(p) {
-					s.restarts.add(p)
-				}
-			})
-			return
 		}
 	}
 }
