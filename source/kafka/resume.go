@@ -11,9 +11,9 @@ import (
 // A resumed partition joins the client's next fetch to its broker, after
 // the fetch in flight. When every partition of that fetch is idle the
 // broker holds it for up to fetch_max_wait, and the resumed partition's
-// records wait as long: at the end of a backlog whose last partition was
-// paused by a full queue, or for a busy partition among idle ones each
-// time it resumes. So a resume of a partition whose broker holds a fetch
+// records wait as long: for a busy partition among idle ones each time a
+// full queue pauses and resumes it, or at the end of a backlog whose last
+// partition was paused. So a resume of a partition whose broker holds a fetch
 // restarts the client's fetches: the poll loop sets the resumed partitions
 // to their positions (SetOffsets), which ends the fetches in flight, drops
 // what the client buffered (read again from the same offsets) and fetches
@@ -26,6 +26,9 @@ import (
 // answer with records for a partition it includes is not held (that
 // partition has records to send), and one that brings records comes back
 // within milliseconds on a local network; those are left to come back.
+// This misses the end of a backlog: the answer before the held fetch
+// carries the other partitions' last records (docs/DESIGN.md,
+// "Backpressure").
 
 // heldAfter: a fetch out this long, asked after an answer with no records
 // for its partitions, is taken as held by the broker.
@@ -127,7 +130,7 @@ func (ps *pausedSet) set(p Partitions, paused bool) {
 	}
 }
 
-// lockedHas is has with mu held by the caller.
+// lockedHas reports whether tp is paused; the caller holds mu.
 func (ps *pausedSet) lockedHas(tp topicPartition) bool { return ps.m[tp] }
 
 // Pause stops fetching p. Records already polled are the caller's; records
